@@ -1,0 +1,582 @@
+"""Log dirs to rows: one row per segment, one per partition directory. Pure Python, no Spark.
+
+The scanner is strictly read-only: files are opened ``O_RDONLY`` (with ``O_NOATIME`` when
+allowed), read with ``pread`` in bounded chunks (never mmap'd: a broker trimming an index
+we had mapped would kill us with SIGBUS), symlinks are never followed, and nothing under a
+log dir is ever created, locked, truncated or renamed.
+
+Work grows with the depth asked for:
+
+* ``stat``    names, sizes, mtimes: one ``lstat`` per file;
+* ``index``   plus the first batch header, the index/timeindex tails (binary search over the
+  preallocated zero tail) and the batches after the last offset-index entry: constant work
+  per segment (about ``index.interval.bytes`` of reading);
+* ``headers`` every batch header;
+* ``deep``    every record: decompression, per-record timestamps, CRC.
+
+Every oddity becomes a note naming the file, byte position, field and value; a file that
+vanishes or cannot be read between listing and reading is a note, not a crash.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from auditor.formats import checkpoints, filenames
+from auditor.formats.errors import FormatError
+from auditor.formats.log_reader import LogReader
+from auditor.formats.offset_index import read_offset_index
+from auditor.formats.time_index import read_time_index
+from auditor.formats.txn_index import read_txn_index
+from auditor.schema import DEPTHS, PARTITION_COLUMNS, SEGMENT_COLUMNS, empty_row
+
+NO_TIMESTAMP = -1
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+
+OFFSET_CHECKPOINTS = {
+    "high_watermark": "replication-offset-checkpoint",
+    "recovery_point": "recovery-point-offset-checkpoint",
+    "log_start_offset": "log-start-offset-checkpoint",
+    "cleaner_offset": "cleaner-offset-checkpoint",
+}
+
+
+@dataclass
+class Progress:
+    """What a long scan has done so far; handed to the progress callback."""
+
+    log_dirs_total: int = 0
+    log_dirs_done: int = 0
+    partitions_done: int = 0
+    segments_done: int = 0
+    bytes_done: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self.started
+
+
+@dataclass
+class ScanResult:
+    segments: list[dict]
+    partitions: list[dict]
+    log_dirs: list[dict]
+    """One entry per log dir: path, broker and cluster ids, and problems met at that level."""
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+def _ms(st: os.stat_result) -> int:
+    return st.st_mtime_ns // 1_000_000
+
+
+def _ts(value: int) -> int | None:
+    """Kafka's NO_TIMESTAMP (-1) is absence; keep every other value, even negative, as found."""
+    return None if value == NO_TIMESTAMP else value
+
+
+def _lstat(path: Path, notes: list[str], what: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        notes.append(f"{path}: {what} vanished between listing and reading (deleted or renamed by the broker)")
+    except OSError as exc:
+        notes.append(f"{path}: cannot stat {what}: {exc.strerror} (errno {exc.errno})")
+    return None
+
+
+def _list_dir(path: Path, notes: list[str]) -> list[os.DirEntry]:
+    try:
+        with os.scandir(path) as it:
+            return sorted(it, key=lambda e: e.name)
+    except FileNotFoundError:
+        notes.append(f"{path}: directory vanished between listing and reading")
+    except OSError as exc:
+        notes.append(f"{path}: cannot list directory: {exc.strerror} (errno {exc.errno})")
+    return []
+
+
+def _symlink_note(entry: os.DirEntry, root: Path) -> str:
+    try:
+        target = os.path.realpath(entry.path)
+    except OSError:
+        target = "?"
+    where = "inside" if target.startswith(str(root) + os.sep) else "OUTSIDE"
+    return f"{entry.path}: symbolic link to {target} ({where} the log dir): not followed"
+
+
+# ---------------------------------------------------------------------------------------
+# One segment
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class SegmentFiles:
+    base_offset: int
+    state: str | None
+    paths: dict[str, Path] = field(default_factory=dict)
+    """suffix (log, index, timeindex, txnindex) to path."""
+
+
+def _fold_batch(row: dict, batch, kinds: dict) -> None:
+    """Accumulate one batch header into the row (the 'headers' depth)."""
+    if row["first_offset"] is None:
+        row["first_offset"] = batch.base_offset
+        row["first_batch_max_timestamp_ms"] = _ts(batch.max_timestamp_ms)
+    row["last_offset"] = batch.last_offset
+    row["last_batch_max_timestamp_ms"] = _ts(batch.max_timestamp_ms)
+    row["batch_count"] += 1
+    if batch.record_count is None:
+        kinds["count_unknown"] = True
+    else:
+        row["record_count"] += batch.record_count
+    max_ts = _ts(batch.max_timestamp_ms)
+    if max_ts is not None and (row["max_timestamp_ms"] is None or max_ts > row["max_timestamp_ms"]):
+        row["max_timestamp_ms"] = max_ts
+    first_ts = _first_record_timestamp(batch)
+    if first_ts is not None and (row["min_batch_timestamp_ms"] is None or first_ts < row["min_batch_timestamp_ms"]):
+        row["min_batch_timestamp_ms"] = first_ts
+    kinds["timestamp_types"].add(batch.timestamp_type or "NoTimestampType")
+    kinds["magics"].add(batch.magic)
+    kinds["codecs"].add(batch.codec)
+    if batch.is_transactional:
+        row["transactional_batches"] += 1
+    if batch.is_control:
+        row["control_batches"] += 1
+
+
+def _first_record_timestamp(batch) -> int | None:
+    if batch.magic < 2 or batch.timestamp_type == "LogAppendTime":
+        return _ts(batch.max_timestamp_ms) if batch.magic >= 2 else _ts(batch.base_timestamp_ms)
+    if batch.has_delete_horizon or batch.record_count == 0:
+        # baseTimestamp holds the delete horizon (KIP-534) or -1 (empty batch kept by compaction)
+        return None
+    return _ts(batch.base_timestamp_ms)
+
+
+def _count_markers(row: dict, reader: LogReader, batch, notes: list[str]) -> None:
+    """Control batches hold one tiny record; reading it tells ABORT from COMMIT."""
+    try:
+        for record in reader.records(batch):
+            if record.control_type == CONTROL_ABORT:
+                row["abort_markers"] += 1
+            elif record.control_type == CONTROL_COMMIT:
+                row["commit_markers"] += 1
+    except (FormatError, OSError) as exc:
+        notes.append(f"control batch at byte {batch.position}: cannot read its record: {exc}")
+
+
+def _deep_batch(row: dict, reader: LogReader, batch, notes: list[str], deep_state: dict) -> None:
+    ok, stored, computed = reader.crc_ok(batch)
+    if not ok:
+        row["crc_failures"] += 1
+        if row["crc_failures"] <= 10:
+            notes.append(
+                f"{reader.label}: byte {batch.position}: crc = {stored:#010x}, expected {computed:#010x} "
+                f"(batch {batch.base_offset}..{batch.last_offset}): corrupt batch"
+            )
+    try:
+        count = 0
+        for record in reader.records(batch):
+            count += 1
+            ts = _ts(record.timestamp_ms)
+            if ts is not None and (row["min_timestamp_ms"] is None or ts < row["min_timestamp_ms"]):
+                row["min_timestamp_ms"] = ts
+            if batch.is_control:
+                if record.control_type == CONTROL_ABORT:
+                    row["abort_markers"] += 1
+                elif record.control_type == CONTROL_COMMIT:
+                    row["commit_markers"] += 1
+        deep_state["records"] += count
+    except (FormatError, OSError) as exc:
+        deep_state["unreadable"] += 1
+        notes.append(f"{reader.label}: byte {batch.position}: records unreadable: {exc}")
+
+
+def scan_segment(
+    files: SegmentFiles,
+    depth: str,
+    *,
+    is_active: bool,
+    location: dict,
+    notes: list[str] | None = None,
+) -> dict:
+    """One segment's row. Never raises for bad input: problems become notes."""
+    row = empty_row(SEGMENT_COLUMNS)
+    row.update(location)
+    row["base_offset"] = files.base_offset
+    row["file_state"] = files.state
+    row["is_active"] = is_active
+    row["depth"] = depth
+    row["scanned_at_ms"] = time.time_ns() // 1_000_000
+    notes = [] if notes is None else notes
+
+    for suffix in ("log", "index", "timeindex", "txnindex"):
+        path = files.paths.get(suffix)
+        if path is None:
+            continue
+        st = _lstat(path, notes, f".{suffix} file")
+        if st is None:
+            files.paths.pop(suffix)
+            continue
+        row[f"{suffix}_size_bytes"] = st.st_size
+        if suffix != "txnindex":
+            row[f"{suffix}_mtime_ms"] = _ms(st)
+
+    log_path = files.paths.get("log")
+    if log_path is None:
+        notes.append(f"segment {files.base_offset}: no .log file (only {sorted(files.paths) or 'nothing'})")
+    if files.state is None and log_path is not None:
+        for suffix in ("index", "timeindex"):
+            if suffix not in files.paths:
+                notes.append(f"{log_path}: no .{suffix} beside it (the broker rebuilds missing indexes on recovery)")
+            elif row[f"{suffix}_size_bytes"] == 0 and row["log_size_bytes"]:
+                notes.append(f"{files.paths[suffix]}: empty .{suffix} for a non-empty segment")
+
+    if depth != "stat":
+        _scan_indexes(row, files, depth, notes)
+        if log_path is not None:
+            _scan_log(row, files, log_path, depth, notes)
+    row["notes"] = notes
+    return row
+
+
+def _scan_indexes(row: dict, files: SegmentFiles, depth: str, notes: list[str]) -> None:
+    tail_only = depth == "index"
+    readers = (("index", read_offset_index, "last_index_offset", "last_index_position"),
+               ("timeindex", read_time_index, "last_timeindex_timestamp_ms", "last_timeindex_offset"))
+    for suffix, read, first_col, second_col in readers:
+        path = files.paths.get(suffix)
+        if path is None:
+            continue
+        try:
+            result = read(path, files.base_offset, tail_only=tail_only)
+        except FileNotFoundError:
+            notes.append(f"{path}: vanished between listing and reading")
+            continue
+        except (FormatError, OSError) as exc:
+            notes.append(f"{path}: unreadable: {exc}")
+            continue
+        row[f"{suffix}_entries"] = result.entry_count
+        notes.extend(result.problems)
+        if result.entries:
+            row[first_col], row[second_col] = result.entries[-1]
+    txn_path = files.paths.get("txnindex")
+    if txn_path is not None:
+        try:
+            row["aborted_txns"] = len(read_txn_index(txn_path))
+        except (FormatError, OSError) as exc:
+            notes.append(f"{txn_path}: unreadable: {exc}")
+
+
+def _scan_log(row: dict, files: SegmentFiles, log_path: Path, depth: str, notes: list[str]) -> None:
+    try:
+        reader = LogReader(log_path)
+    except FileNotFoundError:
+        notes.append(f"{log_path}: vanished between listing and reading (deleted or renamed by the broker)")
+        return
+    except OSError as exc:
+        notes.append(f"{log_path}: cannot open: {exc.strerror} (errno {exc.errno})")
+        return
+    try:
+        if depth == "index":
+            _scan_log_ends(row, reader, notes)
+        else:
+            _scan_log_all(row, reader, depth, notes)
+    finally:
+        reader.close()
+    if reader.stop_reason is not None:
+        row["stop_reason"] = reader.stop_reason
+        note = reader.stop_detail or f"{log_path}: walk stopped at byte {reader.stop_position}: {reader.stop_reason}"
+        if reader.stop_reason == "partial-tail" and row["is_active"]:
+            note += " (the active segment is being appended to: expected, not corruption)"
+        notes.append(note)
+    first = row["first_offset"]
+    if first is not None and first < files.base_offset and row["last_offset"] is not None and row["last_offset"] < files.base_offset:
+        notes.append(
+            f"{log_path}: byte 0: last_offset = {row['last_offset']}, expected >= {files.base_offset} (the file name's base offset)"
+        )
+
+
+def _scan_log_ends(row: dict, reader: LogReader, notes: list[str]) -> None:
+    """'index' depth: the first batch, then only the batches after the last offset-index entry."""
+    first = None
+    start = 0
+    for batch in reader.batches(0):
+        first = batch
+        break
+    if first is None:
+        return
+    row["first_offset"] = first.base_offset
+    row["first_batch_max_timestamp_ms"] = _ts(first.max_timestamp_ms)
+    if row["last_index_position"] is not None:
+        if row["last_index_position"] < reader.size_bytes:
+            start = row["last_index_position"]
+        else:
+            notes.append(
+                f"{reader.label}.index: last entry position = {row['last_index_position']}, "
+                f"expected < {reader.size_bytes} (the .log size): index points past the log"
+            )
+    last = None
+    max_ts = row["last_timeindex_timestamp_ms"]
+    for batch in reader.batches(start):
+        last = batch
+        ts = _ts(batch.max_timestamp_ms)
+        if ts is not None and (max_ts is None or ts > max_ts):
+            max_ts = ts
+    if last is not None:
+        row["last_offset"] = last.last_offset
+        row["last_batch_max_timestamp_ms"] = _ts(last.max_timestamp_ms)
+    ts = _ts(first.max_timestamp_ms)
+    if ts is not None and (max_ts is None or ts > max_ts):
+        max_ts = ts
+    row["max_timestamp_ms"] = max_ts
+    row["trailing_bytes"] = reader.size_bytes - reader.stop_position
+
+
+def _scan_log_all(row: dict, reader: LogReader, depth: str, notes: list[str]) -> None:
+    for name in ("batch_count", "record_count", "transactional_batches", "control_batches",
+                 "abort_markers", "commit_markers"):
+        row[name] = 0
+    kinds = {"timestamp_types": set(), "magics": set(), "codecs": set(), "count_unknown": False}
+    deep = depth == "deep"
+    deep_state = {"records": 0, "unreadable": 0}
+    if deep:
+        row["crc_failures"] = 0
+    for batch in reader.batches(0):
+        _fold_batch(row, batch, kinds)
+        if deep:
+            _deep_batch(row, reader, batch, notes, deep_state)
+        elif batch.is_control:
+            _count_markers(row, reader, batch, notes)
+    if deep and deep_state["unreadable"] == 0:
+        row["record_count"] = deep_state["records"]
+    elif kinds["count_unknown"]:
+        row["record_count"] = None
+    row["timestamp_types"] = sorted(kinds["timestamp_types"])
+    row["magics"] = sorted(kinds["magics"])
+    row["codecs"] = sorted(kinds["codecs"])
+    row["trailing_bytes"] = reader.size_bytes - reader.stop_position
+
+
+# ---------------------------------------------------------------------------------------
+# One partition directory
+# ---------------------------------------------------------------------------------------
+
+
+def _group_segments(entries: Iterable[os.DirEntry], root: Path, notes: list[str]) -> tuple[dict, int]:
+    segments: dict[tuple[int, str | None], SegmentFiles] = {}
+    snapshots = 0
+    for entry in entries:
+        if entry.is_symlink():
+            notes.append(_symlink_note(entry, root))
+            continue
+        parsed = filenames.parse_segment_file(entry.name)
+        if parsed is None:
+            if entry.name not in filenames.PARTITION_DIR_FILES and filenames.parse_metadata_snapshot(entry.name) is None:
+                notes.append(f"{entry.path}: unknown file in a partition directory (left alone)")
+            continue
+        if parsed.suffix == "snapshot":
+            snapshots += 1
+            continue
+        key = (parsed.base_offset, parsed.state)
+        segments.setdefault(key, SegmentFiles(parsed.base_offset, parsed.state)).paths[parsed.suffix] = Path(entry.path)
+    return segments, snapshots
+
+
+def scan_partition_dir(
+    path: Path,
+    depth: str,
+    *,
+    log_dir_info: dict,
+    checkpoints_by_tp: dict,
+    root: Path,
+    progress: Progress | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> tuple[list[dict], dict]:
+    parsed = filenames.parse_partition_dir(path.name)
+    location = {
+        "broker_id": log_dir_info["broker_id"],
+        "cluster_id": log_dir_info["cluster_id"],
+        "log_dir": log_dir_info["log_dir"],
+        "topic": parsed.topic,
+        "partition": parsed.partition,
+        "dir_kind": parsed.kind,
+        "dir_name": path.name,
+    }
+    pnotes: list[str] = []
+    entries = _list_dir(path, pnotes)
+    segment_files, snapshots = _group_segments(entries, root, pnotes)
+
+    live_offsets = [base for (base, state) in segment_files if state is None and "log" in segment_files[(base, state)].paths]
+    active_base = max(live_offsets) if live_offsets else None
+    rows = []
+    for key in sorted(segment_files, key=lambda k: (k[0], k[1] or "")):
+        files = segment_files[key]
+        row = scan_segment(files, depth, is_active=(key[1] is None and key[0] == active_base), location=location)
+        rows.append(row)
+        if progress is not None:
+            progress.segments_done += 1
+            progress.bytes_done += row["log_size_bytes"] or 0
+            if on_progress is not None:
+                on_progress(progress)
+
+    prow = empty_row(PARTITION_COLUMNS)
+    prow.update(location)
+    prow["depth"] = depth
+    prow["producer_snapshots"] = snapshots
+    live_rows = [r for r in rows if r["file_state"] is None and r["log_size_bytes"] is not None]
+    prow["segment_count"] = len(live_rows)
+    prow["size_bytes"] = sum(r["log_size_bytes"] for r in live_rows)
+    mtimes = [r["log_mtime_ms"] for r in live_rows if r["log_mtime_ms"] is not None]
+    if mtimes:
+        prow["oldest_log_mtime_ms"], prow["newest_log_mtime_ms"] = min(mtimes), max(mtimes)
+    if live_rows and live_rows[-1]["last_offset"] is not None:
+        prow["log_end_offset"] = live_rows[-1]["last_offset"] + 1
+
+    # Checkpoints name the live directory's partition only; a -future/-delete/-stray copy has its own state.
+    tp = (parsed.topic, parsed.partition)
+    if parsed.kind == "live":
+        for column, file_name in OFFSET_CHECKPOINTS.items():
+            value = checkpoints_by_tp.get(file_name, {}).get(tp)
+            if value is not None:
+                prow[column] = value
+    if prow["log_start_offset"] is not None:
+        prow["log_start_offset_source"] = "checkpoint"
+    elif live_rows:
+        prow["log_start_offset"] = live_rows[0]["base_offset"]
+        prow["log_start_offset_source"] = "first-segment"
+
+    _read_partition_files(path, prow, pnotes)
+    prow["notes"] = pnotes
+    return rows, prow
+
+
+def _read_partition_files(path: Path, prow: dict, notes: list[str]) -> None:
+    epoch_path = path / "leader-epoch-checkpoint"
+    if os.path.lexists(epoch_path):
+        try:
+            epochs = checkpoints.read_leader_epoch_checkpoint(epoch_path)
+            prow["leader_epochs"] = [{"epoch": e, "start_offset": o} for e, o in epochs]
+            if epochs:
+                prow["latest_leader_epoch"] = epochs[-1][0]
+        except (FormatError, OSError) as exc:
+            notes.append(f"{epoch_path}: unreadable: {exc}")
+    meta_path = path / "partition.metadata"
+    if os.path.lexists(meta_path):
+        try:
+            prow["topic_id"] = checkpoints.read_partition_metadata(meta_path).get("topic_id")
+        except (FormatError, OSError) as exc:
+            notes.append(f"{meta_path}: unreadable: {exc}")
+
+
+# ---------------------------------------------------------------------------------------
+# One log dir, many log dirs
+# ---------------------------------------------------------------------------------------
+
+
+def _read_log_dir_header(root: Path, problems: list[str]) -> tuple[dict, dict]:
+    info = {"log_dir": str(root), "broker_id": None, "cluster_id": None, "directory_id": None}
+    meta = root / "meta.properties"
+    if os.path.lexists(meta):
+        try:
+            props = checkpoints.read_meta_properties(meta)
+            broker = props.get("node.id", props.get("broker.id"))
+            info["broker_id"] = int(broker) if broker is not None else None
+            info["cluster_id"] = props.get("cluster.id")
+            info["directory_id"] = props.get("directory.id")
+        except (FormatError, OSError, ValueError) as exc:
+            problems.append(f"{meta}: unreadable: {exc}")
+    else:
+        problems.append(f"{meta}: missing: broker id unknown (a log dir that never started a broker, or not a log dir)")
+    by_tp: dict[str, dict] = {}
+    for file_name in OFFSET_CHECKPOINTS.values():
+        cp = root / file_name
+        if not os.path.lexists(cp):
+            continue
+        try:
+            by_tp[file_name] = checkpoints.read_offset_checkpoint(cp)
+        except (FormatError, OSError) as exc:
+            problems.append(f"{cp}: unreadable: {exc}")
+    return info, by_tp
+
+
+def iter_log_dir(
+    log_dir: str | os.PathLike,
+    depth: str = "index",
+    *,
+    progress: Progress | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> Iterator[tuple[list[dict], dict | None, dict | None]]:
+    """Yields (segment rows, partition row) per partition directory, then (\u2205, None, log-dir info).
+
+    Streaming keeps memory proportional to one partition, whatever the log dir holds.
+    """
+    if depth not in DEPTHS:
+        raise ValueError(f"depth = {depth!r}, expected one of {', '.join(DEPTHS)}")
+    root = Path(os.path.abspath(log_dir))
+    problems: list[str] = []
+    if not root.is_dir():
+        problems.append(f"{root}: not a directory")
+        yield [], None, {"log_dir": str(root), "broker_id": None, "cluster_id": None, "directory_id": None,
+                         "partition_dirs": 0, "problems": problems}
+        return
+    info, by_tp = _read_log_dir_header(root, problems)
+    partition_dirs = 0
+    for entry in _list_dir(root, problems):
+        if entry.is_symlink():
+            problems.append(_symlink_note(entry, root))
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            if filenames.parse_partition_dir(entry.name) is None:
+                problems.append(f"{entry.path}: directory is not a Kafka partition directory (left alone)")
+                continue
+            partition_dirs += 1
+            rows, prow = scan_partition_dir(
+                Path(entry.path), depth, log_dir_info=info, checkpoints_by_tp=by_tp, root=root,
+                progress=progress, on_progress=on_progress,
+            )
+            if progress is not None:
+                progress.partitions_done += 1
+            yield rows, prow, None
+        elif entry.name not in filenames.LOG_DIR_FILES:
+            problems.append(f"{entry.path}: unknown file in the log dir (left alone)")
+    if partition_dirs == 0 and info["broker_id"] is None:
+        problems.append(f"{root}: not a Kafka log dir (no meta.properties and no partition directories)")
+    info["partition_dirs"] = partition_dirs
+    info["problems"] = problems
+    if progress is not None:
+        progress.log_dirs_done += 1
+        if on_progress is not None:
+            on_progress(progress)
+    yield [], None, info
+
+
+def scan_log_dirs(
+    log_dirs: Iterable[str | os.PathLike],
+    depth: str = "index",
+    *,
+    on_progress: ProgressCallback | None = None,
+) -> ScanResult:
+    log_dirs = list(log_dirs)
+    progress = Progress(log_dirs_total=len(log_dirs))
+    segments: list[dict] = []
+    partitions: list[dict] = []
+    infos: list[dict] = []
+    for log_dir in log_dirs:
+        for rows, prow, info in iter_log_dir(log_dir, depth, progress=progress, on_progress=on_progress):
+            segments.extend(rows)
+            if prow is not None:
+                partitions.append(prow)
+            if info is not None:
+                infos.append(info)
+    return ScanResult(segments, partitions, infos)
+
+

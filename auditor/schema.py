@@ -1,0 +1,153 @@
+"""The tables the auditor produces, declared once.
+
+Every consumer (the in-process scanner, the Spark job, the checks, Great Expectations,
+the reports and the tests) takes its columns from here. Conventions:
+
+* units are in the names (``size_bytes``, ``mtime_ms``, ``max_timestamp_ms``);
+* absence is ``None``, never Kafka's ``-1`` sentinel;
+* times are epoch milliseconds (UTC) in the tables; humans see ISO-8601 with the zone;
+* a value is only filled when the scan depth that produced the row can know it exactly,
+  except where a column's description says it is a bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+DEPTHS = ("stat", "index", "headers", "deep")
+"""Scan depths, cheapest first: each one fills every column the previous one does."""
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: pa.DataType
+    description: str
+    depth: str = "stat"
+    """The cheapest depth that fills this column."""
+
+
+_STR_LIST = pa.list_(pa.string())
+_INT_LIST = pa.list_(pa.int32())
+
+_LOCATION = [
+    Column("broker_id", pa.int32(), "node.id (KRaft) or broker.id (ZooKeeper) from the log dir's meta.properties"),
+    Column("cluster_id", pa.string(), "cluster.id from meta.properties"),
+    Column("log_dir", pa.string(), "absolute path of the log dir as given to the scanner"),
+    Column("topic", pa.string(), "topic name parsed from the partition directory"),
+    Column("partition", pa.int32(), "partition number parsed from the partition directory"),
+    Column("dir_kind", pa.string(), "live | future | delete | stray | metadata (KRaft __cluster_metadata)"),
+    Column("dir_name", pa.string(), "the partition directory's own name"),
+]
+
+SEGMENT_COLUMNS: tuple[Column, ...] = tuple(
+    _LOCATION
+    + [
+        Column("base_offset", pa.int64(), "base offset from the segment file name"),
+        Column("file_state", pa.string(), "None for a normal segment, else deleted | cleaned | swap (suffix after the name)"),
+        Column("is_active", pa.bool_(), "the partition's highest-base-offset live segment (the one being appended to)"),
+        Column("log_size_bytes", pa.int64(), ".log size; None when the .log is missing"),
+        Column("index_size_bytes", pa.int64(), ".index size (preallocated size for the active segment)"),
+        Column("timeindex_size_bytes", pa.int64(), ".timeindex size (preallocated size for the active segment)"),
+        Column("txnindex_size_bytes", pa.int64(), ".txnindex size; None when absent (the normal case)"),
+        Column("log_mtime_ms", pa.int64(), ".log last-modified time, the input of the legacy (v0) ListOffsets lookup"),
+        Column("index_mtime_ms", pa.int64(), ".index last-modified time"),
+        Column("timeindex_mtime_ms", pa.int64(), ".timeindex last-modified time"),
+        Column("first_offset", pa.int64(), "base offset of the first batch", "index"),
+        Column("first_batch_max_timestamp_ms", pa.int64(), "max timestamp of the first batch (drives time-based rolls)", "index"),
+        Column("last_offset", pa.int64(), "last offset of the last complete batch", "index"),
+        Column("last_batch_max_timestamp_ms", pa.int64(), "max timestamp of the last complete batch", "index"),
+        Column("last_index_offset", pa.int64(), "absolute offset of the last valid .index entry", "index"),
+        Column("last_index_position", pa.int64(), "byte position of the last valid .index entry", "index"),
+        Column("last_timeindex_timestamp_ms", pa.int64(), "timestamp of the last valid .timeindex entry", "index"),
+        Column("last_timeindex_offset", pa.int64(), "offset of the last valid .timeindex entry", "index"),
+        Column("index_entries", pa.int64(), "valid .index entries (zero tail excluded)", "index"),
+        Column("timeindex_entries", pa.int64(), "valid .timeindex entries (zero tail excluded)", "index"),
+        Column(
+            "max_timestamp_ms",
+            pa.int64(),
+            "largest record timestamp: exact from 'headers' on; at 'index' depth the broker's own "
+            "view (last time-index entry, then the batches after the last index entry)",
+            "index",
+        ),
+        Column(
+            "min_batch_timestamp_ms",
+            pa.int64(),
+            "smallest first-record timestamp over batches (v2 CreateTime baseTimestamp, LogAppendTime "
+            "batch time, legacy message time): an upper bound on the oldest record",
+            "headers",
+        ),
+        Column("min_timestamp_ms", pa.int64(), "smallest record timestamp, exact (every record read)", "deep"),
+        Column("batch_count", pa.int64(), "batches (v2) or shallow messages (magic 0/1)", "headers"),
+        Column("record_count", pa.int64(), "records; None at 'headers' when legacy compressed wrappers need decompression", "headers"),
+        Column("timestamp_types", _STR_LIST, "distinct timestamp types seen: CreateTime, LogAppendTime, NoTimestampType", "headers"),
+        Column("magics", _INT_LIST, "distinct magic values seen", "headers"),
+        Column("codecs", _STR_LIST, "distinct compression codecs seen", "headers"),
+        Column("transactional_batches", pa.int64(), "batches with the transactional bit", "headers"),
+        Column("control_batches", pa.int64(), "control batches (transaction markers, KRaft control records)", "headers"),
+        Column("abort_markers", pa.int64(), "ABORT control records", "headers"),
+        Column("commit_markers", pa.int64(), "COMMIT control records", "headers"),
+        Column("aborted_txns", pa.int64(), "entries in the .txnindex", "index"),
+        Column("crc_failures", pa.int64(), "batches whose stored CRC differs from the computed one", "deep"),
+        Column("trailing_bytes", pa.int64(), "bytes after the last complete batch", "headers"),
+        Column("stop_reason", pa.string(), "why the walk of the .log stopped early: partial-tail | zero-tail | corrupt | io-error", "index"),
+        Column("depth", pa.string(), "the depth this row was scanned at"),
+        Column("scanned_at_ms", pa.int64(), "when this segment was read"),
+        Column("notes", _STR_LIST, "every oddity met, each naming file, byte position, field and value"),
+    ]
+)
+
+LEADER_EPOCH_TYPE = pa.list_(pa.struct([("epoch", pa.int32()), ("start_offset", pa.int64())]))
+
+PARTITION_COLUMNS: tuple[Column, ...] = tuple(
+    _LOCATION
+    + [
+        Column("topic_id", pa.string(), "topic id from partition.metadata (None on ZooKeeper-era data)"),
+        Column("segment_count", pa.int64(), "segments (.log files in a normal state)"),
+        Column("size_bytes", pa.int64(), "bytes of all segment .log files"),
+        Column("log_start_offset", pa.int64(), "log-start-offset-checkpoint, else the first segment's base offset"),
+        Column("log_start_offset_source", pa.string(), "checkpoint | first-segment"),
+        Column("log_end_offset", pa.int64(), "last offset + 1 of the active segment (needs depth index or more)", "index"),
+        Column("high_watermark", pa.int64(), "replication-offset-checkpoint"),
+        Column("recovery_point", pa.int64(), "recovery-point-offset-checkpoint"),
+        Column("cleaner_offset", pa.int64(), "cleaner-offset-checkpoint (compacted topics)"),
+        Column("leader_epochs", LEADER_EPOCH_TYPE, "leader-epoch-checkpoint entries"),
+        Column("latest_leader_epoch", pa.int32(), "last leader-epoch-checkpoint entry's epoch"),
+        Column("producer_snapshots", pa.int64(), "producer state .snapshot files"),
+        Column("oldest_log_mtime_ms", pa.int64(), "oldest .log mtime of the partition"),
+        Column("newest_log_mtime_ms", pa.int64(), "newest .log mtime of the partition"),
+        Column("depth", pa.string(), "the depth this row was scanned at"),
+        Column("notes", _STR_LIST, "every oddity met at partition level"),
+    ]
+)
+
+SEGMENT_KEY = ("broker_id", "log_dir", "topic", "partition", "dir_name", "base_offset", "file_state")
+PARTITION_KEY = ("broker_id", "log_dir", "topic", "partition", "dir_name")
+
+
+def arrow_schema(columns: tuple[Column, ...]) -> pa.Schema:
+    return pa.schema([pa.field(c.name, c.type, nullable=True) for c in columns])
+
+
+SEGMENT_SCHEMA = arrow_schema(SEGMENT_COLUMNS)
+PARTITION_SCHEMA = arrow_schema(PARTITION_COLUMNS)
+SEGMENT_FIELDS = tuple(c.name for c in SEGMENT_COLUMNS)
+PARTITION_FIELDS = tuple(c.name for c in PARTITION_COLUMNS)
+
+
+def empty_row(columns: tuple[Column, ...]) -> dict:
+    """A row with every column present and absent (None); lists start empty."""
+    return {c.name: ([] if pa.types.is_list(c.type) else None) for c in columns}
+
+
+def to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def spark_schema(schema: pa.Schema):
+    """The same schema as a Spark StructType (imported lazily: the scanner runs without Spark)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(schema)

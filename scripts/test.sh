@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The README's test command: sets up .venv (Python packages), the Kafka jars (Maven Central,
+# cached under .cache/), then runs the whole test suite. Fails loudly when a component is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v java >/dev/null || { echo "test.sh: java (17+) is required for the real Kafka broker" >&2; exit 1; }
+command -v mvn >/dev/null || { echo "test.sh: maven is required to resolve the Kafka jars" >&2; exit 1; }
+bash scripts/setup.sh --test
+bash scripts/kafka-jars.sh
+export SPARK_LOCAL_IP=127.0.0.1
+set +e
+.venv/bin/python -m pytest "$@"
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then
+  echo "test.sh: pytest collected no tests: that is a failure here" >&2
+  exit 1
+fi
+exit "$rc"
