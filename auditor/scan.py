@@ -21,6 +21,7 @@ vanishes or cannot be read between listing and reading is a note, not a crash.
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -226,6 +227,11 @@ def scan_segment(
         if st is None:
             files.paths.pop(suffix)
             continue
+        if not stat.S_ISREG(st.st_mode):
+            # a FIFO or device would block or misbehave on open; Kafka never writes one
+            notes.append(f"{path}: not a regular file (mode {stat.filemode(st.st_mode)}): not read")
+            files.paths.pop(suffix)
+            continue
         row[f"{suffix}_size_bytes"] = st.st_size
         if suffix != "txnindex":
             row[f"{suffix}_mtime_ms"] = _ms(st)
@@ -295,8 +301,11 @@ def _scan_log(row: dict, files: SegmentFiles, log_path: Path, depth: str, notes:
     if reader.stop_reason is not None:
         row["stop_reason"] = reader.stop_reason
         note = reader.stop_detail or f"{log_path}: walk stopped at byte {reader.stop_position}: {reader.stop_reason}"
-        if reader.stop_reason == "partial-tail" and row["is_active"]:
-            note += " (the active segment is being appended to: expected, not corruption)"
+        if reader.stop_reason == "partial-tail":
+            if row["is_active"]:
+                note += " (the active segment is being appended to: expected, not corruption)"
+            else:
+                note += " (a closed segment must end on a batch boundary: truncation or corruption)"
         notes.append(note)
     first = row["first_offset"]
     if first is not None and first < files.base_offset and row["last_offset"] is not None and row["last_offset"] < files.base_offset:
