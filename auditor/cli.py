@@ -105,6 +105,17 @@ def _cmd_scan(args) -> int:
     for path in args.log_dirs:
         if not Path(path).exists():
             raise CliError(f"log dir {path!r} does not exist")
+    if getattr(args, "manifest", None) and getattr(args, "engine", "local") != "spark":
+        raise CliError("--manifest needs --engine spark")
+    if not args.log_dirs and not getattr(args, "manifest", None):
+        raise CliError("give at least one LOGDIR (or --manifest with --engine spark)")
+    if getattr(args, "engine", "local") == "spark":
+        from auditor.job import scan_command
+
+        try:
+            return scan_command(args)
+        except (ValueError, FileNotFoundError) as exc:
+            raise CliError(str(exc)) from exc
     show_progress = args.progress if args.progress is not None else sys.stderr.isatty()
     on_progress = _progress_printer(sys.stderr) if show_progress else None
     result = scan_log_dirs(args.log_dirs, args.depth, on_progress=on_progress)
@@ -139,6 +150,31 @@ def _cmd_scan(args) -> int:
     elif not args.parquet:
         _write_table(result, sys.stdout)
     bad = [info for info in result.log_dirs if info["partition_dirs"] == 0 and info["broker_id"] is None]
+    return EXIT_INPUT_PROBLEM if bad else EXIT_OK
+
+
+def _cmd_collect(args) -> int:
+    # Pure Python on the broker: auditor.collect never imports pyspark.
+    from auditor.collect import CollectError, collect
+
+    for path in args.log_dirs:
+        if not Path(path).is_dir():
+            raise CliError(f"log dir {path!r} is not a directory")
+    show_progress = args.progress if args.progress is not None else sys.stderr.isatty()
+    try:
+        res = collect(args.log_dirs, args.out, args.depth, nice=args.nice,
+                      on_progress=_progress_printer(sys.stderr) if show_progress else None)
+    except CollectError as exc:
+        raise CliError(str(exc)) from exc
+    if show_progress:
+        sys.stderr.write("\n")
+    for line in res.priority:
+        sys.stderr.write(f"priority: {line}\n")
+    sys.stderr.write(
+        f"wrote manifest {res.out}: {res.segments} segments, {res.partitions} partition dirs, "
+        f"{len(res.log_dirs)} log dirs in {res.elapsed_s:.1f} s\n"
+    )
+    bad = [info for info in res.log_dirs if info["partition_dirs"] == 0 and info["broker_id"] is None]
     return EXIT_INPUT_PROBLEM if bad else EXIT_OK
 
 
@@ -191,7 +227,7 @@ def build_parser() -> argparse.ArgumentParser:
             "JSON keeps exact bytes and epoch milliseconds and adds a *_utc ISO-8601 twin for each time."
         ),
     )
-    scan.add_argument("log_dirs", nargs="+", metavar="LOGDIR", help="a Kafka log dir (the broker's log.dirs entry)")
+    scan.add_argument("log_dirs", nargs="*", metavar="LOGDIR", help="a Kafka log dir (the broker's log.dirs entry)")
     scan.add_argument("--depth", choices=DEPTHS, default="index", help="see above (default: index)")
     fmt = scan.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print log dirs, partitions and segments as JSON")
@@ -200,7 +236,39 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--progress", dest="progress", action="store_true", default=None,
                       help="show progress on stderr (default: when stderr is a terminal)")
     scan.add_argument("--no-progress", dest="progress", action="store_false")
+    scan.add_argument("--engine", choices=("local", "spark"), default="local",
+                      help="local: in-process (default); spark: distributed scan, same output "
+                           "(with --parquet the segment table never reaches the driver; --json and "
+                           "the table view collect it, for small outputs)")
+    scan.add_argument("--master", help="Spark master for --engine spark (default local[*])")
+    scan.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                      help="Spark setting for --engine spark (repeatable; overrides the defaults)")
+    scan.add_argument("--manifest", action="append", default=[], metavar="PATH",
+                      help="with --engine spark: read manifests from `kafka-audit collect` "
+                           "(a manifest dir, a parent dir or a glob; repeatable) instead of log dirs")
     scan.set_defaults(func=_cmd_scan)
+
+    collect = sub.add_parser(
+        "collect",
+        formatter_class=_Formatter,
+        help="on a broker: write a Parquet manifest of its log dirs (no Spark, no JVM)",
+        description=(
+            "Scan log dirs (read-only) into a Parquet manifest directory: segments.parquet,\n"
+            "partitions.parquet, log_dirs.parquet (broker id, host, collection time).\n"
+            "Pure Python, for brokers; `kafka-audit scan --engine spark --manifest` reads them.\n\n"
+            + DEPTH_HELP
+        ),
+        epilog="example:\n  kafka-audit collect --nice --out /tmp/manifest-$(hostname) /var/lib/kafka/data",
+    )
+    collect.add_argument("log_dirs", nargs="+", metavar="LOGDIR", help="a Kafka log dir")
+    collect.add_argument("--out", required=True, metavar="PATH",
+                         help="manifest directory to write (refused inside a scanned log dir)")
+    collect.add_argument("--depth", choices=DEPTHS, default="index", help="see above (default: index)")
+    collect.add_argument("--nice", action="store_true",
+                         help="lowest CPU priority (nice 19) and idle I/O class (Linux ioprio)")
+    collect.add_argument("--progress", dest="progress", action="store_true", default=None)
+    collect.add_argument("--no-progress", dest="progress", action="store_false")
+    collect.set_defaults(func=_cmd_collect)
 
     demo = sub.add_parser(
         "demo",
@@ -210,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--out", metavar="DIR", help="where to unpack the sample (default: a new temp dir)")
     demo.add_argument("--depth", choices=DEPTHS, default="deep", help="scan depth (default: deep)")
-    demo.set_defaults(func=_cmd_demo, json=False, csv=False, parquet=None, progress=False)
+    demo.set_defaults(func=_cmd_demo, json=False, csv=False, parquet=None, progress=False, engine="local")
     return parser
 
 
