@@ -1,0 +1,287 @@
+"""The real-Kafka harness itself: jars, clusters, client round-trips, ListOffsets, segment
+rolls, and DumpLogSegments (the oracle) parsed on live segments and on the real fixtures."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness.kafka import REPO_ROOT, ROLL_TOPIC_CONFIG
+from harness.scenarios import CODECS, populate_conformance_data
+from realdata import BROKER_DIRS, REAL, RECORD_SETS
+
+T0 = 1_700_000_000_000  # 2023-11-14T22:13:20Z
+
+
+def _tree_state(root: Path) -> dict[str, tuple[int, int, str]]:
+    """name -> (size, mtime_ns, sha256) for every file under root."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            st = p.stat()
+            out[str(p.relative_to(root))] = (st.st_size, st.st_mtime_ns,
+                                             hashlib.sha256(p.read_bytes()).hexdigest())
+    return out
+
+
+# --------------------------------------------------------------------------- jars
+def test_kafka_jars_script_is_idempotent_and_complete(kafka_classpath):
+    jars = {Path(j).name for j in kafka_classpath.split(":")}
+    assert "kafka_2.13-4.2.1.jar" in jars and "kafka-clients-4.2.1.jar" in jars
+    assert any(j.startswith("log4j-slf4j-impl-") for j in jars), jars
+    assert any(j.startswith("slf4j-api-1.7") for j in jars), jars
+    t = time.monotonic()
+    out = subprocess.run(["bash", "scripts/kafka-jars.sh"], cwd=REPO_ROOT, check=True,
+                         capture_output=True, text=True).stdout.strip()
+    assert time.monotonic() - t < 2.0, "second run must be a fast no-op"
+    assert out.endswith(".cache/kafka/4.2.1/classpath.txt")
+
+
+# ------------------------------------------------------------------ one broker
+@pytest.fixture(scope="module")
+def single(kafka_cluster_factory):
+    """1 broker (combined broker+controller), 2 log dirs."""
+    return kafka_cluster_factory(brokers=1, log_dirs_per_broker=2)
+
+
+def test_single_broker_layout_and_logging(single):
+    dirs = single.log_dirs(1)
+    assert len(dirs) == 2
+    for d in dirs:
+        props = (d / "meta.properties").read_text()
+        assert f"cluster.id={single.cluster_id}" in props and "node.id=1" in props
+    # log4j2 via log4j-slf4j-impl: the broker logs to its file, not stdout.
+    log = single.nodes[1].server_log.read_text()
+    assert "Kafka Server started" in log or "started (kafka.server" in log, log[-2000:]
+    assert (single.nodes[1].dir / "stdout.log").stat().st_size < 10_000
+
+
+def test_round_trip_every_codec_across_log_dirs(single):
+    single.create_topic("rt", partitions=4)
+    placed = {single.partition_dir("rt", p).parent for p in range(4)}
+    assert placed == set(single.log_dirs(1)), "4 partitions should spread over both log dirs"
+    sent = []
+    for i, codec in enumerate(CODECS):
+        recs = [(f"k{i}-{j}", f"{codec}-{j}", T0 + 1000 * (10 * i + j)) for j in range(10)]
+        single.produce("rt", recs, compression=codec, partition=i % 4)
+        sent += recs
+    got = single.consume("rt")
+    assert sorted((m.key().decode(), m.value().decode(), m.timestamp()[1]) for m in got) == sorted(sent)
+
+
+def test_offsets_for_times_is_the_brokers_answer(single):
+    single.create_topic("oft", partitions=1)
+    single.produce("oft", [(None, f"v{i}", T0 + i * 1000) for i in range(5)], partition=0)
+    assert single.offsets_for_times("oft", 0, T0 - 10**9) == 0
+    assert single.offsets_for_times("oft", 0, T0 + 2500) == 3
+    assert single.offsets_for_times("oft", 0, T0 + 10**9) == -1      # after the newest: -1
+    assert single.list_offsets("oft", 0, T0 + 2000)[:2] == (2, T0 + 2000)
+    assert single.list_offsets("oft", 0, "max_timestamp")[:2] == (4, T0 + 4000)
+    assert single.list_offsets("oft", 0, "latest")[0] == 5
+
+
+def test_dumplog_on_live_segments_is_read_only_and_parsed(single, dump_log_segments):
+    single.create_topic("live", partitions=1, config={"index.interval.bytes": "256"})
+    # Recent timestamps: the control batches carry the broker's clock, and a batch more than
+    # segment.ms (7 days) after the segment's first timestamp would roll the segment (§4).
+    t0 = int(time.time() * 1000) - 60_000
+    recs = [(f"k{i}", "x" * 100, t0 + i) for i in range(60)]
+    single.produce("live", recs[:30], compression="gzip", partition=0, batch_num_messages=3)
+    single.produce("live", recs[30:], compression="none", partition=0, batch_num_messages=7)
+    single.transaction("live", [("t", "aborted", t0 + 100)], commit=False, partition=0)
+    single.transaction("live", [("t", "committed", t0 + 101)], commit=True, partition=0)
+    pdir = single.partition_dir("live", 0)
+    before = _tree_state(pdir)
+    idx = pdir / f"{0:020d}.index"
+    assert idx.stat().st_size == 10 * 1024 * 1024          # active segment: preallocated
+    assert (pdir / f"{0:020d}.timeindex").stat().st_size == 10 * 1024 * 1024 - 4
+
+    res = dump_log_segments.dump_dir(pdir)
+    assert _tree_state(pdir) == before, "DumpLogSegments must not modify a live partition dir"
+    log = res[pdir / f"{0:020d}.log"]
+    assert log.unparsed == [] and log.error is None and log.log_start_offset == 0
+    data = [r for r in log.records if r.control_type is None]
+    assert [(r.offset, r.timestamp) for r in data[:60]] == [(i, t0 + i) for i in range(60)]
+    assert all(r.timestamp_type == "CreateTime" and r.key_size == len(f"k{r.offset}") and
+               r.value_size == 100 for r in data[:60])
+    assert [b.compresscodec for b in log.batches[:10]] == ["gzip"] * 10
+    assert [b.count for b in log.batches[:10]] == [3] * 10
+    assert all(b.is_valid and b.magic == 2 for b in log.batches)
+    # positions chain: each batch starts where the previous ended
+    assert all(b.position == a.position + a.size for a, b in zip(log.batches, log.batches[1:]))
+    markers = [r.control_type for r in log.records if r.control_type]
+    assert markers == ["ABORT", "COMMIT"]
+    ctrl = [b for b in log.batches if b.is_control]
+    assert len(ctrl) == 2 and all(b.is_transactional for b in ctrl)
+    txn = res[pdir / f"{0:020d}.txnindex"]
+    assert [(t["first_offset"], t["last_offset"]) for t in txn.aborted_txns] == [(60, 61)]
+    index = res[idx]
+    assert len(index.index_entries) > 5 and index.unparsed == []
+    # every offset-index entry points at a batch start whose last offset is the entry's
+    starts = {b.position: b.last_offset for b in log.batches}
+    # DumpLogSegments reads the active (preallocated) index from entry 0 and stops at the
+    # first later all-zero entry; the entries it prints are all real here (index.interval 256).
+    for off, pos in index.index_entries:
+        assert starts.get(pos) == off, (off, pos)
+    assert index.index_mismatches == []
+    tindex = res[pdir / f"{0:020d}.timeindex"]
+    assert tindex.time_index_entries and tindex.time_index_mismatches == []
+    ts = [t for t, _ in tindex.time_index_entries]
+    assert ts == sorted(set(ts))
+
+
+def test_many_segments_recipe(single, dump_log_segments):
+    single.create_topic("rolled", partitions=1, config=ROLL_TOPIC_CONFIG)
+    firsts = single.roll_segments("rolled", 0, segments=15, records_per_segment=4,
+                                  base_timestamp_ms=T0)
+    logs = single.segments("rolled", 0)
+    assert len(logs) == 15, [p.name for p in logs]
+    assert [int(p.name.split(".")[0]) for p in logs] == [4 * i for i in range(15)]
+    res = dump_log_segments.dump(logs)
+    for i, p in enumerate(logs):
+        recs = res[p].records
+        assert [r.timestamp for r in recs] == [firsts[i] + j for j in range(4)]
+
+
+# ----------------------------------------------------------------- three brokers
+def test_three_broker_cluster_replicates_and_restarts(kafka_cluster_factory):
+    kc = kafka_cluster_factory(brokers=3)
+    md = kc.admin().list_topics(timeout=10)
+    assert set(md.brokers) == {1, 2, 3}
+    kc.create_topic("r3", partitions=3, replication_factor=3)
+    kc.produce("r3", [(f"k{i}", f"v{i}", T0 + i) for i in range(30)], compression="lz4")
+    for p in range(3):
+        assert set(kc.partition_dirs("r3", p)) == {1, 2, 3}
+    assert len(kc.consume("r3")) == 30
+    assert kc.stop_broker(3) == 0 or True  # controlled shutdown; exit code is the JVM's
+    assert not (kc.nodes[3].proc)
+    kc.start_broker(3)
+    assert set(kc.admin().list_topics(timeout=10).brokers) == {1, 2, 3}
+    kc.produce("r3", [("after", "restart", T0 + 100)], partition=0)
+    assert len(kc.consume("r3")) == 31
+
+
+# ----------------------------------------------------------------- conformance data
+def test_conformance_scenarios(kafka_cluster_factory, dump_log_segments):
+    t = time.monotonic()
+    kc = kafka_cluster_factory(brokers=1, log_dirs_per_broker=2)
+    made = populate_conformance_data(kc)
+    assert time.monotonic() - t < 120, "conformance data must take under 2 minutes"
+    topics = made["topics"]
+    seen_codecs: set[str] = set()
+    for name, info in topics.items():
+        for p in range(info["partitions"]):
+            res = dump_log_segments.dump_dir(kc.partition_dir(name, p))
+            logs = [f for f in res if f.kind == "log"]
+            for f in res:
+                assert f.unparsed == [] and f.error is None, (name, f.path, f.unparsed[:3], f.error)
+            batches = [b for f in logs for b in f.batches]
+            data = [r for f in logs for r in f.records if r.control_type is None]
+            seen_codecs |= {b.compresscodec for b in batches}
+            kind = info["kind"]
+            if kind == "compacted":
+                assert len(data) == info["records_after_cleaning"] < info["records"][p]
+                tomb = [r for r in data if r.value_size == -1]
+                assert len(tomb) == info["tombstones"]
+                assert any(b.delete_horizon_ms is not None for b in batches), \
+                    "cleaned tombstones carry a delete horizon (KIP-534)"
+            else:
+                assert len(data) == info["records"][p], (name, p)
+            if kind == "codec":
+                assert {b.compresscodec for b in batches} == {info["codec"]}
+                assert len({b.count for b in batches}) >= 3, "mixed batch sizes"
+            if kind == "transactions":
+                assert sum(b.is_control for b in batches) == info["control_batches"]
+                assert sum(len(f.aborted_txns) for f in res if f.kind == "txnindex") == info["aborted_txns"]
+            if kind == "logappendtime":
+                lo, hi = info["append_window_ms"]
+                assert {b.timestamp_type for b in batches} == {"LogAppendTime"}
+                assert all(lo - 5000 <= r.timestamp <= hi + 5000 for r in data)
+            if kind == "many-segments":
+                assert len(logs) >= 10 and len(logs) == info["segments"]
+    assert seen_codecs >= set(CODECS)
+    # Active segments of a running broker: preallocated indexes with a zero tail.
+    active = kc.segments(f"{made['prefix']}-codec-none", 0)[-1]
+    assert active.with_suffix(".index").stat().st_size == 10 * 1024 * 1024
+
+
+# --------------------------------------------------------------- real fixtures
+def _expected() -> dict[str, dict]:
+    rx = re.compile(r"^(\S+) size (\d+) batches (\d+) magic (\{.*?\}) codec (\{.*?\}) txn (\d+) "
+                    r"ctrl (\d+) offs (\(.*?\)) ts .*? crc_bad (\d+) trail (\d+) ")
+    out = {}
+    for line in (REAL / "EXPECTED.txt").read_text().splitlines():
+        m = rx.match(line)
+        if m:
+            out[m.group(1)] = dict(batches=int(m.group(3)), magic=ast.literal_eval(m.group(4)),
+                                   codec=ast.literal_eval(m.group(5)), txn=int(m.group(6)),
+                                   ctrl=int(m.group(7)), offs=ast.literal_eval(m.group(8)),
+                                   crc_bad=int(m.group(9)), trail=int(m.group(10)))
+    return out
+
+
+def _agrees(f, exp: dict, rel: str) -> None:
+    b = f.batches
+    assert len(b) == exp["batches"], rel
+    assert dict(Counter(x.magic for x in b)) == exp["magic"], rel
+    assert dict(Counter(x.compresscodec for x in b)) == exp["codec"], rel
+    assert sum(bool(x.is_transactional) for x in b) == exp["txn"], rel
+    assert sum(bool(x.is_control) for x in b) == exp["ctrl"], rel
+    assert sum(not x.is_valid for x in b) == exp["crc_bad"], rel
+    assert f.invalid_trailing_bytes == exp["trail"], rel
+    if b:
+        assert max(x.last_offset for x in b) == exp["offs"][1], rel
+
+
+def test_dumplog_parses_real_broker_dirs_in_place(dump_log_segments):
+    before = _tree_state(BROKER_DIRS)
+    files = sorted(p for p in BROKER_DIRS.rglob("*") if p.is_file()
+                   and p.suffix in (".log", ".index", ".timeindex", ".txnindex", ".snapshot"))
+    res = dump_log_segments.dump(files)
+    assert _tree_state(BROKER_DIRS) == before
+    assert res.jvm_runs == 1
+    expected = _expected()
+    n_logs = 0
+    for f in res:
+        assert f.unparsed == [] and f.error is None, (f.path, f.unparsed[:3], f.error)
+        if f.kind == "log":
+            rel = str(f.path.relative_to(REAL))
+            _agrees(f, expected[rel], rel)
+            n_logs += 1
+    assert n_logs == sum(1 for k in expected if k.startswith("broker-dirs/"))
+    co = res[BROKER_DIRS / "kafka-2018-v2/kafka-logs/__consumer_offsets-28/00000000000000000000.index"]
+    assert len(co.index_entries) == 254
+    tco = res[BROKER_DIRS / "kafka-2018-v2/kafka-logs/__consumer_offsets-28/00000000000000000000.timeindex"]
+    assert len(tco.time_index_entries) == 258
+
+
+def test_dumplog_parses_real_record_sets(dump_log_segments):
+    expected = _expected()
+    bins = sorted(RECORD_SETS.rglob("*.bin"))
+    dumped = dump_log_segments.dump_record_sets(bins)
+    legacy_seen = set()
+    for p, f in zip(bins, dumped):
+        rel = str(p.relative_to(REAL))
+        assert f.unparsed == [], (rel, f.unparsed[:3])
+        _agrees(f, expected[rel], rel)
+        if f.error is None:
+            for b in f.batches:
+                if b.magic < 2:
+                    legacy_seen.add((b.magic, b.timestamp_type))
+                    assert b.base_offset is None
+        else:
+            # kafkajs v0_recordbatch_zstd: the batch header says codec none but the record
+            # bytes are not plain records; Kafka's deep iteration throws.
+            assert rel.endswith("v0_recordbatch_zstd.bin"), (rel, f.error)
+    assert (0, "NoTimestampType") in legacy_seen and (1, "CreateTime") in legacy_seen
+    rust = dumped[[p.name for p in bins].index(
+        "fetch1.mytopic.1p.gzip.kafka.0821.records.bin")]
+    assert len(rust.records) == 42 and all(r.timestamp == -1 and r.is_valid for r in rust.records)
