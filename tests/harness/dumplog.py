@@ -158,6 +158,14 @@ class DumpedFile:
     time_index_offsets_not_found: list[tuple[int, int]] = field(default_factory=list)  # (indexed, found)
     non_consecutive_offsets: list[tuple[int, int]] = field(default_factory=list)
     kraft_snapshot: tuple[int, int] | None = None   # (end offset, epoch)
+    # DumpLogSegments checks "entry.offset == baseOffset && i > 0" to stop at the zero tail of a
+    # preallocated (active-segment) index, so an index with NO real entries still prints its
+    # all-zero entry 0 ("offset: <base> position: 0" / "timestamp: 0 offset: <base>") and then
+    # reports it as a mismatch / "indexed offset not found".  This flag says the file's entry 0
+    # is all zero bytes on disk, i.e. that first printed entry is that artefact (a real entry 0
+    # never is: the batch at position 0 is never indexed).  For an empty .log the tool instead
+    # dies with NoSuchElementException (see ``error``).
+    zero_entry_0: bool = False
     ignored: bool = False                 # "Ignoring unknown file"
     error: str | None = None              # the JVM failed on this file (stack trace tail)
     unparsed: list[str] = field(default_factory=list)  # lines the parser did not recognise
@@ -165,6 +173,15 @@ class DumpedFile:
     @property
     def records(self) -> list[DumpRecord]:
         return [r for b in self.batches for r in b.records]
+
+    @property
+    def real_index_entries(self) -> list[tuple[int, int]]:
+        """``index_entries`` without the zero-tail artefact (see ``zero_entry_0``)."""
+        return self.index_entries[1:] if self.zero_entry_0 else self.index_entries
+
+    @property
+    def real_time_index_entries(self) -> list[tuple[int, int]]:
+        return self.time_index_entries[1:] if self.zero_entry_0 else self.time_index_entries
 
 
 _KIND = {".log": "log", ".index": "index", ".timeindex": "timeindex", ".txnindex": "txnindex",
@@ -475,6 +492,11 @@ class DumpLogSegments:
                 if f is None:
                     raise KafkaHarnessError(f"DumpLogSegments printed nothing for {a}")
                 f.path = orig
+                if f.kind in ("index", "timeindex"):
+                    n = 8 if f.kind == "index" else 12
+                    with open(orig, "rb") as fh:
+                        first = fh.read(n)
+                    f.zero_entry_0 = len(first) == n and first == bytes(n)
                 out[orig] = f
             return DumpResult(out, other, self.jvm_runs - runs_before)
         finally:

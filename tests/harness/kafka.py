@@ -58,6 +58,10 @@ TEST_BROKER_DEFAULTS: dict[str, str] = {
     "log.message.timestamp.before.max.ms": str(LONG_MAX),
     "log.message.timestamp.after.max.ms": str(LONG_MAX),
     "group.initial.rebalance.delay.ms": "0",
+    # A restarted broker is refused (DUPLICATE_BROKER_REGISTRATION) until its previous
+    # registration's session expires (default 9 s): keep restarts fast.
+    "broker.session.timeout.ms": "3000",
+    "broker.heartbeat.interval.ms": "500",
     "auto.create.topics.enable": "false",
     "num.partitions": "1",
     # Small internal topics: fast to create, few files.
