@@ -368,7 +368,7 @@ def _rollup(F, df, keys: Sequence[str]):
     ).withColumn("mtime_spread_ms", F.col("newest_log_mtime_ms") - F.col("oldest_log_mtime_ms"))
 
 
-def aggregates(segments, partitions) -> dict:
+def aggregates(segments, partitions, *, cache: bool = True) -> dict:
     """Per partition dir, topic, broker and log dir, as DataFrames (nothing is collected).
 
     Definitions (the in-process twin is in tests/test_job.py):
@@ -384,6 +384,9 @@ def aggregates(segments, partitions) -> dict:
     * ``mtime_spread_ms`` = newest - oldest ``.log`` mtime;
     * ``replicas`` counts ``live`` partition dirs (not -future/-delete/-stray copies, not metadata);
     * topic rows use live dirs only; broker and log-dir rows use every partition dir (disk usage).
+
+    With ``cache`` the per-partition-dir DataFrame is persisted (unpersist it when done with the
+    results, or let the session's end drop it).
     """
     from pyspark.sql import functions as F
 
@@ -416,6 +419,12 @@ def aggregates(segments, partitions) -> dict:
         .withColumn("notes", F.col("partition_notes") + F.coalesce("segment_notes", F.lit(0)))
         .drop("_live", "_size", "segment_notes", "partition_notes")
     )
+    if cache:
+        # One row per partition dir (small): computed once from the segment table, reused by the
+        # three rollups instead of re-reading the segments three more times.
+        from pyspark import StorageLevel
+
+        per_partition = per_partition.persist(StorageLevel.MEMORY_AND_DISK)
 
     live_dirs = per_partition.where(F.col("dir_kind") == "live")
     # Per topic-partition first (replicas agree on data, not on bytes): the largest replica counts.
