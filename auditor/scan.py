@@ -277,7 +277,9 @@ def _scan_indexes(row: dict, files: SegmentFiles, depth: str, notes: list[str]) 
     txn_path = files.paths.get("txnindex")
     if txn_path is not None:
         try:
-            row["aborted_txns"] = len(read_txn_index(txn_path))
+            txns = read_txn_index(txn_path)
+            row["aborted_txns"] = len(txns)
+            notes.extend(txns.problems)
         except (FormatError, OSError) as exc:
             notes.append(f"{txn_path}: unreadable: {exc}")
 
