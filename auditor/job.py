@@ -81,6 +81,7 @@ COMMON_DEFAULTS = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.parquet.compression.codec": "zstd",
+    "spark.sql.debug.maxToStringFields": "200",  # the segment schema is wide; no truncation warning
 }
 
 

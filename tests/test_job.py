@@ -302,13 +302,12 @@ def _produce_cluster_data(kc) -> None:
     kc.create_topic("orders", partitions=4, replication_factor=3)
     kc.create_topic("skewed", partitions=3, replication_factor=3)
     base = 1_700_000_000_000
-    payload = "x" * 900
-    # ~2 MiB per 'orders' partition (1 MiB segments roll for real), codecs mixed.
+    # ~2 MiB of incompressible values per 'orders' partition: 1 MiB segments roll for real; codecs mixed.
     for i, codec in enumerate(("none", "zstd", "gzip", "lz4")):
-        kc.produce("orders", [dict(key=f"k{j}", value=f"{j:08d}{payload}", timestamp=base + 1000 * j, partition=p)
-                              for p in range(4) for j in range(i * 700, (i + 1) * 700)], compression=codec)
+        kc.produce("orders", [dict(key=f"k{j}", value=os.urandom(600), timestamp=base + 1000 * j, partition=p)
+                              for p in range(4) for j in range(i * 800, (i + 1) * 800)], compression=codec)
     # one big partition, two small ones, with older timestamps on the small ones
-    kc.produce("skewed", [dict(key=None, value=f"{j:08d}{payload}", timestamp=base + j, partition=0) for j in range(4000)])
+    kc.produce("skewed", [dict(key=None, value=os.urandom(600), timestamp=base + j, partition=0) for j in range(4000)])
     kc.produce("skewed", [dict(key=None, value=f"{j:08d}", timestamp=base - 86_400_000 + j, partition=1 + j % 2)
                           for j in range(200)], compression="snappy")
 
