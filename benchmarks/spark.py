@@ -13,8 +13,8 @@ read cold from disk instead):
 * aggregation  in-process: pyarrow group-by per partition dir (size, segments, timestamps);
                Spark: ``aggregates`` (all four tables, noop sink).
 
-Spark's fixed overhead is the same pipeline on an empty log dir (job scheduling, Python worker
-start, Arrow set-up); the session start is reported apart. Per-segment cost = (median scan
+Spark's fixed overhead is the same pipeline, with as many tasks, on an empty log dir (job
+scheduling, Python worker start, Arrow set-up); the session start is reported apart. Per-segment cost = (median scan
 time - fixed overhead) / segments. Peak memory of the driver Python, the driver JVM (which
 hosts the executors in local mode) and the PySpark workers is sampled from /proc.
 """
@@ -106,7 +106,7 @@ def spark_local(log_dirs, depth, repeat, drop, master, conf):
             aggs["partition_stats"].unpersist(blocking=True)
             scan.unpersist()
             t = time.perf_counter()
-            e = scan_dataframes(spark, [empty], depth)
+            e = scan_dataframes(spark, [empty], depth, num_tasks=scan.timings_s["slices"])
             e.raw.count()
             fixed = time.perf_counter() - t
             e.unpersist()
@@ -118,6 +118,7 @@ def spark_local(log_dirs, depth, repeat, drop, master, conf):
         out["segments"] = segments
         out["rows"] = n
         out["parallelism"] = spark.sparkContext.defaultParallelism
+        out["slices"] = scan.timings_s["slices"]
         spark.stop()
     out["memory"] = mem.report()
     return out
@@ -146,7 +147,7 @@ def main(argv=None) -> int:
     print(f"  aggregation  {_fmt(ip['aggregation'])}  (pyarrow group-by per partition dir)")
     print(f"  per segment  {_median(ip['scan']) / max(segs, 1) * 1e3:.3f} ms")
     print(f"  peak memory  {ip['memory']}")
-    print(f"spark {args.master} (default parallelism {sp['parallelism']})")
+    print(f"spark {args.master} (default parallelism {sp['parallelism']}, {sp['slices']} scan tasks)")
     print(f"  session start {sp['session_start_s']:.2f} s (once)")
     print(f"  listing      {_fmt(sp['listing'])}")
     print(f"  scan         {_fmt(sp['scan'])}")
