@@ -8,7 +8,7 @@ replication factor ``--rf``. They are marked synthetic three ways: ``cluster_id`
 metadata ``kafka_audit.synthetic = true`` plus the source of the base rows.
 
     .venv/bin/python benchmarks/synthetic_rows.py --rows 1000000 --out /tmp/synthetic
-    .venv/bin/python benchmarks/synthetic_rows.py --rows 1000000 --out /tmp/synthetic --repeat 3 --aggregate
+    .venv/bin/python benchmarks/synthetic_rows.py --out /tmp/synthetic --aggregate-only --repeat 5
 
 Generation is columnar (numpy + pyarrow), so a million rows never exist as Python dicts.
 """
@@ -185,7 +185,12 @@ def main(argv=None) -> int:
     ap.add_argument("--aggregate", action="store_true", help="then time the Spark aggregation stage over them")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--master", default="local[*]")
+    ap.add_argument("--aggregate-only", action="store_true",
+                    help="skip generation, time the aggregation over an existing --out (clean driver memory figure)")
     args = ap.parse_args(argv)
+    if args.aggregate_only:
+        run_aggregation(args.out, args.repeat, args.master)
+        return 0
     t = time.perf_counter()
     base, source = base_rows(args.base)
     segments, partitions = synthesize(args.rows, base, brokers=args.brokers, topics=args.topics,
