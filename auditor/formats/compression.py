@@ -1,0 +1,274 @@
+"""Decompression of Kafka record payloads, bounded in memory, with `cramjam` only.
+
+Codec ids (`CompressionType.java`): 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd. Legacy (magic 0/1)
+wrappers never carry zstd (Kafka rejects it); v2 batches may.
+
+Invariants:
+
+* **Bounded output.** Every codec writes into a buffer of at most ``max_bytes``; output that would
+  exceed it raises :class:`FormatError` naming the cap. Nothing is allocated from a size a file
+  declares before that size is checked against the cap. gzip / zstd streams do not say their
+  size up front, so they are decompressed into a buffer that grows by x4 up to the cap
+  (``decompress_into`` stops at the end of the buffer: a bomb costs at most the cap).
+* **Kafka's framings, not the libraries' defaults:**
+
+  - snappy: Kafka's Java client wraps snappy in xerial's ``SnappyOutputStream`` framing
+    (``XERIAL_MAGIC`` + two int32 version fields, then ``[int32 length][raw snappy block]``
+    chunks); librdkafka and others write one raw block. xerial's ``SnappyInputStream`` reads a
+    buffer without the magic as one raw block, so we accept both, as Kafka does.
+  - lz4: Kafka's own frame reader (``Lz4BlockInputStream``) is re-implemented here: magic,
+    FLG, BD, optional content size, HC, then ``[int32 LE size][block][optional checksum]`` until
+    an end mark. Blocks are decompressed independently (Kafka does the same). For **magic 0**
+    the HC byte is not checked, because Kafka's pre-0.10 writer computed it over the wrong
+    bytes (the frame magic was included; ``useBrokenFlagDescriptorChecksum = magic == 0``);
+    for magic 1/2 a wrong HC is an error, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import cramjam
+
+from auditor.formats.errors import FormatError
+
+CODEC_NONE = 0
+CODEC_GZIP = 1
+CODEC_SNAPPY = 2
+CODEC_LZ4 = 3
+CODEC_ZSTD = 4
+#: codec id -> name as DumpLogSegments prints it (``CompressionType.name``).
+CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd", "unknown(5)", "unknown(6)", "unknown(7)")
+
+#: Default cap on the bytes one payload may decompress to.
+DEFAULT_MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
+#: First guess for gzip/zstd output, as a multiple of the compressed size (grows x4 on overflow).
+_INITIAL_RATIO = 8
+_MIN_INITIAL_BYTES = 64 * 1024
+#: What cramjam says when `decompress_into` ran out of output buffer.
+_BUFFER_FULL = "failed to write whole buffer"
+
+# --- xerial snappy framing (org.xerial.snappy.SnappyCodec) ---------------------------------
+XERIAL_MAGIC = b"\x82SNAPPY\x00"
+XERIAL_VERSION_OFFSET = len(XERIAL_MAGIC)               # int32 version
+XERIAL_COMPAT_VERSION_OFFSET = XERIAL_VERSION_OFFSET + 4  # int32 min compatible version
+XERIAL_HEADER_SIZE = XERIAL_COMPAT_VERSION_OFFSET + 4     # 16: chunks start here
+XERIAL_CHUNK_LENGTH_SIZE = 4                              # int32 big-endian chunk length
+
+# --- lz4 frame (https://github.com/lz4/lz4/blob/dev/doc/lz4_Frame_format.md) -----------------
+LZ4_FRAME_MAGIC = 0x184D2204
+LZ4_MAGIC_SIZE = 4
+LZ4_FLG_OFFSET = LZ4_MAGIC_SIZE
+LZ4_BD_OFFSET = LZ4_FLG_OFFSET + 1
+LZ4_CONTENT_SIZE_OFFSET = LZ4_BD_OFFSET + 1  # only when FLG has the content-size bit
+LZ4_CONTENT_SIZE_LENGTH = 8
+LZ4_FLG_VERSION_MASK = 0xC0
+LZ4_FLG_VERSION = 0x40
+LZ4_FLG_BLOCK_CHECKSUM_MASK = 0x10
+LZ4_FLG_CONTENT_SIZE_MASK = 0x08
+LZ4_FLG_CONTENT_CHECKSUM_MASK = 0x04
+LZ4_BD_BLOCK_MAX_SIZE_SHIFT = 4
+LZ4_BD_BLOCK_MAX_SIZE_MASK = 0x70
+LZ4_BLOCK_UNCOMPRESSED_MASK = 0x80000000
+LZ4_CHECKSUM_SIZE = 4
+#: BD block-max-size code -> bytes (codes 4..7; `Lz4BlockOutputStream.BD`).
+LZ4_BLOCK_MAX_SIZES = {4: 1 << 16, 5: 1 << 18, 6: 1 << 20, 7: 1 << 22}
+
+_U32_BE = struct.Struct(">I")
+_I32_BE = struct.Struct(">i")
+_U32_LE = struct.Struct("<I")
+
+
+def codec_name(codec_id: int) -> str:
+    return CODEC_NAMES[codec_id & 0x07]
+
+
+def decompress(codec_id: int, data, *, magic: int, max_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+               label: str = "<bytes>", position: int = 0) -> bytes:
+    """Decompress one Kafka payload (a v2 batch's records, or a legacy wrapper's value).
+
+    ``position`` is the byte position of the payload in ``label`` (for error messages).
+    Raises FormatError for an unknown codec, corrupt input, or output beyond ``max_bytes``.
+    """
+    if codec_id == CODEC_GZIP:
+        return _grow_into(cramjam.gzip.decompress_into, data, max_bytes, label, position, "gzip")
+    if codec_id == CODEC_SNAPPY:
+        return _snappy(data, max_bytes, label, position)
+    if codec_id == CODEC_LZ4:
+        return _lz4_frame(data, magic, max_bytes, label, position)
+    if codec_id == CODEC_ZSTD:
+        if magic < 2:
+            raise FormatError(label, position, "compression codec", "zstd", "gzip, snappy or lz4 in a magic 0/1 wrapper")
+        return _grow_into(cramjam.zstd.decompress_into, data, max_bytes, label, position, "zstd")
+    raise FormatError(label, position, "compression codec", codec_id, "0..4 (none, gzip, snappy, lz4, zstd)")
+
+
+def _cap_error(label, position, codec, max_bytes) -> FormatError:
+    return FormatError(label, position, f"{codec} decompressed size", f"> {max_bytes}",
+                       f"<= {max_bytes} bytes (the decompression cap max_decompressed_bytes)")
+
+
+def _grow_into(fn, data, max_bytes: int, label, position, codec: str) -> bytes:
+    """Streams whose size is unknown up front: decompress into a buffer that grows to the cap."""
+    data = bytes(data)
+    size = min(max_bytes, max(_MIN_INITIAL_BYTES, len(data) * _INITIAL_RATIO))
+    while True:
+        out = bytearray(size)
+        try:
+            n = fn(data, out)
+        except Exception as exc:  # cramjam.DecompressionError, or OSError from the codec
+            if _BUFFER_FULL not in str(exc):
+                raise FormatError(label, position, f"{codec} stream", type(exc).__name__ + ": " + str(exc),
+                                  f"a valid {codec} stream") from None
+            if size >= max_bytes:
+                raise _cap_error(label, position, codec, max_bytes) from None
+            size = min(max_bytes, size * 4)
+            continue
+        # cramjam raises when the output does not fit, so n <= size here: the stream is complete.
+        del out[n:]
+        return bytes(out)
+
+
+def _snappy_block(block, max_bytes: int, label, position) -> bytes:
+    try:
+        n = cramjam.snappy.decompress_raw_len(block)
+    except Exception as exc:
+        raise FormatError(label, position, "snappy block length", bytes(block[:5]).hex(),
+                          f"a valid snappy block header ({exc})") from None
+    if n > max_bytes:
+        raise _cap_error(label, position, "snappy", max_bytes)
+    try:
+        return bytes(cramjam.snappy.decompress_raw(block))
+    except Exception as exc:
+        raise FormatError(label, position, "snappy block", type(exc).__name__ + ": " + str(exc),
+                          "a valid raw snappy block") from None
+
+
+def _snappy(data, max_bytes: int, label, position) -> bytes:
+    data = bytes(data)
+    if not data.startswith(XERIAL_MAGIC):
+        return _snappy_block(data, max_bytes, label, position)
+    if len(data) < XERIAL_HEADER_SIZE:
+        raise FormatError(label, position, "xerial snappy header", len(data), f">= {XERIAL_HEADER_SIZE} bytes")
+    parts = []
+    total = 0
+    pos = XERIAL_HEADER_SIZE
+    while pos < len(data):
+        if pos + XERIAL_CHUNK_LENGTH_SIZE > len(data):
+            raise FormatError(label, position + pos, "xerial chunk length", bytes(data[pos:]).hex(), "4 bytes")
+        (length,) = _I32_BE.unpack_from(data, pos)
+        pos += XERIAL_CHUNK_LENGTH_SIZE
+        if length < 0 or pos + length > len(data):
+            raise FormatError(label, position + pos - 4, "xerial chunk length", length,
+                              f"0..{len(data) - pos} (the bytes left in the payload)")
+        block = _snappy_block(data[pos:pos + length], max_bytes - total, label, position + pos)
+        total += len(block)
+        parts.append(block)
+        pos += length
+    return b"".join(parts)
+
+
+def _lz4_frame(data, magic: int, max_bytes: int, label, position) -> bytes:
+    data = bytes(data)
+    n = len(data)
+    if n < LZ4_CONTENT_SIZE_OFFSET + 1:
+        raise FormatError(label, position, "lz4 frame", n, f">= {LZ4_CONTENT_SIZE_OFFSET + 1} bytes")
+    (frame_magic,) = _U32_LE.unpack_from(data, 0)
+    if frame_magic != LZ4_FRAME_MAGIC:
+        raise FormatError(label, position, "lz4 frame magic", hex(frame_magic), hex(LZ4_FRAME_MAGIC))
+    flg = data[LZ4_FLG_OFFSET]
+    bd = data[LZ4_BD_OFFSET]
+    if flg & LZ4_FLG_VERSION_MASK != LZ4_FLG_VERSION:
+        raise FormatError(label, position + LZ4_FLG_OFFSET, "lz4 FLG version", flg >> 6, 1)
+    block_max = LZ4_BLOCK_MAX_SIZES.get((bd & LZ4_BD_BLOCK_MAX_SIZE_MASK) >> LZ4_BD_BLOCK_MAX_SIZE_SHIFT)
+    if block_max is None:
+        raise FormatError(label, position + LZ4_BD_OFFSET, "lz4 BD block max size code",
+                          (bd & LZ4_BD_BLOCK_MAX_SIZE_MASK) >> LZ4_BD_BLOCK_MAX_SIZE_SHIFT, "4..7")
+    hc_pos = LZ4_CONTENT_SIZE_OFFSET
+    if flg & LZ4_FLG_CONTENT_SIZE_MASK:
+        hc_pos += LZ4_CONTENT_SIZE_LENGTH
+    if hc_pos >= n:
+        raise FormatError(label, position, "lz4 frame descriptor", n, f"> {hc_pos} bytes")
+    if magic >= 1:
+        # Kafka checks HC = second byte of xxh32(FLG..end of descriptor) except for magic 0,
+        # whose writers hashed from the frame magic on (the "broken" checksum).
+        expected_hc = (xxh32(data[LZ4_FLG_OFFSET:hc_pos]) >> 8) & 0xFF
+        if data[hc_pos] != expected_hc:
+            raise FormatError(label, position + hc_pos, "lz4 frame descriptor checksum (HC)", data[hc_pos],
+                              f"{expected_hc} (magic {magic}; only magic 0 may carry the old broken HC)")
+    pos = hc_pos + 1
+    block_checksum = LZ4_CHECKSUM_SIZE if flg & LZ4_FLG_BLOCK_CHECKSUM_MASK else 0
+    parts = []
+    total = 0
+    scratch = bytearray(block_max)  # one block's output at most (<= 4 MiB)
+    while True:
+        if pos + 4 > n:
+            raise FormatError(label, position + pos, "lz4 block size", bytes(data[pos:]).hex(),
+                              "4 bytes (a block size or the end mark)")
+        (word,) = _U32_LE.unpack_from(data, pos)
+        pos += 4
+        if word == 0:  # end mark; a content checksum may follow (Kafka skips it too)
+            break
+        size = word & ~LZ4_BLOCK_UNCOMPRESSED_MASK
+        if size > block_max or pos + size + block_checksum > n:
+            raise FormatError(label, position + pos - 4, "lz4 block size", size,
+                              f"<= {min(block_max, n - pos - block_checksum)} (block max size / bytes left)")
+        block = data[pos:pos + size]
+        if word & LZ4_BLOCK_UNCOMPRESSED_MASK:
+            out = block
+        else:
+            try:
+                # decompress_block(output_len=) would return block_max bytes, zero-padded:
+                # decompress_block_into reports the real length
+                got = cramjam.lz4.decompress_block_into(block, scratch)
+                out = bytes(scratch[:got])
+            except Exception as exc:
+                raise FormatError(label, position + pos, "lz4 block", type(exc).__name__ + ": " + str(exc),
+                                  "a valid lz4 block (decoded independently, as Kafka does)") from None
+        total += len(out)
+        if total > max_bytes:
+            raise _cap_error(label, position, "lz4", max_bytes)
+        parts.append(out)
+        pos += size + block_checksum  # block checksums are not verified: the batch CRC covers them
+    return b"".join(parts)
+
+
+# --- xxHash32, for the 2..10-byte lz4 frame descriptor only -----------------------------------
+_P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+_M32 = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def xxh32(data: bytes, seed: int = 0) -> int:
+    """xxHash32 (pure Python; fine for short inputs like a frame descriptor)."""
+    n = len(data)
+    i = 0
+    if n >= 16:
+        v1, v2, v3, v4 = (seed + _P1 + _P2) & _M32, (seed + _P2) & _M32, seed, (seed - _P1) & _M32
+        while i + 16 <= n:
+            a, b, c, d = struct.unpack_from("<4I", data, i)
+            v1 = (_rotl((v1 + a * _P2) & _M32, 13) * _P1) & _M32
+            v2 = (_rotl((v2 + b * _P2) & _M32, 13) * _P1) & _M32
+            v3 = (_rotl((v3 + c * _P2) & _M32, 13) * _P1) & _M32
+            v4 = (_rotl((v4 + d * _P2) & _M32, 13) * _P1) & _M32
+            i += 16
+        h = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M32
+    else:
+        h = (seed + _P5) & _M32
+    h = (h + n) & _M32
+    while i + 4 <= n:
+        (k,) = struct.unpack_from("<I", data, i)
+        h = (_rotl((h + k * _P3) & _M32, 17) * _P4) & _M32
+        i += 4
+    while i < n:
+        h = (_rotl((h + data[i] * _P5) & _M32, 11) * _P1) & _M32
+        i += 1
+    h ^= h >> 15
+    h = (h * _P2) & _M32
+    h ^= h >> 13
+    h = (h * _P3) & _M32
+    h ^= h >> 16
+    return h

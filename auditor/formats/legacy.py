@@ -1,0 +1,210 @@
+"""Legacy message sets, magic 0 and 1 (`LegacyRecord.java`, `AbstractLegacyRecordBatch.java`).
+
+A legacy "batch" is one shallow message framed like every log entry (offset:int64, size:int32),
+``size`` counting the bytes from the CRC to the end of the message. Layout after the framing
+(offsets relative to the message, i.e. entry byte ``LOG_OVERHEAD + x``):
+
+    crc:uint32 | magic:int8 | attributes:int8 | [timestamp:int64, magic 1 only] |
+    keyLength:int32 + key | valueLength:int32 + value
+
+Invariants (kafka-format.md §1.4, checked against Kafka trunk 1eb7644349cb):
+
+* The CRC is CRC32 (IEEE, ``java.util.zip.CRC32``) over ``[magic, end of message)``.
+* ``size >= RECORD_OVERHEAD_V0`` (14) for magic 0 and ``>= RECORD_OVERHEAD_V1`` (22) for magic 1.
+* A compressed message (codec bits != 0) is a *wrapper*: its value is the compressed bytes of an
+  inner message set (entries framed with offset and size). Inner messages are never compressed.
+  zstd is never valid in a wrapper.
+* Offsets: the wrapper's offset is the offset of its **last** inner message. Magic 0 inner
+  offsets are absolute. Magic 1 inner offsets are relative: absolute = wrapper offset - last
+  inner relative offset + inner relative offset; a wrapper offset of 0 (old librdkafka) means
+  absolute base 0 (`DeepRecordsIterator`).
+* Timestamps: magic 0 has none (-1, no timestamp type). A magic-1 inner message of a
+  LogAppendTime wrapper takes the wrapper's timestamp (`LegacyRecord.timestamp()`).
+* What Kafka's ``RecordBatch`` API reports for a legacy entry (`AbstractLegacyRecordBatch`,
+  `LegacyFileChannelRecordBatch`): ``lastOffset()`` = the entry offset; ``baseOffset()`` =
+  ``iterator().next().offset()``, i.e. the first inner absolute offset of a wrapper (a deep
+  read) and the entry offset otherwise; ``countOrNull()`` = null, compressed **or not**;
+  ``maxTimestamp()`` = ``timestamp()`` of the shallow message; producer id / epoch / sequence
+  and leader epoch -1; never transactional or control. DumpLogSegments prints only
+  ``offset: <lastOffset>`` for legacy entries.
+* Like Kafka's ``DataLogInputStream``, an incomplete trailing inner entry (fewer bytes than its
+  size says) ends the inner message set; an inner size below 14 is corruption.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Iterator
+
+from auditor.formats import compression
+from auditor.formats.errors import FormatError
+from auditor.formats.record_batch import LOG_OVERHEAD, BatchHeader, Record
+
+MAGIC_VALUE_V0 = 0
+MAGIC_VALUE_V1 = 1
+
+# --- offsets inside the message (after the 12-byte framing), as in LegacyRecord.java ----------
+CRC_OFFSET = 0
+CRC_LENGTH = 4
+MAGIC_OFFSET = CRC_OFFSET + CRC_LENGTH                      # 4 (entry byte 16)
+MAGIC_LENGTH = 1
+ATTRIBUTES_OFFSET = MAGIC_OFFSET + MAGIC_LENGTH             # 5
+ATTRIBUTES_LENGTH = 1
+TIMESTAMP_OFFSET = ATTRIBUTES_OFFSET + ATTRIBUTES_LENGTH    # 6 (magic 1 only)
+TIMESTAMP_LENGTH = 8
+KEY_SIZE_OFFSET_V0 = ATTRIBUTES_OFFSET + ATTRIBUTES_LENGTH  # 6
+KEY_SIZE_OFFSET_V1 = TIMESTAMP_OFFSET + TIMESTAMP_LENGTH    # 14
+KEY_SIZE_LENGTH = 4
+VALUE_SIZE_LENGTH = 4
+RECORD_OVERHEAD_V0 = KEY_SIZE_OFFSET_V0 + KEY_SIZE_LENGTH + VALUE_SIZE_LENGTH  # 14
+RECORD_OVERHEAD_V1 = KEY_SIZE_OFFSET_V1 + KEY_SIZE_LENGTH + VALUE_SIZE_LENGTH  # 22
+RECORD_OVERHEAD = (RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1)
+KEY_SIZE_OFFSET = (KEY_SIZE_OFFSET_V0, KEY_SIZE_OFFSET_V1)
+
+# --- the same fields as entry positions (framing included) ------------------------------------
+ENTRY_CRC_OFFSET = LOG_OVERHEAD + CRC_OFFSET                # 12
+ENTRY_MAGIC_OFFSET = LOG_OVERHEAD + MAGIC_OFFSET            # 16: CRC32 covers [16, end)
+ENTRY_ATTRIBUTES_OFFSET = LOG_OVERHEAD + ATTRIBUTES_OFFSET  # 17
+ENTRY_TIMESTAMP_OFFSET = LOG_OVERHEAD + TIMESTAMP_OFFSET    # 18
+#: bytes the shallow walk needs to describe an entry (framing + crc, magic, attributes, timestamp)
+SHALLOW_HEADER_V0 = ENTRY_ATTRIBUTES_OFFSET + ATTRIBUTES_LENGTH     # 18
+SHALLOW_HEADER_V1 = ENTRY_TIMESTAMP_OFFSET + TIMESTAMP_LENGTH       # 26
+
+COMPRESSION_CODEC_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+
+_PREFIX = struct.Struct(">qiIbB")   # offset, size, crc, magic, attributes (18 bytes)
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">i")
+_CODECS = compression.CODEC_NAMES
+_TS_TYPES = ("CreateTime", "LogAppendTime")
+
+
+def parse_legacy_header(buf, at: int, position: int) -> BatchHeader:
+    """The shallow description of the legacy entry at ``buf[at:]``.
+
+    The caller has checked the magic (0/1), that ``size >= RECORD_OVERHEAD[magic]`` and that
+    ``SHALLOW_HEADER_V0/V1`` bytes are in ``buf``. ``base_offset`` is the entry offset here; for a
+    compressed wrapper the reader replaces it with :func:`first_inner_offset` (Kafka's baseOffset).
+    """
+    offset, size, crc, magic, attrs = _PREFIX.unpack_from(buf, at)
+    if magic == MAGIC_VALUE_V0:
+        ts = -1
+        ts_type = None
+    else:
+        ts = _I64.unpack_from(buf, at + ENTRY_TIMESTAMP_OFFSET)[0]
+        ts_type = _TS_TYPES[(attrs & TIMESTAMP_TYPE_MASK) >> 3]
+    return BatchHeader(position, offset, offset, LOG_OVERHEAD + size, magic, _CODECS[attrs & COMPRESSION_CODEC_MASK],
+                       ts_type, ts, ts, None, False, False, False, -1, -1, -1, -1, crc)
+
+
+def is_compressed(header: BatchHeader) -> bool:
+    return header.codec != "none"
+
+
+def compute_crc(entry_bytes) -> int:
+    """CRC32 (IEEE) of one legacy message: [magic, end)."""
+    return zlib.crc32(memoryview(entry_bytes)[ENTRY_MAGIC_OFFSET:])
+
+
+def _message_fields(data, at: int, end: int, where: str, fpos: int, what: str):
+    """(magic, attrs, timestamp, key_size, value_size, value_at) of the message whose framing is at
+    ``data[at]``; ``end`` = end of the message. Validates that key and value fit."""
+    magic = data[at + ENTRY_MAGIC_OFFSET]
+    if magic not in (MAGIC_VALUE_V0, MAGIC_VALUE_V1):
+        raise FormatError(where, fpos + ENTRY_MAGIC_OFFSET, f"{what} magic", magic, "0 or 1")
+    if end - at < LOG_OVERHEAD + RECORD_OVERHEAD[magic]:
+        raise FormatError(where, fpos + 8, f"{what} size", end - at - LOG_OVERHEAD,
+                          f">= {RECORD_OVERHEAD[magic]} (RECORD_OVERHEAD_V{magic})")
+    attrs = data[at + ENTRY_ATTRIBUTES_OFFSET]
+    ts = -1 if magic == MAGIC_VALUE_V0 else _I64.unpack_from(data, at + ENTRY_TIMESTAMP_OFFSET)[0]
+    p = at + LOG_OVERHEAD + KEY_SIZE_OFFSET[magic]
+    key_size = _I32.unpack_from(data, p)[0]
+    p += KEY_SIZE_LENGTH
+    if key_size > 0:
+        p += key_size
+    if key_size < -1 or p + VALUE_SIZE_LENGTH > end:
+        raise FormatError(where, fpos + (p - at), f"{what} keyLength", key_size,
+                          f"-1..{end - at - LOG_OVERHEAD - RECORD_OVERHEAD[magic]} (bytes left in the message)")
+    value_size = _I32.unpack_from(data, p)[0]
+    p += VALUE_SIZE_LENGTH
+    if value_size < -1 or p + max(value_size, 0) != end:
+        raise FormatError(where, fpos + (p - at) - VALUE_SIZE_LENGTH, f"{what} valueLength", value_size,
+                          f"{end - p} (the rest of the message)" if value_size >= 0 or value_size < -1 else "0 bytes left after a null value")
+    return magic, attrs, ts, key_size, value_size, p
+
+
+def _inner_entries(header: BatchHeader, entry_bytes, label: str, max_decompressed_bytes: int):
+    """Decompress a wrapper; returns (inner list of (offset, magic, ts, key_size, value_size), wrapper ts,
+    wrapper timestamp type) with offsets already absolute."""
+    pos0 = header.position
+    end = len(entry_bytes)
+    magic, attrs, wrapper_ts, key_size, value_size, value_at = _message_fields(
+        entry_bytes, 0, end, label, pos0, "wrapper")
+    codec_id = attrs & COMPRESSION_CODEC_MASK
+    if value_size < 0:
+        raise FormatError(label, pos0, "wrapper value", None, "compressed inner messages (not a null value)")
+    data = compression.decompress(codec_id, memoryview(entry_bytes)[value_at:end], magic=magic,
+                                  max_bytes=max_decompressed_bytes, label=label, position=pos0 + value_at)
+    where = f"{label} (wrapper at byte {pos0}, decompressed {header.codec} inner messages)"
+    inner = []
+    n = len(data)
+    p = 0
+    while n - p >= LOG_OVERHEAD:
+        off, size = struct.unpack_from(">qi", data, p)
+        if size < RECORD_OVERHEAD_V0:
+            raise FormatError(where, p + 8, "inner message size", size, f">= {RECORD_OVERHEAD_V0}")
+        if n - p < LOG_OVERHEAD + size:
+            break  # incomplete trailing inner entry: end of the set (DataLogInputStream)
+        imagic, iattrs, its, iks, ivs, _ = _message_fields(data, p, p + LOG_OVERHEAD + size, where, p, "inner message")
+        if iattrs & COMPRESSION_CODEC_MASK:
+            raise FormatError(where, p + ENTRY_ATTRIBUTES_OFFSET, "inner message codec",
+                              _CODECS[iattrs & COMPRESSION_CODEC_MASK], "none (inner messages must not be compressed)")
+        inner.append([off, imagic, its, iks, ivs])
+        p += LOG_OVERHEAD + size
+    if not inner:
+        raise FormatError(where, 0, "inner messages", 0, ">= 1 (a compressed message set with no inner records)")
+    if magic == MAGIC_VALUE_V1:
+        wrapper_offset = header.last_offset
+        if wrapper_offset == 0:
+            absolute_base = 0  # old librdkafka wrote 0 as the wrapper offset
+        else:
+            last_inner = inner[-1][0]
+            if wrapper_offset < last_inner:
+                raise FormatError(label, pos0, "wrapper offset", wrapper_offset,
+                                  f">= {last_inner} (the last inner relative offset) or 0")
+            absolute_base = wrapper_offset - last_inner
+        for e in inner:
+            e[0] += absolute_base
+    ts_type = None if magic == MAGIC_VALUE_V0 else _TS_TYPES[(attrs & TIMESTAMP_TYPE_MASK) >> 3]
+    return inner, wrapper_ts, ts_type
+
+
+def first_inner_offset(header: BatchHeader, entry_bytes, *, label: str = "<bytes>",
+                       max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES) -> int:
+    """Kafka's ``baseOffset()`` of a compressed wrapper: the absolute offset of its first inner message."""
+    inner, _, _ = _inner_entries(header, entry_bytes, label, max_decompressed_bytes)
+    return inner[0][0]
+
+
+def iter_records(header: BatchHeader, entry_bytes, *, label: str = "<bytes>",
+                 max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES) -> Iterator[Record]:
+    """The records of one legacy entry: itself when uncompressed, its inner messages otherwise."""
+    if len(entry_bytes) != header.size_bytes:
+        raise FormatError(label, header.position, "entry bytes", len(entry_bytes), f"{header.size_bytes} (12 + size)")
+    if not is_compressed(header):
+        magic, _attrs, ts, key_size, value_size, _ = _message_fields(
+            entry_bytes, 0, len(entry_bytes), label, header.position, "message")
+        yield Record(header.last_offset, ts, key_size, value_size, 0, None)
+        return
+    inner, wrapper_ts, wrapper_type = _inner_entries(header, entry_bytes, label, max_decompressed_bytes)
+    log_append = wrapper_type == "LogAppendTime"
+    for off, imagic, its, iks, ivs in inner:
+        if imagic == MAGIC_VALUE_V0:
+            ts = -1
+        elif log_append:
+            ts = wrapper_ts  # LegacyRecord.timestamp(): the wrapper's LogAppendTime wins
+        else:
+            ts = its
+        yield Record(off, ts, iks, ivs, 0, None)

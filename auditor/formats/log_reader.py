@@ -1,0 +1,299 @@
+"""LogReader: a read-only walker over one Kafka ``.log`` file (or a record set laid out like one).
+
+What it guarantees (DESIGN.md, "Rules for bad input"):
+
+* **Read-only, no mmap.** The file is opened with ``os.open(O_RDONLY)`` and read with
+  ``os.pread`` only: nothing is ever written, locked, truncated or renamed. No mmap, because a
+  segment truncated by the broker under a mapping would SIGBUS this process.
+* **Bounded memory whatever a length field says.** The shallow walk reads windows of at most
+  ``CHUNK_BYTES``; ``records()`` reads one batch, and only if it is at most ``max_batch_bytes``;
+  decompression is capped at ``max_decompressed_bytes``; ``crc_ok()`` streams.
+* **Never a crash, never a silent skip.** The walk ends with ``stop_reason``:
+
+  - ``None``: clean end (``stop_position == size_bytes``);
+  - ``"partial-tail"``: the last entry is cut short (fewer than 17 header bytes left, or
+    ``position > end - 12 - size``): what ``FileLogInputStream.nextBatch`` silently treats as
+    end of file, and what an active segment looks like while the broker appends;
+  - ``"zero-tail"``: a zero-filled header where the next entry should start and zeros after it
+    (a ``log.preallocate=true`` segment); Kafka would call this corrupt (size 0 < 14);
+  - ``"corrupt"``: a size below the smallest message (14; 49 for a v2 batch; 22 for magic 1),
+    a size that cannot be a Kafka entry (12 + size overflows an int32), an unknown magic;
+  - ``"io-error"``: the file vanished, became unreadable or shrank while being read.
+
+  ``stop_detail`` is one sentence naming the file, byte position, field, value found and the
+  bound it broke. Trailing bytes = ``size_bytes - stop_position``.
+
+The shallow walk is the hot loop of the ``headers`` depth: one precompiled ``struct`` unpack on
+a window buffer and one slotted dataclass per v2 batch. The exception is a *compressed legacy
+wrapper*, whose ``base_offset`` Kafka defines as its first inner offset: that one is read and
+decompressed during the walk (legacy data only).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from pathlib import Path
+from typing import Iterator
+
+import crc32c as _crc32c
+
+from auditor.formats import compression, legacy
+from auditor.formats import record_batch as v2
+from auditor.formats.errors import FormatError
+from auditor.formats.record_batch import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MIN_BATCH_LENGTH,
+    RECORD_BATCH_OVERHEAD,
+    SIZE_OFFSET,
+    BatchHeader,
+    Record,
+)
+
+__all__ = ["LogReader", "BatchHeader", "Record", "CHUNK_BYTES", "DEFAULT_MAX_BATCH_BYTES"]
+
+#: Window size of the shallow walk and of chunked reads.
+CHUNK_BYTES = 1 << 20
+#: After a batch at least this large, the next window is only HEADER_PROBE_BYTES (don't read a
+#: MiB of records just to see 61 header bytes).
+HEADER_PROBE_BYTES = 4096
+#: Default cap on one batch read whole by records() (Kafka's max.message.bytes is ~1 MiB by default).
+DEFAULT_MAX_BATCH_BYTES = 64 * 1024 * 1024
+#: The largest size field a Kafka entry can have: 12 + size must fit in an int32 (sizeInBytes()).
+MAX_SIZE_FIELD = 0x7FFFFFFF - LOG_OVERHEAD
+#: Bytes checked after a zero header to call the tail preallocated rather than corrupt.
+ZERO_TAIL_CHECK_BYTES = CHUNK_BYTES
+
+_FRAMING = struct.Struct(">qi")
+_V2 = v2.V2_HEADER
+_ZERO_HEADER = bytes(HEADER_SIZE_UP_TO_MAGIC)
+_CODECS = compression.CODEC_NAMES
+_TS_TYPES = (v2.CREATE_TIME, v2.LOG_APPEND_TIME)
+
+
+class LogReader:
+    """Read-only walker over one .log file (or a record-set slice laid out like one).
+
+    Opens with os.open(O_RDONLY), reads with os.pread in bounded chunks (no mmap: a file
+    truncated under us must not SIGBUS the process). Memory is bounded whatever a length says.
+    ``batches()`` may be called again (e.g. from an index position); each complete walk sets
+    ``stop_position``, ``stop_reason`` and ``stop_detail``.
+    """
+
+    def __init__(self, path, *, label: str | None = None, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+                 max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES):
+        self.path = Path(path)
+        self.label = label if label is not None else str(path)
+        self.max_batch_bytes = max_batch_bytes
+        self.max_decompressed_bytes = max_decompressed_bytes
+        self._fd: int | None = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            self.size_bytes: int = os.fstat(self._fd).st_size
+        except OSError:
+            os.close(self._fd)
+            self._fd = None
+            raise
+        self.stop_position: int = 0
+        self.stop_reason: str | None = None
+        self.stop_detail: str | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def close(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+    def __enter__(self) -> "LogReader":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __del__(self):  # a forgotten close() must not leak the descriptor
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    # -- shallow walk -------------------------------------------------------------------------
+    def batches(self, start_position: int = 0) -> Iterator[BatchHeader]:
+        """Every top-level entry from ``start_position`` (a batch start) to where the walk stops."""
+        stop = yield from self._walk(start_position)
+        self.stop_position, self.stop_reason, self.stop_detail = stop
+
+    def first_batch(self) -> BatchHeader | None:
+        """The entry at byte 0, or None (empty file, or no complete valid entry there).
+        Leaves the stop_* attributes of the last full walk untouched."""
+        walk = self._walk(0)
+        try:
+            return next(walk)
+        except StopIteration:
+            return None
+        finally:
+            walk.close()
+
+    def _stop(self, pos: int, reason: str, field: str, found, expected: str) -> tuple[int, str, str]:
+        return pos, reason, f"{self.label}: byte {pos}: {field} = {found!r}, expected {expected} ({reason})"
+
+    def _walk(self, start: int):
+        fd = self._fd
+        if fd is None:
+            raise ValueError(f"{self.label}: LogReader is closed")
+        size = self.size_bytes
+        pread = os.pread
+        unpack_framing = _FRAMING.unpack_from
+        unpack_v2 = _V2.unpack_from
+        codecs = _CODECS
+        ts_types = _TS_TYPES
+        chunk = CHUNK_BYTES
+        pos = start
+        if pos < 0 or pos > size:
+            return self._stop(pos, "corrupt", "start position", pos, f"0..{size} (the file size)")
+        buf = b""
+        buf_start = buf_end = pos
+        last_size = 0
+        while pos < size:
+            if pos + RECORD_BATCH_OVERHEAD > buf_end and buf_end < size:
+                want = min(chunk if last_size < chunk else HEADER_PROBE_BYTES, size - pos)
+                try:
+                    buf = pread(fd, want, pos)
+                except OSError as exc:
+                    return pos, "io-error", (f"{self.label}: byte {pos}: read of {want} bytes failed: "
+                                             f"{exc.strerror or exc} (errno {exc.errno}) (io-error)")
+                if len(buf) != want:
+                    return pos, "io-error", (f"{self.label}: byte {pos}: read returned {len(buf)} bytes, expected "
+                                             f"{want} (the file shrank below its size at open, {size}: truncated "
+                                             f"or replaced while being read) (io-error)")
+                buf_start = pos
+                buf_end = pos + want
+            at = pos - buf_start
+            avail = buf_end - pos
+            if avail < HEADER_SIZE_UP_TO_MAGIC:
+                # fewer than 17 bytes left: FileLogInputStream ends here (position >= end - 17).
+                # Always partial-tail, even if zero: a cut header often starts with zero bytes
+                # (offset high bytes), while a preallocated tail is far longer than 17 bytes.
+                return self._stop(pos, "partial-tail", "bytes left", avail,
+                                  f">= {HEADER_SIZE_UP_TO_MAGIC} (offset, size, up to the magic byte)")
+            offset, length = unpack_framing(buf, at)
+            if length < legacy.RECORD_OVERHEAD_V0:
+                if length == 0 and buf[at:at + HEADER_SIZE_UP_TO_MAGIC] == _ZERO_HEADER:
+                    return self._zero_tail(buf, at, pos, avail)
+                return self._stop(pos, "corrupt", "size", length,
+                                  f">= {legacy.RECORD_OVERHEAD_V0} (the smallest message, RECORD_OVERHEAD_V0)")
+            if length > MAX_SIZE_FIELD:
+                return self._stop(pos, "corrupt", "size", length,
+                                  f"<= {MAX_SIZE_FIELD} (12 + size must fit in an int32)")
+            if pos > size - LOG_OVERHEAD - length:
+                return self._stop(pos, "partial-tail", "size", length,
+                                  f"<= {size - pos - LOG_OVERHEAD} (the bytes left after the entry framing; "
+                                  f"entry cut short)")
+            magic = buf[at + MAGIC_OFFSET]
+            if magic == 2:
+                if length < MIN_BATCH_LENGTH:
+                    return self._stop(pos, "corrupt", "batchLength", length,
+                                      f">= {MIN_BATCH_LENGTH} (a v2 batch header is {RECORD_BATCH_OVERHEAD} bytes)")
+                (base, length, ple, magic, crc, attrs, lod, base_ts, max_ts, pid, pepoch, bseq,
+                 count) = unpack_v2(buf, at)
+                header = BatchHeader(
+                    pos, base, base + lod, LOG_OVERHEAD + length, 2, codecs[attrs & 7], ts_types[(attrs & 8) >> 3],
+                    base_ts, max_ts, count, (attrs & 0x10) != 0, (attrs & 0x20) != 0, (attrs & 0x40) != 0,
+                    pid, pepoch, bseq, ple, crc)
+            elif magic == 0 or magic == 1:
+                if length < legacy.RECORD_OVERHEAD[magic]:
+                    return self._stop(pos, "corrupt", "messageSize", length,
+                                      f">= {legacy.RECORD_OVERHEAD[magic]} (RECORD_OVERHEAD_V{magic})")
+                header = legacy.parse_legacy_header(buf, at, pos)
+                if header.codec != "none":
+                    header.base_offset = self._legacy_base_offset(header)
+            else:
+                return self._stop(pos, "corrupt", "magic", magic, "0, 1 or 2")
+            yield header
+            last_size = LOG_OVERHEAD + length
+            pos += last_size
+        return pos, None, None
+
+    def _zero_tail(self, buf, at: int, pos: int, avail: int):
+        """A zero header: preallocated tail if what follows (up to ZERO_TAIL_CHECK_BYTES) is zero too."""
+        window = buf[at:at + avail]
+        if len(window) < ZERO_TAIL_CHECK_BYTES and pos + len(window) < self.size_bytes:
+            try:
+                window = os.pread(self._fd, min(ZERO_TAIL_CHECK_BYTES, self.size_bytes - pos), pos)
+            except OSError as exc:
+                return pos, "io-error", f"{self.label}: byte {pos}: read failed: {exc.strerror or exc} (io-error)"
+        stripped = window.lstrip(b"\0")
+        if stripped:
+            first = pos + len(window) - len(stripped)
+            return self._stop(pos, "corrupt", "size", 0,
+                              f">= {legacy.RECORD_OVERHEAD_V0}: a zero-filled header, but non-zero byte "
+                              f"{stripped[0]:#04x} at byte {first} (not a preallocated zero tail)")
+        return pos, "zero-tail", (f"{self.label}: byte {pos}: zero-filled entry header, "
+                                  f"{self.size_bytes - pos} bytes of zero-filled tail (preallocated segment; "
+                                  f"checked {len(window)} bytes) (zero-tail)")
+
+    def _legacy_base_offset(self, header: BatchHeader) -> int:
+        """Kafka's baseOffset() of a compressed legacy wrapper (first inner absolute offset).
+        Falls back to the wrapper offset when the wrapper cannot be read (records() then raises)."""
+        if header.size_bytes > self.max_batch_bytes:
+            return header.last_offset
+        try:
+            data = self._read(header.position, header.size_bytes)
+            return legacy.first_inner_offset(header, data, label=self.label,
+                                             max_decompressed_bytes=self.max_decompressed_bytes)
+        except (FormatError, OSError):
+            return header.last_offset
+
+    # -- deep -----------------------------------------------------------------------------------
+    def _read(self, position: int, n: int) -> bytearray:
+        """Exactly n bytes at position, read in CHUNK_BYTES preads (OSError if the file shrank)."""
+        if self._fd is None:
+            raise ValueError(f"{self.label}: LogReader is closed")
+        out = bytearray(n)
+        view = memoryview(out)
+        done = 0
+        while done < n:
+            step = min(CHUNK_BYTES, n - done)
+            got = os.preadv(self._fd, [view[done:done + step]], position + done)
+            if got <= 0:
+                raise OSError(f"{self.label}: byte {position + done}: read returned {got} bytes, expected {step} "
+                              f"(file truncated while being read)")
+            done += got
+        return out
+
+    def read_batch_bytes(self, batch: BatchHeader) -> bytearray:
+        """The whole entry, if at most max_batch_bytes."""
+        if batch.size_bytes > self.max_batch_bytes:
+            raise FormatError(self.label, batch.position, "batch size", batch.size_bytes,
+                              f"<= {self.max_batch_bytes} bytes (max_batch_bytes: larger batches are walked "
+                              f"shallowly only)")
+        return self._read(batch.position, batch.size_bytes)
+
+    def records(self, batch: BatchHeader) -> Iterator[Record]:
+        """Every record of one batch (decompressed); reads only that batch's bytes."""
+        data = self.read_batch_bytes(batch)
+        magic = data[MAGIC_OFFSET]
+        if magic != batch.magic:
+            raise FormatError(self.label, batch.position + MAGIC_OFFSET, "magic", magic,
+                              f"{batch.magic} (as during the walk: the file changed)")
+        if magic == 2:
+            return v2.iter_records(batch, data, label=self.label, max_decompressed_bytes=self.max_decompressed_bytes)
+        return legacy.iter_records(batch, data, label=self.label, max_decompressed_bytes=self.max_decompressed_bytes)
+
+    def crc_ok(self, batch: BatchHeader) -> tuple[bool, int, int]:
+        """(ok, stored, computed): CRC-32C over [21, end) for v2, CRC32 over [16, end) for legacy.
+        Streams the batch in CHUNK_BYTES pieces (any size)."""
+        if batch.magic >= 2:
+            start, update = v2.ATTRIBUTES_OFFSET, _crc32c.crc32c
+        else:
+            start, update = legacy.ENTRY_MAGIC_OFFSET, zlib.crc32
+        pos = batch.position + start
+        end = batch.position + batch.size_bytes
+        crc = 0
+        while pos < end:
+            step = min(CHUNK_BYTES, end - pos)
+            piece = self._read(pos, step)
+            crc = update(piece, crc)
+            pos += step
+        return crc == batch.crc, batch.crc, crc
