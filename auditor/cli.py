@@ -2,8 +2,10 @@
 
 Exit codes (so scripts can gate on them):
   0  done, nothing unsafe
-  1  done, but something is wrong with the input (e.g. a path that is not a Kafka log dir)
+  1  unsafe: findings reached the failing severity (audit), the replay would lose or
+     re-read data or crash a client (replay-check)
   2  usage or configuration error (one clear line on stderr)
+  3  done, but something is wrong with the input (e.g. a path that is not a Kafka log dir)
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from auditor.schema import DEPTHS, PARTITION_FIELDS, PARTITION_SCHEMA, SEGMENT_F
 from auditor.units import human_bytes, iso_utc
 
 EXIT_OK = 0
-EXIT_INPUT_PROBLEM = 1
+EXIT_UNSAFE = 1
 EXIT_USAGE = 2
+EXIT_INPUT_PROBLEM = 3
 
 DEPTH_HELP = """\
 how much of each segment to read (cost grows with depth):
@@ -206,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
             "Audit Apache Kafka log directories, read-only: segment sizes, mtimes, record\n"
             "timestamps, partition skew, replay safety. Never writes under a log dir."
         ),
-        epilog="exit codes: 0 ok, 1 input problem (e.g. not a Kafka log dir), 2 usage error",
+        epilog="exit codes: 0 ok/safe, 1 unsafe (findings at the failing severity, unsafe replay), 2 usage or config error, 3 input problem (e.g. not a Kafka log dir)",
     )
     parser.add_argument("--version", action="version", version=f"kafka-log-auditor {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

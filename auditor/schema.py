@@ -123,6 +123,22 @@ PARTITION_COLUMNS: tuple[Column, ...] = tuple(
     ]
 )
 
+FINDING_COLUMNS: tuple[Column, ...] = (
+    Column("code", pa.string(), "stable check code, KLA + 3 digits"),
+    Column("check", pa.string(), "the check's dotted name (also its config key)"),
+    Column("severity", pa.string(), "PASS | INFO | WARN | FAIL"),
+    Column("message", pa.string(), "what is wrong, with the numbers"),
+    Column("fix", pa.string(), "what to do about it"),
+    Column("broker_id", pa.int32(), "broker, when the finding is about one"),
+    Column("log_dir", pa.string(), "log dir, when the finding is about one"),
+    Column("topic", pa.string(), "topic, when the finding is about one"),
+    Column("partition", pa.int32(), "partition, when the finding is about one"),
+    Column("base_offset", pa.int64(), "segment base offset, when the finding is about one segment"),
+    Column("thresholds_json", pa.string(), "the thresholds used, as a JSON object"),
+    Column("evidence_json", pa.string(), "the offending values (capped), as a JSON array"),
+    Column("evidence_count", pa.int64(), "how many evidence items there were before capping"),
+)
+
 SEGMENT_KEY = ("broker_id", "log_dir", "topic", "partition", "dir_name", "base_offset", "file_state")
 PARTITION_KEY = ("broker_id", "log_dir", "topic", "partition", "dir_name")
 
@@ -133,6 +149,8 @@ def arrow_schema(columns: tuple[Column, ...]) -> pa.Schema:
 
 SEGMENT_SCHEMA = arrow_schema(SEGMENT_COLUMNS)
 PARTITION_SCHEMA = arrow_schema(PARTITION_COLUMNS)
+FINDING_SCHEMA = arrow_schema(FINDING_COLUMNS)
+FINDING_FIELDS = tuple(c.name for c in FINDING_COLUMNS)
 SEGMENT_FIELDS = tuple(c.name for c in SEGMENT_COLUMNS)
 PARTITION_FIELDS = tuple(c.name for c in PARTITION_COLUMNS)
 

@@ -141,7 +141,7 @@ def test_cli_rejects_missing_path_and_non_log_dir(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     not_kafka = subprocess.run([sys.executable, "-m", "auditor.cli", "scan", str(tmp_path)],
                                capture_output=True, text=True, check=False)
-    assert not_kafka.returncode == 1
+    assert not_kafka.returncode == 3
     assert "not a Kafka log dir" in not_kafka.stdout
 
 

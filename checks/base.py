@@ -1,0 +1,250 @@
+"""The check framework: severities, findings, options, the Check base class.
+
+A check is a class in its own module under ``checks/`` with a stable ``code`` (``KLA`` + 3
+digits), a dotted ``name`` that is also its key in the config file, a ``scope`` saying what one
+call of :meth:`Check.run` sees, declared ``options`` (its thresholds, with defaults) and a
+docstring with the sections in :data:`DOCSTRING_SECTIONS`. ``run`` is a pure function of its
+inputs (pandas DataFrames of rows declared in ``auditor/schema.py``, the audit context and the
+options resolved for the topic); it returns findings, never a bare bool.
+
+Scopes:
+
+* ``partition``: called once per topic-partition with every segment row and partition-dir row
+  of that partition (all replicas: every broker, every log dir, ``-future`` copies included).
+  This is what the Spark engine distributes (``cogroup(...).applyInPandas``), so it must not
+  need anything outside its partition.
+* ``cluster``: called once with the per-partition-dir statistics (``partition_stats`` of
+  ``auditor.job.aggregates``: one row per partition dir, small) and the topic / broker / log-dir
+  rollups. Never sees segment rows.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+
+DOCSTRING_SECTIONS = ("What it checks", "Why it matters", "Example finding", "How to fix", "Options")
+CODE_PATTERN = re.compile(r"^KLA\d{3}$")
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+EVIDENCE_CAP = 20
+"""Evidence items kept per finding; ``evidence_count`` keeps the full count."""
+
+
+class Severity(IntEnum):
+    PASS = 0
+    INFO = 1
+    WARN = 2
+    FAIL = 3
+
+    @classmethod
+    def parse(cls, value: "str | Severity") -> "Severity":
+        if isinstance(value, Severity):
+            return value
+        try:
+            return cls[str(value).strip().upper()]
+        except KeyError:
+            raise ValueError(f"severity {value!r} is not one of {', '.join(s.name for s in cls)}") from None
+
+
+@dataclass
+class Finding:
+    """One answer of one check, with where, what, what to do, the thresholds and the evidence."""
+
+    code: str
+    check: str
+    severity: Severity
+    message: str
+    fix: str = ""
+    broker_id: int | None = None
+    log_dir: str | None = None
+    topic: str | None = None
+    partition: int | None = None
+    base_offset: int | None = None
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    evidence_count: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "check": self.check,
+            "severity": self.severity.name,
+            "message": self.message,
+            "fix": self.fix,
+            "broker_id": self.broker_id,
+            "log_dir": self.log_dir,
+            "topic": self.topic,
+            "partition": self.partition,
+            "base_offset": self.base_offset,
+            "thresholds": self.thresholds,
+            "evidence": self.evidence,
+            "evidence_count": self.evidence_count,
+        }
+
+    def to_row(self) -> dict[str, Any]:
+        """A row of ``auditor.schema.FINDING_SCHEMA`` (thresholds and evidence as JSON text)."""
+        row = self.to_dict()
+        row["thresholds_json"] = json.dumps(row.pop("thresholds"), sort_keys=True, default=str)
+        row["evidence_json"] = json.dumps(row.pop("evidence"), default=str)
+        return row
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "Finding":
+        return cls(
+            code=row["code"], check=row["check"], severity=Severity.parse(row["severity"]),
+            message=row["message"], fix=row.get("fix") or "",
+            broker_id=opt_int(row.get("broker_id")), log_dir=row.get("log_dir"), topic=row.get("topic"),
+            partition=opt_int(row.get("partition")), base_offset=opt_int(row.get("base_offset")),
+            thresholds=json.loads(row.get("thresholds_json") or "{}"),
+            evidence=json.loads(row.get("evidence_json") or "[]"),
+            evidence_count=int(row.get("evidence_count") or 0),
+        )
+
+    def sort_key(self):
+        return (-int(self.severity), self.code, self.topic or "", self.partition if self.partition is not None else -1,
+                self.broker_id if self.broker_id is not None else -1, self.log_dir or "",
+                self.base_offset if self.base_offset is not None else -1, self.message)
+
+
+def opt_int(value: Any) -> int | None:
+    """An integer cell from pandas (float NaN for absence on both engines) as int or None."""
+    if value is None or value != value:  # NaN != NaN
+        return None
+    return int(value)
+
+
+def cells(value: Any) -> list:
+    """A list cell (numpy array, list or None/NaN) as a plain list."""
+    if value is None or (isinstance(value, float) and value != value):
+        return []
+    return list(value)
+
+
+def capped(items: Iterable[Any], cap: int = EVIDENCE_CAP) -> tuple[list[Any], int]:
+    """The first ``cap`` items and the full count (the iterable is consumed, never stored whole)."""
+    kept: list[Any] = []
+    count = 0
+    for item in items:
+        if count < cap:
+            kept.append(item)
+        count += 1
+    return kept, count
+
+
+@dataclass(frozen=True)
+class Option:
+    """One threshold or setting of a check, as it appears in the config file."""
+
+    default: Any
+    description: str
+    kind: type | tuple[type, ...] = float
+    validate: Callable[[Any], bool] | None = None
+    rule: str = ""
+    """What ``validate`` demands, for the error message (e.g. ``">= 1"``)."""
+
+    def check_value(self, where: str, value: Any) -> Any:
+        kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
+        if float in kinds and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if isinstance(value, bool) and bool not in kinds:
+            raise ValueError(f"{where}: expected {_kind_names(kinds)}, got {value!r}")
+        if value is not None and not isinstance(value, kinds):
+            raise ValueError(f"{where}: expected {_kind_names(kinds)}, got {value!r} ({type(value).__name__})")
+        if self.validate is not None and value is not None and not self.validate(value):
+            raise ValueError(f"{where}: {value!r} breaks the rule {self.rule or 'of this option'}")
+        return value
+
+
+def _kind_names(kinds: Sequence[type]) -> str:
+    return " or ".join("number" if k is float else k.__name__ for k in kinds)
+
+
+def positive(v) -> bool:
+    return v > 0
+
+
+def non_negative(v) -> bool:
+    return v >= 0
+
+
+def severity_name(v) -> bool:
+    return str(v).upper() in Severity.__members__
+
+
+class Check:
+    """Base class; subclasses set the class attributes and implement :meth:`run`."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    title: ClassVar[str]
+    scope: ClassVar[str]  # "partition" | "cluster"
+    options: ClassVar[dict[str, Option]] = {}
+
+    def run(self, data: "CheckInput", ctx: "AuditContext", opts: Mapping[str, Any]) -> Iterable[Finding]:
+        raise NotImplementedError
+
+    # Helpers so findings are built the same way everywhere.
+    def finding(self, severity: Severity | str, message: str, fix: str = "", *, thresholds: Mapping[str, Any] | None = None,
+                evidence: Iterable[dict] = (), cap: int = EVIDENCE_CAP, **location: Any) -> Finding:
+        kept, count = capped(evidence, cap)
+        return Finding(code=self.code, check=self.name, severity=Severity.parse(severity), message=message, fix=fix,
+                       thresholds=dict(thresholds or {}), evidence=kept, evidence_count=count, **location)
+
+    def passed(self, message: str, **location: Any) -> Finding:
+        return self.finding(Severity.PASS, message, **location)
+
+
+@dataclass
+class CheckInput:
+    """What one ``run`` call sees (pandas DataFrames; see the module docstring for scopes).
+
+    partition scope: ``segments`` (segment rows of one topic-partition, every replica) and
+    ``partitions`` (its partition-dir rows). cluster scope: ``partition_stats``,
+    ``topic_stats``, ``broker_stats``, ``log_dir_stats`` (the Spark job's aggregates) and
+    ``partitions`` (all partition-dir rows).
+    """
+
+    topic: str | None = None
+    partition: int | None = None
+    segments: Any = None
+    partitions: Any = None
+    partition_stats: Any = None
+    topic_stats: Any = None
+    broker_stats: Any = None
+    log_dir_stats: Any = None
+
+
+@dataclass
+class AuditContext:
+    """Everything a check may know besides the data: the audit time, config, the replay ask.
+
+    ``topic_configs`` holds the live cluster's topic configs (``checks.live_config``) when the
+    audit was given a bootstrap server; :meth:`kafka_setting` falls back to the config file's
+    ``kafka`` section (defaults and per-topic) and then to Kafka's own default.
+    """
+
+    now_ms: int
+    config: "Any"  # checks.config.Config
+    topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    replay_at_ms: int | None = None
+    replay_topics: tuple[str, ...] | None = None
+
+    def options(self, check: type[Check] | Check, topic: str | None) -> dict[str, Any]:
+        return self.config.options(check, topic)
+
+    def kafka_setting(self, topic: str | None, key: str) -> str | None:
+        if topic is not None and key in self.topic_configs.get(topic, {}):
+            return self.topic_configs[topic][key]
+        return self.config.kafka_setting(topic, key)
+
+    def kafka_int(self, topic: str | None, key: str) -> int | None:
+        value = self.kafka_setting(topic, key)
+        return None if value is None else int(value)
+
+    def wants_replay(self, topic: str) -> bool:
+        if self.replay_at_ms is None:
+            return False
+        return self.replay_topics is None or topic in self.replay_topics

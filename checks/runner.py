@@ -1,0 +1,129 @@
+"""Runs the registered checks: in-process on pandas, or distributed on Spark.
+
+Both engines call the same pure ``Check.run`` on the same inputs: partition-scope checks once per
+topic-partition (pandas groupby here, ``cogroup().applyInPandas`` on Spark, so the segment table
+never reaches the driver), cluster-scope checks once on the small aggregate tables.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from auditor.schema import FINDING_FIELDS, FINDING_SCHEMA, PARTITION_SCHEMA, SEGMENT_SCHEMA, to_table
+from checks import REGISTRY
+from checks.base import AuditContext, Check, CheckInput, Finding, Severity
+
+GROUP = ["topic", "partition"]
+
+
+def _checks(scope: str, names: Sequence[str] | None = None) -> list[type[Check]]:
+    return [c for n, c in REGISTRY.items() if c.scope == scope and (names is None or n in names)]
+
+
+def _error_finding(check: type[Check], exc: Exception, topic=None, partition=None) -> Finding:
+    # A check that raises is a bug of ours, but one bad partition must not hide the others.
+    return Finding(code=check.code, check=check.name, severity=Severity.FAIL, topic=topic, partition=partition,
+                   message=f"check {check.name} failed on this input: {type(exc).__name__}: {exc}",
+                   fix="Report this to the kafka-log-auditor maintainers with the segment rows of this partition.")
+
+
+def run_partition_checks(segments: pd.DataFrame, partitions: pd.DataFrame, ctx: AuditContext,
+                         names: Sequence[str] | None = None) -> list[Finding]:
+    """Partition-scope checks on one topic-partition's rows (all replicas)."""
+    frame = segments if len(segments) else partitions
+    if not len(frame):
+        return []
+    topic, partition = frame["topic"].iloc[0], int(frame["partition"].iloc[0])
+    data = CheckInput(topic=topic, partition=partition, segments=segments.reset_index(drop=True),
+                      partitions=partitions.reset_index(drop=True))
+    out: list[Finding] = []
+    for check in _checks("partition", names):
+        opts = ctx.options(check, topic)
+        if not opts.get("enabled", True):
+            continue
+        try:
+            out.extend(check().run(data, ctx, opts))
+        except Exception as e:  # noqa: BLE001 - turned into a FAIL finding naming the check
+            out.append(_error_finding(check, e, topic, partition))
+    return out
+
+
+def run_cluster_checks(stats: Mapping[str, pd.DataFrame], partitions: pd.DataFrame, ctx: AuditContext,
+                       names: Sequence[str] | None = None) -> list[Finding]:
+    data = CheckInput(partitions=partitions, partition_stats=stats.get("partition_stats"),
+                      topic_stats=stats.get("topic_stats"), broker_stats=stats.get("broker_stats"),
+                      log_dir_stats=stats.get("log_dir_stats"))
+    out: list[Finding] = []
+    for check in _checks("cluster", names):
+        opts = ctx.options(check, None)
+        if not opts.get("enabled", True):
+            continue
+        try:
+            out.extend(check().run(data, ctx, opts))
+        except Exception as e:  # noqa: BLE001
+            out.append(_error_finding(check, e))
+    return out
+
+
+def _frame(rows, schema) -> pd.DataFrame:
+    """Rows as pandas the way Spark hands them to applyInPandas (Arrow's default conversion:
+    nullable integers become float64 with NaN, lists become numpy arrays), so a check sees the
+    same dtypes on both engines."""
+    if isinstance(rows, pd.DataFrame):
+        return rows
+    return to_table(list(rows), schema).to_pandas()
+
+
+def run_local(segments, partitions, ctx: AuditContext, stats: Mapping[str, pd.DataFrame] | None = None,
+              names: Sequence[str] | None = None) -> list[Finding]:
+    """In-process engine: segment/partition rows (dicts or DataFrames) -> findings, sorted."""
+    seg = _frame(segments, SEGMENT_SCHEMA)
+    part = _frame(partitions, PARTITION_SCHEMA)
+    findings: list[Finding] = []
+    seg_groups = dict(iter(seg.groupby(GROUP, sort=True))) if len(seg) else {}
+    part_groups = dict(iter(part.groupby(GROUP, sort=True))) if len(part) else {}
+    for key in sorted(set(seg_groups) | set(part_groups)):
+        findings.extend(run_partition_checks(seg_groups.get(key, seg.iloc[0:0]), part_groups.get(key, part.iloc[0:0]), ctx, names))
+    if stats is not None:
+        findings.extend(run_cluster_checks(stats, part, ctx, names))
+    return with_pass_summaries(findings, names)
+
+
+def with_pass_summaries(findings: list[Finding], names: Sequence[str] | None = None) -> list[Finding]:
+    """One PASS finding for every check that ran and found nothing, so the report lists it."""
+    seen = {f.check for f in findings}
+    for name, check in REGISTRY.items():
+        if (names is None or name in names) and name not in seen:
+            findings.append(Finding(code=check.code, check=name, severity=Severity.PASS,
+                                    message=f"{check.title}: nothing found"))
+    return sorted(findings, key=Finding.sort_key)
+
+
+def spark_partition_findings(segments_df, partitions_df, ctx: AuditContext, names: Sequence[str] | None = None):
+    """Partition-scope checks distributed over Spark: a DataFrame of FINDING_SCHEMA rows."""
+    from auditor.schema import spark_schema
+
+    def per_partition(seg_pdf: pd.DataFrame, part_pdf: pd.DataFrame) -> pd.DataFrame:
+        found = run_partition_checks(seg_pdf, part_pdf, ctx, names)
+        return pd.DataFrame([f.to_row() for f in found], columns=list(FINDING_FIELDS))
+
+    return (segments_df.groupBy(*GROUP).cogroup(partitions_df.groupBy(*GROUP))
+            .applyInPandas(per_partition, schema=spark_schema(FINDING_SCHEMA)))
+
+
+def run_spark(segments_df, partitions_df, stats_dfs: Mapping[str, object], ctx: AuditContext,
+              names: Sequence[str] | None = None) -> list[Finding]:
+    """Spark engine: partition checks on executors; only findings and the small stats come back."""
+    rows = spark_partition_findings(segments_df, partitions_df, ctx, names).collect()
+    findings = [Finding.from_row(r.asDict()) for r in rows]
+    stats = {k: v.toPandas() for k, v in stats_dfs.items()}
+    # Cluster checks need partition-dir rows without the heavy columns; one row per partition dir.
+    parts = partitions_df.toPandas()
+    findings.extend(run_cluster_checks(stats, parts, ctx, names))
+    return with_pass_summaries(findings, names)
+
+
+def worst(findings: Iterable[Finding]) -> Severity:
+    return max((f.severity for f in findings), default=Severity.PASS)

@@ -1,0 +1,120 @@
+"""Every check's cases, from YAML files in tests/check_cases/, run by one parametrized test.
+
+A case file holds a list of cases::
+
+    - name: one corrupt batch
+      now: 2024-01-01T00:00:00Z          # audit time (ISO-8601 with zone, or epoch ms)
+      replay_at: ...                      # optional target time for replay checks
+      config: {checks: {...}}             # optional, as in the config file
+      topic_configs: {t: {retention.ms: '1000'}}   # optional, as if read from the cluster
+      segments: [{base_offset: 0, crc_failures: 1, ...}]      # partial segment rows
+      partitions: [{...}]                                      # partial partition rows
+      stats: {partition_stats: [...], topic_stats: [...], broker_stats: [...], log_dir_stats: [...]}
+      expect:                             # the non-PASS findings of the checks named in `checks`
+        - {code: KLA050, severity: FAIL, topic: t, partition: 0, base_offset: 0, message: 'fail their CRC'}
+      checks: [integrity.crc]             # optional: which checks run (default: the file's check)
+
+Partial rows are completed with the column defaults below; ``expect`` must match exactly (same
+number of non-PASS findings, each matched by code, severity, location fields given, and a
+``message`` substring when given).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from auditor.schema import PARTITION_COLUMNS, SEGMENT_COLUMNS, empty_row
+from checks import REGISTRY
+from checks.base import AuditContext, Severity
+from checks.config import Config
+from checks.runner import run_local
+
+CASES_DIR = Path(__file__).parent / "check_cases"
+LOCATION_DEFAULTS = {"broker_id": 1, "cluster_id": "test", "log_dir": "/data/kafka", "topic": "t", "partition": 0,
+                     "dir_kind": "live"}
+
+
+def _ms(value):
+    if value is None or isinstance(value, int):
+        return value
+    if isinstance(value, datetime):
+        return int(value.timestamp() * 1000)
+    return int(datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def _time_fields(row: dict) -> dict:
+    return {k: (_ms(v) if (k.endswith("_ms") and not isinstance(v, (int, type(None)))) else v) for k, v in row.items()}
+
+
+def _complete(rows, columns):
+    out = []
+    for partial in rows or []:
+        row = empty_row(columns)
+        row.update(LOCATION_DEFAULTS)
+        row.update(_time_fields(partial))
+        if row.get("dir_name") is None:
+            row["dir_name"] = f"{row['topic']}-{row['partition']}"
+        out.append(row)
+    return out
+
+
+def _load_cases():
+    params = []
+    for path in sorted(CASES_DIR.glob("*.yaml")):
+        for case in yaml.safe_load(path.read_text()) or []:
+            params.append(pytest.param(path.stem, case, id=f"{path.stem}::{case['name']}"))
+    return params
+
+
+CASES = _load_cases()
+
+
+def test_every_check_has_cases():
+    covered = {p.values[0] for p in CASES}
+    missing = sorted(set(REGISTRY) - covered)
+    assert not missing, f"checks without a case file in tests/check_cases/: {missing}"
+
+
+@pytest.mark.parametrize("check_name,case", CASES)
+def test_check_case(check_name, case):
+    assert check_name in REGISTRY, f"case file {check_name}.yaml names no registered check"
+    names = case.get("checks", [check_name])
+    cfg = Config(case.get("config"), source=f"{check_name}.yaml::{case['name']}")
+    ctx = AuditContext(now_ms=_ms(case["now"]), config=cfg,
+                       topic_configs={t: {k: str(v) for k, v in c.items()} for t, c in (case.get("topic_configs") or {}).items()},
+                       replay_at_ms=_ms(case.get("replay_at")),
+                       replay_topics=tuple(case["replay_topics"]) if case.get("replay_topics") else None)
+    stats = None
+    if "stats" in case:
+        stats = {k: pd.DataFrame([_time_fields(r) for r in v]) for k, v in case["stats"].items()}
+    findings = run_local(_complete(case.get("segments"), SEGMENT_COLUMNS), _complete(case.get("partitions"), PARTITION_COLUMNS),
+                         ctx, stats=stats, names=names)
+    got = [f for f in findings if f.severity != Severity.PASS]
+    expected = case.get("expect") or []
+    described = "\n".join(f"  {f.severity.name} {f.code} {f.topic}-{f.partition} b{f.broker_id} @{f.base_offset}: {f.message}" for f in got)
+    assert len(got) == len(expected), f"expected {len(expected)} findings, got {len(got)}:\n{described}"
+    unmatched = list(got)
+    for exp in expected:
+        match = next((f for f in unmatched if _matches(f, exp)), None)
+        assert match is not None, f"no finding matches {exp}; got:\n{described}"
+        unmatched.remove(match)
+    if not expected:
+        assert all(f.severity == Severity.PASS for f in findings)
+
+
+def _matches(f, exp) -> bool:
+    if exp.get("code", f.code) != f.code or Severity.parse(exp.get("severity", f.severity)) != f.severity:
+        return False
+    for key in ("topic", "partition", "broker_id", "base_offset", "log_dir"):
+        if key in exp and getattr(f, key) != exp[key]:
+            return False
+    if "message" in exp and exp["message"] not in f.message:
+        return False
+    if "evidence_count" in exp and f.evidence_count != exp["evidence_count"]:
+        return False
+    return True

@@ -1,0 +1,112 @@
+"""The check framework's own rules: codes, names, docstrings, config validation."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import pytest
+
+from checks import REGISTRY
+from checks.base import CODE_PATTERN, DOCSTRING_SECTIONS, NAME_PATTERN, Check, Finding, Severity, capped
+from checks.config import Config, ConfigError
+
+
+def test_registry_is_not_empty():
+    assert REGISTRY, "no check module was discovered"
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_check_declares_code_name_scope_and_sections(name):
+    check = REGISTRY[name]
+    assert CODE_PATTERN.match(check.code), check.code
+    assert NAME_PATTERN.match(check.name), check.name
+    assert check.scope in ("partition", "cluster")
+    assert check.title
+    doc = inspect.getmodule(check).__doc__ or ""
+    assert doc.startswith(f"{check.code} {check.name}"), f"module docstring must open with '{check.code} {check.name}'"
+    missing = [s for s in DOCSTRING_SECTIONS if not re.search(rf"^{re.escape(s)}:\s*$", doc, re.M)]
+    assert not missing, f"{check.__module__} lacks docstring sections {missing}"
+    for opt_name in check.options:
+        assert re.search(rf"^\s+{re.escape(opt_name)}\b", doc, re.M), f"option {opt_name} undocumented in Options"
+
+
+def test_codes_are_unique():
+    codes = [c.code for c in REGISTRY.values()]
+    assert len(codes) == len(set(codes)), sorted(codes)
+
+
+def test_one_check_per_module():
+    modules = [c.__module__ for c in REGISTRY.values()]
+    assert len(modules) == len(set(modules)), sorted(modules)
+
+
+def test_defaults_validate():
+    for check in REGISTRY.values():
+        for key, option in check.options.items():
+            option.check_value(f"{check.name}.{key}", option.default)
+
+
+def test_config_rejects_unknown_check(tmp_path):
+    p = tmp_path / "audit.yaml"
+    p.write_text("checks:\n  no.such_check: {}\n")
+    with pytest.raises(ConfigError, match=r"audit.yaml: checks: unknown check 'no.such_check'"):
+        Config.load(p)
+
+
+def test_config_rejects_bad_value_naming_path(tmp_path):
+    p = tmp_path / "audit.yaml"
+    p.write_text("checks:\n  integrity.crc:\n    severity: LOUD\n")
+    with pytest.raises(ConfigError, match=r"checks.integrity.crc.severity: 'LOUD' breaks the rule"):
+        Config.load(p)
+
+
+def test_config_rejects_unknown_option_and_bad_kafka_value(tmp_path):
+    p = tmp_path / "a.yaml"
+    p.write_text("checks:\n  integrity.crc:\n    sevrity: WARN\n")
+    with pytest.raises(ConfigError, match="unknown option 'sevrity'"):
+        Config.load(p)
+    p.write_text("topics:\n  'orders*':\n    kafka:\n      retention.ms: a week\n")
+    with pytest.raises(ConfigError, match=r"topics.orders\*.kafka.retention.ms: expected an integer, got 'a week'"):
+        Config.load(p)
+
+
+def test_config_rejects_bad_yaml(tmp_path):
+    p = tmp_path / "a.yaml"
+    p.write_text("checks: [\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        Config.load(p)
+
+
+def test_per_topic_overrides_exact_beats_glob(tmp_path):
+    p = tmp_path / "a.yaml"
+    p.write_text(
+        "kafka: {retention.ms: 1000}\n"
+        "checks: {integrity.crc: {severity: WARN}}\n"
+        "topics:\n"
+        "  'orders*': {checks: {integrity.crc: {severity: INFO}}, kafka: {retention.ms: 2000}}\n"
+        "  orders-eu: {checks: {integrity.crc: {severity: FAIL}}}\n"
+    )
+    cfg = Config.load(p)
+    crc = REGISTRY["integrity.crc"]
+    assert cfg.options(crc, "payments")["severity"] == "WARN"
+    assert cfg.options(crc, "orders-us")["severity"] == "INFO"
+    assert cfg.options(crc, "orders-eu")["severity"] == "FAIL"
+    assert cfg.kafka_setting("payments", "retention.ms") == "1000"
+    assert cfg.kafka_setting("orders-eu", "retention.ms") == "2000"
+    assert cfg.kafka_setting("x", "segment.bytes") == "1073741824"
+
+
+def test_finding_round_trips_through_a_row():
+    f = Finding(code="KLA050", check="integrity.crc", severity=Severity.FAIL, message="m", fix="x", broker_id=1,
+                topic="t", partition=2, base_offset=5, thresholds={"a": 1}, evidence=[{"offset": 7}], evidence_count=9)
+    assert Finding.from_row(f.to_row()) == f
+
+
+def test_capped_keeps_full_count():
+    kept, count = capped(iter(range(1000)), cap=3)
+    assert kept == [0, 1, 2] and count == 1000
+
+
+def test_every_check_class_is_a_check():
+    assert all(issubclass(c, Check) for c in REGISTRY.values())
