@@ -175,7 +175,12 @@ def _count_markers(row: dict, reader: LogReader, batch, notes: list[str]) -> Non
 
 
 def _deep_batch(row: dict, reader: LogReader, batch, notes: list[str], deep_state: dict) -> None:
-    ok, stored, computed = reader.crc_ok(batch)
+    try:
+        ok, stored, computed = reader.crc_ok(batch)
+    except (FormatError, OSError) as exc:
+        deep_state["unreadable"] += 1
+        notes.append(f"{reader.label}: byte {batch.position}: crc not checked, batch unreadable: {exc}")
+        return
     if not ok:
         row["crc_failures"] += 1
         if row["crc_failures"] <= 10:
@@ -188,8 +193,8 @@ def _deep_batch(row: dict, reader: LogReader, batch, notes: list[str], deep_stat
         for record in reader.records(batch):
             count += 1
             ts = _ts(record.timestamp_ms)
-            if ts is not None and (row["min_timestamp_ms"] is None or ts < row["min_timestamp_ms"]):
-                row["min_timestamp_ms"] = ts
+            if ts is not None:
+                _fold_record_timestamp(row, deep_state, ts, record.offset)
             if batch.is_control:
                 if record.control_type == CONTROL_ABORT:
                     row["abort_markers"] += 1
@@ -199,6 +204,20 @@ def _deep_batch(row: dict, reader: LogReader, batch, notes: list[str], deep_stat
     except (FormatError, OSError) as exc:
         deep_state["unreadable"] += 1
         notes.append(f"{reader.label}: byte {batch.position}: records unreadable: {exc}")
+
+
+def _fold_record_timestamp(row: dict, deep_state: dict, ts: int, offset: int) -> None:
+    """Min/max record timestamps with their offsets, and the largest step back in time."""
+    if row["min_timestamp_ms"] is None or ts < row["min_timestamp_ms"]:
+        row["min_timestamp_ms"] = ts
+        row["min_timestamp_offset"] = offset
+    running_max = deep_state["running_max_ms"]
+    if running_max is None or ts > running_max:
+        deep_state["running_max_ms"] = ts
+        deep_state["running_max_offset"] = offset
+    elif ts < running_max and running_max - ts > (row["max_backward_jump_ms"] or 0):
+        row["max_backward_jump_ms"] = running_max - ts
+        row["max_backward_jump_offset"] = offset
 
 
 def scan_segment(
@@ -358,7 +377,7 @@ def _scan_log_all(row: dict, reader: LogReader, depth: str, notes: list[str]) ->
         row[name] = 0
     kinds = {"timestamp_types": set(), "magics": set(), "codecs": set(), "count_unknown": False}
     deep = depth == "deep"
-    deep_state = {"records": 0, "unreadable": 0}
+    deep_state = {"records": 0, "unreadable": 0, "running_max_ms": None, "running_max_offset": None}
     if deep:
         row["crc_failures"] = 0
     for batch in reader.batches(0):
@@ -367,6 +386,10 @@ def _scan_log_all(row: dict, reader: LogReader, depth: str, notes: list[str]) ->
             _deep_batch(row, reader, batch, notes, deep_state)
         elif batch.is_control:
             _count_markers(row, reader, batch, notes)
+    if deep:
+        row["max_timestamp_offset"] = deep_state["running_max_offset"]
+        if deep_state["running_max_ms"] is not None and row["max_backward_jump_ms"] is None:
+            row["max_backward_jump_ms"] = 0
     if deep and deep_state["unreadable"] == 0:
         row["record_count"] = deep_state["records"]
     elif kinds["count_unknown"]:

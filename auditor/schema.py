@@ -80,6 +80,16 @@ SEGMENT_COLUMNS: tuple[Column, ...] = tuple(
             "headers",
         ),
         Column("min_timestamp_ms", pa.int64(), "smallest record timestamp, exact (every record read)", "deep"),
+        Column("min_timestamp_offset", pa.int64(), "offset of the (first) record with the smallest timestamp", "deep"),
+        Column("max_timestamp_offset", pa.int64(), "offset of the first record carrying the largest record timestamp", "deep"),
+        Column(
+            "max_backward_jump_ms",
+            pa.int64(),
+            "largest step back in time: max over records of (largest timestamp before it in the segment - its "
+            "timestamp); 0 when timestamps never go back",
+            "deep",
+        ),
+        Column("max_backward_jump_offset", pa.int64(), "offset of the record where max_backward_jump_ms was seen", "deep"),
         Column("batch_count", pa.int64(), "batches (v2) or shallow messages (magic 0/1)", "headers"),
         Column("record_count", pa.int64(), "records; None at 'headers' when legacy compressed wrappers need decompression", "headers"),
         Column("timestamp_types", _STR_LIST, "distinct timestamp types seen: CreateTime, LogAppendTime, NoTimestampType", "headers"),

@@ -27,6 +27,7 @@ from auditor.formats.log_reader import LogReader
 from auditor.formats.offset_index import read_offset_index
 from auditor.formats.time_index import read_time_index
 from auditor.formats.txn_index import read_txn_index
+from auditor.scan import SegmentFiles, scan_segment
 from harness.scenarios import populate_conformance_data
 from realdata import BROKER_DIRS, RECORD_SETS
 
@@ -90,6 +91,34 @@ def compare_log(path: Path, dumped, *, deep: bool = True) -> None:
     finally:
         reader.close()
     COUNTS["log files"] += 1
+    if deep:
+        compare_deep_row(path, [r for b in dumped.batches for r in b.records])
+
+
+def compare_deep_row(path: Path, dumped_records) -> None:
+    """The scanner's deep per-segment facts equal what follows from Kafka's own record list."""
+    parsed = filenames.parse_segment_file(path.name)
+    files = SegmentFiles(parsed.base_offset if parsed else 0, None, {"log": path})
+    row = scan_segment(files, "deep", is_active=False, location={})
+    stamped = [(r.timestamp, r.offset) for r in dumped_records if r.timestamp is not None and r.timestamp >= 0]
+    if not stamped:
+        assert row["min_timestamp_ms"] is None and row["max_timestamp_offset"] is None, path
+        return
+    lo = hi = stamped[0]
+    jump, jump_offset = 0, None
+    for ts, off in stamped:
+        if ts < lo[0]:
+            lo = (ts, off)
+        if ts > hi[0]:
+            hi = (ts, off)
+        elif hi[0] - ts > jump:
+            jump, jump_offset = hi[0] - ts, off
+    hi_offset = hi[1]
+    assert (row["min_timestamp_ms"], row["min_timestamp_offset"]) == lo, path
+    assert row["max_timestamp_offset"] == hi_offset, path
+    assert (row["max_backward_jump_ms"], row["max_backward_jump_offset"]) == (jump, jump_offset), path
+    assert row["record_count"] == len(dumped_records), path
+    COUNTS["deep segment rows"] += 1
 
 
 def compare_index(path: Path, dumped) -> None:
