@@ -6,8 +6,6 @@ import json
 import os
 import shutil
 import struct
-import subprocess
-import sys
 import tempfile
 import tracemalloc
 from pathlib import Path
