@@ -175,44 +175,25 @@ class Task:
 def plan_log_dir(log_dir: str | os.PathLike) -> tuple[dict, list[Task]]:
     """The log-dir info row and one task per partition directory (names only: no partition is read).
 
-    Mirrors the log-dir level of :func:`auditor.scan.iter_log_dir` (same checks, same problems,
-    same order); see the report of issue 3 for moving this into scan.py.
+    The listing is :func:`auditor.scan.plan_log_dir`, the in-process scan's own, so both engines
+    report the same problems; each task carries the checkpoint values of its partition.
     """
     from auditor.formats import filenames
-    from auditor.scan import OFFSET_CHECKPOINTS, _list_dir, _read_log_dir_header, _symlink_note
+    from auditor.scan import OFFSET_CHECKPOINTS, plan_log_dir as list_log_dir
 
-    root = Path(os.path.abspath(log_dir))
-    problems: list[str] = []
-    if not root.is_dir():
-        problems.append(f"{root}: not a directory")
-        return {"log_dir": str(root), "broker_id": None, "cluster_id": None, "directory_id": None,
-                "partition_dirs": 0, "problems": problems}, []
-    info, by_tp = _read_log_dir_header(root, problems)
-    identity = {k: info[k] for k in ("log_dir", "broker_id", "cluster_id", "directory_id")}
+    plan = list_log_dir(log_dir)
+    identity = {k: plan.info[k] for k in ("log_dir", "broker_id", "cluster_id", "directory_id")}
     tasks: list[Task] = []
-    for entry in _list_dir(root, problems):
-        if entry.is_symlink():
-            problems.append(_symlink_note(entry, root))
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            parsed = filenames.parse_partition_dir(entry.name)
-            if parsed is None:
-                problems.append(f"{entry.path}: directory is not a Kafka partition directory (left alone)")
-                continue
-            tp = (parsed.topic, parsed.partition)
-            cps = {}
-            for file_name in OFFSET_CHECKPOINTS.values():
-                value = by_tp.get(file_name, {}).get(tp)
-                if value is not None:
-                    cps[file_name] = value
-            tasks.append(Task(str(root), entry.name, json.dumps({"info": identity, "checkpoints": cps})))
-        elif entry.name not in filenames.LOG_DIR_FILES:
-            problems.append(f"{entry.path}: unknown file in the log dir (left alone)")
-    if not tasks and info["broker_id"] is None:
-        problems.append(f"{root}: not a Kafka log dir (no meta.properties and no partition directories)")
-    info["partition_dirs"] = len(tasks)
-    info["problems"] = problems
-    return info, tasks
+    for path in plan.partition_dirs:
+        parsed = filenames.parse_partition_dir(path.name)
+        tp = (parsed.topic, parsed.partition)
+        cps = {}
+        for file_name in OFFSET_CHECKPOINTS.values():
+            value = plan.checkpoints_by_tp.get(file_name, {}).get(tp)
+            if value is not None:
+                cps[file_name] = value
+        tasks.append(Task(str(plan.root), path.name, json.dumps({"info": identity, "checkpoints": cps})))
+    return plan.info, tasks
 
 
 def _interleave(per_dir: Sequence[list[Task]]) -> list[Task]:

@@ -542,6 +542,52 @@ def _read_log_dir_header(root: Path, problems: list[str]) -> tuple[dict, dict]:
     return info, by_tp
 
 
+@dataclass
+class LogDirPlan:
+    """A log dir's listing: its identity, its checkpoints and its partition directories.
+
+    ``info`` is the log-dir row (log_dir, broker_id, cluster_id, directory_id, partition_dirs,
+    problems); nothing under a partition directory has been read yet.
+    """
+
+    root: Path
+    info: dict
+    checkpoints_by_tp: dict
+    partition_dirs: list[Path]
+
+
+def plan_log_dir(log_dir: str | os.PathLike) -> LogDirPlan:
+    """Lists one log dir (meta.properties, offset checkpoints, partition directory names).
+
+    Shared by the in-process scan and the Spark job's driver, so both see the same problems.
+    """
+    root = Path(os.path.abspath(log_dir))
+    problems: list[str] = []
+    if not root.is_dir():
+        problems.append(f"{root}: not a directory")
+        info = {"log_dir": str(root), "broker_id": None, "cluster_id": None, "directory_id": None,
+                "partition_dirs": 0, "problems": problems}
+        return LogDirPlan(root, info, {}, [])
+    info, by_tp = _read_log_dir_header(root, problems)
+    partition_dirs: list[Path] = []
+    for entry in _list_dir(root, problems):
+        if entry.is_symlink():
+            problems.append(_symlink_note(entry, root))
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            if filenames.parse_partition_dir(entry.name) is None:
+                problems.append(f"{entry.path}: directory is not a Kafka partition directory (left alone)")
+                continue
+            partition_dirs.append(Path(entry.path))
+        elif entry.name not in filenames.LOG_DIR_FILES:
+            problems.append(f"{entry.path}: unknown file in the log dir (left alone)")
+    if not partition_dirs and info["broker_id"] is None:
+        problems.append(f"{root}: not a Kafka log dir (no meta.properties and no partition directories)")
+    info["partition_dirs"] = len(partition_dirs)
+    info["problems"] = problems
+    return LogDirPlan(root, info, by_tp, partition_dirs)
+
+
 def iter_log_dir(
     log_dir: str | os.PathLike,
     depth: str = "index",
@@ -555,42 +601,20 @@ def iter_log_dir(
     """
     if depth not in DEPTHS:
         raise ValueError(f"depth = {depth!r}, expected one of {', '.join(DEPTHS)}")
-    root = Path(os.path.abspath(log_dir))
-    problems: list[str] = []
-    if not root.is_dir():
-        problems.append(f"{root}: not a directory")
-        yield [], None, {"log_dir": str(root), "broker_id": None, "cluster_id": None, "directory_id": None,
-                         "partition_dirs": 0, "problems": problems}
-        return
-    info, by_tp = _read_log_dir_header(root, problems)
-    partition_dirs = 0
-    for entry in _list_dir(root, problems):
-        if entry.is_symlink():
-            problems.append(_symlink_note(entry, root))
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            if filenames.parse_partition_dir(entry.name) is None:
-                problems.append(f"{entry.path}: directory is not a Kafka partition directory (left alone)")
-                continue
-            partition_dirs += 1
-            rows, prow = scan_partition_dir(
-                Path(entry.path), depth, log_dir_info=info, checkpoints_by_tp=by_tp, root=root,
-                progress=progress, on_progress=on_progress,
-            )
-            if progress is not None:
-                progress.partitions_done += 1
-            yield rows, prow, None
-        elif entry.name not in filenames.LOG_DIR_FILES:
-            problems.append(f"{entry.path}: unknown file in the log dir (left alone)")
-    if partition_dirs == 0 and info["broker_id"] is None:
-        problems.append(f"{root}: not a Kafka log dir (no meta.properties and no partition directories)")
-    info["partition_dirs"] = partition_dirs
-    info["problems"] = problems
+    plan = plan_log_dir(log_dir)
+    for path in plan.partition_dirs:
+        rows, prow = scan_partition_dir(
+            path, depth, log_dir_info=plan.info, checkpoints_by_tp=plan.checkpoints_by_tp, root=plan.root,
+            progress=progress, on_progress=on_progress,
+        )
+        if progress is not None:
+            progress.partitions_done += 1
+        yield rows, prow, None
     if progress is not None:
         progress.log_dirs_done += 1
         if on_progress is not None:
             on_progress(progress)
-    yield [], None, info
+    yield [], None, plan.info
 
 
 def scan_log_dirs(
