@@ -165,9 +165,23 @@ SEGMENT_FIELDS = tuple(c.name for c in SEGMENT_COLUMNS)
 PARTITION_FIELDS = tuple(c.name for c in PARTITION_COLUMNS)
 
 
+_EMPTY_TEMPLATES: dict[int, tuple[tuple[Column, ...], dict, tuple[str, ...]]] = {}
+
+
 def empty_row(columns: tuple[Column, ...]) -> dict:
-    """A row with every column present and absent (None); lists start empty."""
-    return {c.name: ([] if pa.types.is_list(c.type) else None) for c in columns}
+    """A row with every column present and absent (None); lists start empty (a new list each)."""
+    # Keyed by identity (hashing 60 dataclasses per row would cost more than it saves); the
+    # tuple is kept in the value so its id cannot be reused by another object.
+    cached = _EMPTY_TEMPLATES.get(id(columns))
+    if cached is None or cached[0] is not columns:
+        template = {c.name: None for c in columns}
+        list_columns = tuple(c.name for c in columns if pa.types.is_list(c.type))
+        cached = _EMPTY_TEMPLATES[id(columns)] = (columns, template, list_columns)
+    _, template, list_columns = cached
+    row = template.copy()
+    for name in list_columns:
+        row[name] = []
+    return row
 
 
 def to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:

@@ -143,7 +143,18 @@ def test_tail_only_uses_few_preads(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "pread", lambda fd, n, off: calls.append(n) or real(fd, n, off))
     r = read_offset_index(p, 0, tail_only=True)
     assert r.entries == [(50, 25000)] and r.entry_count == 5
-    assert len(calls) <= 30 and max(calls) <= OFFSET_ENTRY
+    assert len(calls) <= 30 and max(calls) <= 2 * OFFSET_ENTRY  # never the 10 MiB preallocated file
+
+
+def test_tail_only_of_a_trimmed_index_is_two_preads(tmp_path, monkeypatch):
+    pairs = [(10 * (i + 1), 5000 * (i + 1)) for i in range(1000)]
+    p = _write(tmp_path, "00000000000000000000.index", _offset_entries(0, pairs), 1000 * OFFSET_ENTRY)
+    calls = []
+    real = os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, n, off: calls.append((n, off)) or real(fd, n, off))
+    r = read_offset_index(p, 0, tail_only=True)
+    assert r.entries == [pairs[-1]] and r.entry_count == 1000 and r.problems == []
+    assert calls == [(2 * OFFSET_ENTRY, 998 * OFFSET_ENTRY), (OFFSET_ENTRY, 0)]
 
 
 @pytest.mark.parametrize("n", [0, 1, 4])

@@ -157,20 +157,30 @@ def _read_tail(fd, path, base_offset, layout, slots, result, problems, check_ord
     """Find the last valid entry with O(log n) preads: valid entries are a prefix [0, n)."""
     es = layout.entry_size
 
+    # Entries already read, by slot: a trimmed index (every closed segment) then costs two preads,
+    # the first entry and the last two, whatever its length.
+    seen: dict[int, tuple[int, int] | None] = {}
+
+    def read_run(i: int, count: int) -> None:
+        buf = _pread_exact(fd, es * count, i * es)
+        for j in range(count):
+            seen[i + j] = layout.decode(buf, j * es) if len(buf) >= (j + 1) * es else None
+
     def entry_at(i: int):
-        buf = _pread_exact(fd, es, i * es)
-        if len(buf) < es:
-            return None
-        return layout.decode(buf, 0)
+        if i not in seen:
+            read_run(i, 1)
+        return seen[i]
 
     def valid(i: int) -> bool:
         raw = entry_at(i)
         return raw is not None and not _is_zero_tail(i, *raw)
 
+    if slots >= 2:
+        read_run(slots - 2, 2)
     if slots == 0 or not valid(0):
         n = 0
     elif valid(slots - 1):
-        n = slots                      # trimmed (inactive) index: the common case, 2 preads
+        n = slots                      # trimmed (inactive) index: the common case
     else:
         lo, hi = 0, slots - 1          # valid(lo) and not valid(hi)
         while hi - lo > 1:
