@@ -23,6 +23,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable
 
+import numpy as np
+
 #: Bytes per pread when streaming a whole index (a multiple of 8 and 12).
 CHUNK_BYTES = 1 << 16
 #: At most this many problem strings per file; the rest are counted in one summary line.
@@ -54,6 +56,8 @@ class IndexLayout:
     decode: Callable[[bytes, int], tuple[int, int]]   # -> (raw key field, relative offset)
     to_entry: Callable[[int, int, int], tuple[int, int]]  # (key, rel, base) -> reported tuple
     key_name: str                   # "position" | "timestamp_ms"
+    np_dtype: np.dtype              # the entry as a numpy record with fields "key" and "rel"
+    offset_first: bool              # reported tuple is (offset, key) rather than (key, offset)
 
 
 class _Problems:
@@ -117,6 +121,9 @@ def read_index(path, base_offset: int, layout: IndexLayout, *, tail_only: bool =
 
 
 def _read_all(fd, path, base_offset, layout, slots, result, problems, check_order) -> None:
+    """Every entry, decoded a chunk at a time with numpy (the headers depth reads whole indexes;
+    per-entry Python was a third of its time). Entries that may break a rule are found
+    vectorised, then described one by one by ``_check_entry``, the one place messages are made."""
     es = layout.entry_size
     per_chunk = max(1, CHUNK_BYTES // es)
     i = 0
@@ -129,17 +136,36 @@ def _read_all(fd, path, base_offset, layout, slots, result, problems, check_orde
                          f"size was {result.size_bytes} at open (the broker trims indexes on roll)")
             want = len(buf) // es
             slots = i + want
-        for j in range(want):
-            key, rel = layout.decode(buf, j * es)
-            if _is_zero_tail(i, key, rel):
-                result.zero_tail_bytes = (slots - i) * es
-                result.entry_count = i
-                return
-            entry = layout.to_entry(key, rel, base_offset)
-            _check_entry(path, layout, i, key, rel, entry, prev, problems, check_order)
-            result.entries.append(entry)
-            prev = entry
-            i += 1
+        chunk = np.frombuffer(buf, dtype=layout.np_dtype, count=want)
+        key = chunk["key"].astype(np.int64)
+        rel = chunk["rel"].astype(np.int64)
+        zero = rel == 0
+        if i == 0 and want:
+            zero[0] = _is_zero_tail(0, int(key[0]), int(rel[0]))
+        zeros = np.flatnonzero(zero)
+        n = int(zeros[0]) if len(zeros) else want
+        key, rel = key[:n], rel[:n]
+        absolute = rel + base_offset
+        first, second = (absolute, key) if layout.offset_first else (key, absolute)
+        # A superset of what check_order can report (both layouts compare each component with
+        # the previous entry's), plus negative relative offsets.
+        suspect = rel < 0
+        if n > 1:
+            suspect[1:] |= (first[1:] <= first[:-1]) | (second[1:] <= second[:-1])
+        if n and prev is not None:
+            suspect[0] |= bool(first[0] <= prev[0] or second[0] <= prev[1])
+        entries = list(zip(first.tolist(), second.tolist()))
+        for j in np.flatnonzero(suspect).tolist():
+            _check_entry(path, layout, i + j, int(key[j]), int(rel[j]), entries[j],
+                         entries[j - 1] if j else prev, problems, check_order)
+        result.entries.extend(entries)
+        if entries:
+            prev = entries[-1]
+        i += n
+        if n < want:
+            result.zero_tail_bytes = (slots - i) * es
+            result.entry_count = i
+            return
     result.entry_count = i
 
 

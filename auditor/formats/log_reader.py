@@ -48,10 +48,14 @@ from auditor.formats.record_batch import (
     MAGIC_OFFSET,
     MIN_BATCH_LENGTH,
     RECORD_BATCH_OVERHEAD,
-    SIZE_OFFSET,
     BatchHeader,
     Record,
 )
+
+try:  # optional C fold of v2 headers (setup.py builds it when a compiler is there)
+    from auditor.formats import _cwalk
+except ImportError:  # pragma: no cover - exercised by the pure-Python equality test
+    _cwalk = None
 
 __all__ = ["LogReader", "BatchHeader", "Record", "CHUNK_BYTES", "DEFAULT_MAX_BATCH_BYTES"]
 
@@ -124,10 +128,25 @@ class LogReader:
         stop = yield from self._walk(start_position)
         self.stop_position, self.stop_reason, self.stop_detail = stop
 
+    def fold_v2_headers(self, start_position: int = 0) -> dict | None:
+        """Totals of the well-formed v2 batches from ``start_position``, folded in C; None when
+        the C extension is not built. ``stop_position`` in the result is where it stopped: the
+        end of the file, or the first entry that :meth:`batches` must look at (legacy, cut,
+        corrupt, unreadable). It sets no stop_* attribute: continue with ``batches(stop)``."""
+        if _cwalk is None:
+            return None
+        if self._fd is None:
+            raise ValueError(f"{self.label}: LogReader is closed")
+        return _cwalk.walk_v2(self._fd, start_position, self.size_bytes)
+
     def first_batch(self) -> BatchHeader | None:
         """The entry at byte 0, or None (empty file, or no complete valid entry there).
         Leaves the stop_* attributes of the last full walk untouched."""
-        walk = self._walk(0)
+        return self.batch_at(0)
+
+    def batch_at(self, position: int) -> BatchHeader | None:
+        """The entry starting at ``position``, or None; leaves the stop_* attributes untouched."""
+        walk = self._walk(position)
         try:
             return next(walk)
         except StopIteration:

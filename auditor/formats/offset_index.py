@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
+
 from auditor.formats._fixed_index import IndexLayout, IndexRead, read_index
 
 RELATIVE_OFFSET_OFFSET = 0
@@ -48,6 +50,8 @@ LAYOUT = IndexLayout(
     decode=decode_entry,
     to_entry=lambda position, rel, base: (base + rel, position),
     key_name="position",
+    np_dtype=np.dtype([("rel", ">i4"), ("key", ">i4")]),
+    offset_first=True,
 )
 
 

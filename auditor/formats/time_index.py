@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
+
 from auditor.formats._fixed_index import IndexLayout, IndexRead, read_index
 
 TIMESTAMP_OFFSET = 0
@@ -48,6 +50,8 @@ LAYOUT = IndexLayout(
     decode=decode_entry,
     to_entry=lambda timestamp_ms, rel, base: (timestamp_ms, base + rel),
     key_name="timestamp_ms",
+    np_dtype=np.dtype([("key", ">i8"), ("rel", ">i4")]),
+    offset_first=False,
 )
 
 

@@ -1,0 +1,212 @@
+/*
+ * _cwalk: the happy path of the 'headers' depth in C.
+ *
+ * walk_v2(fd, start, size) walks consecutive v2 record batch headers of one .log file from byte
+ * `start`, reading windows with pread (never mmap: a segment truncated by the broker under a
+ * mapping would SIGBUS the process; never a write), and folds them into per-segment totals.
+ *
+ * It stops, and returns the position, at the first entry that is not a well-formed v2 batch
+ * that fits in the file: fewer than 61 bytes left, a size field below 49 or above
+ * INT32_MAX - 12, an entry running past the end, a magic other than 2, or a read error or
+ * short read. The Python walker (auditor/formats/log_reader.py) then continues from that
+ * position, so every stop reason, note and legacy entry is handled by the one Python
+ * implementation that the conformance tests compare with DumpLogSegments. This module only
+ * makes the common case fast; it decides nothing the Python walker would decide differently.
+ *
+ * Byte layout: DefaultRecordBatch.java (the same offsets as auditor/formats/record_batch.py).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define BASE_OFFSET_OFFSET 0
+#define LENGTH_OFFSET 8
+#define LOG_OVERHEAD 12
+#define MAGIC_OFFSET 16
+#define ATTRIBUTES_OFFSET 21
+#define LAST_OFFSET_DELTA_OFFSET 23
+#define BASE_TIMESTAMP_OFFSET 27
+#define MAX_TIMESTAMP_OFFSET 35
+#define RECORDS_COUNT_OFFSET 57
+#define RECORD_BATCH_OVERHEAD 61
+#define MIN_BATCH_LENGTH (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD)
+#define MAX_SIZE_FIELD (INT32_MAX - LOG_OVERHEAD)
+
+#define CODEC_MASK 0x07
+#define TIMESTAMP_TYPE_MASK 0x08
+#define TRANSACTIONAL_FLAG_MASK 0x10
+#define CONTROL_FLAG_MASK 0x20
+#define DELETE_HORIZON_FLAG_MASK 0x40
+#define NO_TIMESTAMP (-1)
+
+/* Window policy: small batches are read a 256 KiB window at a time (many headers per pread);
+ * after a batch of LARGE_BATCH_BYTES or more only a 4 KiB probe is read at the next header, so
+ * big batches cost one small pread each instead of copying their payload. */
+#define CHUNK_BYTES (256 * 1024)
+#define LARGE_BATCH_BYTES (16 * 1024)
+#define HEADER_PROBE_BYTES 4096
+
+static inline int64_t be64(const unsigned char *p) {
+    return (int64_t)(((uint64_t)p[0] << 56) | ((uint64_t)p[1] << 48) | ((uint64_t)p[2] << 40) |
+                     ((uint64_t)p[3] << 32) | ((uint64_t)p[4] << 24) | ((uint64_t)p[5] << 16) |
+                     ((uint64_t)p[6] << 8) | (uint64_t)p[7]);
+}
+
+static inline int32_t be32(const unsigned char *p) {
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
+}
+
+static inline uint16_t be16(const unsigned char *p) { return (uint16_t)((p[0] << 8) | p[1]); }
+
+typedef struct {
+    int64_t stop;
+    int64_t batches, records, transactional;
+    int64_t first_base_offset, first_max_ts, last_offset, last_max_ts;
+    int64_t max_ts, min_first_ts;
+    int has_max_ts, has_min_first_ts;
+    unsigned codec_mask, timestamp_type_mask;
+    int64_t *control_positions;
+    Py_ssize_t controls, controls_cap;
+    int out_of_memory;
+} totals_t;
+
+/* Exactly `want` bytes at `pos`, or -1 (read error, or the file shrank under us). */
+static ssize_t read_window(int fd, unsigned char *buf, size_t want, int64_t pos) {
+    size_t got = 0;
+    while (got < want) {
+        ssize_t n = pread(fd, buf + got, want - got, (off_t)(pos + (int64_t)got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        got += (size_t)n;
+    }
+    return (ssize_t)got;
+}
+
+static void walk(int fd, int64_t pos, int64_t size, unsigned char *buf, totals_t *t) {
+    int64_t buf_start = pos, buf_end = pos, last_size = 0;
+    for (;;) {
+        if (size - pos < RECORD_BATCH_OVERHEAD) break;
+        if (pos + RECORD_BATCH_OVERHEAD > buf_end) {
+            int64_t want = last_size < LARGE_BATCH_BYTES ? CHUNK_BYTES : HEADER_PROBE_BYTES;
+            if (want > size - pos) want = size - pos;
+            if (read_window(fd, buf, (size_t)want, pos) < 0) break;
+            buf_start = pos;
+            buf_end = pos + want;
+        }
+        const unsigned char *h = buf + (pos - buf_start);
+        int32_t length = be32(h + LENGTH_OFFSET);
+        if (length < MIN_BATCH_LENGTH || length > MAX_SIZE_FIELD) break;
+        if (pos > size - LOG_OVERHEAD - (int64_t)length) break;
+        if (h[MAGIC_OFFSET] != 2) break;
+
+        int64_t base_offset = be64(h + BASE_OFFSET_OFFSET);
+        unsigned attrs = be16(h + ATTRIBUTES_OFFSET);
+        int64_t last = base_offset + be32(h + LAST_OFFSET_DELTA_OFFSET);
+        int64_t base_ts = be64(h + BASE_TIMESTAMP_OFFSET);
+        int64_t max_ts = be64(h + MAX_TIMESTAMP_OFFSET);
+        int32_t count = be32(h + RECORDS_COUNT_OFFSET);
+
+        if (t->batches == 0) {
+            t->first_base_offset = base_offset;
+            t->first_max_ts = max_ts;
+        }
+        t->last_offset = last;
+        t->last_max_ts = max_ts;
+        t->batches++;
+        t->records += count;
+        if (max_ts != NO_TIMESTAMP && (!t->has_max_ts || max_ts > t->max_ts)) {
+            t->max_ts = max_ts;
+            t->has_max_ts = 1;
+        }
+        /* the batch's first-record timestamp, as scan.py folds it */
+        int64_t first_ts;
+        if (attrs & TIMESTAMP_TYPE_MASK) first_ts = max_ts;
+        else if ((attrs & DELETE_HORIZON_FLAG_MASK) || count == 0) first_ts = NO_TIMESTAMP;
+        else first_ts = base_ts;
+        if (first_ts != NO_TIMESTAMP && (!t->has_min_first_ts || first_ts < t->min_first_ts)) {
+            t->min_first_ts = first_ts;
+            t->has_min_first_ts = 1;
+        }
+        t->codec_mask |= 1u << (attrs & CODEC_MASK);
+        t->timestamp_type_mask |= 1u << ((attrs & TIMESTAMP_TYPE_MASK) >> 3);
+        if (attrs & TRANSACTIONAL_FLAG_MASK) t->transactional++;
+        if (attrs & CONTROL_FLAG_MASK) {
+            if (t->controls == t->controls_cap) {
+                Py_ssize_t cap = t->controls_cap ? t->controls_cap * 2 : 16;
+                int64_t *grown = realloc(t->control_positions, (size_t)cap * sizeof(int64_t));
+                if (grown == NULL) { t->out_of_memory = 1; break; }
+                t->control_positions = grown;
+                t->controls_cap = cap;
+            }
+            t->control_positions[t->controls++] = pos;
+        }
+        last_size = LOG_OVERHEAD + (int64_t)length;
+        pos += last_size;
+    }
+    t->stop = pos;
+}
+
+static PyObject *opt_int(int present, int64_t value) {
+    if (!present) Py_RETURN_NONE;
+    return PyLong_FromLongLong(value);
+}
+
+static PyObject *walk_v2(PyObject *self, PyObject *args) {
+    int fd;
+    long long start, size;
+    if (!PyArg_ParseTuple(args, "iLL", &fd, &start, &size)) return NULL;
+    if (start < 0 || start > size) {
+        PyErr_Format(PyExc_ValueError, "start = %lld, expected 0..%lld", start, size);
+        return NULL;
+    }
+    unsigned char *buf = malloc(CHUNK_BYTES);
+    if (buf == NULL) return PyErr_NoMemory();
+    totals_t t = {0};
+    Py_BEGIN_ALLOW_THREADS
+    walk(fd, (int64_t)start, (int64_t)size, buf, &t);
+    Py_END_ALLOW_THREADS
+    free(buf);
+    if (t.out_of_memory) {
+        free(t.control_positions);
+        return PyErr_NoMemory();
+    }
+    PyObject *controls = PyList_New(t.controls);
+    if (controls == NULL) { free(t.control_positions); return NULL; }
+    for (Py_ssize_t i = 0; i < t.controls; i++) {
+        PyObject *p = PyLong_FromLongLong(t.control_positions[i]);
+        if (p == NULL) { Py_DECREF(controls); free(t.control_positions); return NULL; }
+        PyList_SET_ITEM(controls, i, p);
+    }
+    free(t.control_positions);
+    int any = t.batches > 0;
+    return Py_BuildValue(
+        "{s:L,s:L,s:L,s:L,s:N,s:N,s:N,s:N,s:N,s:N,s:I,s:I,s:N}",
+        "stop_position", (long long)t.stop,
+        "batch_count", (long long)t.batches,
+        "record_count", (long long)t.records,
+        "transactional_batches", (long long)t.transactional,
+        "first_base_offset", opt_int(any, t.first_base_offset),
+        "first_max_timestamp_ms", opt_int(any, t.first_max_ts),
+        "last_offset", opt_int(any, t.last_offset),
+        "last_max_timestamp_ms", opt_int(any, t.last_max_ts),
+        "max_timestamp_ms", opt_int(t.has_max_ts, t.max_ts),
+        "min_first_timestamp_ms", opt_int(t.has_min_first_ts, t.min_first_ts),
+        "codec_mask", t.codec_mask,
+        "timestamp_type_mask", t.timestamp_type_mask,
+        "control_positions", controls);
+}
+
+static PyMethodDef methods[] = {
+    {"walk_v2", walk_v2, METH_VARARGS,
+     "walk_v2(fd, start, size) -> dict: fold consecutive well-formed v2 batch headers from byte "
+     "start; stop_position is where the Python walker must take over (== size at a clean end)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cwalk", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__cwalk(void) { return PyModule_Create(&module); }

@@ -1,0 +1,18 @@
+"""Only the optional C extension lives here; everything else is in pyproject.toml.
+
+``auditor.formats._cwalk`` speeds up the 'headers' depth. It is optional: when no C compiler is
+available the build skips it and the scanner uses its pure-Python walker (same rows, slower).
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "auditor.formats._cwalk",
+            sources=["auditor/formats/_cwalk.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        )
+    ]
+)
