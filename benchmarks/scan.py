@@ -265,8 +265,12 @@ def worker(depth: str, dirs: list[str], cpu: int | None, profile: str | None) ->
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
     t_import = time.perf_counter()
+    import auditor.scan
     from auditor.scan import scan_log_dirs
     import_s = time.perf_counter() - t_import
+    if depth == "headers-py":  # the pure-Python walker, as on a machine without the C extension
+        auditor.scan.USE_C_WALK = False
+        depth = "headers"
     prof = None
     if profile:
         import cProfile
@@ -686,7 +690,7 @@ def measure(args, info: dict, cpu: int | None, log) -> int:
     log("warming the page cache (cat of every file) ...")
     warm_s = warm(all_files(big) + all_files(many) + (all_files(sub) if sub else []))
 
-    plan = [("big", "stat", [big]), ("big", "index", [big]), ("big", "headers", [big]),
+    plan = [("big", "stat", [big]), ("big", "index", [big]), ("big", "headers", [big]), ("big", "headers-py", [big]),
             ("big" if sub is None else "big-subset", "deep", [sub or big]),
             ("many", "stat", [many]), ("many", "index", [many]), ("many", "headers", [many])]
     results: dict[tuple[str, str], list[dict]] = {}
@@ -788,7 +792,7 @@ def report(args, info, results, dump, dump_batch_lines, cats, cold, prof_run, wa
         wall = _med(rs, "wall_s")
         r0 = rs[0]
         seg_s = r0["segments"] / wall
-        bat = f"{r0['batches'] / wall:11,.0f}" if depth in ("headers", "deep") else f"{'-':>11s}"
+        bat = f"{r0['batches'] / wall:11,.0f}" if depth in ("headers", "headers-py", "deep") else f"{'-':>11s}"
         mbs = r0["log_bytes"] / 1e6 / wall
         rates[(name, depth)] = {"wall": wall, "seg_s": seg_s, "bat_s": r0["batches"] / wall if r0["batches"] else None}
         P(f"{name:10s} {depth:8s} {r0['segments']:8,d} {wall:8.3f} {_med(rs, 'proc_wall_s'):7.2f} {seg_s:11,.0f} "
