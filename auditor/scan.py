@@ -304,12 +304,11 @@ def _scan_log(row: dict, files: SegmentFiles, log_path: Path, depth: str, notes:
 
 def _scan_log_ends(row: dict, reader: LogReader, notes: list[str]) -> None:
     """'index' depth: the first batch, then only the batches after the last offset-index entry."""
-    first = None
     start = 0
-    for batch in reader.batches(0):
-        first = batch
-        break
+    first = reader.batch_at(0)
     if first is None:
+        for _ in reader.batches(0):  # yields nothing; sets why the walk cannot start (stop_*)
+            pass
         return
     row["first_offset"] = first.base_offset
     row["first_batch_max_timestamp_ms"] = _ts(first.max_timestamp_ms)

@@ -146,7 +146,8 @@ class LogReader:
 
     def batch_at(self, position: int) -> BatchHeader | None:
         """The entry starting at ``position``, or None; leaves the stop_* attributes untouched."""
-        walk = self._walk(position)
+        # one header is wanted, not a MiB of records (the 'index' depth calls this per segment)
+        walk = self._walk(position, first_window=HEADER_PROBE_BYTES)
         try:
             return next(walk)
         except StopIteration:
@@ -157,7 +158,7 @@ class LogReader:
     def _stop(self, pos: int, reason: str, field: str, found, expected: str) -> tuple[int, str, str]:
         return pos, reason, f"{self.label}: byte {pos}: {field} = {found!r}, expected {expected} ({reason})"
 
-    def _walk(self, start: int):
+    def _walk(self, start: int, first_window: int = CHUNK_BYTES):
         fd = self._fd
         if fd is None:
             raise ValueError(f"{self.label}: LogReader is closed")
@@ -174,9 +175,11 @@ class LogReader:
         buf = b""
         buf_start = buf_end = pos
         last_size = 0
+        next_window = first_window
         while pos < size:
             if pos + RECORD_BATCH_OVERHEAD > buf_end and buf_end < size:
-                want = min(chunk if last_size < chunk else HEADER_PROBE_BYTES, size - pos)
+                want = min(next_window if last_size < chunk else HEADER_PROBE_BYTES, size - pos)
+                next_window = chunk
                 try:
                     buf = pread(fd, want, pos)
                 except OSError as exc:
