@@ -309,6 +309,7 @@ def _scan_log_ends(row: dict, reader: LogReader, notes: list[str]) -> None:
     if first is None:
         for _ in reader.batches(0):  # yields nothing; sets why the walk cannot start (stop_*)
             pass
+        row["trailing_bytes"] = reader.size_bytes - reader.stop_position
         return
     row["first_offset"] = first.base_offset
     row["first_batch_max_timestamp_ms"] = _ts(first.max_timestamp_ms)
