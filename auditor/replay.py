@@ -1,0 +1,327 @@
+"""What a broker answers when a consumer seeks a partition to a time: both APIs, predicted.
+
+Two lookups (DESIGN.md, "Why this tool exists"; kafka-format.md §3):
+
+* **modern** (ListOffsets v1+, ``offsetsForTimes``): Kafka 4.2 ``UnifiedLog.fetchOffsetByTimestamp``
+  -> ``LogSegment.findOffsetByTimestamp`` -> ``FileRecords.searchForTimestamp``:
+
+  1. the *first* segment (base-offset order) whose ``largestTimestamp`` >= T, where
+     ``largestTimestamp`` is the segment's largest record timestamp, or the ``.log`` mtime
+     when it has none (magic 0); only that segment is searched;
+  2. ``timeIndex.lookup(T)`` (the last entry with timestamp <= T, else (-1, base offset)), then
+     ``offsetIndex.lookup(max(that offset, logStartOffset))`` (the last entry with offset <=
+     it, else (base offset, 0)) gives a byte position;
+  3. from there, the first batch with ``maxTimestamp`` >= T is opened and the first record in
+     it with timestamp >= T and offset >= logStartOffset is the answer (later batches of the
+     segment are tried when none qualifies). Control batches are not skipped;
+  4. no match, or an offset at or past the last fetchable offset (high watermark for
+     read_uncommitted, last stable offset for read_committed): the broker answers **-1**.
+
+* **legacy** (ListOffsets v0, removed from brokers in 4.0 but still what old clients ask of
+  older brokers): ``UnifiedLog.legacyFetchOffsetsBefore``: pairs (max(base offset, log start
+  offset), ``.log`` mtime) per segment, plus (log end offset, now) when the last segment is not
+  empty; the answer is the offset of the newest pair whose mtime <= T, or **nothing** when every
+  mtime is newer than T (old clients crash on the empty answer).
+
+The exact modern answer needs the records of one segment: :func:`predict_partition_dir` reads
+that segment (read-only, through ``auditor.formats``). :func:`predict_from_rows` answers from
+segment rows alone (manifests, no disk access): which segment, and offset bounds.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from auditor.formats.errors import FormatError
+from auditor.formats.log_reader import LogReader
+from auditor.formats.offset_index import read_offset_index
+from auditor.formats.time_index import read_time_index
+
+NO_ANSWER = -1
+
+
+@dataclass
+class SegmentView:
+    """What the lookups need of one segment (a live, normal segment of one replica)."""
+
+    base_offset: int
+    largest_timestamp_ms: int | None
+    """largest record timestamp (None: no timestamps in the segment)."""
+    log_mtime_ms: int | None
+    log_size_bytes: int | None
+    first_offset: int | None = None
+    last_offset: int | None = None
+    min_timestamp_ms: int | None = None
+    log_path: str | None = None
+    index_path: str | None = None
+    timeindex_path: str | None = None
+
+    @property
+    def broker_largest_timestamp_ms(self) -> int | None:
+        """``LogSegment.largestTimestamp()``: the max record timestamp, else the mtime."""
+        if self.largest_timestamp_ms is not None and self.largest_timestamp_ms >= 0:
+            return self.largest_timestamp_ms
+        return self.log_mtime_ms
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.log_size_bytes
+
+
+@dataclass
+class ModernAnswer:
+    offset: int | None
+    """None when the broker answers -1."""
+    timestamp_ms: int | None
+    segment_base_offset: int | None
+    reason: str
+    exact: bool = True
+    """False when answered from rows alone: ``offset`` is then the lower bound (segment start)."""
+    upper_bound_offset: int | None = None
+    position_bytes: int | None = None
+    """byte position in its segment where the broker starts reading (index lookup)."""
+
+
+@dataclass
+class LegacyAnswer:
+    offset: int | None
+    """None: the broker answers an empty list."""
+    segment_base_offset: int | None
+    mtime_ms: int | None
+    reason: str
+
+
+@dataclass
+class ReplayPrediction:
+    target_ms: int
+    modern: ModernAnswer
+    legacy: LegacyAnswer
+    log_start_offset: int | None
+    log_end_offset: int | None
+    oldest_timestamp_ms: int | None
+    newest_timestamp_ms: int | None
+    segments: int
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# ---------------------------------------------------------------------------------------
+# Legacy (v0): mtimes
+# ---------------------------------------------------------------------------------------
+
+
+def predict_legacy(segments: Sequence[SegmentView], target_ms: int, log_start_offset: int | None,
+                   log_end_offset: int | None, now_ms: int) -> LegacyAnswer:
+    """``legacyFetchOffsetsBefore(target, maxNumOffsets=1)``, as the broker computed it."""
+    if not segments:
+        return LegacyAnswer(None, None, None, "no segments")
+    start = log_start_offset if log_start_offset is not None else segments[0].base_offset
+    pairs = [(max(s.base_offset, start), s.log_mtime_ms, s.base_offset) for s in segments]
+    if not segments[-1].is_empty and log_end_offset is not None:
+        pairs.append((log_end_offset, now_ms, None))
+    for offset, mtime, base in reversed(pairs):
+        if mtime is not None and mtime <= target_ms:
+            if base is None:
+                return LegacyAnswer(offset, segments[-1].base_offset, mtime,
+                                    "target at or after the audit time: the log end offset")
+            return LegacyAnswer(offset, base, mtime, f"newest segment whose .log mtime <= target is {base}")
+    oldest = min((m for _, m, _ in pairs if m is not None), default=None)
+    return LegacyAnswer(None, None, oldest,
+                        "every segment's .log mtime is newer than the target: the broker answers an empty list")
+
+
+# ---------------------------------------------------------------------------------------
+# Modern (v1+): record timestamps
+# ---------------------------------------------------------------------------------------
+
+
+def choose_segment(segments: Sequence[SegmentView], target_ms: int) -> SegmentView | None:
+    """The first segment whose largestTimestamp >= target (only that one is searched)."""
+    for seg in segments:
+        largest = seg.broker_largest_timestamp_ms
+        if largest is not None and largest >= target_ms:
+            return seg
+    return None
+
+
+def _time_index_lookup(entries: Sequence[tuple[int, int]], target_ms: int, base_offset: int) -> int:
+    """TimeIndex.lookup: offset of the last entry with timestamp <= target, else the base offset."""
+    timestamps = [t for t, _ in entries]
+    i = bisect.bisect_right(timestamps, target_ms)
+    return entries[i - 1][1] if i else base_offset
+
+
+def _offset_index_lookup(entries: Sequence[tuple[int, int]], target_offset: int) -> int:
+    """OffsetIndex.lookup: position of the last entry with offset <= target, else 0."""
+    offsets = [o for o, _ in entries]
+    i = bisect.bisect_right(offsets, target_offset)
+    return entries[i - 1][1] if i else 0
+
+
+def search_segment(seg: SegmentView, target_ms: int, log_start_offset: int) -> ModernAnswer:
+    """``LogSegment.findOffsetByTimestamp`` on the files of one segment (read-only)."""
+    notes = []
+    time_entries: list[tuple[int, int]] = []
+    offset_entries: list[tuple[int, int]] = []
+    if seg.timeindex_path and os.path.exists(seg.timeindex_path):
+        read = read_time_index(seg.timeindex_path, seg.base_offset)
+        time_entries, notes = read.entries, read.problems
+    if seg.index_path and os.path.exists(seg.index_path):
+        read = read_offset_index(seg.index_path, seg.base_offset)
+        offset_entries = read.entries
+        notes += read.problems
+    from_time = _time_index_lookup(time_entries, target_ms, seg.base_offset)
+    position = _offset_index_lookup(offset_entries, max(from_time, log_start_offset))
+    reader = LogReader(seg.log_path)
+    try:
+        if position >= reader.size_bytes:
+            position = 0
+        for batch in reader.batches(position):
+            if batch.max_timestamp_ms < target_ms:
+                continue
+            for record in reader.records(batch):
+                if record.timestamp_ms >= target_ms and record.offset >= log_start_offset:
+                    return ModernAnswer(record.offset, record.timestamp_ms, seg.base_offset,
+                                        f"first record with timestamp >= target in segment {seg.base_offset}",
+                                        position_bytes=position)
+    finally:
+        reader.close()
+    return ModernAnswer(None, None, seg.base_offset,
+                        f"segment {seg.base_offset} has largestTimestamp >= target but no record at or after it "
+                        f"(past the log start offset) from byte {position}: the broker answers -1",
+                        position_bytes=position)
+
+
+def predict_modern(segments: Sequence[SegmentView], target_ms: int, log_start_offset: int | None,
+                   last_fetchable_offset: int | None) -> ModernAnswer:
+    """The modern answer, reading the chosen segment's files (exact)."""
+    seg = choose_segment(segments, target_ms)
+    if seg is None:
+        return ModernAnswer(None, None, None,
+                            "no segment has a record timestamp (or mtime) >= target: the broker answers -1")
+    start = log_start_offset if log_start_offset is not None else segments[0].base_offset
+    answer = search_segment(seg, target_ms, start)
+    if answer.offset is not None and last_fetchable_offset is not None and answer.offset >= last_fetchable_offset:
+        return ModernAnswer(None, None, seg.base_offset,
+                            f"offset {answer.offset} is not below the last fetchable offset {last_fetchable_offset} "
+                            f"(high watermark): the broker answers -1", position_bytes=answer.position_bytes)
+    return answer
+
+
+def predict_modern_from_rows(segments: Sequence[SegmentView], target_ms: int,
+                             log_start_offset: int | None) -> ModernAnswer:
+    """Without the files: the segment the broker would search, and the offset range of its answer."""
+    seg = choose_segment(segments, target_ms)
+    if seg is None:
+        return ModernAnswer(None, None, None, "no segment has a record timestamp (or mtime) >= target: "
+                            "the broker answers -1", exact=True)
+    start = log_start_offset if log_start_offset is not None else segments[0].base_offset
+    low = max(seg.first_offset if seg.first_offset is not None else seg.base_offset, start)
+    return ModernAnswer(low, None, seg.base_offset,
+                        f"in segment {seg.base_offset} (offsets {low}..{seg.last_offset}); exact offset needs the files",
+                        exact=False, upper_bound_offset=seg.last_offset)
+
+
+# ---------------------------------------------------------------------------------------
+# From scanner rows
+# ---------------------------------------------------------------------------------------
+
+
+def _get(row, key):
+    value = row.get(key) if isinstance(row, dict) else getattr(row, key, None)
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    return int(value) if isinstance(value, float) else value
+
+
+def segment_views(rows: Iterable) -> list[SegmentView]:
+    """Live, normal segments of one replica (one partition dir), in base-offset order."""
+    views = []
+    for row in rows:
+        if _get(row, "file_state") is not None or _get(row, "log_size_bytes") is None:
+            continue
+        directory = Path(_get(row, "log_dir") or "") / (_get(row, "dir_name") or "")
+        name = f"{int(_get(row, 'base_offset')):020d}"
+        views.append(SegmentView(
+            base_offset=int(_get(row, "base_offset")),
+            largest_timestamp_ms=_get(row, "max_timestamp_ms"),
+            log_mtime_ms=_get(row, "log_mtime_ms"),
+            log_size_bytes=_get(row, "log_size_bytes"),
+            first_offset=_get(row, "first_offset"),
+            last_offset=_get(row, "last_offset"),
+            min_timestamp_ms=_get(row, "min_timestamp_ms") if _get(row, "min_timestamp_ms") is not None
+            else _get(row, "min_batch_timestamp_ms"),
+            log_path=str(directory / f"{name}.log"),
+            index_path=str(directory / f"{name}.index"),
+            timeindex_path=str(directory / f"{name}.timeindex"),
+        ))
+    return sorted(views, key=lambda v: v.base_offset)
+
+
+def predict(views: Sequence[SegmentView], target_ms: int, *, log_start_offset: int | None,
+            log_end_offset: int | None, high_watermark: int | None, now_ms: int,
+            read_files: bool = True) -> ReplayPrediction:
+    """Both answers for one replica. ``read_files=False`` answers the modern lookup from rows."""
+    notes: list[str] = []
+    if log_end_offset is None and views and views[-1].last_offset is not None:
+        log_end_offset = views[-1].last_offset + 1
+    lso = log_start_offset if log_start_offset is not None else (views[0].base_offset if views else None)
+    # The on-disk high watermark is a checkpoint written every few seconds and lags the live one;
+    # a settled replica's live high watermark is its log end offset, so that bounds the answer.
+    fetchable = log_end_offset if log_end_offset is not None else high_watermark
+    modern: ModernAnswer
+    if read_files:
+        try:
+            modern = predict_modern(views, target_ms, lso, fetchable)
+        except (OSError, FormatError) as exc:
+            notes.append(f"cannot read the segment to search ({exc}); answered from the segment rows")
+            modern = predict_modern_from_rows(views, target_ms, lso)
+    else:
+        modern = predict_modern_from_rows(views, target_ms, lso)
+    legacy = predict_legacy(views, target_ms, lso, log_end_offset, now_ms)
+    stamped_min = [v.min_timestamp_ms for v in views if v.min_timestamp_ms is not None]
+    stamped_max = [v.largest_timestamp_ms for v in views if v.largest_timestamp_ms is not None]
+    return ReplayPrediction(
+        target_ms=target_ms, modern=modern, legacy=legacy, log_start_offset=lso, log_end_offset=log_end_offset,
+        oldest_timestamp_ms=min(stamped_min) if stamped_min else None,
+        newest_timestamp_ms=max(stamped_max) if stamped_max else None,
+        segments=len(views), notes=notes,
+    )
+
+
+def bytes_between(views: Sequence[SegmentView], from_offset: int | None, from_position: int | None,
+                  to_offset: int | None, to_position: int | None) -> int | None:
+    """Bytes a consumer reads from one answer to another (segment granularity, plus the index
+    positions inside the first and last segment when known)."""
+    if from_offset is None or to_offset is None or to_offset <= from_offset:
+        return 0 if from_offset is not None and to_offset is not None else None
+
+    def seg_index(offset):
+        bases = [v.base_offset for v in views]
+        return max(bisect.bisect_right(bases, offset) - 1, 0)
+
+    a, b = seg_index(from_offset), seg_index(to_offset)
+    if a == b:
+        return max((to_position or 0) - (from_position or 0), 0)
+    total = (views[a].log_size_bytes or 0) - (from_position or 0)
+    total += sum(v.log_size_bytes or 0 for v in views[a + 1:b])
+    total += to_position or 0
+    return max(total, 0)
+
+
+def ideal_offset(views: Sequence[SegmentView], target_ms: int) -> tuple[int | None, int | None]:
+    """Where a replay to T 'should' start if timestamps grew with offsets: the start of the last
+    segment whose oldest record is at or before T (segment granularity). (offset, segment index)"""
+    best = None
+    for i, v in enumerate(views):
+        if v.min_timestamp_ms is not None and v.min_timestamp_ms <= target_ms:
+            best = i
+    if best is None:
+        return (views[0].base_offset, 0) if views else (None, None)
+    return views[best].base_offset, best

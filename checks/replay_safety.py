@@ -1,0 +1,197 @@
+"""KLA010 replay.safety: what a consumer rewound to a target time really gets, per partition.
+
+What it checks:
+    For every partition of the topics asked (``kafka-audit audit --at T --topic ...`` or
+    ``replay-check``), the answer the broker would give to a seek to T, with both lookups
+    (``auditor/replay.py``): the modern one (record timestamps and the time index; exact when the
+    segment files are readable, else bounded from the segment rows) and the legacy v0 one
+    (segment ``.log`` mtimes). It flags: (a) the oldest retained record is newer than T (the
+    replay silently starts later than asked); (b) the legacy lookup answers nothing (every
+    mtime is newer than T) or lands far before T; (c) T is after the newest record (the modern
+    answer is -1); (d) the modern seek lands far before T because a stray future or outlier
+    timestamp in an older segment makes the broker pick that segment.
+
+Why it matters:
+    (a) loses [T, oldest) without an error: retention already deleted it. (b) old clients
+    (storm-kafka, SimpleConsumer code) crash on an empty answer (ArrayIndexOutOfBounds,
+    UpdateOffsetException), and one such partition breaks a whole multi-partition replay; when
+    it lands early they re-read whole segments. (c) the broker answers -1 and the consumer falls
+    back to ``auto.offset.reset`` (earliest: everything again; latest: nothing). (d) a replay
+    re-processes everything between the stray record and T.
+
+Example finding:
+    FAIL orders-3: oldest retained record 2024-05-02T00:00:00Z is 26.0 h after the target
+    2024-04-30T22:00:00Z: a replay from the target misses about 3.1 GiB (retention deleted it);
+    modern answer 0 (the log start), legacy answer: empty list (every .log mtime is newer).
+
+How to fix:
+    Pick a target at or after the oldest retained record (shown per partition), or restore the
+    data from a backup; raise ``retention.ms`` of the topic before the next replay window. For
+    legacy clients, seek by offset (the modern answer in the evidence) instead of by time. For
+    stray timestamps, seek by offset, and find the producer writing them (the timestamps check).
+
+Options:
+    api (both): which lookups to judge: modern, legacy or both.
+    gap_severity (FAIL): severity when the oldest retained record is newer than the target.
+    legacy_empty_severity (FAIL): severity when the legacy lookup answers nothing.
+    after_newest_severity (FAIL): severity when the target is after the newest record.
+    legacy_redundant_bytes (1073741824): WARN when the legacy answer re-reads more bytes than this.
+    modern_redundant_bytes (104857600): WARN when the modern answer lands this many bytes early.
+    read_files (true): read the chosen segment for the exact offset (false: rows only).
+"""
+
+from __future__ import annotations
+
+from checks.base import Check, CheckInput, Option, Severity, non_negative, opt_int, severity_name
+from auditor import replay
+from auditor.units import human_bytes, iso_utc
+
+
+def _api_name(v) -> bool:
+    return v in ("modern", "legacy", "both")
+
+
+def _dur(ms: int) -> str:
+    hours = ms / 3_600_000
+    return f"{hours / 24:.1f} d" if hours >= 48 else f"{hours:.1f} h"
+
+
+class ReplaySafety(Check):
+    code = "KLA010"
+    name = "replay.safety"
+    title = "Replay safety at the target time"
+    scope = "partition"
+    options = {
+        "api": Option("both", "which lookups to judge", str, _api_name, "modern | legacy | both"),
+        "gap_severity": Option("FAIL", "oldest record newer than the target", str, severity_name, "a severity name"),
+        "legacy_empty_severity": Option("FAIL", "legacy lookup answers nothing", str, severity_name, "a severity name"),
+        "after_newest_severity": Option("FAIL", "target after the newest record", str, severity_name, "a severity name"),
+        "legacy_redundant_bytes": Option(1 << 30, "legacy re-read bytes before WARN", int, non_negative, ">= 0"),
+        "modern_redundant_bytes": Option(100 << 20, "modern early-landing bytes before WARN", int, non_negative, ">= 0"),
+        "read_files": Option(True, "read the chosen segment for the exact offset", bool),
+    }
+
+    def run(self, data: CheckInput, ctx, opts):
+        if not ctx.wants_replay(data.topic):
+            return []
+        target = ctx.replay_at_ms
+        seg = data.segments
+        parts = data.partitions
+        replicas = []
+        if seg is not None and len(seg):
+            live = seg[seg["dir_kind"] == "live"]
+            for (broker, log_dir), rows in live.groupby(["broker_id", "log_dir"], dropna=False, sort=True):
+                views = replay.segment_views(rows.to_dict("records"))
+                if views:
+                    replicas.append((opt_int(broker), log_dir, views))
+        if not replicas:
+            return [self.finding("WARN", f"no live segment of {data.topic}-{data.partition} to predict a replay from",
+                                 "Scan the brokers that host this partition.", topic=data.topic, partition=data.partition)]
+        predictions = []
+        for broker, log_dir, views in replicas:
+            prow = None
+            if parts is not None and len(parts):
+                match = parts[(parts["broker_id"] == broker) & (parts["log_dir"] == log_dir) & (parts["dir_kind"] == "live")]
+                prow = match.iloc[0].to_dict() if len(match) else None
+            lso = opt_int(prow.get("log_start_offset")) if prow else None
+            leo = opt_int(prow.get("log_end_offset")) if prow else None
+            hw = opt_int(prow.get("high_watermark")) if prow else None
+            pred = replay.predict(views, target, log_start_offset=lso, log_end_offset=leo, high_watermark=hw,
+                                  now_ms=ctx.now_ms, read_files=opts["read_files"])
+            predictions.append((broker, log_dir, views, pred))
+        # The most complete replica (highest log end offset) stands for the partition; the
+        # others are listed in the evidence (their mtimes, and so legacy answers, may differ).
+        predictions.sort(key=lambda p: (-(p[3].log_end_offset or -1), p[0] if p[0] is not None else 1 << 30))
+        broker, log_dir, views, pred = predictions[0]
+        problems: list[tuple[Severity, str]] = []
+        api = opts["api"]
+        evidence = [self._evidence(broker, log_dir, views, pred)]
+        main = evidence[0]
+        if api in ("modern", "both"):
+            if pred.oldest_timestamp_ms is not None and pred.oldest_timestamp_ms > target:
+                problems.append((Severity.parse(opts["gap_severity"]),
+                                 f"oldest retained record {iso_utc(pred.oldest_timestamp_ms)} is "
+                                 f"{_dur(pred.oldest_timestamp_ms - target)} after the target: a replay from the target "
+                                 f"misses about {human_bytes(main['gap_bytes'] or 0)} (retention deleted it)"))
+            if pred.modern.offset is None and pred.modern.exact and (
+                    pred.newest_timestamp_ms is None or target > pred.newest_timestamp_ms):
+                problems.append((Severity.parse(opts["after_newest_severity"]),
+                                 f"target is after the newest record ({iso_utc(pred.newest_timestamp_ms)}): the broker "
+                                 f"answers -1 and consumers fall back to auto.offset.reset"))
+            early = main["redundant_bytes_modern"]
+            if early is not None and early > opts["modern_redundant_bytes"]:
+                problems.append((Severity.WARN,
+                                 f"the modern seek lands {human_bytes(early)} before the target's position: segment "
+                                 f"{pred.modern.segment_base_offset} holds a record stamped "
+                                 f"{iso_utc(views[[v.base_offset for v in views].index(pred.modern.segment_base_offset)].largest_timestamp_ms)}"
+                                 f" (a stray future or outlier timestamp)"))
+        if api in ("legacy", "both"):
+            empty = [(b, d) for b, d, _, p in predictions if p.legacy.offset is None]
+            if empty:
+                where = ", ".join(f"broker {b} {d}" for b, d in empty)
+                problems.append((Severity.parse(opts["legacy_empty_severity"]),
+                                 f"legacy (v0) lookup answers an empty list on {where}: every .log mtime is newer "
+                                 f"than the target; old clients crash"))
+            redundant = main["redundant_bytes_legacy"]
+            if redundant is not None and redundant > opts["legacy_redundant_bytes"]:
+                problems.append((Severity.WARN, f"legacy (v0) lookup lands at offset {pred.legacy.offset}, "
+                                                f"{human_bytes(redundant)} before the target's position"))
+        for b, d, v, p in predictions[1:]:
+            evidence.append(self._evidence(b, d, v, p))
+        thresholds = {k: opts[k] for k in self.options}
+        thresholds["target_ms"] = target
+        location = dict(topic=data.topic, partition=data.partition, broker_id=broker, log_dir=log_dir)
+        answers = (f"modern answer {pred.modern.offset if pred.modern.offset is not None else -1}"
+                   f"{'' if pred.modern.exact else ' (lower bound, files not read)'}, legacy answer "
+                   f"{pred.legacy.offset if pred.legacy.offset is not None else 'empty'}")
+        if not problems:
+            return [self.finding(Severity.PASS, f"replay to {iso_utc(target)} is safe: {answers}",
+                                 thresholds=thresholds, evidence=evidence, **location)]
+        worst = max(s for s, _ in problems)
+        message = "; ".join(m for _, m in problems) + f" ({answers})"
+        fix = ("Choose a target at or after the oldest retained record, or restore the missing range; seek legacy "
+               "clients by offset (the modern answer) instead of by time; see the evidence per replica.")
+        return [self.finding(worst, message, fix, thresholds=thresholds, evidence=evidence, **location)]
+
+    @staticmethod
+    def _evidence(broker, log_dir, views, pred) -> dict:
+        target = pred.target_ms
+        span_bytes = sum(v.log_size_bytes or 0 for v in views)
+        gap_ms = (pred.oldest_timestamp_ms - target) if (pred.oldest_timestamp_ms or 0) > target else 0
+        gap_bytes = None
+        if gap_ms and pred.newest_timestamp_ms and pred.oldest_timestamp_ms and pred.newest_timestamp_ms > pred.oldest_timestamp_ms:
+            # estimate at the retained data's own byte rate
+            gap_bytes = int(span_bytes * gap_ms / (pred.newest_timestamp_ms - pred.oldest_timestamp_ms))
+        ideal, _ = replay.ideal_offset(views, target)
+        modern = pred.modern
+        redundant_modern = None
+        if modern.offset is not None and ideal is not None and modern.offset < ideal:
+            redundant_modern = replay.bytes_between(views, modern.offset, modern.position_bytes, ideal, 0)
+        redundant_legacy = None
+        if pred.legacy.offset is not None:
+            to = modern.offset if modern.offset is not None else ideal
+            to_pos = modern.position_bytes if modern.offset is not None else 0
+            if to is not None:
+                redundant_legacy = replay.bytes_between(views, pred.legacy.offset, 0, to, to_pos)
+        return {
+            "target_ms": target,
+            "oldest_timestamp_ms": pred.oldest_timestamp_ms,
+            "newest_timestamp_ms": pred.newest_timestamp_ms,
+            "log_start_offset": pred.log_start_offset,
+            "log_end_offset": pred.log_end_offset,
+            "modern_offset": modern.offset,
+            "modern_timestamp_ms": modern.timestamp_ms,
+            "modern_exact": modern.exact,
+            "modern_segment": modern.segment_base_offset,
+            "modern_reason": modern.reason,
+            "legacy_offset": pred.legacy.offset,
+            "legacy_segment": pred.legacy.segment_base_offset,
+            "legacy_reason": pred.legacy.reason,
+            "gap_ms": gap_ms,
+            "gap_bytes": gap_bytes,
+            "redundant_bytes_modern": redundant_modern,
+            "redundant_bytes_legacy": redundant_legacy,
+            "broker_id": broker,
+            "log_dir": log_dir,
+            "notes": pred.notes,
+        }
