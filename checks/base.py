@@ -248,3 +248,21 @@ class AuditContext:
         if self.replay_at_ms is None:
             return False
         return self.replay_topics is None or topic in self.replay_topics
+
+
+def live_replicas(segments) -> list[tuple[int | None, str, Any]]:
+    """The live replicas in a partition's segment rows: (broker id, log dir, DataFrame of its
+    normal segments with a .log, sorted by base offset). ``-future``/``-delete`` copies and
+    ``.deleted``/``.cleaned``/``.swap`` files are left out."""
+    if segments is None or not len(segments):
+        return []
+    live = segments[(segments["dir_kind"] == "live") & segments["file_state"].isna() & segments["log_size_bytes"].notna()]
+    out = []
+    for (broker, log_dir), rows in live.groupby(["broker_id", "log_dir"], dropna=False, sort=True):
+        out.append((opt_int(broker), log_dir, rows.sort_values("base_offset").reset_index(drop=True)))
+    return out
+
+
+def segment_file(row) -> str:
+    """The .log path of a segment row, for messages and evidence."""
+    return f"{row['log_dir']}/{row['dir_name']}/{int(row['base_offset']):020d}.log"

@@ -1,0 +1,180 @@
+"""KLA020 mtime.reset: segment files whose mtimes no longer say when their data was written.
+
+What it checks:
+    Per partition, for every live replica: (a) mtimes *packed*: the closed segments' ``.log``
+    mtimes lie within a short window while their records span much longer (all files re-written
+    at once); (b) closed segments whose mtime is far after their largest record timestamp;
+    (c) across replicas (brokers, log dirs): for the same offsets, one replica's mtimes are far
+    later than another's. It says which happened: *reassigned* (the later replica is on another
+    broker), *moved between log dirs* (same broker, another log dir, or a ``-future`` copy in
+    progress), or *copied or restored* (packed mtimes with no replica to compare).
+
+Why it matters:
+    A new replica, a log-dir move, a copy or a restore re-writes every segment, so every mtime
+    becomes the time of the move (kafka-format.md §6). Legacy (v0) time lookups pair base
+    offsets with mtimes, so after a move they answer empty (old clients crash) or jump; for
+    timestamp-less (magic 0) data the retention clock restarts, so data lives a whole
+    ``retention.ms`` longer on that replica; and anyone reasoning from ``ls -l`` is misled.
+
+Example finding:
+    WARN orders-3: reassigned: the replica on broker 4 (/data/k1) has .log mtimes 9.0 d later
+    than broker 1's (/data/k0) for the same offsets; its 12 closed segments were all written
+    between 2024-05-02T10:00:00Z and 2024-05-02T10:04:00Z while their records span 9.1 d.
+    Legacy (v0) lookups and mtime-based retention of timestamp-less data on broker 4 follow the
+    new mtimes.
+
+How to fix:
+    Nothing to repair in Kafka itself: use offset-based or timestamp-based (v1+) seeks, never
+    v0, on the moved replica; expect mtime-based retention of magic-0 data to restart; record
+    moves in the runbook. If the move was unintended, find who ran the reassignment.
+
+Options:
+    packed_ratio (0.1): mtimes span at most this fraction of the record time span = packed.
+    min_record_span_ms (3600000): record spans shorter than this are not judged packed.
+    min_segments (3): fewest closed segments for the packed test.
+    mtime_after_ms (86400000): a closed segment whose mtime is this far after its largest record timestamp.
+    replica_skew_ms (3600000): replicas whose mtimes differ by more than this for the same offsets.
+    severity (WARN): severity of a reset.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from checks.base import Check, CheckInput, Option, Severity, live_replicas, non_negative, opt_int, positive, severity_name
+from auditor.units import iso_utc
+
+
+def _dur(ms: float) -> str:
+    hours = ms / 3_600_000
+    return f"{hours / 24:.1f} d" if hours >= 48 else (f"{hours:.1f} h" if hours >= 1 else f"{ms / 60_000:.0f} min")
+
+
+class MtimeReset(Check):
+    code = "KLA020"
+    name = "mtime.reset"
+    title = "Segment mtimes reset (reassigned, moved, copied, restored)"
+    scope = "partition"
+    options = {
+        "packed_ratio": Option(0.1, "mtime span / record span at or below which mtimes are packed", float, positive, "> 0"),
+        "min_record_span_ms": Option(3_600_000, "record spans shorter are not judged", int, non_negative, ">= 0"),
+        "min_segments": Option(3, "fewest closed segments for the packed test", int, positive, ">= 1"),
+        "mtime_after_ms": Option(86_400_000, "mtime this far after the largest timestamp", int, positive, "> 0"),
+        "replica_skew_ms": Option(3_600_000, "replica mtime difference for the same offsets", int, positive, "> 0"),
+        "severity": Option("WARN", "severity of a reset", str, severity_name, "a severity name"),
+    }
+
+    def run(self, data: CheckInput, ctx, opts):
+        replicas = live_replicas(data.segments)
+        severity = Severity.parse(opts["severity"])
+        out = []
+        packed = {}
+        for broker, log_dir, rows in replicas:
+            closed = rows[~rows["is_active"].astype(bool)]
+            closed = closed[closed["log_mtime_ms"].notna() & closed["max_timestamp_ms"].notna()]
+            if len(closed) >= opts["min_segments"]:
+                mt = closed["log_mtime_ms"].astype("int64")
+                ts = closed["max_timestamp_ms"].astype("int64")
+                mtime_span = int(mt.max() - mt.min())
+                record_span = int(ts.max() - ts.min())
+                if record_span >= opts["min_record_span_ms"] and mtime_span <= opts["packed_ratio"] * record_span:
+                    packed[(broker, log_dir)] = (int(mt.min()), int(mt.max()), record_span, len(closed))
+            late = [r for r in rows.to_dict("records") if not r["is_active"] and opt_int(r["log_mtime_ms"]) is not None
+                    and opt_int(r["max_timestamp_ms"]) is not None
+                    and r["log_mtime_ms"] - r["max_timestamp_ms"] > opts["mtime_after_ms"]]
+            if late and (broker, log_dir) not in packed:
+                out.append(self.finding(
+                    Severity.INFO,
+                    f"{len(late)} closed segment(s) on broker {broker} ({log_dir}) have .log mtimes more than "
+                    f"{_dur(opts['mtime_after_ms'])} after their largest record timestamp (late data with old "
+                    f"CreateTime timestamps, or files touched after the fact)",
+                    "If producers send old timestamps this is expected; otherwise see whether the files were copied.",
+                    thresholds={k: opts[k] for k in ("mtime_after_ms",)},
+                    evidence=[{"segment": int(r["base_offset"]), "log_mtime_ms": int(r["log_mtime_ms"]),
+                               "max_timestamp_ms": int(r["max_timestamp_ms"]),
+                               "mtime_after_ms": int(r["log_mtime_ms"] - r["max_timestamp_ms"])} for r in late],
+                    topic=data.topic, partition=data.partition, broker_id=broker, log_dir=log_dir))
+        comparisons = self._compare_replicas(replicas, opts)
+        moves = self._local_moves(data)
+        reported = set()
+        for later, earlier, skew_ms, matched in comparisons:
+            other_dirs = [d for b, d, _ in moves if b == later[0] and d != later[1]]
+            if other_dirs or later[0] == earlier[0]:
+                kind = f"moved between log dirs of broker {later[0]}" + (f" (from {other_dirs[0]})" if other_dirs else "")
+            else:
+                kind = f"reassigned to broker {later[0]}"
+            info = packed.get(later)
+            when = f"; its closed segments were all written between {iso_utc(info[0])} and {iso_utc(info[1])} " \
+                   f"while their records span {_dur(info[2])}" if info else ""
+            out.append(self.finding(
+                severity,
+                f"{kind}: the replica on broker {later[0]} ({later[1]}) has .log mtimes {_dur(skew_ms)} later than "
+                f"broker {earlier[0]}'s ({earlier[1]}) for the same offsets{when}. Legacy (v0) time lookups and "
+                f"mtime-based retention of timestamp-less data on broker {later[0]} follow the new mtimes",
+                "Seek by offset or by record timestamp (v1+), never v0, on the moved replica; expect mtime-based "
+                "retention of magic-0 data to restart there; check who ran the move if it was not planned.",
+                thresholds={"replica_skew_ms": opts["replica_skew_ms"]},
+                evidence=matched, topic=data.topic, partition=data.partition, broker_id=later[0], log_dir=later[1]))
+            reported.add(later)
+        for key, (lo, hi, span, n) in sorted(packed.items(), key=lambda kv: str(kv[0])):
+            if key in reported:
+                continue
+            moving = [(b, d) for b, d, _ in moves if b == key[0]]
+            kind = "moved between log dirs" if moving else "copied or restored"
+            out.append(self.finding(
+                severity,
+                f"{kind}: the {n} closed segments on broker {key[0]} ({key[1]}) were all written between {iso_utc(lo)} "
+                f"and {iso_utc(hi)} while their records span {_dur(span)}. Legacy (v0) time lookups and mtime-based "
+                f"retention of timestamp-less data follow the new mtimes",
+                "Seek by offset or by record timestamp (v1+), never v0; expect mtime-based retention of magic-0 data to "
+                "restart; find out who copied or restored the files.",
+                thresholds={k: opts[k] for k in ("packed_ratio", "min_record_span_ms", "min_segments")},
+                evidence=[{"mtime_first_ms": lo, "mtime_last_ms": hi, "record_span_ms": span, "closed_segments": n,
+                           "future_dirs": [d for _, d in moving]}],
+                topic=data.topic, partition=data.partition, broker_id=key[0], log_dir=key[1]))
+        return out
+
+    @staticmethod
+    def _local_moves(data) -> list[tuple]:
+        """(broker, log dir, kind) of -future / -delete copies of this partition: a log-dir move
+        in progress or just finished (the old copy waits file.delete.delay.ms before deletion)."""
+        found = set()
+        for frame in (data.segments, data.partitions):
+            if frame is None or not len(frame):
+                continue
+            moving = frame[frame["dir_kind"].isin(["future", "delete"])]
+            for b, d, k in zip(moving["broker_id"], moving["log_dir"], moving["dir_kind"]):
+                found.add((opt_int(b), d, k))
+        return sorted(found, key=str)
+
+    @staticmethod
+    def _compare_replicas(replicas, opts):
+        """Pairs whose mtimes for the same offsets differ by more than the threshold."""
+        ends = {}
+        for broker, log_dir, rows in replicas:
+            pts = []
+            for r in rows.to_dict("records"):
+                last, mtime = opt_int(r["last_offset"]), opt_int(r["log_mtime_ms"])
+                if last is not None and mtime is not None and not r["is_active"]:
+                    pts.append((opt_int(r["base_offset"]), last, mtime))
+            ends[(broker, log_dir)] = pts
+        out = []
+        keys = sorted(ends, key=str)
+        for i, a in enumerate(keys):
+            for b in keys[i + 1:]:
+                diffs, matched = [], []
+                for base, last, mtime in ends[a]:
+                    # the segment of b that holds a's last offset (segment boundaries differ per replica)
+                    hold = [(bb, bl, bm) for bb, bl, bm in ends[b] if bb <= last <= bl]
+                    if hold:
+                        diffs.append(hold[0][2] - mtime)
+                        matched.append({"offset": last, f"mtime_ms_broker_{a[0]}": mtime,
+                                        f"mtime_ms_broker_{b[0]}": hold[0][2], "segment_a": base, "segment_b": hold[0][0],
+                                        "replica_a": f"broker {a[0]} {a[1]}", "replica_b": f"broker {b[0]} {b[1]}"})
+                if not diffs:
+                    continue
+                skew = statistics.median(diffs)
+                if abs(skew) > opts["replica_skew_ms"]:
+                    later, earlier = (b, a) if skew > 0 else (a, b)
+                    out.append((later, earlier, int(abs(skew)), matched))
+        return out

@@ -1,0 +1,115 @@
+"""KLA001 skew.partition_size: partitions of a topic far larger than their siblings.
+
+What it checks:
+    Per topic, from the per-partition-dir statistics of the Spark job: each partition's bytes
+    (the largest live replica's ``.log`` bytes) and messages against the topic's median
+    partition, the coefficient of variation of partition sizes, and each partition's share of
+    the topic's bytes. Topics too small or with too few partitions are not judged.
+
+Why it matters:
+    A skewed partition fills one broker's disk first, lags behind in consumers, and is the one
+    whose oldest segment is oldest: with mtime-based (legacy) lookups the *small* partitions of
+    a skewed topic are the ones whose every segment is newer than a replay target, so their
+    answer is empty and old clients crash (DESIGN.md, "Why this tool exists", 1). Skew usually
+    comes from a hot key or a custom partitioner.
+
+Example finding:
+    FAIL clicks: partition 7 holds 61% of the topic's 120.4 GiB: 23.5x the median partition
+    (3.1 GiB), messages 21.9x the median; coefficient of variation 2.31 over 12 partitions.
+
+How to fix:
+    Find the hot keys (a consumer sampling keys of the partition, or producer metrics) and
+    spread them: a better key, a salted key for the hot ones, or a partitioner that does not
+    pin them. Adding partitions does not move existing data. Until fixed, give the brokers
+    hosting the hot partition more disk, and size retention by the hot partition.
+
+Options:
+    warn_ratio (3.0): WARN when a partition's bytes or messages reach this multiple of the median.
+    fail_ratio (10.0): FAIL at this multiple.
+    min_partitions (2): topics with fewer partitions are not judged.
+    min_topic_bytes (1048576): topics smaller than this are not judged.
+    include_internal (false): also judge topics whose name starts with "__".
+"""
+
+from __future__ import annotations
+
+import statistics
+
+from checks.base import Check, CheckInput, Option, Severity, non_negative, opt_int, positive
+from auditor.units import human_bytes
+
+
+class PartitionSizeSkew(Check):
+    code = "KLA001"
+    name = "skew.partition_size"
+    title = "Partition size skew"
+    scope = "cluster"
+    options = {
+        "warn_ratio": Option(3.0, "ratio to the median for WARN", float, positive, "> 0"),
+        "fail_ratio": Option(10.0, "ratio to the median for FAIL", float, positive, "> 0"),
+        "min_partitions": Option(2, "smallest partition count judged", int, positive, ">= 1"),
+        "min_topic_bytes": Option(1 << 20, "smallest topic judged", int, non_negative, ">= 0"),
+        "include_internal": Option(False, "judge __internal topics too", bool),
+    }
+
+    def run(self, data: CheckInput, ctx, opts):
+        stats = data.partition_stats
+        if stats is None or not len(stats):
+            return []
+        live = stats[stats["dir_kind"] == "live"]
+        out = []
+        for topic, rows in live.groupby("topic", sort=True):
+            topts = ctx.options(self, topic)
+            if not topts.get("enabled", True) or (topic.startswith("__") and not topts["include_internal"]):
+                continue
+            per_partition = {}
+            for row in rows.itertuples(index=False):
+                p = int(row.partition)
+                size = opt_int(row.size_bytes) or 0
+                msgs = opt_int(row.message_count)
+                best = per_partition.get(p)
+                if best is None or size > best[0]:
+                    per_partition[p] = (size, msgs, opt_int(row.broker_id))
+            if len(per_partition) < topts["min_partitions"]:
+                continue
+            sizes = [v[0] for v in per_partition.values()]
+            total = sum(sizes)
+            if total < topts["min_topic_bytes"]:
+                continue
+            median = statistics.median(sizes)
+            mean = total / len(sizes)
+            cv = statistics.pstdev(sizes) / mean if mean else 0.0
+            counts = [v[1] for v in per_partition.values()]
+            median_msgs = statistics.median(counts) if all(c is not None for c in counts) else None
+            flagged = []
+            for p, (size, msgs, broker) in sorted(per_partition.items()):
+                ratio = size / median if median else float("inf") if size else 0.0
+                msg_ratio = (msgs / median_msgs if median_msgs else None) if msgs is not None and median_msgs is not None else None
+                worst = max(ratio, msg_ratio or 0.0)
+                if worst >= topts["warn_ratio"]:
+                    flagged.append((worst, p, size, msgs, ratio, msg_ratio, broker))
+            if not flagged:
+                continue
+            flagged.sort(reverse=True)
+            worst, p, size, msgs, ratio, msg_ratio, broker = flagged[0]
+            severity = Severity.FAIL if worst >= topts["fail_ratio"] else Severity.WARN
+            share = size / total if total else 0.0
+            others = f" (and {len(flagged) - 1} more partition(s) above {topts['warn_ratio']:g}x)" if len(flagged) > 1 else ""
+            msg_part = f", messages {msg_ratio:.1f}x the median" if msg_ratio is not None else ""
+            message = (f"partition {p} holds {share:.0%} of the topic's {human_bytes(total)}: {ratio:.1f}x the median "
+                       f"partition ({human_bytes(median)}){msg_part}; coefficient of variation {cv:.2f} over "
+                       f"{len(sizes)} partitions{others}")
+            evidence = [{"partition": fp, "size_bytes": fs, "messages": fm, "ratio_to_median_bytes": round(fr, 3),
+                         "ratio_to_median_messages": None if fmr is None else round(fmr, 3),
+                         "share_of_topic_bytes": round(fs / total, 4) if total else None, "largest_replica_broker": fb}
+                        for _, fp, fs, fm, fr, fmr, fb in flagged]
+            out.append(self.finding(
+                severity, message,
+                "Spread the hot keys (better or salted keys, another partitioner); adding partitions does not move "
+                "existing data. Meanwhile size disks and retention by the largest partition.",
+                thresholds={"warn_ratio": topts["warn_ratio"], "fail_ratio": topts["fail_ratio"],
+                            "median_partition_bytes": median, "coefficient_of_variation": round(cv, 4),
+                            "topic_bytes": total, "partitions": len(sizes)},
+                evidence=evidence, topic=topic, partition=p, broker_id=broker,
+            ))
+        return out
