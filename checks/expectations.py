@@ -1,0 +1,213 @@
+"""Great Expectations over the segment table itself (KLA090 expectations.segment_table).
+
+The rule checks trust the table; this suite checks the table: the declared columns in order,
+keys present and unique (``auditor.schema.SEGMENT_KEY``), offsets and timestamps ordered within
+each row, sizes within what ``segment.bytes`` allows, times inside sane bounds, enumerations
+within their values. It runs as ONE GX validation on the Spark DataFrame (an ephemeral GX
+context: nothing is written to disk), and every failed expectation becomes a finding beside the
+rule checks, with GX's own counts and samples; when all pass, one PASS finding says so.
+
+Why the size bound uses the largest configured ``segment.bytes``: a column expectation applies
+one bound to every row, and topics may each set their own ``segment.bytes`` (config file, live
+cluster). The largest value is the only bound no healthy segment of any topic can break; the
+per-topic view belongs to a rule check. The broker rolls a segment before an append would take
+it past ``segment.bytes`` (``LocalLog.shouldRoll``), but a topic whose ``segment.bytes`` was
+lowered keeps its older, larger segments, and one batch may be larger than ``segment.bytes``
+itself, so the bound adds one ``message.max.bytes`` (its default) and a failure is only a WARN.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from auditor.schema import DEPTHS, SEGMENT_FIELDS, SEGMENT_KEY
+from checks.base import Finding, Severity, capped
+
+CODE = "KLA090"
+CHECK = "expectations.segment_table"
+EPOCH_2000_MS = 946_684_800_000
+"""Earliest sane record timestamp and mtime: Kafka (2011) never stored older real data."""
+YEAR_MS = 365 * 86_400_000
+FUTURE_SLACK_TIMESTAMP_MS = 10 * YEAR_MS
+"""Record timestamps further than this after the audit are not clock skew but garbage."""
+FUTURE_SLACK_MTIME_MS = 86_400_000
+"""An mtime a day after the audit: a broker clock set ahead, or files copied from one."""
+DIR_KINDS = ["live", "future", "delete", "stray", "metadata"]
+FILE_STATES = ["deleted", "cleaned", "swap"]
+MESSAGE_MAX_BYTES = 1_048_588
+"""Kafka's default message.max.bytes: one batch may take a segment past segment.bytes."""
+SAMPLES = 10
+"""Unexpected values kept per expectation (GX's partial list)."""
+
+
+@dataclass
+class ExpectationsResult:
+    """One validation's outcome: overall success, one dict per expectation, the findings."""
+
+    success: bool
+    results: list[dict[str, Any]]
+    findings: list[Finding]
+    gx_version: str
+    element_count: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def largest_segment_bytes(ctx) -> int:
+    """The largest segment.bytes any topic may use: the default (config file or Kafka's), every
+    per-topic override of the config file and every live topic config (see the module doc)."""
+    values = [ctx.kafka_int(None, "segment.bytes") or 1 << 30]
+    for configs in ctx.topic_configs.values():
+        if configs.get("segment.bytes") is not None:
+            values.append(int(configs["segment.bytes"]))
+    for _pattern, _checks, kafka in ctx.config.topics:
+        if "segment.bytes" in kafka:
+            values.append(int(kafka["segment.bytes"]))
+    return max(values)
+
+
+def _pair(a: str, b: str, description: str, severity: Severity) -> tuple[str, dict, str, Severity]:
+    """``a >= b`` on every row where both are known (absence is None: not a violation)."""
+    return ("ExpectColumnPairValuesAToBeGreaterThanB",
+            {"column_A": a, "column_B": b, "or_equal": True, "ignore_row_if": "either_value_is_missing"},
+            description, severity)
+
+
+def suite_spec(ctx) -> list[tuple[str, dict, str, Severity]]:
+    """(GX expectation class name, kwargs, plain-English description, severity when it fails)."""
+    max_segment = largest_segment_bytes(ctx) + MESSAGE_MAX_BYTES
+    latest_timestamp = ctx.now_ms + FUTURE_SLACK_TIMESTAMP_MS
+    latest_mtime = ctx.now_ms + FUTURE_SLACK_MTIME_MS
+    spec: list[tuple[str, dict, str, Severity]] = [
+        ("ExpectTableColumnsToMatchOrderedList", {"column_list": list(SEGMENT_FIELDS)},
+         "the table has exactly the declared segment columns, in order (auditor/schema.py)", Severity.FAIL),
+    ]
+    for col in ("log_dir", "topic", "partition", "dir_name", "dir_kind", "base_offset", "depth", "broker_id"):
+        # broker_id is None when a log dir has no meta.properties: a scan note, not a broken table.
+        spec.append(("ExpectColumnValuesToNotBeNull", {"column": col},
+                     f"every segment row has a {col}", Severity.FAIL if col != "broker_id" else Severity.WARN))
+    spec += [
+        ("ExpectCompoundColumnsToBeUnique", {"column_list": list(SEGMENT_KEY)},
+         "each segment appears once (broker, log dir, topic, partition, directory, base offset, file state)",
+         Severity.FAIL),
+        ("ExpectColumnValuesToBeBetween", {"column": "partition", "min_value": 0},
+         "partition numbers are not negative", Severity.FAIL),
+        ("ExpectColumnValuesToBeBetween", {"column": "base_offset", "min_value": 0},
+         "segment base offsets (file names) are not negative", Severity.FAIL),
+        _pair("first_offset", "base_offset", "a segment's first batch is not before its base offset (file name)",
+              Severity.FAIL),
+        _pair("last_offset", "base_offset", "a segment's last offset is not below its base offset (file name)",
+              Severity.FAIL),
+        _pair("last_offset", "first_offset", "a segment's last offset is not below its first offset", Severity.FAIL),
+        _pair("max_timestamp_ms", "min_timestamp_ms", "the largest record timestamp is not below the smallest",
+              Severity.FAIL),
+        _pair("min_timestamp_offset", "first_offset", "the oldest record's offset lies inside the segment",
+              Severity.FAIL),
+        _pair("last_offset", "max_timestamp_offset", "the newest record's offset lies inside the segment",
+              Severity.FAIL),
+        ("ExpectColumnValuesToBeBetween", {"column": "log_size_bytes", "min_value": 0, "max_value": max_segment},
+         f"a .log is at most the largest segment.bytes plus one batch ({max_segment:,} bytes)", Severity.WARN),
+        ("ExpectColumnValuesToBeBetween",
+         {"column": "max_timestamp_ms", "min_value": EPOCH_2000_MS, "max_value": latest_timestamp},
+         "largest record timestamps lie between 2000-01-01 and ten years after the audit", Severity.WARN),
+        ("ExpectColumnValuesToBeBetween",
+         {"column": "min_timestamp_ms", "min_value": EPOCH_2000_MS, "max_value": latest_timestamp},
+         "smallest record timestamps lie between 2000-01-01 and ten years after the audit", Severity.WARN),
+        ("ExpectColumnValuesToBeBetween", {"column": "log_mtime_ms", "min_value": EPOCH_2000_MS,
+                                           "max_value": latest_mtime},
+         ".log mtimes lie between 2000-01-01 and one day after the audit (not a clock set ahead)", Severity.WARN),
+        ("ExpectColumnValuesToBeBetween", {"column": "max_backward_jump_ms", "min_value": 0},
+         "backward timestamp jumps are never negative", Severity.FAIL),
+        ("ExpectColumnValuesToBeBetween", {"column": "trailing_bytes", "min_value": 0},
+         "trailing bytes are never negative", Severity.FAIL),
+        ("ExpectColumnValuesToBeBetween", {"column": "batch_count", "min_value": 0},
+         "batch counts are never negative", Severity.FAIL),
+        ("ExpectColumnValuesToBeBetween", {"column": "record_count", "min_value": 0},
+         "record counts are never negative", Severity.FAIL),
+        ("ExpectColumnValuesToBeInSet", {"column": "dir_kind", "value_set": DIR_KINDS},
+         "directory kinds are ones Kafka uses", Severity.FAIL),
+        ("ExpectColumnValuesToBeInSet", {"column": "file_state", "value_set": FILE_STATES},
+         "file states are ones Kafka uses (.deleted, .cleaned, .swap)", Severity.FAIL),
+        ("ExpectColumnValuesToBeInSet", {"column": "depth", "value_set": list(DEPTHS)},
+         "scan depths are known", Severity.FAIL),
+    ]
+    return spec
+
+
+def run_expectations(segments_df, ctx) -> ExpectationsResult:
+    """One GX validation of the Spark segment DataFrame; failed expectations become findings."""
+    import great_expectations as gx
+
+    context = gx.get_context(mode="ephemeral")
+    try:  # GX draws progress bars on stderr per metric batch: noise in a CLI and in Airflow logs
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
+    except Exception:  # noqa: BLE001 - cosmetic only
+        pass
+    source = context.data_sources.add_spark(name="kafka_log_auditor")
+    asset = source.add_dataframe_asset(name="segments")
+    batch_definition = asset.add_batch_definition_whole_dataframe("whole_table")
+    suite = context.suites.add(gx.ExpectationSuite(name="segment_table"))
+    spec = suite_spec(ctx)
+    for class_name, kwargs, description, _severity in spec:
+        suite.add_expectation(getattr(gx.expectations, class_name)(**kwargs, description=description))
+    validation = context.validation_definitions.add(
+        gx.ValidationDefinition(name="segment_table", data=batch_definition, suite=suite))
+    outcome = validation.run(batch_parameters={"dataframe": segments_df}, result_format="SUMMARY")
+
+    severity_by_description = {description: severity for _, _, description, severity in spec}
+    results: list[dict[str, Any]] = []
+    findings: list[Finding] = []
+    element_count = None
+    for r in outcome.results:
+        cfg = r.expectation_config
+        kwargs = {k: v for k, v in cfg.kwargs.items() if k != "batch_id"}
+        res = r.result or {}
+        element_count = res.get("element_count", element_count)
+        description = cfg.description or cfg.type
+        samples = res.get("partial_unexpected_list") or res.get("partial_unexpected_counts") or []
+        entry = {
+            "expectation": cfg.type,
+            "column": kwargs.get("column") or kwargs.get("column_A"),
+            "columns": kwargs.get("column_list") or ([kwargs["column_A"], kwargs["column_B"]] if "column_A" in kwargs else None),
+            "kwargs": kwargs,
+            "success": bool(r.success),
+            "element_count": res.get("element_count"),
+            "unexpected_count": res.get("unexpected_count"),
+            "unexpected_percent": res.get("unexpected_percent"),
+            "partial_unexpected": [_jsonable(s) for s in samples[:10]],
+            "description": description,
+        }
+        if r.exception_info and r.exception_info.get("raised_exception"):
+            entry["success"] = False
+            entry["error"] = str(r.exception_info.get("exception_message"))
+        results.append(entry)
+        if not entry["success"]:
+            kept, _ = capped(entry["partial_unexpected"], 10)
+            count = entry["unexpected_count"] or 0
+            what = entry.get("error") or (f"{count:,} of {entry['element_count']:,} rows break it" if entry["element_count"]
+                                          else f"{count:,} rows break it")
+            findings.append(Finding(
+                code=CODE, check=CHECK, severity=severity_by_description.get(description, Severity.WARN),
+                message=f"segment table: expected that {description}; {what} ({cfg.type})",
+                fix="The table is built from the files: look at the rows' notes for the files involved; a table "
+                    "that breaks its own invariants points to corrupt files, a bad manifest or a scanner bug.",
+                thresholds=kwargs, evidence=[{"sample": s} for s in kept], evidence_count=count))
+    success = all(e["success"] for e in results)
+    if success:
+        findings.append(Finding(code=CODE, check=CHECK, severity=Severity.PASS,
+                                message=f"segment table: all {len(results)} expectations met"
+                                        + (f" over {element_count:,} rows" if element_count else "")))
+    return ExpectationsResult(success=success, results=results, findings=findings, gx_version=gx.__version__,
+                              element_count=element_count)
+
+
+def _jsonable(value):
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return str(value)

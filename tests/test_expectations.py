@@ -1,0 +1,86 @@
+"""The Great Expectations suite on a real Spark DataFrame: clean on real broker data, and every
+planted violation reported with its count."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from auditor.job import scan_dataframes
+from auditor.schema import SEGMENT_COLUMNS, SEGMENT_KEY, SEGMENT_SCHEMA, empty_row, spark_schema
+from checks.base import AuditContext, Severity
+from checks.config import Config
+from checks.expectations import run_expectations
+from realdata import LOG_DIRS
+from spark_session import spark  # noqa: F401
+
+
+def _ctx():
+    return AuditContext(now_ms=int(time.time() * 1000), config=Config.load(None))
+
+
+def test_real_broker_table_meets_every_expectation(spark):  # noqa: F811
+    scan = scan_dataframes(spark, LOG_DIRS, "headers")
+    res = run_expectations(scan.segments, _ctx())
+    failed = [r for r in res.results if not r["success"]]
+    assert res.success, failed
+    assert len(res.results) >= 20 and res.element_count == scan.segments.count()
+    assert [f.severity for f in res.findings] == [Severity.PASS]
+    assert res.gx_version.startswith("1.")
+
+
+def _row(**values):
+    row = empty_row(SEGMENT_COLUMNS)
+    row.update(broker_id=1, cluster_id="c", log_dir="/d", topic="t", partition=0, dir_kind="live", dir_name="t-0",
+               base_offset=0, depth="headers", log_size_bytes=100, log_mtime_ms=1_700_000_000_000,
+               first_offset=0, last_offset=9, min_timestamp_ms=1_700_000_000_000, max_timestamp_ms=1_700_000_001_000,
+               batch_count=1, record_count=10, trailing_bytes=0)
+    row.update(values)
+    return row
+
+
+def test_planted_violations_are_each_reported(spark):  # noqa: F811
+    rows = [
+        _row(base_offset=0),
+        _row(base_offset=0),                                    # duplicate segment key
+        _row(base_offset=100, first_offset=100, last_offset=50),  # last < base and < first
+        _row(base_offset=200, first_offset=200, last_offset=209,
+             min_timestamp_ms=1_700_000_009_000, max_timestamp_ms=1_700_000_001_000),  # min > max
+        _row(base_offset=300, first_offset=300, last_offset=309, trailing_bytes=-4),
+        _row(base_offset=400, first_offset=400, last_offset=409, dir_kind="weird"),
+        _row(base_offset=500, first_offset=500, last_offset=509, topic=None),
+        _row(base_offset=600, first_offset=600, last_offset=609, max_timestamp_ms=4_102_444_800_000 * 10),
+    ]
+    df = spark.createDataFrame([tuple(r[c.name] for c in SEGMENT_COLUMNS) for r in rows], spark_schema(SEGMENT_SCHEMA))
+    res = run_expectations(df, _ctx())
+    assert not res.success
+    failed = {(r["expectation"], tuple(r["columns"] or [r["column"]])): r["unexpected_count"]
+              for r in res.results if not r["success"]}
+    pair = "expect_column_pair_values_a_to_be_greater_than_b"
+    assert failed == {
+        ("expect_compound_columns_to_be_unique", tuple(SEGMENT_KEY)): 2,
+        (pair, ("last_offset", "base_offset")): 1,
+        (pair, ("last_offset", "first_offset")): 1,
+        (pair, ("max_timestamp_ms", "min_timestamp_ms")): 1,
+        ("expect_column_values_to_be_between", ("trailing_bytes",)): 1,
+        ("expect_column_values_to_be_in_set", ("dir_kind",)): 1,
+        ("expect_column_values_to_not_be_null", ("topic",)): 1,
+        ("expect_column_values_to_be_between", ("max_timestamp_ms",)): 1,
+    }
+    by_message = {f.message for f in res.findings}
+    assert any("each segment appears once" in m and "2 of 8 rows" in m for m in by_message), by_message
+    assert all(f.code == "KLA090" and f.severity in (Severity.WARN, Severity.FAIL) for f in res.findings)
+    assert len(res.findings) == sum(1 for r in res.results if not r["success"])
+
+
+@pytest.mark.parametrize("segment_bytes", [1 << 20])
+def test_size_bound_follows_segment_bytes(spark, segment_bytes):  # noqa: F811
+    cfg = Config({"kafka": {"segment.bytes": segment_bytes}})
+    ctx = AuditContext(now_ms=int(time.time() * 1000), config=cfg)
+    rows = [_row(base_offset=0, log_size_bytes=segment_bytes + 2_000_000)]
+    df = spark.createDataFrame([tuple(r[c.name] for c in SEGMENT_COLUMNS) for r in rows], spark_schema(SEGMENT_SCHEMA))
+    res = run_expectations(df, ctx)
+    bad = [r for r in res.results if not r["success"]]
+    assert [(r["expectation"], r["column"], r["unexpected_count"]) for r in bad] == [
+        ("expect_column_values_to_be_between", "log_size_bytes", 1)]
