@@ -136,78 +136,108 @@ def suite_spec(ctx) -> list[tuple[str, dict, str, Severity]]:
 
 def run_expectations(segments_df, ctx) -> ExpectationsResult:
     """One GX validation of the Spark segment DataFrame; failed expectations become findings."""
-    import great_expectations as gx
+    import great_expectations as gx  # ~2 s to import: only when the suite runs
+
+    from great_expectations.data_context.types.base import ProgressBarsConfig
 
     context = gx.get_context(mode="ephemeral")
-    try:  # GX draws progress bars on stderr per metric batch: noise in a CLI and in Airflow logs
-        from great_expectations.data_context.types.base import ProgressBarsConfig
-
-        context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
-    except Exception:  # noqa: BLE001 - cosmetic only
-        pass
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)  # no tqdm bars in DAG / CLI logs
     source = context.data_sources.add_spark(name="kafka_log_auditor")
     asset = source.add_dataframe_asset(name="segments")
     batch_definition = asset.add_batch_definition_whole_dataframe("whole_table")
     suite = context.suites.add(gx.ExpectationSuite(name="segment_table"))
     spec = suite_spec(ctx)
-    for class_name, kwargs, description, _severity in spec:
-        suite.add_expectation(getattr(gx.expectations, class_name)(**kwargs, description=description))
+    for index, (class_name, kwargs, description, severity) in enumerate(spec):
+        # GX reorders results; meta carries our position and severity through the run.
+        suite.add_expectation(getattr(gx.expectations, class_name)(
+            **kwargs, description=description, catch_exceptions=True,
+            meta={"kla_index": index, "kla_severity": severity.name}))
     validation = context.validation_definitions.add(
         gx.ValidationDefinition(name="segment_table", data=batch_definition, suite=suite))
-    outcome = validation.run(batch_parameters={"dataframe": segments_df}, result_format="SUMMARY")
+    outcome = validation.run(batch_parameters={"dataframe": segments_df},
+                             result_format={"result_format": "SUMMARY", "partial_unexpected_count": SAMPLES})
 
-    severity_by_description = {description: severity for _, _, description, severity in spec}
-    results: list[dict[str, Any]] = []
-    findings: list[Finding] = []
-    element_count = None
-    for r in outcome.results:
-        cfg = r.expectation_config
-        kwargs = {k: v for k, v in cfg.kwargs.items() if k != "batch_id"}
-        res = r.result or {}
-        element_count = res.get("element_count", element_count)
-        description = cfg.description or cfg.type
-        samples = res.get("partial_unexpected_list") or res.get("partial_unexpected_counts") or []
-        entry = {
-            "expectation": cfg.type,
-            "column": kwargs.get("column") or kwargs.get("column_A"),
-            "columns": kwargs.get("column_list") or ([kwargs["column_A"], kwargs["column_B"]] if "column_A" in kwargs else None),
-            "kwargs": kwargs,
-            "success": bool(r.success),
-            "element_count": res.get("element_count"),
-            "unexpected_count": res.get("unexpected_count"),
-            "unexpected_percent": res.get("unexpected_percent"),
-            "partial_unexpected": [_jsonable(s) for s in samples[:10]],
-            "description": description,
-        }
-        if r.exception_info and r.exception_info.get("raised_exception"):
-            entry["success"] = False
-            entry["error"] = str(r.exception_info.get("exception_message"))
-        results.append(entry)
-        if not entry["success"]:
-            kept, _ = capped(entry["partial_unexpected"], 10)
-            count = entry["unexpected_count"] or 0
-            what = entry.get("error") or (f"{count:,} of {entry['element_count']:,} rows break it" if entry["element_count"]
-                                          else f"{count:,} rows break it")
-            findings.append(Finding(
-                code=CODE, check=CHECK, severity=severity_by_description.get(description, Severity.WARN),
-                message=f"segment table: expected that {description}; {what} ({cfg.type})",
-                fix="The table is built from the files: look at the rows' notes for the files involved; a table "
-                    "that breaks its own invariants points to corrupt files, a bad manifest or a scanner bug.",
-                thresholds=kwargs, evidence=[{"sample": s} for s in kept], evidence_count=count))
-    success = all(e["success"] for e in results)
+    ordered = sorted(outcome.results, key=lambda r: (r.expectation_config.meta or {}).get("kla_index", len(spec)))
+    results = [_result_entry(r) for r in ordered]
+    element_count = next((e["element_count"] for e in results if e["element_count"] is not None), None)
+    findings = [_finding(e) for e in results if not e["success"]]
+    success = bool(outcome.success) and not findings
     if success:
+        rows = f" over {element_count:,} segment rows" if element_count is not None else ""
         findings.append(Finding(code=CODE, check=CHECK, severity=Severity.PASS,
-                                message=f"segment table: all {len(results)} expectations met"
-                                        + (f" over {element_count:,} rows" if element_count else "")))
+                                message=f"segment table: all {len(results)} expectations met{rows}"))
     return ExpectationsResult(success=success, results=results, findings=findings, gx_version=gx.__version__,
                               element_count=element_count)
 
 
+def _result_entry(r) -> dict[str, Any]:
+    """One GX ExpectationValidationResult as a plain, JSON-serialisable dict."""
+    cfg = r.expectation_config
+    kwargs = {k: v for k, v in cfg.kwargs.items() if k != "batch_id"}
+    res = r.result or {}
+    samples = res.get("partial_unexpected_list")
+    if samples is None:
+        samples = res.get("details", {}).get("mismatched") if isinstance(res.get("details"), dict) else None
+    if isinstance(samples, dict):  # table-level mismatches
+        samples = [samples]
+    columns = kwargs.get("column_list")
+    if "column_A" in kwargs:
+        columns = [kwargs["column_A"], kwargs["column_B"]]
+    entry = {
+        "expectation": cfg.type,
+        "column": kwargs.get("column"),
+        "columns": list(columns) if columns is not None and "column" not in kwargs else None,
+        "success": bool(r.success),
+        "element_count": res.get("element_count"),
+        "unexpected_count": res.get("unexpected_count"),
+        # Of all rows (GX's plain unexpected_percent counts only rows where the column is not null).
+        "unexpected_percent": res.get("unexpected_percent_total", res.get("unexpected_percent")),
+        "partial_unexpected": [_jsonable(v) for v in (samples or [])[:SAMPLES]],
+        "description": cfg.description or cfg.type,
+        "severity": (cfg.meta or {}).get("kla_severity", Severity.WARN.name),
+        "kwargs": _jsonable(kwargs),
+    }
+    if r.exception_info and r.exception_info.get("raised_exception"):
+        entry["success"] = False
+        entry["error"] = str(r.exception_info.get("exception_message"))
+    return entry
+
+
+def _finding(entry: dict[str, Any]) -> Finding:
+    """A failed expectation as a KLA090 finding: what was expected, how many rows broke it, samples."""
+    count = entry["unexpected_count"]
+    total = entry["element_count"]
+    if entry.get("error"):
+        what = f"GX could not evaluate it: {entry['error']}"
+    elif count is not None and total:
+        what = f"{count:,} of {total:,} rows ({entry['unexpected_percent']:.2f}%) break it"
+    elif count is not None:
+        what = f"{count:,} rows break it"
+    else:
+        what = "it does not hold"
+    where = entry["column"] or ", ".join(entry["columns"] or [])
+    kept, _ = capped(entry["partial_unexpected"], SAMPLES)
+    return Finding(
+        code=CODE, check=CHECK, severity=Severity.parse(entry["severity"]),
+        message=f"segment table: expected that {entry['description']}; {what} "
+                f"({entry['expectation']}{' on ' + where if where else ''})",
+        fix="The table is built from the files: look at the rows' notes and the sample values for the files "
+            "involved; a table breaking its own invariants means corrupt files, a manifest from another version "
+            "or a scanner bug (report it with the sample rows).",
+        thresholds=entry["kwargs"], evidence=[{"unexpected": v} for v in kept],
+        evidence_count=count if count is not None else len(kept))
+
+
 def _jsonable(value):
-    if isinstance(value, (str, int, float, bool)) or value is None:
+    """GX hands back numpy scalars, tuples and Spark Rows: turn them into JSON-able values."""
+    if value is None or isinstance(value, (str, bool, int, float)):
         return value
+    if hasattr(value, "asDict"):
+        return _jsonable(value.asDict())
+    if hasattr(value, "item") and not isinstance(value, (list, tuple, dict)):
+        return value.item()
     if isinstance(value, dict):
         return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, set)):
         return [_jsonable(v) for v in value]
     return str(value)
