@@ -478,7 +478,9 @@ class KafkaCluster:
         """Create a topic and wait until every partition has a leader and a full ISR."""
         cfg = {k: str(v) for k, v in (config or {}).items()}
         if replica_assignment is not None:
-            nt = NewTopic(name, replica_assignment=[list(r) for r in replica_assignment], config=cfg)
+            # confluent-kafka wants the partition count spelled out beside an explicit assignment
+            nt = NewTopic(name, num_partitions=len(replica_assignment),
+                          replica_assignment=[list(r) for r in replica_assignment], config=cfg)
             replication_factor = len(replica_assignment[0])
             partitions = len(replica_assignment)
         else:
