@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from auditor import __version__
-from auditor.schema import DEPTHS, PARTITION_FIELDS, PARTITION_SCHEMA, SEGMENT_FIELDS, SEGMENT_SCHEMA, to_table
+from auditor.schema import DEPTHS, PARTITION_SCHEMA, SEGMENT_FIELDS, SEGMENT_SCHEMA, to_table
 from auditor.units import human_bytes, iso_utc
 
 EXIT_OK = 0
@@ -194,13 +194,6 @@ def _unpack_sample(out_dir: Path | None) -> list[Path]:
     return sorted(p for p in target.glob("*/*") if p.is_dir())
 
 
-def _cmd_demo(args) -> int:
-    log_dirs = _unpack_sample(args.out)
-    sys.stderr.write(f"demo: bundled real-broker sample unpacked to {log_dirs[0].parent.parent}\n")
-    args.log_dirs = [str(p) for p in log_dirs]
-    return _cmd_scan(args)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kafka-audit",
@@ -273,15 +266,10 @@ def build_parser() -> argparse.ArgumentParser:
     collect.add_argument("--no-progress", dest="progress", action="store_false")
     collect.set_defaults(func=_cmd_collect)
 
-    demo = sub.add_parser(
-        "demo",
-        formatter_class=_Formatter,
-        help="scan the bundled sample of real broker log dirs",
-        description="Unpack the bundled sample of real Kafka broker log dirs and scan it (no Kafka needed).",
-    )
-    demo.add_argument("--out", metavar="DIR", help="where to unpack the sample (default: a new temp dir)")
-    demo.add_argument("--depth", choices=DEPTHS, default="deep", help="scan depth (default: deep)")
-    demo.set_defaults(func=_cmd_demo, json=False, csv=False, parquet=None, progress=False, engine="local")
+    from auditor import audit_cli, replay_cli
+
+    audit_cli.register(sub, _Formatter)
+    replay_cli.register(sub, _Formatter)
     return parser
 
 

@@ -42,6 +42,12 @@ KAFKA_DEFAULTS: dict[str, str] = {
     "file.delete.delay.ms": "60000",
 }
 _KAFKA_INT_KEYS = {k for k, v in KAFKA_DEFAULTS.items() if v.lstrip("-").isdigit()}
+#: Kafka's internal topics are created compacted, whatever the broker default says.
+INTERNAL_TOPIC_DEFAULTS: dict[str, dict[str, str]] = {
+    "__consumer_offsets": {"cleanup.policy": "compact"},
+    "__transaction_state": {"cleanup.policy": "compact"},
+    "__share_group_state": {"cleanup.policy": "delete"},
+}
 _TOP_LEVEL = {"fail_on", "checks", "kafka", "topics"}
 
 
@@ -168,7 +174,7 @@ class Config:
         return bool(self.options(check, topic)["enabled"])
 
     def kafka_setting(self, topic: str | None, key: str) -> str | None:
-        value = self.kafka.get(key, KAFKA_DEFAULTS.get(key))
+        value = INTERNAL_TOPIC_DEFAULTS.get(topic or "", {}).get(key) or self.kafka.get(key, KAFKA_DEFAULTS.get(key))
         for _pattern, _checks, kafka in self._topic_layers(topic):
             value = kafka.get(key, value)
         return value

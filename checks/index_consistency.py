@@ -5,8 +5,12 @@ What it checks:
     past the last offset; the last time-index entry names an offset past the last offset or
     (at depth ``headers`` and deeper, where the largest timestamp is exact) a timestamp above
     the largest record timestamp; index files with entries out of order or with a size that is
-    not a multiple of the entry size (the reader's notes); missing or empty index files beside
-    a non-empty closed ``.log``.
+    not a multiple of the entry size (the reader's notes); missing index files beside a
+    non-empty closed ``.log``; an empty ``.timeindex`` beside a closed ``.log`` whose records
+    carry timestamps (the broker writes the segment's largest timestamp into it when it rolls,
+    ``LogSegment.onBecomeInactiveSegment``). An empty ``.index`` is normal (no entry is written
+    before ``index.interval.bytes``, 4 KiB by default, of batches, nor for a lone large batch)
+    and is not reported.
 
 Why it matters:
     The broker trusts its indexes for every fetch and every time seek: a wrong entry sends
@@ -33,7 +37,8 @@ from checks.base import Check, CheckInput, Option, cells, live_replicas, opt_int
 from auditor.units import iso_utc
 
 _NOTE_MARKERS = ("expected strictly increasing", "expected non-decreasing", "not a multiple of the",
-                 "index points past the log", "empty .index", "empty .timeindex")
+                 "index points past the log")
+_EMPTY_TIMEINDEX = "empty .timeindex"
 
 
 class IndexConsistency(Check):
@@ -66,8 +71,11 @@ class IndexConsistency(Check):
                 if exact_max and t_ts is not None and max_ts is not None and t_ts > max_ts:
                     problems.append((base, f".timeindex last timestamp {iso_utc(t_ts)} is above the largest record "
                                            f"timestamp {iso_utc(max_ts)}"))
+                has_timestamps = max_ts is not None and max_ts >= 0 and any(m >= 1 for m in cells(r["magics"]))
                 for note in cells(r["notes"]):
                     if any(m in note for m in _NOTE_MARKERS):
+                        problems.append((base, note))
+                    elif _EMPTY_TIMEINDEX in note and not r["is_active"] and has_timestamps:
                         problems.append((base, note))
                 if not r["is_active"] and size and r["file_state"] is None and (
                         opt_int(r["index_size_bytes"]) is None or opt_int(r["timeindex_size_bytes"]) is None):

@@ -83,9 +83,9 @@ class PartitionSizeSkew(Check):
             median_msgs = statistics.median(counts) if all(c is not None for c in counts) else None
             flagged = []
             for p, (size, msgs, broker) in sorted(per_partition.items()):
-                ratio = size / median if median else float("inf") if size else 0.0
-                msg_ratio = (msgs / median_msgs if median_msgs else None) if msgs is not None and median_msgs is not None else None
-                worst = max(ratio, msg_ratio or 0.0)
+                ratio = _ratio(size, median)
+                msg_ratio = _ratio(msgs, median_msgs)
+                worst = max(_severity_ratio(size, ratio), _severity_ratio(msgs, msg_ratio))
                 if worst >= topts["warn_ratio"]:
                     flagged.append((worst, p, size, msgs, ratio, msg_ratio, broker))
             if not flagged:
@@ -96,10 +96,12 @@ class PartitionSizeSkew(Check):
             share = size / total if total else 0.0
             others = f" (and {len(flagged) - 1} more partition(s) above {topts['warn_ratio']:g}x)" if len(flagged) > 1 else ""
             msg_part = f", messages {msg_ratio:.1f}x the median" if msg_ratio is not None else ""
-            message = (f"partition {p} holds {share:.0%} of the topic's {human_bytes(total)}: {ratio:.1f}x the median "
-                       f"partition ({human_bytes(median)}){msg_part}; coefficient of variation {cv:.2f} over "
-                       f"{len(sizes)} partitions{others}")
-            evidence = [{"partition": fp, "size_bytes": fs, "messages": fm, "ratio_to_median_bytes": round(fr, 3),
+            size_part = (f"{ratio:.1f}x the median partition ({human_bytes(median)})" if ratio is not None
+                         else "while the median partition is empty")
+            message = (f"partition {p} holds {share:.0%} of the topic's {human_bytes(total)}: {size_part}{msg_part}; "
+                       f"coefficient of variation {cv:.2f} over {len(sizes)} partitions{others}")
+            evidence = [{"partition": fp, "size_bytes": fs, "messages": fm,
+                         "ratio_to_median_bytes": None if fr is None else round(fr, 3),
                          "ratio_to_median_messages": None if fmr is None else round(fmr, 3),
                          "share_of_topic_bytes": round(fs / total, 4) if total else None, "largest_replica_broker": fb}
                         for _, fp, fs, fm, fr, fmr, fb in flagged]
@@ -113,3 +115,18 @@ class PartitionSizeSkew(Check):
                 evidence=evidence, topic=topic, partition=p, broker_id=broker,
             ))
         return out
+
+
+def _ratio(value: int | None, median: float | None) -> float | None:
+    """value / median; None when either is unknown or the median is 0 (no ratio exists)."""
+    if value is None or median is None or median <= 0:
+        return None
+    return value / median
+
+
+def _severity_ratio(value: int | None, ratio: float | None) -> float:
+    """The ratio that decides the severity: a non-empty partition beside an empty median
+    partition is as skewed as it gets (infinite), an unknown one is not judged (0)."""
+    if ratio is not None:
+        return ratio
+    return float("inf") if value else 0.0

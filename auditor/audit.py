@@ -1,0 +1,227 @@
+"""The audit: log dirs or manifests -> Spark job -> checks -> Great Expectations -> report.
+
+Only small things reach the driver: the per-partition-dir statistics, the findings, the GX
+results and the segments of the few partitions the report draws a timeline for. The segment
+table itself stays on the executors (and in Parquet with ``--parquet``).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from auditor import __version__
+from auditor.units import iso_utc
+from checks.base import AuditContext, Finding, Severity
+from checks.config import Config
+
+SCHEMA_VERSION = 1
+TIMELINE_COLUMNS = ("broker_id", "log_dir", "topic", "partition", "base_offset", "log_mtime_ms", "min_timestamp_ms",
+                    "min_batch_timestamp_ms", "max_timestamp_ms", "log_size_bytes", "is_active")
+MAX_TIMELINE_PARTITIONS = 6
+
+
+@dataclass
+class AuditRequest:
+    log_dirs: list[str] = field(default_factory=list)
+    manifests: list[str] = field(default_factory=list)
+    depth: str = "headers"
+    config_path: str | None = None
+    fail_on: str | None = None
+    at_ms: int | None = None
+    topics: list[str] | None = None
+    master: str | None = None
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    bootstrap_servers: str | None = None
+    parquet_dir: str | None = None
+    now_ms: int | None = None
+
+
+@dataclass
+class AuditResult:
+    doc: dict
+    findings: list[Finding]
+    worst: Severity
+    exit_code: int
+
+
+def _timeline_keys(findings: list[Finding]) -> list[tuple[str, int]]:
+    from reports.html import TIMELINE_CHECKS
+
+    ranked = sorted((f for f in findings if f.check in TIMELINE_CHECKS and f.severity >= Severity.WARN
+                     and f.topic is not None and f.partition is not None), key=Finding.sort_key)
+    keys: list[tuple[str, int]] = []
+    for f in ranked:
+        if (f.topic, f.partition) not in keys:
+            keys.append((f.topic, f.partition))
+    return keys[:MAX_TIMELINE_PARTITIONS]
+
+
+def _versions(spark) -> dict:
+    import great_expectations as gx
+    import pyspark
+
+    return {"kafka-log-auditor": __version__, "python": platform.python_version(), "pyspark": pyspark.__version__,
+            "spark": spark.version, "great_expectations": gx.__version__}
+
+
+def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: None) -> AuditResult:
+    """Runs the whole audit; raises ConfigError / LiveConfigError for bad input (exit 2)."""
+    from auditor.job import aggregates, build_spark, read_manifests, scan_dataframes, write_parquet
+    from checks.expectations import run_expectations
+    from checks.runner import run_spark, worst
+
+    started = time.monotonic()
+    config = Config.load(req.config_path)
+    if req.fail_on:
+        config.fail_on = Severity.parse(req.fail_on)
+    topic_configs = {}
+    if req.bootstrap_servers:
+        from checks.live_config import fetch_topic_configs
+
+        progress(f"reading topic configs from {req.bootstrap_servers}")
+        topic_configs = fetch_topic_configs(req.bootstrap_servers)
+    now_ms = req.now_ms or int(time.time() * 1000)
+    ctx = AuditContext(now_ms=now_ms, config=config, topic_configs=topic_configs, replay_at_ms=req.at_ms,
+                       replay_topics=tuple(req.topics) if req.topics else None)
+
+    progress("starting Spark")
+    spark = build_spark(req.master, req.spark_conf)
+    try:
+        if req.manifests:
+            progress(f"reading {len(req.manifests)} manifest location(s)")
+            scan = read_manifests(spark, req.manifests)
+        else:
+            progress(f"scanning {len(req.log_dirs)} log dir(s) at depth {req.depth}")
+            scan = scan_dataframes(spark, req.log_dirs, req.depth)
+        aggs = aggregates(scan.segments, scan.partitions)
+        if req.parquet_dir:
+            progress(f"writing the tables as Parquet to {req.parquet_dir}")
+            write_parquet(scan, aggs, req.parquet_dir)
+        progress("running the checks")
+        findings = run_spark(scan.segments, scan.partitions, aggs, ctx)
+        progress("validating the segment table (Great Expectations)")
+        gx = run_expectations(scan.segments, ctx)
+        findings = sorted(findings + gx.findings, key=Finding.sort_key)
+        progress("collecting what the report shows")
+        stats = [r.asDict(recursive=True) for r in aggs["partition_stats"].collect()]
+        timelines = {}
+        keys = _timeline_keys(findings)
+        if keys:
+            from pyspark.sql import functions as F
+
+            cond = None
+            for topic, partition in keys:
+                c = (F.col("topic") == topic) & (F.col("partition") == partition)
+                cond = c if cond is None else (cond | c)
+            for r in scan.segments.where(cond & F.col("file_state").isNull()).select(*TIMELINE_COLUMNS).collect():
+                d = r.asDict()
+                timelines.setdefault(f"{d['topic']}-{d['partition']}", []).append(d)
+        versions = _versions(spark)
+        log_dir_infos = scan.log_dirs
+        scan.unpersist()
+    finally:
+        spark.stop()
+
+    worst_sev = worst(findings)
+    exit_code = 1 if worst_sev >= config.fail_on and config.fail_on > Severity.PASS else 0
+    counts = {s.name: sum(1 for f in findings if f.severity == s) for s in Severity}
+    live = [s for s in stats if s.get("dir_kind") == "live"]
+    totals = {
+        "brokers": len({s["broker_id"] for s in stats if s.get("broker_id") is not None}),
+        "log_dirs": len(log_dir_infos),
+        "topics": len({s["topic"] for s in live}),
+        "partitions": len({(s["topic"], s["partition"]) for s in live}),
+        "partition_dirs": len(stats),
+        "segments": int(sum(s.get("segment_count") or 0 for s in stats)),
+        "size_bytes": int(sum(s.get("size_bytes") or 0 for s in stats)),
+    }
+    doc = {
+        "tool": "kafka-log-auditor",
+        "version": __version__,
+        "schema_version": SCHEMA_VERSION,
+        "generated_at_ms": now_ms,
+        "generated_at_utc": iso_utc(now_ms),
+        "elapsed_s": round(time.monotonic() - started, 1),
+        "verdict": worst_sev.name,
+        "fail_on": config.fail_on.name,
+        "exit_code": exit_code,
+        "counts": counts,
+        "totals": totals,
+        "inputs": {"log_dirs": [str(d) for d in req.log_dirs], "manifests": [str(m) for m in req.manifests],
+                   "depth": req.depth if not req.manifests else "manifest",
+                   "log_dir_problems": [p for i in log_dir_infos for p in (i.get("problems") or [])]},
+        "replay": ({"at_ms": req.at_ms, "at_utc": iso_utc(req.at_ms), "topics": req.topics or None}
+                   if req.at_ms is not None else None),
+        "versions": versions,
+        "config": config.to_dict(),
+        "expectations": {"success": gx.success, "gx_version": gx.gx_version, "element_count": gx.element_count,
+                         "results": gx.results},
+        "findings": [_finding_doc(f) for f in findings],
+        "tables": {"partition_stats": [_jsonable(s) for s in stats], "timelines": timelines},
+    }
+    return AuditResult(doc=doc, findings=findings, worst=worst_sev, exit_code=exit_code)
+
+
+def _finding_doc(f: Finding) -> dict:
+    return f.to_dict()
+
+
+def _jsonable(row: dict) -> dict:
+    return {k: (float(v) if hasattr(v, "as_integer_ratio") and not isinstance(v, (int, float)) else v) for k, v in row.items()}
+
+
+def write_outputs(result: AuditResult, out_html: str | None, out_json: str | None, history_dir: str | None) -> list[str]:
+    """Writes the JSON, appends the history, renders the HTML (with the trends). Returns paths."""
+    from reports import history as hist
+    from reports.html import render
+
+    written = []
+    if out_json:
+        p = Path(out_json)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(result.doc, indent=1, default=str) + "\n")
+        written.append(str(p))
+    history_rows: list[dict] = []
+    if history_dir:
+        rows = hist.topic_rows(result.doc["tables"]["partition_stats"], result.doc["generated_at_ms"],
+                               result.doc["verdict"], result.doc["counts"])
+        written.append(str(hist.append(history_dir, rows, result.doc["generated_at_ms"])))
+        history_rows = hist.read(history_dir)
+    if out_html:
+        p = Path(out_html)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(render(result.doc, history_rows))
+        written.append(str(p))
+    return written
+
+
+def summary_lines(result: AuditResult) -> list[str]:
+    doc = result.doc
+    t = doc["totals"]
+    from auditor.units import human_bytes
+
+    lines = [f"verdict {doc['verdict']} (exit {doc['exit_code']}, fails at {doc['fail_on']}): "
+             + ", ".join(f"{doc['counts'][s]} {s}" for s in ("FAIL", "WARN", "INFO", "PASS")),
+             f"{t['brokers']} broker(s), {t['log_dirs']} log dir(s), {t['topics']} topic(s), {t['partitions']} partition(s), "
+             f"{t['segments']} segment(s), {human_bytes(t['size_bytes'])}; {doc['elapsed_s']} s"]
+    for f in result.findings:
+        if f.severity >= Severity.WARN:
+            where = f"{f.topic}-{f.partition}" if f.topic is not None and f.partition is not None else (f.topic or "cluster")
+            lines.append(f"  {f.severity.name:4s} {f.code} {where}: {f.message}")
+    return lines
+
+
+def progress_printer(stream=sys.stderr) -> Callable[[str], None]:
+    started = time.monotonic()
+
+    def show(msg: str) -> None:
+        stream.write(f"[{time.monotonic() - started:6.1f}s] {msg}\n")
+        stream.flush()
+
+    return show

@@ -1,0 +1,262 @@
+"""``kafka-audit replay-check``: the pre-replay gate, in seconds and without Spark.
+
+Disk mode (``--log-dir``) scans only the asked topics' partition directories at depth
+``headers`` and predicts, per partition, the broker's answer for both lookups
+(``auditor/replay.py``; the modern one exact, from the files). Manifest mode reads
+``kafka-audit collect`` manifests (answers from the rows; exact when the files are also
+reachable at the recorded paths). Protocol mode (``--bootstrap-server``) asks the cluster
+itself: the modern answer (ListOffsets by timestamp), the earliest offset and its record's
+timestamp, and the offset of the largest timestamp; it cannot know mtimes, so it judges the
+modern lookup only.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from auditor.units import human_bytes, iso_utc, parse_time
+from checks.base import AuditContext, CheckInput, Finding, Severity
+from checks.config import Config
+
+API_CHOICES = ("modern", "legacy", "both")
+
+
+def register(sub, formatter) -> None:
+    p = sub.add_parser(
+        "replay-check",
+        formatter_class=formatter,
+        help="before rewinding consumers: what a seek to a time really returns, per partition",
+        description=(
+            "Predict, per partition of the given topics, what the broker answers when a consumer\n"
+            "seeks to --at (both the modern timestamp lookup and the legacy v0 mtime lookup), and\n"
+            "exit non-zero when the replay would silently miss data, re-read far too much, or\n"
+            "crash an old client. Without Spark; seconds, not minutes.\n\n"
+            "sources (one of):\n"
+            "  --log-dir DIR         read the brokers' log dirs (read-only); exact answers\n"
+            "  --manifest PATH       manifests from `kafka-audit collect`\n"
+            "  --bootstrap-server    ask the cluster through the Kafka protocol (no disk access;\n"
+            "                        the modern lookup only)"
+        ),
+        epilog=(
+            "times: ISO-8601 with a zone (2024-05-01T12:00:00Z), epoch ms, or relative (-6h, -2d)\n"
+            "examples:\n"
+            "  kafka-audit replay-check --topic orders --at 2024-05-01T00:00:00Z --log-dir /var/lib/kafka/data\n"
+            "  kafka-audit replay-check --topic orders,payments --at -6h --bootstrap-server kafka1:9092 --json\n"
+            "exit codes: 0 safe, 1 unsafe (reason printed), 2 usage error, 3 input problem"
+        ),
+    )
+    p.add_argument("--topic", required=True, action="append", metavar="T[,T...]", help="topic(s) to replay (repeatable)")
+    p.add_argument("--at", required=True, metavar="TIME", help="the replay's target time")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--log-dir", action="append", metavar="DIR", help="a broker log dir (repeatable)")
+    src.add_argument("--manifest", action="append", metavar="PATH", help="a collect manifest dir (repeatable)")
+    src.add_argument("--bootstrap-server", metavar="HOST:PORT", help="ask the cluster (protocol only)")
+    p.add_argument("--api", choices=API_CHOICES, default="both", help="lookup(s) to judge (default both)")
+    p.add_argument("--fail-on", default="FAIL", metavar="SEVERITY",
+                   help="unsafe from this severity on: WARN also fails on redundant re-reads (default FAIL)")
+    p.add_argument("--config", metavar="FILE", help="audit config (replay.safety thresholds)")
+    p.add_argument("--json", action="store_true", help="print the per-partition answers as JSON")
+    p.set_defaults(func=run)
+
+
+def _topics(args) -> list[str]:
+    return [t for chunk in args.topic for t in chunk.split(",") if t]
+
+
+def _rows_from_log_dirs(log_dirs: list[str], topics: set[str]) -> tuple[list[dict], list[dict], list[str]]:
+    from auditor.formats import filenames
+    from auditor.scan import plan_log_dir, scan_partition_dir
+
+    segments, partitions, problems = [], [], []
+    for log_dir in log_dirs:
+        plan = plan_log_dir(log_dir)
+        problems += plan.info["problems"]
+        for pdir in plan.partition_dirs:
+            parsed = filenames.parse_partition_dir(pdir.name)
+            if parsed is None or parsed.topic not in topics:
+                continue
+            rows, prow = scan_partition_dir(pdir, "headers", log_dir_info=plan.info,
+                                            checkpoints_by_tp=plan.checkpoints_by_tp, root=plan.root)
+            segments += rows
+            partitions.append(prow)
+    return segments, partitions, problems
+
+
+def _rows_from_manifests(paths: list[str], topics: set[str]) -> tuple[list[dict], list[dict], list[str]]:
+    from auditor.collect import read_manifest
+    from auditor.job import _manifest_dirs
+
+    segments, partitions = [], []
+    for d in _manifest_dirs(paths):
+        seg, part, _ = read_manifest(d)
+        segments += [r for r in seg.to_pylist() if r["topic"] in topics]
+        partitions += [r for r in part.to_pylist() if r["topic"] in topics]
+    return segments, partitions, []
+
+
+def _disk_findings(segments, partitions, ctx) -> list[Finding]:
+    from checks.replay_safety import ReplaySafety
+    from checks.runner import GROUP, _frame
+    from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
+
+    seg = _frame(segments, SEGMENT_SCHEMA)
+    part = _frame(partitions, PARTITION_SCHEMA)
+    check = ReplaySafety()
+    out = []
+    keys = sorted({(r["topic"], r["partition"]) for r in partitions} | {(r["topic"], r["partition"]) for r in segments})
+    seg_groups = dict(iter(seg.groupby(GROUP))) if len(seg) else {}
+    part_groups = dict(iter(part.groupby(GROUP))) if len(part) else {}
+    for topic, partition in keys:
+        data = CheckInput(topic=topic, partition=partition, segments=seg_groups.get((topic, partition), seg.iloc[0:0]),
+                          partitions=part_groups.get((topic, partition), part.iloc[0:0]))
+        out += check.run(data, ctx, ctx.options(check, topic))
+    return out
+
+
+def _protocol_rows(bootstrap: str, topics: list[str], target_ms: int) -> list[dict]:
+    """Per partition: the broker's own answers (no disk access)."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    md = admin.list_topics(timeout=15)
+    rows = []
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"kafka-audit-replay-check-{int(time.time())}",
+                         "enable.auto.commit": False, "isolation.level": "read_uncommitted"})
+    try:
+        for topic in topics:
+            meta = md.topics.get(topic)
+            if meta is None or meta.error is not None:
+                raise LookupError(f"{bootstrap}: topic {topic!r} not found ({meta.error if meta else 'no metadata'})")
+            for partition in sorted(meta.partitions):
+                tp = TopicPartition(topic, partition)
+                specs = {"earliest": OffsetSpec.earliest(), "latest": OffsetSpec.latest(),
+                         "max_timestamp": OffsetSpec.max_timestamp()}
+                answers = {}
+                for name, spec in specs.items():
+                    info = admin.list_offsets({tp: spec}, request_timeout=15)[tp].result(timeout=15)
+                    answers[name] = (info.offset, info.timestamp)
+                (modern,) = consumer.offsets_for_times([TopicPartition(topic, partition, target_ms)], timeout=15)
+                earliest_ts = None
+                if answers["earliest"][0] < answers["latest"][0]:
+                    consumer.assign([TopicPartition(topic, partition, answers["earliest"][0])])
+                    msg = consumer.consume(1, timeout=10)
+                    if msg and msg[0].error() is None:
+                        earliest_ts = msg[0].timestamp()[1]
+                    consumer.unassign()
+                rows.append({"topic": topic, "partition": partition, "modern_offset": modern.offset if modern.offset >= 0 else None,
+                             "log_start_offset": answers["earliest"][0], "log_end_offset": answers["latest"][0],
+                             "oldest_timestamp_ms": earliest_ts, "max_timestamp_offset": answers["max_timestamp"][0],
+                             "newest_timestamp_ms": answers["max_timestamp"][1] if answers["max_timestamp"][1] >= 0 else None})
+    finally:
+        consumer.close()
+    return rows
+
+
+def _protocol_findings(rows: list[dict], target_ms: int, opts: dict) -> list[Finding]:
+    out = []
+    for r in rows:
+        problems = []
+        if r["oldest_timestamp_ms"] is not None and r["oldest_timestamp_ms"] > target_ms:
+            problems.append((Severity.parse(opts["gap_severity"]),
+                             f"oldest retained record {iso_utc(r['oldest_timestamp_ms'])} is after the target: the replay "
+                             f"misses [{iso_utc(target_ms)}, {iso_utc(r['oldest_timestamp_ms'])})"))
+        if r["modern_offset"] is None and r["log_end_offset"] > r["log_start_offset"]:
+            problems.append((Severity.parse(opts["after_newest_severity"]),
+                             f"the broker answers -1 (no record at or after the target; newest "
+                             f"{iso_utc(r['newest_timestamp_ms'])}): consumers fall back to auto.offset.reset"))
+        evidence = [dict(r, target_ms=target_ms, legacy_offset=None, modern_timestamp_ms=None, gap_ms=(
+            (r["oldest_timestamp_ms"] - target_ms) if (r["oldest_timestamp_ms"] or 0) > target_ms else 0),
+            gap_bytes=None, redundant_bytes_modern=None, redundant_bytes_legacy=None, broker_id=None, log_dir=None)]
+        answer = f"modern answer {r['modern_offset'] if r['modern_offset'] is not None else -1} (asked the broker)"
+        if problems:
+            sev = max(s for s, _ in problems)
+            out.append(Finding(code="KLA010", check="replay.safety", severity=sev, topic=r["topic"], partition=r["partition"],
+                               message="; ".join(m for _, m in problems) + f" ({answer})",
+                               fix="Choose a target at or after the oldest retained record, or restore the missing range.",
+                               evidence=evidence, evidence_count=1))
+        else:
+            out.append(Finding(code="KLA010", check="replay.safety", severity=Severity.PASS, topic=r["topic"],
+                               partition=r["partition"], message=f"replay to {iso_utc(target_ms)} is safe: {answer}",
+                               evidence=evidence, evidence_count=1))
+    return out
+
+
+def run(args) -> int:
+    from auditor import cli
+
+    now = int(time.time() * 1000)
+    try:
+        target = parse_time(args.at, now)
+        fail_on = Severity.parse(args.fail_on)
+    except ValueError as exc:
+        raise cli.CliError(str(exc)) from None
+    topics = _topics(args)
+    config = Config.load(args.config)
+    config.checks.setdefault("replay.safety", {})["api"] = args.api
+    ctx = AuditContext(now_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
+    problems: list[str] = []
+    if args.bootstrap_server:
+        try:
+            rows = _protocol_rows(args.bootstrap_server, topics, target)
+        except LookupError as exc:
+            raise cli.CliError(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - a cluster we cannot reach is one clear line
+            raise cli.CliError(f"{args.bootstrap_server}: {type(exc).__name__}: {exc}") from None
+        findings = _protocol_findings(rows, target, ctx.options(_replay_check_class(), None))
+        mode = "protocol"
+    else:
+        for d in args.log_dir or args.manifest:
+            if not Path(d).exists():
+                raise cli.CliError(f"{d}: does not exist")
+        if args.log_dir:
+            segments, partitions, problems = _rows_from_log_dirs(args.log_dir, set(topics))
+        else:
+            segments, partitions, problems = _rows_from_manifests(args.manifest, set(topics))
+        found = {r["topic"] for r in partitions}
+        missing = [t for t in topics if t not in found]
+        if missing:
+            sys.stderr.write(f"kafka-audit: error: no partition of {', '.join(missing)} under the given "
+                             f"{'log dirs' if args.log_dir else 'manifests'}\n")
+            return cli.EXIT_INPUT_PROBLEM
+        findings = _disk_findings(segments, partitions, ctx)
+        mode = "disk" if args.log_dir else "manifest"
+    findings.sort(key=lambda f: (f.topic, f.partition))
+    worst = max((f.severity for f in findings), default=Severity.PASS)
+    unsafe = worst >= fail_on
+    if args.json:
+        json.dump({"tool": "kafka-log-auditor", "mode": mode, "target_ms": target, "target_utc": iso_utc(target),
+                   "api": args.api, "safe": not unsafe, "worst": worst.name, "fail_on": fail_on.name,
+                   "partitions": [f.to_dict() for f in findings], "problems": problems}, sys.stdout, indent=1, default=str)
+        sys.stdout.write("\n")
+    else:
+        _print_table(findings, target, mode, args.api)
+        verdict = "UNSAFE" if unsafe else "safe"
+        print(f"\n{verdict}: replay of {', '.join(topics)} to {iso_utc(target)} ({mode} mode, api {args.api}); "
+              f"worst {worst.name}, fails at {fail_on.name}")
+    return cli.EXIT_UNSAFE if unsafe else cli.EXIT_OK
+
+
+def _replay_check_class():
+    from checks.replay_safety import ReplaySafety
+
+    return ReplaySafety
+
+
+def _print_table(findings: list[Finding], target: int, mode: str, api: str) -> None:
+    header = f"{'partition':28s} {'verdict':7s} {'oldest record':24s} {'modern':>10s} {'legacy':>10s} {'gap':>14s}  reason"
+    print(header)
+    print("-" * len(header))
+    for f in findings:
+        e = f.evidence[0] if f.evidence else {}
+        modern = e.get("modern_offset")
+        legacy = e.get("legacy_offset")
+        gap = e.get("gap_ms") or 0
+        gap_txt = f"{gap / 3_600_000:.1f} h" + (f" ~{human_bytes(e['gap_bytes'])}" if e.get("gap_bytes") else "") if gap else "-"
+        legacy_txt = "n/a" if mode == "protocol" else (str(legacy) if legacy is not None else "EMPTY")
+        print(f"{f.topic + '-' + str(f.partition):28s} {f.severity.name:7s} {str(iso_utc(e.get('oldest_timestamp_ms'))):24s} "
+              f"{(str(modern) if modern is not None else '-1'):>10s} {legacy_txt:>10s} {gap_txt:>14s}  "
+              f"{'' if f.severity == Severity.PASS else f.message}")

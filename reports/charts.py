@@ -1,0 +1,150 @@
+"""Charts for the report: matplotlib figures rendered to inline PNG data URIs.
+
+Each function takes plain rows (dicts) and returns ``(title, data_uri)`` or None when there is
+nothing to draw; nothing here reads files or Spark. The Agg backend is forced: reports are
+built on servers without a display.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections import defaultdict
+from datetime import datetime, timezone
+from typing import Iterable, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.dates as mdates  # noqa: E402
+import matplotlib.pyplot as plt  # noqa: E402
+
+from auditor.units import human_bytes  # noqa: E402
+
+DPI = 80
+PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C"]
+
+
+def _to_uri(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _bytes_axis(ax) -> None:
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: human_bytes(int(v))))
+
+
+def _dt(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)
+
+
+def partition_bytes(topic: str, rows: Sequence[dict]) -> tuple[str, str] | None:
+    """Bytes per partition of one topic, one bar per replica (broker) side by side."""
+    live = [r for r in rows if r["topic"] == topic and r.get("dir_kind") == "live"]
+    if not live:
+        return None
+    partitions = sorted({int(r["partition"]) for r in live})
+    brokers = sorted({int(r["broker_id"]) for r in live if r.get("broker_id") is not None})
+    width = 0.8 / max(len(brokers), 1)
+    fig, ax = plt.subplots(figsize=(max(6, len(partitions) * 0.6), 3.2))
+    for i, broker in enumerate(brokers):
+        sizes = {int(r["partition"]): int(r["size_bytes"] or 0) for r in live if r.get("broker_id") == broker}
+        xs = [p + (i - (len(brokers) - 1) / 2) * width for p in partitions]
+        ax.bar(xs, [sizes.get(p, 0) for p in partitions], width=width, label=f"broker {broker}",
+               color=PALETTE[i % len(PALETTE)])
+    ax.set_xticks(partitions)
+    ax.set_xlabel("partition")
+    ax.set_ylabel(".log bytes")
+    _bytes_axis(ax)
+    ax.legend(fontsize=8, ncol=min(len(brokers), 4))
+    ax.set_title(f"{topic}: bytes per partition (replicas side by side)", fontsize=10)
+    return f"Bytes per partition of {topic}", _to_uri(fig)
+
+
+def disk_per_broker_and_log_dir(rows: Sequence[dict]) -> tuple[str, str] | None:
+    """Bytes per broker and per log dir (every partition directory counts: disk use)."""
+    if not rows:
+        return None
+    per_broker: dict = defaultdict(int)
+    per_dir: dict = defaultdict(int)
+    for r in rows:
+        per_broker[r.get("broker_id")] += int(r.get("size_bytes") or 0)
+        per_dir[(r.get("broker_id"), r.get("log_dir"))] += int(r.get("size_bytes") or 0)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.2), gridspec_kw={"width_ratios": [1, 2]})
+    bk = sorted(per_broker, key=lambda b: (b is None, b))
+    a1.bar([str(b) for b in bk], [per_broker[b] for b in bk], color=PALETTE[0])
+    a1.set_xlabel("broker")
+    a1.set_title("bytes per broker", fontsize=10)
+    _bytes_axis(a1)
+    dk = sorted(per_dir, key=lambda k: (str(k[0]), str(k[1])))
+    labels = [f"{b}:{str(d).rstrip('/').split('/')[-1]}" for b, d in dk]
+    a2.bar(labels, [per_dir[k] for k in dk], color=PALETTE[1])
+    a2.set_xlabel("broker:log dir")
+    a2.set_title("bytes per log dir", fontsize=10)
+    a2.tick_params(axis="x", labelrotation=30, labelsize=8)
+    _bytes_axis(a2)
+    return "Bytes per broker and per log dir", _to_uri(fig)
+
+
+def segment_timeline(topic: str, partition: int, segments: Iterable[dict], now_ms: int | None = None) -> tuple[str, str] | None:
+    """Per segment and replica: the record-time range (bar) against the .log mtime (dot).
+
+    On a healthy replica each dot sits at the right end of its bar; a reset (reassignment,
+    move, copy) shows every dot piled up at one time far right of the bars; a future timestamp
+    shows a bar reaching far past the audit time."""
+    segs = [s for s in segments if s.get("log_mtime_ms") is not None]
+    if not segs:
+        return None
+    replicas = sorted({(s.get("broker_id"), s.get("log_dir")) for s in segs}, key=str)
+    fig, ax = plt.subplots(figsize=(9, 0.9 + 0.28 * len(segs)))
+    y = 0
+    ticks, labels = [], []
+    for ri, (broker, log_dir) in enumerate(replicas):
+        color = PALETTE[ri % len(PALETTE)]
+        mine = sorted((s for s in segs if (s.get("broker_id"), s.get("log_dir")) == (broker, log_dir)),
+                      key=lambda s: s["base_offset"])
+        for s in mine:
+            lo = s.get("min_timestamp_ms") if s.get("min_timestamp_ms") is not None else s.get("min_batch_timestamp_ms")
+            hi = s.get("max_timestamp_ms")
+            if lo is not None and hi is not None:
+                ax.plot([_dt(lo), _dt(hi)], [y, y], color=color, linewidth=5, solid_capstyle="butt")
+            ax.plot([_dt(s["log_mtime_ms"])], [y], marker="o", color="black", markersize=4)
+            ticks.append(y)
+            labels.append(f"b{broker} {s['base_offset']}")
+            y += 1
+    if now_ms is not None:
+        ax.axvline(_dt(now_ms), color="#C44E52", linestyle="--", linewidth=1, label="audit time")
+        ax.legend(fontsize=8, loc="lower right")
+    ax.set_yticks(ticks)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%Y-%m-%d\n%H:%M", tz=timezone.utc))
+    ax.tick_params(axis="x", labelsize=7)
+    ax.set_title(f"{topic}-{partition}: record time range (bar) vs .log mtime (dot), UTC", fontsize=10)
+    return f"Segment timeline of {topic}-{partition}", _to_uri(fig)
+
+
+def trends(history: Sequence[dict], top: int = 8) -> tuple[str, str] | None:
+    """Topic bytes and the worst skew ratio over the audit runs in the history."""
+    runs = sorted({h["run_at_ms"] for h in history})
+    if len(runs) < 2:
+        return None
+    latest = max(runs)
+    biggest = sorted({h["topic"] for h in history if h["run_at_ms"] == latest},
+                     key=lambda t: -max(h["size_bytes"] for h in history if h["topic"] == t and h["run_at_ms"] == latest))[:top]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.2))
+    for i, topic in enumerate(biggest):
+        pts = sorted((h["run_at_ms"], h["size_bytes"], h.get("skew_ratio")) for h in history if h["topic"] == topic)
+        a1.plot([_dt(p[0]) for p in pts], [p[1] for p in pts], marker="o", label=topic, color=PALETTE[i % len(PALETTE)])
+        a2.plot([_dt(p[0]) for p in pts if p[2] is not None], [p[2] for p in pts if p[2] is not None], marker="o",
+                label=topic, color=PALETTE[i % len(PALETTE)])
+    a1.set_title("topic bytes per run", fontsize=10)
+    _bytes_axis(a1)
+    a2.set_title("max / median partition bytes per run", fontsize=10)
+    for ax in (a1, a2):
+        ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d\n%H:%M", tz=timezone.utc))
+        ax.tick_params(axis="x", labelsize=7)
+    a1.legend(fontsize=7)
+    return "Trends over the audit history", _to_uri(fig)

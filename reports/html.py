@@ -1,0 +1,134 @@
+"""The HTML report: one self-contained file (inline CSS, JS and PNG charts; no external resource).
+
+``render(doc, history)`` turns the audit document (the same dict that is written as the JSON
+of findings, see ``reports/findings.schema.json``) into HTML with Jinja2 autoescaping on, so
+every string from the data (topic names, paths, messages, evidence) is escaped.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from auditor.units import human_bytes, iso_utc
+from checks import REGISTRY
+from reports import charts
+
+TEMPLATES = Path(__file__).parent / "templates"
+RANK = {"FAIL": 3, "WARN": 2, "INFO": 1, "PASS": 0}
+#: Checks whose flagged partitions get a segment timeline chart.
+TIMELINE_CHECKS = ("mtime.reset", "timestamps.bounds", "retention.future_timestamp", "replay.safety",
+                   "timestamps.backward", "retention.overdue")
+MAX_TIMELINES = 6
+
+
+def _env() -> Environment:
+    return Environment(loader=FileSystemLoader(str(TEMPLATES)), autoescape=select_autoescape(["html", "j2"]),
+                       trim_blocks=False, lstrip_blocks=False)
+
+
+def _where(f: dict) -> str:
+    parts = []
+    if f.get("topic") is not None:
+        parts.append(f"{f['topic']}-{f['partition']}" if f.get("partition") is not None else f["topic"])
+    if f.get("broker_id") is not None:
+        parts.append(f"broker {f['broker_id']}")
+    if f.get("log_dir"):
+        parts.append(f["log_dir"])
+    if f.get("base_offset") is not None:
+        parts.append(f"segment {f['base_offset']}")
+    return ", ".join(parts) or "cluster"
+
+
+def _with_times(value):
+    """Evidence for people: every *_ms epoch value gets a *_utc twin."""
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            out[k] = _with_times(v)
+            if k.endswith("_ms") and isinstance(v, int) and not k.endswith(("delay_ms", "_max_ms", "jump_ms", "gap_ms",
+                                                                              "excess_ms", "retention_ms", "skew_ms")):
+                out[k[:-3] + "_utc"] = iso_utc(v)
+        return out
+    if isinstance(value, list):
+        return [_with_times(v) for v in value]
+    return value
+
+
+def _groups(findings: Sequence[dict]) -> list[dict]:
+    groups: dict[str, dict] = {}
+    for f in findings:
+        g = groups.setdefault(f["check"], {"check": f["check"], "code": f["code"], "findings": [],
+                                           "title": REGISTRY[f["check"]].title if f["check"] in REGISTRY else "segment table"})
+        g["findings"].append({
+            **f, "rank": RANK[f["severity"]], "where": _where(f),
+            "evidence_json": json.dumps(_with_times(f.get("evidence") or []), indent=1, default=str),
+            "thresholds_json": json.dumps(f.get("thresholds") or {}, indent=1, sort_keys=True, default=str),
+        })
+    out = []
+    for g in groups.values():
+        g["findings"].sort(key=lambda x: (-x["rank"], x["where"]))
+        g["worst"] = max(g["findings"], key=lambda x: x["rank"])["severity"]
+        out.append(g)
+    return sorted(out, key=lambda g: (-RANK[g["worst"]], g["code"]))
+
+
+def _replay_rows(findings: Sequence[dict]) -> list[dict]:
+    rows = []
+    for f in findings:
+        if f["check"] != "replay.safety" or not f.get("evidence"):
+            continue
+        e = f["evidence"][0]
+        if "target_ms" not in e:
+            continue
+        gap = e.get("gap_ms") or 0
+        rows.append({
+            "partition": f"{f['topic']}-{f['partition']}", "severity": f["severity"], "rank": RANK[f["severity"]],
+            "oldest": iso_utc(e.get("oldest_timestamp_ms")) or "-", "newest": iso_utc(e.get("newest_timestamp_ms")) or "-",
+            "modern": e["modern_offset"] if e.get("modern_offset") is not None else "-1 (none)",
+            "legacy": e["legacy_offset"] if e.get("legacy_offset") is not None else "empty list",
+            "gap": (f"{gap / 3_600_000:.1f} h, ~{human_bytes(e.get('gap_bytes'))}" if gap else "none"),
+            "replica": f"broker {e.get('broker_id')} {e.get('log_dir')}",
+        })
+    return sorted(rows, key=lambda r: (-r["rank"], r["partition"]))
+
+
+def build_charts(doc: dict) -> list[tuple[str, str]]:
+    tables = doc.get("tables") or {}
+    stats = tables.get("partition_stats") or []
+    out = []
+    skewed = sorted({f["topic"] for f in doc["findings"] if f["check"] == "skew.partition_size" and f["severity"] != "PASS"})
+    for topic in skewed[:6]:
+        chart = charts.partition_bytes(topic, stats)
+        if chart:
+            out.append(chart)
+    chart = charts.disk_per_broker_and_log_dir(stats)
+    if chart:
+        out.append(chart)
+    timelines = tables.get("timelines") or {}
+    for key in list(timelines)[:MAX_TIMELINES]:
+        topic, _, partition = key.rpartition("-")
+        chart = charts.segment_timeline(topic, int(partition), timelines[key], doc.get("generated_at_ms"))
+        if chart:
+            out.append(chart)
+    return out
+
+
+def render(doc: dict, history: Sequence[dict] = ()) -> str:
+    summary = dict(doc)
+    summary["config_json"] = json.dumps(doc.get("config"), indent=1, sort_keys=True)
+    summary["totals"] = dict(doc["totals"], size_human=human_bytes(doc["totals"].get("size_bytes")))
+    if doc.get("replay"):
+        topics = doc["replay"].get("topics")
+        summary["replay"] = dict(doc["replay"], topics_text=", ".join(topics) if topics else "every topic")
+    gx = doc.get("expectations") or {}
+    gx_results = [dict(r, columns_text=", ".join(r.get("columns") or [r.get("column") or ""])) for r in gx.get("results") or []]
+    template = _env().get_template("report.html.j2")
+    return template.render(
+        summary=summary, groups=_groups(doc["findings"]), replay_rows=_replay_rows(doc["findings"]),
+        charts=build_charts(doc), expectations={"gx_version": gx.get("gx_version", ""), "results": gx_results},
+        trend_chart=charts.trends(history) if history else None,
+    )
