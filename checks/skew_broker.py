@@ -47,8 +47,9 @@ class BrokerDiskSkew(Check):
         if stats is None or not len(stats):
             return []
         out = []
-        per_broker = stats.groupby("broker_id")["size_bytes"].sum()
-        per_dir = stats.groupby(["broker_id", "log_dir"])["size_bytes"].sum()
+        # dropna=False: a log dir without meta.properties (broker id None) still uses disk.
+        per_broker = stats.groupby("broker_id", dropna=False)["size_bytes"].sum()
+        per_dir = stats.groupby(["broker_id", "log_dir"], dropna=False)["size_bytes"].sum()
         out += self._judge("broker", {(opt_int(b),): int(v) for b, v in per_broker.items()}, opts)
         out += self._judge("log dir", {(opt_int(b), d): int(v) for (b, d), v in per_dir.items()}, opts)
         return out
