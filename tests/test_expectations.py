@@ -3,6 +3,7 @@ planted violation reported with its count."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -84,3 +85,21 @@ def test_size_bound_follows_segment_bytes(spark, segment_bytes):  # noqa: F811
     bad = [r for r in res.results if not r["success"]]
     assert [(r["expectation"], r["column"], r["unexpected_count"]) for r in bad] == [
         ("expect_column_values_to_be_between", "log_size_bytes", 1)]
+
+
+def test_schema_drift_is_one_finding_and_the_size_bound_is_the_largest_segment_bytes(spark):  # noqa: F811
+    # A manifest from another version (a column missing) and topics with their own segment.bytes:
+    # one row-wise bound cannot follow each topic, so it is the largest configured value.
+    cfg = Config({"kafka": {"segment.bytes": 1 << 20}, "topics": {"big-*": {"kafka": {"segment.bytes": 1 << 30}}}})
+    ctx = AuditContext(now_ms=int(time.time() * 1000), config=cfg)
+    rows = [_row(base_offset=0, topic="small", log_size_bytes=100 << 20)]
+    df = spark.createDataFrame([tuple(r[c.name] for c in SEGMENT_COLUMNS) for r in rows],
+                               spark_schema(SEGMENT_SCHEMA)).drop("crc_failures")
+    res = run_expectations(df, ctx)
+    bad = [r for r in res.results if not r["success"]]
+    assert [r["expectation"] for r in bad] == ["expect_table_columns_to_match_ordered_list"], bad
+    assert [f.severity for f in res.findings] == [Severity.FAIL]
+    assert "the declared segment columns" in res.findings[0].message
+    assert "crc_failures" in json.dumps(res.findings[0].evidence), res.findings[0].evidence  # names the column
+    json.dumps([r for r in res.results])  # JSON-serialisable as promised (reports embed it)
+    json.dumps([f.to_dict() for f in res.findings])
