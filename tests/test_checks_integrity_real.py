@@ -1,0 +1,130 @@
+"""The "beyond the card" checks (KLA040-045) on files written by a real Kafka broker.
+
+One KRaft broker on 127.0.0.1 writes a multi-segment partition with committed and aborted
+transactions (their markers take offsets, at segment ends too) and a partition whose
+timestamps step three hours back mid-batch. On those healthy files the integrity checks say
+nothing and the backward jump is found at the offset the broker acknowledged. Then private
+copies are damaged the way disks and people damage them (a segment deleted, a closed segment
+cut, a half-written batch at the end of the active one) and a directory gets a real magic-0
+record set (kafka-rust fixture, written by a Kafka 0.8.2 broker): each is reported, and only
+it. The broker's own files are never touched: damage happens on copies under tmp_path.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from auditor.scan import scan_log_dirs
+from checks.base import AuditContext, Severity
+from checks.config import Config
+from checks.runner import run_local
+from harness.kafka import ROLL_TOPIC_CONFIG
+from realdata import RECORD_SETS
+
+MINE = ["retention.overdue", "timestamps.missing", "timestamps.backward", "integrity.index_mismatch",
+        "integrity.truncation", "integrity.offset_gap"]
+HOUR = 3_600_000
+MAGIC0_SET = RECORD_SETS / "kafka-rust" / "fetch1.mytopic.1p.nocompression.kafka.0821.records.bin"
+
+
+@pytest.fixture(scope="module")
+def broker(kafka_cluster_factory):
+    kc = kafka_cluster_factory(brokers=1)
+    kc.create_topic("txn", config=ROLL_TOPIC_CONFIG)
+    kc.create_topic("jumpy")
+    step = 2 * int(ROLL_TOPIC_CONFIG["segment.ms"]) + 1
+    kc.roll_segments("txn", segments=3, records_per_segment=5)
+    now = int(time.time() * 1000)
+    # Each group below is stamped a roll interval after the previous one, so it opens a segment;
+    # the COMMIT/ABORT marker (stamped with the broker's clock) stays at that segment's end.
+    kc.transaction("txn", [(f"c{i}", f"v{i}", now) for i in range(4)], commit=True)
+    kc.transaction("txn", [(f"a{i}", f"v{i}", now + step) for i in range(4)], commit=False)
+    last = kc.produce("txn", [(f"p{i}", f"v{i}", now + 2 * step) for i in range(3)])
+    t0 = now - HOUR
+    jumpy = kc.produce("jumpy", [("k", "a", t0), ("k", "b", t0 + 1000), ("k", "c", t0 - 3 * HOUR), ("k", "d", t0 + 2000)],
+                       linger_ms=200)
+    kc.stop()  # quiet files
+    return {"cluster": kc, "log_dir": kc.log_dirs(1)[0], "txn_last_offset": last[-1].offset,
+            "jump_offset": jumpy[2].offset, "jump_ms": 3 * HOUR + 1000}
+
+
+def context() -> AuditContext:
+    return AuditContext(now_ms=int(time.time() * 1000), config=Config(None))
+
+
+def findings_of(log_dirs, depth="deep"):
+    rows = scan_log_dirs(log_dirs, depth)
+    found = run_local(rows.segments, rows.partitions, context(), names=MINE)
+    return rows, [f for f in found if f.severity != Severity.PASS]
+
+
+def segment_files(partition_dir: Path) -> list[Path]:
+    return sorted(partition_dir.glob("*.log"))
+
+
+def test_healthy_broker_files_only_the_real_backward_jump(broker):
+    rows, found = findings_of([broker["log_dir"]])
+    txn = [s for s in rows.segments if s["topic"] == "txn"]
+    assert len(txn) >= 5, "record-time rolls should have made several segments"
+    assert sum(s["control_batches"] for s in txn) == 2 and sum(s["abort_markers"] for s in txn) == 1
+    assert max(s["last_offset"] for s in txn) == broker["txn_last_offset"], "markers took offsets"
+    assert [(f.code, f.topic, f.partition, f.base_offset) for f in found] == [("KLA042", "jumpy", 0, 0)], \
+        [f.message for f in found]
+    jump = found[0]
+    assert jump.evidence == [{"segment": 0, "jump_ms": broker["jump_ms"], "offset": broker["jump_offset"]}]
+    assert f"at offset {broker['jump_offset']}" in jump.message
+    # Below depth deep the jump is unknown, and unknown is not a finding.
+    _, shallow = findings_of([broker["log_dir"]], depth="headers")
+    assert shallow == []
+
+
+@pytest.fixture
+def copy(broker, tmp_path):
+    target = tmp_path / "copy" / broker["log_dir"].name
+    shutil.copytree(broker["log_dir"], target)  # copy2: mtimes kept
+    return target
+
+
+def test_a_deleted_middle_segment_is_an_offset_gap_naming_its_range(copy):
+    logs = segment_files(copy / "txn-0")
+    victim, after = logs[2], logs[3]
+    for f in copy.joinpath("txn-0").glob(victim.stem + ".*"):
+        f.unlink()
+    first_missing, next_base = int(victim.stem), int(after.stem)
+    _, found = findings_of([copy])
+    assert [(f.code, f.severity, f.topic, f.base_offset) for f in found if f.topic != "jumpy"] == [
+        ("KLA045", Severity.FAIL, "txn", next_base)], [f.message for f in found]
+    gap = next(f for f in found if f.code == "KLA045")
+    assert f"offsets {first_missing}..{next_base - 1} ({next_base - first_missing})" in gap.message
+    assert gap.evidence[0]["missing_offsets"] == next_base - first_missing
+
+
+def test_cut_closed_segment_reported_partial_active_tail_not_and_magic0_found(copy):
+    logs = segment_files(copy / "txn-0")
+    closed, active = logs[0], logs[-1]
+    closed_size = closed.stat().st_size
+    with open(closed, "r+b") as fh:  # a copy, never the broker's file
+        fh.truncate(closed_size - 7)
+    head = active.read_bytes()[:30]  # the start of a batch header whose body never arrives
+    with open(active, "ab") as fh:
+        fh.write(head)
+    legacy = copy / "legacy-0"
+    legacy.mkdir()
+    shutil.copyfile(MAGIC0_SET, legacy / "00000000000000000000.log")
+
+    rows, found = findings_of([copy])
+    active_row = next(s for s in rows.segments if s["topic"] == "txn" and s["is_active"])
+    assert active_row["stop_reason"] == "partial-tail" and active_row["trailing_bytes"] == 30, \
+        "the scanner saw the half-written batch; the check must still say nothing about it"
+    view = sorted((f.code, f.severity.name, f.topic, f.base_offset) for f in found if f.topic != "jumpy")
+    assert view == [("KLA041", "WARN", "legacy", 0), ("KLA044", "WARN", "txn", int(closed.stem))], \
+        [f.message for f in found]
+    cut = next(f for f in found if f.code == "KLA044")
+    assert cut.evidence[0]["stop_reason"] == "partial-tail"
+    assert cut.evidence[0]["trailing_bytes"] == closed_size - 7, "one batch: every remaining byte is unreadable"
+    missing = next(f for f in found if f.code == "KLA041")
+    assert missing.evidence[0]["magics"] == [0] and missing.evidence[0]["size_bytes"] == MAGIC0_SET.stat().st_size
