@@ -13,6 +13,7 @@ it. The broker's own files are never touched: damage happens on copies under tmp
 from __future__ import annotations
 
 import shutil
+import struct
 import time
 from pathlib import Path
 
@@ -37,7 +38,7 @@ def broker(kafka_cluster_factory):
     kc.create_topic("txn", config=ROLL_TOPIC_CONFIG)
     kc.create_topic("jumpy")
     step = 2 * int(ROLL_TOPIC_CONFIG["segment.ms"]) + 1
-    kc.roll_segments("txn", segments=3, records_per_segment=5)
+    firsts = kc.roll_segments("txn", segments=3, records_per_segment=5)
     now = int(time.time() * 1000)
     # Each group below is stamped a roll interval after the previous one, so it opens a segment;
     # the COMMIT/ABORT marker (stamped with the broker's clock) stays at that segment's end.
@@ -49,6 +50,7 @@ def broker(kafka_cluster_factory):
                        linger_ms=200)
     kc.stop()  # quiet files
     return {"cluster": kc, "log_dir": kc.log_dirs(1)[0], "txn_last_offset": last[-1].offset,
+            "rolled_largest_ms": [t + 4 for t in firsts], "txn_stamped_ms": now,
             "jump_offset": jumpy[2].offset, "jump_ms": 3 * HOUR + 1000}
 
 
@@ -128,3 +130,41 @@ def test_cut_closed_segment_reported_partial_active_tail_not_and_magic0_found(co
     assert cut.evidence[0]["trailing_bytes"] == closed_size - 7, "one batch: every remaining byte is unreadable"
     missing = next(f for f in found if f.code == "KLA041")
     assert missing.evidence[0]["magics"] == [0] and missing.evidence[0]["size_bytes"] == MAGIC0_SET.stat().st_size
+
+
+def test_retention_overdue_when_the_topic_retention_is_shorter_than_the_data(broker):
+    """The broker ran with 7 days; the topic's retention.ms (as read from the cluster) is now
+    100 s and the broker is down, so nothing deleted the first three segments."""
+    retention = 100_000
+    audit_ms = int(time.time() * 1000)
+    assert audit_ms - broker["txn_stamped_ms"] < retention, "the transactional segments must not be due yet"
+    ctx = AuditContext(now_ms=audit_ms, config=Config(
+        {"checks": {"retention.overdue": {"grace_ms": 0, "check_interval_ms": 0}}}),
+        topic_configs={"txn": {"retention.ms": str(retention), "file.delete.delay.ms": "0"}})
+    rows = scan_log_dirs([broker["log_dir"]], "headers")
+    found = [f for f in run_local(rows.segments, rows.partitions, ctx, names=["retention.overdue"])
+             if f.severity != Severity.PASS]
+    bases = [int(p.stem) for p in segment_files(broker["log_dir"] / "txn-0")]
+    # Truth from the producer's own timestamps: the first three segments hold one group each.
+    due = [b for b, largest in zip(bases, broker["rolled_largest_ms"]) if audit_ms - largest > retention]
+    assert len(due) == 3, "the rolled groups are two minutes apart, all older than 100 s"
+    assert [(f.code, f.topic, f.base_offset) for f in found] == [("KLA040", "txn", 0)], [f.message for f in found]
+    assert [e["segment"] for e in found[0].evidence] == due
+    assert [e["largest_timestamp_ms"] for e in found[0].evidence] == broker["rolled_largest_ms"]
+    assert found[0].message.startswith("3 segment(s)")
+
+
+def test_a_time_index_entry_past_the_log_is_reported(copy):
+    closed = segment_files(copy / "txn-0")[0]
+    timeindex = closed.with_suffix(".timeindex")
+    data = bytearray(timeindex.read_bytes())
+    assert len(data) == 12, "a closed segment's time index holds the entry written at roll"
+    timestamp_ms, relative = struct.unpack(">qi", data)
+    struct.pack_into(">qi", data, 0, timestamp_ms, relative + 100)  # 100 offsets past the .log
+    timeindex.write_bytes(bytes(data))
+    _, found = findings_of([copy])
+    mismatch = [f for f in found if f.code == "KLA043"]
+    assert [(f.topic, f.base_offset) for f in mismatch] == [("txn", int(closed.stem))], [f.message for f in found]
+    last = int(closed.stem) + relative
+    assert f"offset {last + 100}) is after the .log's last offset {last}" in mismatch[0].message
+    assert [f.code for f in found if f.topic != "jumpy"] == ["KLA043"]
