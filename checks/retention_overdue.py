@@ -6,7 +6,9 @@ What it checks:
     retention.ms``, in order, up to the first that is not deletable, never the active one, and
     only when they have been due for longer than the broker's check interval plus
     ``file.delete.delay.ms`` plus the grace period. A walk stopped by a future timestamp is
-    KLA031's finding, not this one.
+    KLA031's finding, not this one. Each replica is judged on its own (every broker runs its
+    own retention). Size retention (``retention.bytes``) is not judged: the files do not tell
+    since when a partition has been over its limit, so "overdue" cannot be told from "just grew".
 
 Why it matters:
     Overdue segments mean retention is not running for this partition: a stuck or crashed
