@@ -47,7 +47,11 @@ from auditor.units import iso_utc
 
 def _dur(ms: float) -> str:
     hours = ms / 3_600_000
-    return f"{hours / 24:.1f} d" if hours >= 48 else (f"{hours:.1f} h" if hours >= 1 else f"{ms / 60_000:.0f} min")
+    if hours >= 48:
+        return f"{hours / 24:.1f} d"
+    if hours >= 1:
+        return f"{hours:.1f} h"
+    return f"{ms / 60_000:.0f} min" if ms >= 60_000 else f"{ms / 1000:.1f} s"
 
 
 class MtimeReset(Check):

@@ -47,6 +47,10 @@ from auditor import replay
 from auditor.units import human_bytes, iso_utc
 
 
+#: Shortest retained time span whose byte rate is used to estimate the bytes of a gap.
+MIN_RATE_SPAN_MS = 3_600_000
+
+
 def _api_name(v) -> bool:
     return v in ("modern", "legacy", "both")
 
@@ -112,9 +116,14 @@ class ReplaySafety(Check):
                 problems.append((Severity.parse(opts["gap_severity"]),
                                  f"oldest retained record {iso_utc(pred.oldest_timestamp_ms)} is "
                                  f"{_dur(pred.oldest_timestamp_ms - target)} after the target: a replay from the target "
-                                 f"misses about {human_bytes(main['gap_bytes'] or 0)} (retention deleted it)"))
-            if pred.modern.offset is None and pred.modern.exact and (
-                    pred.newest_timestamp_ms is None or target > pred.newest_timestamp_ms):
+                                 f"misses [target, oldest)"
+                                 + (f", about {human_bytes(main['gap_bytes'])}" if main["gap_bytes"] else "")
+                                 + " (retention deleted it)"))
+            if pred.modern.offset is None and pred.modern.exact and pred.newest_timestamp_ms is None:
+                problems.append((Severity.parse(opts["after_newest_severity"]),
+                                 "the partition holds no record: the broker answers -1 and consumers fall back to "
+                                 "auto.offset.reset"))
+            elif pred.modern.offset is None and pred.modern.exact and target > pred.newest_timestamp_ms:
                 problems.append((Severity.parse(opts["after_newest_severity"]),
                                  f"target is after the newest record ({iso_utc(pred.newest_timestamp_ms)}): the broker "
                                  f"answers -1 and consumers fall back to auto.offset.reset"))
@@ -159,9 +168,11 @@ class ReplaySafety(Check):
         span_bytes = sum(v.log_size_bytes or 0 for v in views)
         gap_ms = (pred.oldest_timestamp_ms - target) if (pred.oldest_timestamp_ms or 0) > target else 0
         gap_bytes = None
-        if gap_ms and pred.newest_timestamp_ms and pred.oldest_timestamp_ms and pred.newest_timestamp_ms > pred.oldest_timestamp_ms:
-            # estimate at the retained data's own byte rate
-            gap_bytes = int(span_bytes * gap_ms / (pred.newest_timestamp_ms - pred.oldest_timestamp_ms))
+        retained_ms = (pred.newest_timestamp_ms or 0) - (pred.oldest_timestamp_ms or 0)
+        if gap_ms and retained_ms >= min(gap_ms, MIN_RATE_SPAN_MS):
+            # estimated at the retained data's own byte rate, only when that rate was measured over a
+            # span long enough to mean something (not minutes extrapolated to days)
+            gap_bytes = int(span_bytes * gap_ms / retained_ms)
         ideal, _ = replay.ideal_offset(views, target)
         modern = pred.modern
         redundant_modern = None

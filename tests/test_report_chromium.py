@@ -1,0 +1,138 @@
+"""The demo report as a person sees it: opened in a real headless Chromium (Debian's), with no
+console errors, every chart loaded and visible, the findings table sorting and filtering, and
+strings from the data escaped. The JSON is validated against the published JSON Schema.
+Screenshots go to artifacts/ (ignored by git, kept by CI)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+ARTIFACTS = REPO / "artifacts"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    """`kafka-audit demo` as a newcomer runs it (the README's main command), once."""
+    out = tmp_path_factory.mktemp("demo")
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+    proc = subprocess.run([sys.executable, "-m", "auditor.cli", "demo", "--out", str(out)],
+                          capture_output=True, text=True, env=env, timeout=900, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert f"report: {out / 'report.html'}" in proc.stdout
+    return out, proc
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"Debian's chromium is required at {CHROMIUM} (scripts/test.sh installs it)", pytrace=False)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+def _open(browser, path: Path, name: str):
+    page = browser.new_page(viewport={"width": 1280, "height": 1000})
+    problems: list[str] = []
+    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
+    page.on("request", lambda r: problems.append(f"network request: {r.url}") if not r.url.startswith(("file:", "data:")) else None)
+    page.goto(path.as_uri())
+    page.wait_for_load_state("load")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
+    return page, problems
+
+
+def test_demo_json_is_valid_against_the_published_schema(demo):
+    out, _ = demo
+    schema = json.loads((REPO / "reports" / "findings.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    doc = json.loads((out / "findings.json").read_text())
+    jsonschema.validate(doc, schema)
+    codes = {f["code"] for f in doc["findings"] if f["severity"] in ("WARN", "FAIL")}
+    # the planted anomalies are found: skew, reassignment, retention gap, timestamps, blocked retention
+    assert {"KLA001", "KLA020", "KLA010", "KLA030", "KLA031"} <= codes, codes
+    assert doc["verdict"] == "FAIL" and doc["exit_code"] == 1
+
+
+def test_demo_report_in_chromium(demo, browser):
+    out, _ = demo
+    report = out / "report.html"
+    html = report.read_text()
+    assert "http://" not in html.replace("http://www.w3.org", "") and "https://" not in html  # no external resource
+    page, problems = _open(browser, report, "demo-report-summary")
+    assert page.inner_text("#verdict") == "FAIL"
+    images = page.eval_on_selector_all(
+        "img", "imgs => imgs.map(i => ({ok: i.complete && i.naturalWidth > 0, w: i.getBoundingClientRect().width,"
+               " h: i.getBoundingClientRect().height, alt: i.alt}))")
+    assert len(images) >= 3, images
+    assert all(i["ok"] and i["w"] > 100 and i["h"] > 50 for i in images), images
+    first_chart = page.locator("figure.chart").first
+    first_chart.scroll_into_view_if_needed()
+    first_chart.screenshot(path=str(ARTIFACTS / "demo-report-chart.png"))
+    assert not problems, problems
+
+
+def test_findings_filter_and_sort(demo, browser):
+    out, _ = demo
+    page, problems = _open(browser, out / "report.html", "demo-report-filter")
+    visible = "() => Array.from(document.querySelectorAll('tr.finding')).filter(r => r.offsetParent !== null).length"
+    all_rows = page.eval_on_selector_all("tr.finding", "rows => rows.length")
+    shown = page.evaluate(visible)
+    assert 0 < shown < all_rows  # PASS rows start hidden
+    page.check("input.sev-toggle[value=PASS]")
+    assert page.evaluate(visible) == all_rows
+    page.fill("#finding-filter", "audit-log")
+    filtered = page.evaluate(visible)
+    texts = page.eval_on_selector_all("tr.finding", "rows => rows.filter(r => r.offsetParent !== null).map(r => r.textContent)")
+    assert 0 < filtered < all_rows and all("audit-log" in t for t in texts)
+    page.fill("#finding-filter", "")
+    # sort the replay-readiness table by partition, both ways
+    header = page.locator("#replay-table th.sortable").first
+    header.click()
+    first = page.eval_on_selector_all("#replay-table tbody tr", "rows => rows.map(r => r.cells[0].textContent)")
+    header.click()
+    second = page.eval_on_selector_all("#replay-table tbody tr", "rows => rows.map(r => r.cells[0].textContent)")
+    assert first == sorted(first) and second == sorted(first, reverse=True)
+    # sort a findings table by severity
+    table = page.locator("section.check-group table").first
+    table.locator("th.sortable").first.click()
+    ranks = table.evaluate("t => Array.from(t.tBodies[0].rows).map(r => Number(r.cells[0].dataset.sort))")
+    assert ranks == sorted(ranks)
+    page.screenshot(path=str(ARTIFACTS / "demo-report-sorted.png"))
+    assert not problems, problems
+
+
+def test_strings_from_the_data_are_escaped(demo, browser, tmp_path):
+    from reports.html import render
+
+    out, _ = demo
+    doc = json.loads((out / "findings.json").read_text())
+    evil = "<script>alert('x')</script><img src=x onerror=alert(1)>"
+    doc["findings"][0]["message"] = evil
+    doc["findings"][0]["log_dir"] = "/data/<u id=injected>underlined</u>"
+    doc["inputs"]["log_dirs"] = [evil]
+    path = tmp_path / "escaped.html"
+    path.write_text(render(doc))
+    assert evil not in path.read_text()
+    page, problems = _open(browser, path, "escaped")
+    assert page.locator("text=<script>alert('x')</script>").count() >= 1  # shown as text
+    assert page.locator("#injected").count() == 0 and page.locator("img[src=x]").count() == 0
+    assert not problems, problems  # no dialog fired, no request to "x"
