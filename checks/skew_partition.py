@@ -103,7 +103,10 @@ class PartitionSizeSkew(Check):
             evidence = [{"partition": fp, "size_bytes": fs, "messages": fm,
                          "ratio_to_median_bytes": None if fr is None else round(fr, 3),
                          "ratio_to_median_messages": None if fmr is None else round(fmr, 3),
-                         "share_of_topic_bytes": round(fs / total, 4) if total else None, "largest_replica_broker": fb}
+                         "share_of_topic_bytes": round(fs / total, 4) if total else None, "largest_replica_broker": fb,
+                         # topic-wide figures repeated so one evidence item reads on its own in JSON
+                         "median_partition_bytes": median, "topic_bytes": total,
+                         "topic_coefficient_of_variation": round(cv, 4)}
                         for _, fp, fs, fm, fr, fmr, fb in flagged]
             out.append(self.finding(
                 severity, message,

@@ -125,6 +125,8 @@ def test_hot_partition_named_with_the_ratio_measured_on_disk(skewed, scanned):
     assert f.thresholds["topic_bytes"] == total
     assert f.thresholds["median_partition_bytes"] == median
     assert f.thresholds["coefficient_of_variation"] == pytest.approx(cv, abs=1e-4)
+    assert ev["topic_coefficient_of_variation"] == pytest.approx(cv, abs=1e-4)
+    assert ev["median_partition_bytes"] == median and ev["topic_bytes"] == total
     assert f"{ratio:.1f}x the median" in f.message and f"{sizes[hot] / total:.0%}" in f.message
     assert f.broker_id == (1 if hot in (0, 2) else 2), "replica_assignment puts partitions 0 and 2 on broker 1"
 
