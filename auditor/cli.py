@@ -289,4 +289,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m auditor.cli`: run the imported module's main, so that CliError raised by the
+    # subcommand modules (which import auditor.cli) is the class main() catches
+    from auditor.cli import main as _main
+
+    sys.exit(_main())

@@ -41,10 +41,10 @@ def register(sub, formatter) -> None:
             "                        the modern lookup only)"
         ),
         epilog=(
-            "times: ISO-8601 with a zone (2024-05-01T12:00:00Z), epoch ms, or relative (-6h, -2d)\n"
+            "times: ISO-8601 with a zone (2024-05-01T12:00:00Z), epoch ms, or relative (--at=-6h, --at=-2d: with =)\n"
             "examples:\n"
             "  kafka-audit replay-check --topic orders --at 2024-05-01T00:00:00Z --log-dir /var/lib/kafka/data\n"
-            "  kafka-audit replay-check --topic orders,payments --at -6h --bootstrap-server kafka1:9092 --json\n"
+            "  kafka-audit replay-check --topic orders,payments --at=-6h --bootstrap-server kafka1:9092 --json\n"
             "exit codes: 0 safe, 1 unsafe (reason printed), 2 usage error, 3 input problem"
         ),
     )
