@@ -7,6 +7,14 @@ command -v java >/dev/null || { echo "test.sh: java (17+) is required for the re
 command -v mvn >/dev/null || { echo "test.sh: maven is required to resolve the Kafka jars" >&2; exit 1; }
 bash scripts/setup.sh --test
 bash scripts/kafka-jars.sh
+# The report is tested in Debian's own Chromium (Playwright drives it; it never downloads a browser).
+if [ ! -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  else
+    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+fi
 export SPARK_LOCAL_IP=127.0.0.1
 set +e
 .venv/bin/python -m pytest "$@"

@@ -1,0 +1,234 @@
+"""Reusable Airflow pieces for kafka-log-auditor: import them in your own DAGs.
+
+* :class:`ReplayCheckOperator`: the pre-replay gate. Runs ``kafka-audit replay-check --json``,
+  pushes the per-partition answers to XCom (key ``replay_check``) and fails (no retry) when the
+  replay is unsafe, with the reasons in the task log and in the exception, so the downstream
+  replay task never starts.
+* :func:`run_audit_cli`: runs ``kafka-audit audit`` into a work directory and returns the paths
+  and verdict; :func:`publish_report` copies the results to the output location with a stable
+  ``latest`` name and dated copies; :func:`enforce_severity` fails when the audit's findings
+  reached the chosen severity; :func:`notify_failure` is an ``on_failure_callback`` that mails
+  the recipients through Airflow's SMTP notifier when they and an SMTP connection are set.
+
+The auditor runs as a subprocess (its own interpreter and Spark driver), so a crash or memory
+blow-up of a Spark job never takes an Airflow worker down, and the exit codes documented for
+scripts are exactly what the tasks act on.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
+
+#: Exit codes of ``kafka-audit`` (auditor/cli.py).
+EXIT_OK, EXIT_UNSAFE, EXIT_USAGE, EXIT_INPUT_PROBLEM = 0, 1, 2, 3
+
+
+def kafka_audit_command() -> list[str]:
+    """How to start the CLI: $KAFKA_AUDIT_BIN, else the interpreter Airflow runs in (the
+    auditor installed in the same virtualenv), as ``python -m auditor.cli``."""
+    custom = os.environ.get("KAFKA_AUDIT_BIN")
+    if custom:
+        return custom.split()
+    return [sys.executable, "-m", "auditor.cli"]
+
+
+def _run(args: Sequence[str], log, timeout_s: float) -> subprocess.CompletedProcess:
+    cmd = kafka_audit_command() + [str(a) for a in args]
+    log.info("running %s", " ".join(cmd))
+    env = dict(os.environ)
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+    for line in proc.stdout.splitlines()[-200:]:
+        log.info("kafka-audit: %s", line)
+    for line in proc.stderr.splitlines()[-60:]:
+        log.info("kafka-audit stderr: %s", line)
+    return proc
+
+
+def _as_list(value) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):
+        return [v for v in value.split(",") if v]
+    return [str(v) for v in value]
+
+
+class ReplayCheckOperator(BaseOperator):
+    """Fails (without retries) when rewinding ``topics`` to ``at`` would be unsafe.
+
+    ``at``: ISO-8601 with zone, epoch ms or relative (``-6h``); templated, so ``{{ params.at }}``
+    or a timestamp from an upstream task works. One of ``log_dirs``, ``manifests`` or
+    ``bootstrap_server``. XCom: ``replay_check`` = the command's JSON (safe, worst, partitions).
+    """
+
+    template_fields = ("topics", "at", "log_dirs", "manifests", "bootstrap_server", "api", "fail_on", "config")
+
+    def __init__(self, *, topics, at, log_dirs=None, manifests=None, bootstrap_server=None, api: str = "both",
+                 fail_on: str = "FAIL", config: str | None = None, timeout_s: float = 600, **kwargs):
+        kwargs.setdefault("retries", 0)  # an unsafe answer does not get safer by retrying
+        super().__init__(**kwargs)
+        self.topics, self.at, self.log_dirs, self.manifests = topics, at, log_dirs, manifests
+        self.bootstrap_server, self.api, self.fail_on, self.config = bootstrap_server, api, fail_on, config
+        self.timeout_s = timeout_s
+
+    def execute(self, context) -> dict:
+        args = ["replay-check", "--topic", ",".join(_as_list(self.topics)), f"--at={self.at}", "--api", self.api,
+                "--fail-on", self.fail_on, "--json"]
+        if self.config:
+            args += ["--config", self.config]
+        sources = 0
+        for d in _as_list(self.log_dirs):
+            args += ["--log-dir", d]
+            sources = 1
+        for m in _as_list(self.manifests):
+            args += ["--manifest", m]
+            sources = 1
+        if self.bootstrap_server:
+            args += ["--bootstrap-server", self.bootstrap_server]
+            sources = 1
+        if not sources:
+            raise AirflowFailException("ReplayCheckOperator needs log_dirs, manifests or bootstrap_server")
+        proc = _run(args, self.log, self.timeout_s)
+        if proc.returncode in (EXIT_USAGE, EXIT_INPUT_PROBLEM) or not proc.stdout.strip():
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise AirflowFailException(f"replay-check could not run (exit {proc.returncode}): {last}")
+        doc = json.loads(proc.stdout)
+        context["ti"].xcom_push(key="replay_check", value=doc)
+        unsafe = [p for p in doc["partitions"] if p["severity"] in ("WARN", "FAIL")]
+        for p in unsafe:
+            self.log.warning("%s %s-%s: %s", p["severity"], p["topic"], p["partition"], p["message"])
+        if not doc["safe"]:
+            reasons = "; ".join(f"{p['topic']}-{p['partition']}: {p['message']}" for p in unsafe[:5])
+            more = f" (and {len(unsafe) - 5} more partitions)" if len(unsafe) > 5 else ""
+            raise AirflowFailException(f"replay to {doc['target_utc']} is UNSAFE ({doc['worst']}): {reasons}{more}")
+        self.log.info("replay to %s is safe for %d partition(s)", doc["target_utc"], len(doc["partitions"]))
+        return {"safe": True, "target_utc": doc["target_utc"], "partitions": len(doc["partitions"])}
+
+
+def check_inputs(log_dirs=None, manifests=None, max_age_hours: float = 26.0) -> dict:
+    """Fresh inputs or a clear failure: log dirs readable, or manifests written recently."""
+    dirs = _as_list(log_dirs)
+    patterns = _as_list(manifests)
+    if not dirs and not patterns:
+        raise AirflowFailException("set the log_dirs or manifests param")
+    problems = []
+    for d in dirs:
+        if not os.path.isdir(d) or not os.access(d, os.R_OK | os.X_OK):
+            problems.append(f"{d}: not a readable directory")
+    found = []
+    oldest_allowed = time.time() - max_age_hours * 3600
+    for pattern in patterns:
+        hits = sorted(glob.glob(os.path.join(pattern, "**", "segments.parquet"), recursive=True)) or sorted(
+            glob.glob(os.path.join(pattern, "segments.parquet")))
+        if not hits:
+            problems.append(f"{pattern}: no manifest (segments.parquet) found")
+        for h in hits:
+            age_h = (time.time() - os.path.getmtime(h)) / 3600
+            if os.path.getmtime(h) < oldest_allowed:
+                problems.append(f"{h}: {age_h:.1f} h old, older than {max_age_hours} h (did collect run on that broker?)")
+            found.append(h)
+    if problems:
+        raise AirflowFailException("inputs not ready: " + "; ".join(problems))
+    return {"log_dirs": dirs, "manifests": found}
+
+
+def run_audit_cli(work_dir: str, log_dirs=None, manifests=None, spark_master: str | None = None,
+                  config_file: str | None = None, history_dir: str | None = None, fail_on: str = "FAIL",
+                  extra_args: Sequence[str] = (), timeout_s: float = 4 * 3600, log=None) -> dict:
+    """``kafka-audit audit`` into ``work_dir`` (report.html, findings.json); findings never fail
+    this task (``--exit-zero``): publishing comes first, :func:`enforce_severity` decides."""
+    import logging
+
+    log = log or logging.getLogger("kafka_audit")
+    Path(work_dir).mkdir(parents=True, exist_ok=True)
+    report, findings = os.path.join(work_dir, "report.html"), os.path.join(work_dir, "findings.json")
+    args = ["audit", "--out", report, "--json", findings, "--fail-on", fail_on, "--exit-zero", "--progress"]
+    for d in _as_list(log_dirs):
+        args += ["--log-dir", d]
+    for m in _as_list(manifests):
+        args += ["--manifest", m]
+    if spark_master:
+        args += ["--master", spark_master]
+    if config_file:
+        args += ["--config", config_file]
+    if history_dir:
+        args += ["--history", history_dir]
+    args += list(extra_args)
+    proc = _run(args, log, timeout_s)
+    if proc.returncode in (EXIT_USAGE, EXIT_INPUT_PROBLEM):
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise AirflowFailException(f"kafka-audit audit refused its input (exit {proc.returncode}): {last}")
+    if proc.returncode != EXIT_OK or not os.path.exists(findings):
+        # a crash (Spark, memory): worth the task's retries
+        raise RuntimeError(f"kafka-audit audit failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+    doc = json.loads(Path(findings).read_text())
+    return {"report": report, "findings": findings, "verdict": doc["verdict"], "exit_code": doc["exit_code"],
+            "counts": doc["counts"], "generated_at_utc": doc["generated_at_utc"]}
+
+
+def _atomic_copy(src: str, dst: Path) -> None:
+    tmp = dst.with_name(f".{dst.name}.tmp")
+    shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
+
+
+def publish_report(result: dict, output_dir: str, date: str, keep: int = 30) -> dict:
+    """``kafka-audit-latest.{html,json}`` plus ``kafka-audit-<date>.{html,json}``, keeping the
+    newest ``keep`` dated copies."""
+    out = Path(output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for src, ext in ((result["report"], "html"), (result["findings"], "json")):
+        for name in (f"kafka-audit-{date}.{ext}", f"kafka-audit-latest.{ext}"):
+            _atomic_copy(src, out / name)
+            written.append(str(out / name))
+        dated = sorted(p for p in out.glob(f"kafka-audit-*.{ext}") if not p.name.startswith("kafka-audit-latest"))
+        for old in dated[:-keep] if keep > 0 else []:
+            old.unlink()
+    return {"written": written, "latest_report": str(out / "kafka-audit-latest.html")}
+
+
+def enforce_severity(result: dict, published: dict) -> dict:
+    """Fails the run when the findings reached the failing severity (the audit's exit_code)."""
+    if result["exit_code"] != EXIT_OK:
+        doc = json.loads(Path(result["findings"]).read_text())
+        worst = [f for f in doc["findings"] if f["severity"] == doc["verdict"]][:5]
+        lines = "; ".join(f"{f['code']} {f.get('topic') or ''}-{f.get('partition')}: {f['message']}" for f in worst)
+        raise AirflowFailException(f"audit verdict {doc['verdict']} reaches {doc['fail_on']}: {lines} "
+                                   f"(report: {published['latest_report']})")
+    return {"verdict": result["verdict"]}
+
+
+def notify_failure(context: dict[str, Any]) -> None:
+    """on_failure_callback: mail the ``recipients`` param through Airflow's SMTP notifier.
+    Without recipients (or without an SMTP connection) it only logs: the failed run, its log and
+    Airflow's own alerting remain."""
+    import logging
+
+    log = logging.getLogger("kafka_audit")
+    params = context.get("params") or {}
+    recipients = _as_list(params.get("recipients"))
+    ti = context.get("ti") or context.get("task_instance")
+    what = f"{getattr(ti, 'dag_id', '?')}.{getattr(ti, 'task_id', '?')} failed: {context.get('exception')}"
+    log.error("kafka-audit: %s", what)
+    if not recipients:
+        return
+    try:
+        from airflow.providers.smtp.notifications.smtp import SmtpNotifier
+
+        SmtpNotifier(to=recipients, subject=f"[kafka-audit] {what[:150]}",
+                     html_content=f"<p>{what}</p><p>Report: {params.get('output_dir')}/kafka-audit-latest.html</p>",
+                     smtp_conn_id=params.get("smtp_conn_id") or "smtp_default").notify(context)
+    except Exception as exc:  # noqa: BLE001 - a notification problem must not hide the failure itself
+        log.error("kafka-audit: could not mail %s: %s", recipients, exc)

@@ -1,0 +1,118 @@
+"""The Airflow DAGs, run for real: Airflow 3 with a migrated sqlite database in a temp
+AIRFLOW_HOME, the DAG files loaded by a DagBag, and whole runs with ``dag.test()`` against log
+dirs of a real Kafka broker (tests/airflow_runner.py runs each in its own process)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness.kafka import ROLL_TOPIC_CONFIG
+
+REPO = Path(__file__).resolve().parents[1]
+RUNNER = Path(__file__).parent / "airflow_runner.py"
+DAY = 86_400_000
+
+
+@pytest.fixture(scope="module")
+def airflow_env(tmp_path_factory):
+    home = tmp_path_factory.mktemp("airflow-home")
+    env = dict(os.environ, AIRFLOW_HOME=str(home), AIRFLOW__CORE__LOAD_EXAMPLES="False",
+               AIRFLOW__CORE__DAGS_FOLDER=str(REPO / "airflow_dags"), SPARK_LOCAL_IP="127.0.0.1",
+               PYTHONPATH=str(REPO))
+    airflow = Path(sys.executable).with_name("airflow")
+    proc = subprocess.run([str(airflow), "db", "migrate"], env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return env
+
+
+@pytest.fixture(scope="module")
+def kafka(kafka_cluster_factory):
+    """A broker with a hot-key topic and a topic whose old data retention really deleted."""
+    cluster = kafka_cluster_factory(brokers=1, broker_config={"log.retention.check.interval.ms": "1000"})
+    cluster.create_topic("clicks", partitions=3)
+    hot = cluster.produce("clicks", [("hot", os.urandom(300).hex(), None) for _ in range(1500)])
+    cluster.produce("clicks", [(f"k{i}", os.urandom(300).hex(), None) for i in range(60)])
+    cluster.create_topic("history", config={**ROLL_TOPIC_CONFIG, "retention.ms": str(int(3.5 * DAY)),
+                                            "file.delete.delay.ms": "500"})
+    now = int(time.time() * 1000)
+    for days_ago in range(10, 0, -1):
+        cluster.produce("history", [(f"d{days_ago}-{i}", "x" * 50, now - days_ago * DAY + i) for i in range(10)], partition=0)
+    deadline = time.monotonic() + 60
+    while cluster.list_offsets("history", 0, "earliest")[0] < 70 and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert cluster.list_offsets("history", 0, "earliest")[0] == 70
+    return cluster, now, Counter(d.partition for d in hot).most_common(1)[0][0]
+
+
+def run_dag(env, dag_id: str, conf: dict) -> dict:
+    proc = subprocess.run([sys.executable, str(RUNNER), dag_id, json.dumps(conf)], env=env, capture_output=True,
+                          text=True, timeout=1200, cwd=REPO)
+    line = next((l for l in proc.stdout.splitlines() if l.startswith("AIRFLOW_RUNNER_RESULT ")), None)
+    assert line, f"dag.test() of {dag_id} did not finish (exit {proc.returncode}): {proc.stdout[-3000:]} {proc.stderr[-3000:]}"
+    return json.loads(line.split(" ", 1)[1])
+
+
+def test_dagbag_has_both_dags_and_no_import_errors(airflow_env):
+    code = ("import json; from airflow.dag_processing.dagbag import DagBag; "
+            f"b = DagBag(dag_folder={str(REPO / 'airflow_dags')!r}); "
+            "print(json.dumps({'errors': {str(k): str(v) for k, v in b.import_errors.items()}, 'dags': sorted(b.dags)}))")
+    proc = subprocess.run([sys.executable, "-c", code], env=airflow_env, capture_output=True, text=True, timeout=300)
+    doc = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert doc == {"errors": {}, "dags": ["kafka_audit_nightly", "kafka_pre_replay_check"]}
+
+
+def test_nightly_publishes_then_fails_on_a_planted_fail(airflow_env, kafka, tmp_path):
+    cluster, _, hot = kafka
+    config = tmp_path / "audit.yaml"
+    config.write_text("checks:\n  skew.partition_size: {min_topic_bytes: 1000, warn_ratio: 2, fail_ratio: 3}\n")
+    out = tmp_path / "reports"
+    (out).mkdir()
+    (out / "kafka-audit-2000-01-01.html").write_text("an old dated copy")  # pruned: keep = 1
+    result = run_dag(airflow_env, "kafka_audit_nightly", {
+        "log_dirs": [str(d) for d in cluster.log_dirs(1)], "config_file": str(config), "output_dir": str(out),
+        "history_dir": str(tmp_path / "history"), "fail_on": "FAIL", "keep": 1, "spark_master": "local[2]"})
+    assert result["tasks"] == {"inputs_ready": "success", "audit": "success", "publish": "success",
+                               "severity_gate": "failed"}, result
+    assert result["state"] == "failed"
+    doc = json.loads((out / "kafka-audit-latest.json").read_text())
+    skew = [f for f in doc["findings"] if f["code"] == "KLA001" and f["severity"] == "FAIL"]
+    assert [(f["topic"], f["partition"]) for f in skew] == [("clicks", hot)]
+    assert (out / "kafka-audit-latest.html").stat().st_size > 10_000
+    dated = sorted(p.name for p in out.glob("kafka-audit-2*.html"))
+    assert len(dated) == 1 and dated[0] != "kafka-audit-2000-01-01.html"
+
+
+def test_nightly_succeeds_below_the_failing_severity(airflow_env, kafka, tmp_path):
+    cluster, _, _ = kafka
+    out = tmp_path / "reports"
+    result = run_dag(airflow_env, "kafka_audit_nightly", {
+        "log_dirs": [str(d) for d in cluster.log_dirs(1)], "output_dir": str(out), "history_dir": str(tmp_path / "h"),
+        "fail_on": "FAIL", "spark_master": "local[2]"})
+    assert result["state"] == "success", result
+    assert json.loads((out / "kafka-audit-latest.json").read_text())["exit_code"] == 0
+
+
+def test_nightly_refuses_missing_inputs(airflow_env, tmp_path):
+    result = run_dag(airflow_env, "kafka_audit_nightly", {"log_dirs": [str(tmp_path / "nowhere")],
+                                                          "output_dir": str(tmp_path / "out")})
+    assert result["tasks"]["inputs_ready"] == "failed" and result["tasks"]["audit"] == "upstream_failed"
+
+
+def test_pre_replay_gate_blocks_unsafe_and_lets_safe_through(airflow_env, kafka):
+    cluster, now, _ = kafka
+    base = {"topics": ["history"], "log_dirs": [str(d) for d in cluster.log_dirs(1)], "api": "modern"}
+    unsafe = run_dag(airflow_env, "kafka_pre_replay_check", {**base, "at": str(now - 5 * DAY)})
+    assert unsafe["tasks"] == {"replay_gate": "failed", "start_replay": "upstream_failed"}, unsafe
+    verdict = unsafe["xcom"]["replay_gate.replay_check"]
+    assert verdict["safe"] is False and "oldest retained record" in verdict["partitions"][0]["message"]
+    safe = run_dag(airflow_env, "kafka_pre_replay_check", {**base, "at": str(now - 2 * DAY + 5)})
+    assert safe["tasks"] == {"replay_gate": "success", "start_replay": "success"}, safe
+    assert safe["xcom"]["start_replay.return_value"].startswith("replaying history from ")
