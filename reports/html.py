@@ -23,6 +23,10 @@ RANK = {"FAIL": 3, "WARN": 2, "INFO": 1, "PASS": 0}
 TIMELINE_CHECKS = ("mtime.reset", "timestamps.bounds", "retention.future_timestamp", "replay.safety",
                    "timestamps.backward", "retention.overdue")
 MAX_TIMELINES = 6
+#: The report is mailed: per check it lists the worst findings up to this many, and per finding
+#: the first evidence items; findings.json always has everything.
+MAX_ROWS_PER_CHECK = 200
+MAX_EVIDENCE_ITEMS = 5
 
 
 def _env() -> Environment:
@@ -65,13 +69,17 @@ def _groups(findings: Sequence[dict]) -> list[dict]:
                                            "title": REGISTRY[f["check"]].title if f["check"] in REGISTRY else "segment table"})
         g["findings"].append({
             **f, "rank": RANK[f["severity"]], "where": _where(f),
-            "evidence_json": json.dumps(_with_times(f.get("evidence") or []), indent=1, default=str),
+            "evidence_json": "\n".join(json.dumps(_with_times(e), default=str, separators=(", ", ": "))
+                                       for e in (f.get("evidence") or [])[:MAX_EVIDENCE_ITEMS]),
+            "evidence_shown": min(len(f.get("evidence") or []), MAX_EVIDENCE_ITEMS),
             "thresholds_json": json.dumps(f.get("thresholds") or {}, indent=1, sort_keys=True, default=str),
         })
     out = []
     for g in groups.values():
         g["findings"].sort(key=lambda x: (-x["rank"], x["where"]))
         g["worst"] = max(g["findings"], key=lambda x: x["rank"])["severity"]
+        g["total"] = len(g["findings"])
+        g["findings"] = g["findings"][:MAX_ROWS_PER_CHECK]
         out.append(g)
     return sorted(out, key=lambda g: (-RANK[g["worst"]], g["code"]))
 

@@ -1,0 +1,34 @@
+"""The HTML report's own bounds, on a made-up findings document (no Spark): a mailed report
+lists the worst findings per check up to a cap and says how many more the JSON holds."""
+
+from __future__ import annotations
+
+import re
+
+from reports.html import MAX_EVIDENCE_ITEMS, MAX_ROWS_PER_CHECK, render
+
+
+def _doc(n: int) -> dict:
+    findings = [{"code": "KLA045", "check": "integrity.offset_gap", "severity": "FAIL" if i % 3 == 0 else "WARN",
+                 "message": f"gap number {i}", "fix": "f", "broker_id": 1, "log_dir": "/d", "topic": "t", "partition": i,
+                 "base_offset": 0, "thresholds": {}, "evidence": [{"offset": j} for j in range(20)], "evidence_count": 40}
+                for i in range(n)]
+    return {"verdict": "FAIL", "generated_at_utc": "2024-01-01T00:00:00.000Z", "generated_at_ms": 1704067200000,
+            "version": "t", "exit_code": 1, "fail_on": "FAIL", "counts": {"FAIL": n // 3, "WARN": n - n // 3},
+            "totals": {"brokers": 1, "log_dirs": 1, "topics": 1, "partitions": n, "partition_dirs": n, "segments": n,
+                       "size_bytes": 1}, "inputs": {"log_dirs": [], "manifests": [], "depth": "headers"},
+            "versions": {}, "config": {}, "elapsed_s": 1, "expectations": {}, "findings": findings, "tables": {}}
+
+
+def test_rows_per_check_and_evidence_are_capped_worst_first():
+    html = render(_doc(MAX_ROWS_PER_CHECK * 2 + 7))
+    rows = re.findall(r'<tr class="finding" data-severity="(\w+)"', html)
+    assert len(rows) == MAX_ROWS_PER_CHECK
+    assert rows[: (MAX_ROWS_PER_CHECK * 2 + 7 + 2) // 3] == ["FAIL"] * ((MAX_ROWS_PER_CHECK * 2 + 7 + 2) // 3)
+    assert f"Showing the {MAX_ROWS_PER_CHECK} worst of {MAX_ROWS_PER_CHECK * 2 + 7}" in html
+    assert "40 item(s), first 5" in html and html.count('{&#34;offset&#34;: ') == MAX_EVIDENCE_ITEMS * MAX_ROWS_PER_CHECK
+
+
+def test_small_documents_are_not_capped():
+    html = render(_doc(10))
+    assert len(re.findall(r'<tr class="finding"', html)) == 10 and "Showing the" not in html
