@@ -54,3 +54,18 @@ def parse_time(text: str, now_ms: int) -> int:
     if dt.tzinfo is None:
         raise ValueError(f"time {text!r} has no zone: add one (Z for UTC, or +02:00)")
     return int(dt.timestamp() * 1000)
+
+
+def human_duration(ms: float) -> str:
+    """A duration for people: 3.2 y, 4.5 d, 7.0 h, 12 min, 3.5 s (the largest unit that reads well)."""
+    ms = abs(ms)
+    days = ms / 86_400_000
+    if days >= 730:
+        return f"{days / 365.25:.1f} y"
+    if days >= 2:
+        return f"{days:.1f} d"
+    if ms >= 3_600_000:
+        return f"{ms / 3_600_000:.1f} h"
+    if ms >= 60_000:
+        return f"{ms / 60_000:.0f} min"
+    return f"{ms / 1000:.1f} s"

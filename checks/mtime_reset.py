@@ -42,16 +42,8 @@ from __future__ import annotations
 import statistics
 
 from checks.base import Check, CheckInput, Option, Severity, live_replicas, non_negative, opt_int, positive, severity_name
-from auditor.units import iso_utc
+from auditor.units import human_duration, iso_utc
 
-
-def _dur(ms: float) -> str:
-    hours = ms / 3_600_000
-    if hours >= 48:
-        return f"{hours / 24:.1f} d"
-    if hours >= 1:
-        return f"{hours:.1f} h"
-    return f"{ms / 60_000:.0f} min" if ms >= 60_000 else f"{ms / 1000:.1f} s"
 
 
 class MtimeReset(Check):
@@ -90,7 +82,7 @@ class MtimeReset(Check):
                 out.append(self.finding(
                     Severity.INFO,
                     f"{len(late)} closed segment(s) on broker {broker} ({log_dir}) have .log mtimes more than "
-                    f"{_dur(opts['mtime_after_ms'])} after their largest record timestamp (late data with old "
+                    f"{human_duration(opts['mtime_after_ms'])} after their largest record timestamp (late data with old "
                     f"CreateTime timestamps, or files touched after the fact)",
                     "If producers send old timestamps this is expected; otherwise see whether the files were copied.",
                     thresholds={k: opts[k] for k in ("mtime_after_ms",)},
@@ -109,10 +101,10 @@ class MtimeReset(Check):
                 kind = f"reassigned to broker {later[0]}"
             info = packed.get(later)
             when = f"; its closed segments were all written between {iso_utc(info[0])} and {iso_utc(info[1])} " \
-                   f"while their records span {_dur(info[2])}" if info else ""
+                   f"while their records span {human_duration(info[2])}" if info else ""
             out.append(self.finding(
                 severity,
-                f"{kind}: the replica on broker {later[0]} ({later[1]}) has .log mtimes {_dur(skew_ms)} later than "
+                f"{kind}: the replica on broker {later[0]} ({later[1]}) has .log mtimes {human_duration(skew_ms)} later than "
                 f"broker {earlier[0]}'s ({earlier[1]}) for the same offsets{when}. Legacy (v0) time lookups and "
                 f"mtime-based retention of timestamp-less data on broker {later[0]} follow the new mtimes",
                 "Seek by offset or by record timestamp (v1+), never v0, on the moved replica; expect mtime-based "
@@ -128,7 +120,7 @@ class MtimeReset(Check):
             out.append(self.finding(
                 severity,
                 f"{kind}: the {n} closed segments on broker {key[0]} ({key[1]}) were all written between {iso_utc(lo)} "
-                f"and {iso_utc(hi)} while their records span {_dur(span)}. Legacy (v0) time lookups and mtime-based "
+                f"and {iso_utc(hi)} while their records span {human_duration(span)}. Legacy (v0) time lookups and mtime-based "
                 f"retention of timestamp-less data follow the new mtimes",
                 "Seek by offset or by record timestamp (v1+), never v0; expect mtime-based retention of magic-0 data to "
                 "restart; find out who copied or restored the files.",

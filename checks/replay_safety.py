@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from checks.base import Check, CheckInput, Option, Severity, non_negative, opt_int, severity_name
 from auditor import replay
-from auditor.units import human_bytes, iso_utc
+from auditor.units import human_bytes, human_duration, iso_utc
 
 
 #: Shortest retained time span whose byte rate is used to estimate the bytes of a gap.
@@ -54,10 +54,6 @@ MIN_RATE_SPAN_MS = 3_600_000
 def _api_name(v) -> bool:
     return v in ("modern", "legacy", "both")
 
-
-def _dur(ms: int) -> str:
-    hours = ms / 3_600_000
-    return f"{hours / 24:.1f} d" if hours >= 48 else f"{hours:.1f} h"
 
 
 class ReplaySafety(Check):
@@ -115,7 +111,7 @@ class ReplaySafety(Check):
             if pred.oldest_timestamp_ms is not None and pred.oldest_timestamp_ms > target:
                 problems.append((Severity.parse(opts["gap_severity"]),
                                  f"oldest retained record {iso_utc(pred.oldest_timestamp_ms)} is "
-                                 f"{_dur(pred.oldest_timestamp_ms - target)} after the target: a replay from the target "
+                                 f"{human_duration(pred.oldest_timestamp_ms - target)} after the target: a replay from the target "
                                  f"misses [target, oldest)"
                                  + (f", about {human_bytes(main['gap_bytes'])}" if main["gap_bytes"] else "")
                                  + " (retention deleted it)"))

@@ -35,12 +35,8 @@ Options:
 from __future__ import annotations
 
 from checks.base import Check, CheckInput, Option, Severity, live_replicas, non_negative, opt_int
-from auditor.units import human_bytes, iso_utc
+from auditor.units import human_bytes, human_duration, iso_utc
 
-
-def _dur(ms: float) -> str:
-    days = ms / 86_400_000
-    return f"{days / 365.25:.1f} y" if days >= 730 else (f"{days:.1f} d" if days >= 2 else f"{ms / 3_600_000:.1f} h")
 
 
 def largest_timestamp(row) -> int | None:
@@ -85,9 +81,9 @@ class FutureTimestampBlocksRetention(Check):
                 out.append(self.finding(
                     severity,
                     f"segment {int(r['base_offset'])} holds a record stamped {iso_utc(largest)}{at}, "
-                    f"{_dur(largest - now)} after the audit time: time retention stops there until "
+                    f"{human_duration(largest - now)} after the audit time: time retention stops there until "
                     f"{iso_utc(deletable_at)}; it holds back {len(held)} later segment(s), {human_bytes(held_bytes)}, "
-                    f"already past retention.ms ({_dur(retention)})",
+                    f"already past retention.ms ({human_duration(retention)})",
                     "kafka-delete-records up to the end of this segment (after checking nobody needs it), or lower "
                     "retention.bytes for a while; fix the producer clock and set message.timestamp.after.max.ms.",
                     thresholds={"retention_ms": retention, "tolerance_ms": opts["tolerance_ms"], "audit_time_ms": now},

@@ -39,16 +39,8 @@ from __future__ import annotations
 
 from checks.base import Check, CheckInput, Option, capped, live_replicas, non_negative, opt_int, severity_name
 from checks.config import LONG_MAX
-from auditor.units import iso_utc
+from auditor.units import human_duration, iso_utc
 
-
-def _dur(ms: float) -> str:
-    days = ms / 86_400_000
-    if days >= 730:
-        return f"{days / 365.25:.1f} y"
-    if days >= 2:
-        return f"{days:.1f} d"
-    return f"{ms / 3_600_000:.1f} h"
 
 
 def limits(ctx, topic: str, opts) -> tuple[int | None, int | None]:
@@ -109,16 +101,16 @@ class TimestampBounds(Check):
             worst = bad[0]
             if worst["side"] == "future":
                 what = (f"offset {worst['offset']} at {iso_utc(worst['timestamp_ms'])}, "
-                        f"{_dur(worst['timestamp_ms'] - worst['appended_before_ms'])} after it can have been appended")
+                        f"{human_duration(worst['timestamp_ms'] - worst['appended_before_ms'])} after it can have been appended")
             else:
                 what = (f"offset {worst['offset']} at {iso_utc(worst['timestamp_ms'])}, "
-                        f"{_dur(worst['appended_after_ms'] - worst['timestamp_ms'])} before it can have been appended")
+                        f"{human_duration(worst['appended_after_ms'] - worst['timestamp_ms'])} before it can have been appended")
             if worst["offset"] is None:
                 what = what.replace("offset None", "a record (offset known at depth deep)")
             segments = sorted({b["segment"] for b in bad})
             kept, count = capped(bad)
-            limits_txt = ", ".join(x for x in (f"before {_dur(before)}" if before is not None else "",
-                                               f"after {_dur(after)}" if after is not None else "") if x)
+            limits_txt = ", ".join(x for x in (f"before {human_duration(before)}" if before is not None else "",
+                                               f"after {human_duration(after)}" if after is not None else "") if x)
             basis = "neighbouring segments' mtimes" if trusted else "the audit time (mtimes not trustworthy)"
             out.append(self.finding(
                 opts["severity"],

@@ -25,11 +25,9 @@ Options:
 
 from __future__ import annotations
 
+from auditor.units import human_duration
 from checks.base import Check, CheckInput, Option, live_replicas, opt_int, positive
 
-
-def _dur(ms: float) -> str:
-    return f"{ms / 86_400_000:.1f} d" if ms >= 2 * 86_400_000 else f"{ms / 3_600_000:.1f} h"
 
 
 class BackwardTimestamps(Check):
@@ -50,8 +48,8 @@ class BackwardTimestamps(Check):
             worst = hits[0]
             out.append(self.finding(
                 "WARN",
-                f"{len(hits)} segment(s) with timestamps stepping back more than {_dur(opts['threshold_ms'])}: worst in "
-                f"segment {int(worst['base_offset'])}, {_dur(worst['max_backward_jump_ms'])} at offset "
+                f"{len(hits)} segment(s) with timestamps stepping back more than {human_duration(opts['threshold_ms'])}: worst in "
+                f"segment {int(worst['base_offset'])}, {human_duration(worst['max_backward_jump_ms'])} at offset "
                 f"{opt_int(worst['max_backward_jump_offset'])}",
                 "Align the producers' clocks (keys at the offsets in the evidence) or stamp records consistently at the "
                 "source; LogAppendTime if consumers only need arrival order.",

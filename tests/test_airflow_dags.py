@@ -8,13 +8,12 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from harness.kafka import ROLL_TOPIC_CONFIG
+from harness.scenarios import make_retention_gap
 
 REPO = Path(__file__).resolve().parents[1]
 RUNNER = Path(__file__).parent / "airflow_runner.py"
@@ -40,15 +39,7 @@ def kafka(kafka_cluster_factory):
     cluster.create_topic("clicks", partitions=3)
     hot = cluster.produce("clicks", [("hot", os.urandom(300).hex(), None) for _ in range(1500)])
     cluster.produce("clicks", [(f"k{i}", os.urandom(300).hex(), None) for i in range(60)])
-    cluster.create_topic("history", config={**ROLL_TOPIC_CONFIG, "retention.ms": str(int(3.5 * DAY)),
-                                            "file.delete.delay.ms": "500"})
-    now = int(time.time() * 1000)
-    for days_ago in range(10, 0, -1):
-        cluster.produce("history", [(f"d{days_ago}-{i}", "x" * 50, now - days_ago * DAY + i) for i in range(10)], partition=0)
-    deadline = time.monotonic() + 60
-    while cluster.list_offsets("history", 0, "earliest")[0] < 70 and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert cluster.list_offsets("history", 0, "earliest")[0] == 70
+    now = make_retention_gap(cluster, "history")
     return cluster, now, Counter(d.partition for d in hot).most_common(1)[0][0]
 
 

@@ -8,12 +8,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from harness.kafka import ROLL_TOPIC_CONFIG
+from harness.scenarios import make_retention_gap
 from realdata import LOG_DIRS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,14 +29,7 @@ def kafka_audit(*args, timeout=900):
 def gap_cluster(kafka_cluster_factory):
     """One topic whose first 7 days of data the broker deleted (retention.ms = 3.5 days)."""
     cluster = kafka_cluster_factory(brokers=1, broker_config={"log.retention.check.interval.ms": "1000"})
-    cluster.create_topic("history", config={**ROLL_TOPIC_CONFIG, "retention.ms": str(int(3.5 * DAY)), "file.delete.delay.ms": "500"})
-    now = int(time.time() * 1000)
-    for days_ago in range(10, 0, -1):
-        cluster.produce("history", [(f"d{days_ago}-{i}", "x" * 50, now - days_ago * DAY + i) for i in range(10)], partition=0)
-    deadline = time.monotonic() + 60
-    while cluster.list_offsets("history", 0, "earliest")[0] < 70 and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert cluster.list_offsets("history", 0, "earliest")[0] == 70
+    now = make_retention_gap(cluster, "history")
     return cluster, now
 
 

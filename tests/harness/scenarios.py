@@ -150,3 +150,29 @@ def populate_conformance_data(cluster: KafkaCluster, prefix: str = "conf",
 
     return {"topics": topics, "t0_ms": t0, "now_ms": now, "prefix": prefix,
             "elapsed_s": time.monotonic() - start}
+
+
+def make_retention_gap(cluster: KafkaCluster, topic: str = "history", days: int = 10,
+                       records_per_day: int = 10) -> int:
+    """A topic with one record-time segment per day for ``days`` days back, and
+    ``retention.ms`` of 3.5 days: the broker itself deletes the 7 oldest days (the cluster needs
+    ``log.retention.check.interval.ms`` of about a second). Returns the "now" the timestamps
+    are relative to; the log start offset is then ``7 * records_per_day``."""
+    import time
+
+    from harness.kafka import ROLL_TOPIC_CONFIG
+
+    day = 86_400_000
+    cluster.create_topic(topic, config={**ROLL_TOPIC_CONFIG, "retention.ms": str(int(3.5 * day)),
+                                        "file.delete.delay.ms": "500"})
+    now = int(time.time() * 1000)
+    for days_ago in range(days, 0, -1):
+        cluster.produce(topic, [(f"d{days_ago}-{i}", "x" * 50, now - days_ago * day + i) for i in range(records_per_day)],
+                        partition=0)
+    expected = (days - 3) * records_per_day
+    deadline = time.monotonic() + 60
+    while cluster.list_offsets(topic, 0, "earliest")[0] < expected and time.monotonic() < deadline:
+        time.sleep(0.5)
+    if cluster.list_offsets(topic, 0, "earliest")[0] != expected:
+        raise RuntimeError(f"{topic}: the broker did not delete the old segments within 60 s")
+    return now
