@@ -229,7 +229,9 @@ def scan_segment(
         for suffix in ("index", "timeindex"):
             if suffix not in files.paths:
                 notes.append(f"{log_path}: no .{suffix} beside it (the broker rebuilds missing indexes on recovery)")
-            elif row[f"{suffix}_size_bytes"] == 0 and row["log_size_bytes"]:
+            elif suffix == "timeindex" and row["timeindex_size_bytes"] == 0 and row["log_size_bytes"]:
+                # an empty .index is normal (no entry before index.interval.bytes of batches); the
+                # broker writes the largest timestamp into .timeindex when a segment rolls
                 notes.append(f"{files.paths[suffix]}: empty .{suffix} for a non-empty segment")
 
     if depth != "stat":
