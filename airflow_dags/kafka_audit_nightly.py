@@ -3,33 +3,45 @@
 Params (Airflow UI "Trigger DAG w/ config", or Variables through Jinja):
     log_dirs / manifests   broker log dirs readable from the worker, or `kafka-audit collect`
                            manifest locations (a dir or glob per entry)
-    spark_master           Spark master URL (default local[*])
+    engine                 how the audit runs: spark-submit (a SparkSubmitOperator; master,
+                           deploy mode and resources from the Airflow connection spark_default),
+                           cli (``kafka-audit audit`` as a subprocess whose Spark driver connects
+                           to spark_master), or auto: spark-submit when the Spark provider is
+                           installed, else cli
+    spark_master           Spark master URL for the cli engine (default local[*])
+    spark_conf             Spark settings for the audit's session, either engine
+                           (e.g. {"spark.executor.memory": "4g"})
     config_file            audit config (thresholds, per-topic overrides)
-    output_dir             where the report and JSON are published (latest + dated copies)
+    output_dir             where the report and JSON are published (latest + dated copies); each
+                           run works in output_dir/runs/<run id>
     history_dir            history of runs (Parquet) for the report's trends
     fail_on                severity that fails the run: INFO, WARN or FAIL
     recipients             e-mail addresses notified on failure (SMTP connection smtp_default)
     keep                   dated copies kept in output_dir
     max_input_age_hours    manifests older than this fail the input check
 
-The audit task runs the ``kafka-audit audit`` CLI; its Spark driver runs on the worker and
-connects to ``spark_master`` (local, standalone, YARN or Kubernetes masters the worker can reach).
-A SparkSubmitOperator variant (driver on the cluster) is not provided yet. The findings JSON's
-exit_code decides the gate, after the report is published, so a failing night still publishes.
+The findings JSON's exit_code decides the gate, after the report is published, so a failing
+night still publishes its report.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 
 from airflow.sdk import DAG, Param, task
+from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_dags.kafka_audit_operators import (
     check_inputs,
     enforce_severity,
     notify_failure,
+    plan_audit,
     publish_report,
+    read_audit_result,
     run_audit_cli,
+    spark_submit_audit,
+    spark_submit_available,
 )
 
 DEFAULT_ARGS = {
@@ -39,6 +51,7 @@ DEFAULT_ARGS = {
     "retry_exponential_backoff": True,
     "on_failure_callback": notify_failure,
 }
+AUDIT_TIMEOUT = timedelta(hours=4)
 
 with DAG(
     dag_id="kafka_audit_nightly",
@@ -53,7 +66,9 @@ with DAG(
     params={
         "log_dirs": Param([], type="array", description="broker log dirs readable from the worker"),
         "manifests": Param([], type="array", description="manifest dirs or globs from `kafka-audit collect`"),
-        "spark_master": Param("local[*]", type="string"),
+        "engine": Param("auto", enum=["auto", "spark-submit", "cli"]),
+        "spark_master": Param("local[*]", type="string", description="Spark master of the cli engine"),
+        "spark_conf": Param({}, type="object", description="Spark settings of the audit's session"),
         "config_file": Param("", type="string", description="audit config file (YAML)"),
         "output_dir": Param("/var/lib/kafka-audit/reports", type="string"),
         "history_dir": Param("/var/lib/kafka-audit/history", type="string"),
@@ -69,15 +84,38 @@ with DAG(
     def inputs_ready(params=None) -> dict:
         return check_inputs(params["log_dirs"], params["manifests"], params["max_input_age_hours"])
 
-    @task(execution_timeout=timedelta(hours=4))
-    def audit(ready: dict, params=None, run_id=None) -> dict:
-        import logging
-        import re
-
+    @task(retries=0, execution_timeout=timedelta(minutes=5))
+    def plan(ready: dict, params=None, run_id=None) -> dict:
         work = f"{params['output_dir']}/runs/{re.sub(r'[^A-Za-z0-9_.-]', '_', run_id)}"
-        return run_audit_cli(work, ready["log_dirs"], params["manifests"], params["spark_master"],
-                             params["config_file"] or None, params["history_dir"], params["fail_on"],
-                             log=logging.getLogger("airflow.task"))
+        return plan_audit(work, params["engine"], log_dirs=ready["log_dirs"], manifests=params["manifests"],
+                          spark_master=params["spark_master"], config_file=params["config_file"] or None,
+                          history_dir=params["history_dir"], fail_on=params["fail_on"],
+                          spark_conf=params["spark_conf"])
+
+    @task.branch(retries=0)
+    def choose_engine(planned: dict) -> str:
+        return "audit_spark_submit" if planned["engine"] == "spark-submit" else "audit_cli"
+
+    @task(execution_timeout=AUDIT_TIMEOUT)
+    def audit_cli(planned: dict) -> dict:
+        import logging
+
+        return run_audit_cli(planned["work_dir"], args=planned["args"], log=logging.getLogger("airflow.task"))
+
+    if spark_submit_available():
+        audit_spark_submit = spark_submit_audit("audit_spark_submit", plan_task_id="plan",
+                                                execution_timeout=AUDIT_TIMEOUT)
+    else:
+        @task(task_id="audit_spark_submit", retries=0)
+        def audit_spark_submit_missing() -> None:
+            raise AirflowFailException("engine spark-submit needs apache-airflow-providers-apache-spark (>=5.5,<6) "
+                                       "installed in Airflow's environment; or set engine to cli")
+
+        audit_spark_submit = audit_spark_submit_missing()
+
+    @task(retries=0, trigger_rule="none_failed_min_one_success")
+    def audit_result(planned: dict) -> dict:
+        return read_audit_result(planned["work_dir"])
 
     @task(retries=1, execution_timeout=timedelta(minutes=15))
     def publish(result: dict, params=None, ds=None) -> dict:
@@ -87,7 +125,8 @@ with DAG(
     def severity_gate(result: dict, published: dict) -> dict:
         return enforce_severity(result, published)
 
-    ready = inputs_ready()
-    result = audit(ready)
-    published = publish(result)
-    severity_gate(result, published)
+    planned = plan(inputs_ready())
+    branch = choose_engine(planned)
+    result = audit_result(planned)
+    branch >> [audit_cli(planned), audit_spark_submit] >> result
+    severity_gate(result, publish(result))

@@ -4,8 +4,10 @@
   pushes the per-partition answers to XCom (key ``replay_check``) and fails (no retry) when the
   replay is unsafe, with the reasons in the task log and in the exception, so the downstream
   replay task never starts.
-* :func:`run_audit_cli`: runs ``kafka-audit audit`` into a work directory and returns the paths
-  and verdict; :func:`publish_report` copies the results to the output location with a stable
+* :func:`plan_audit` writes one run's audit arguments into its work directory;
+  :func:`spark_submit_audit` runs them with spark-submit (a SparkSubmitOperator, when the Spark
+  provider is installed) and :func:`run_audit_cli` as a ``kafka-audit audit`` subprocess;
+  :func:`read_audit_result` returns the paths and verdict; :func:`publish_report` copies the results to the output location with a stable
   ``latest`` name and dated copies; :func:`enforce_severity` fails when the audit's findings
   reached the chosen severity; :func:`notify_failure` is an ``on_failure_callback`` that mails
   the recipients through Airflow's SMTP notifier when they and an SMTP connection are set.
@@ -143,15 +145,12 @@ def check_inputs(log_dirs=None, manifests=None, max_age_hours: float = 26.0) -> 
     return {"log_dirs": dirs, "manifests": found}
 
 
-def run_audit_cli(work_dir: str, log_dirs=None, manifests=None, spark_master: str | None = None,
-                  config_file: str | None = None, history_dir: str | None = None, fail_on: str = "FAIL",
-                  extra_args: Sequence[str] = (), timeout_s: float = 4 * 3600, log=None) -> dict:
-    """``kafka-audit audit`` into ``work_dir`` (report.html, findings.json); findings never fail
-    this task (``--exit-zero``): publishing comes first, :func:`enforce_severity` decides."""
-    import logging
-
-    log = log or logging.getLogger("kafka_audit")
-    Path(work_dir).mkdir(parents=True, exist_ok=True)
+def audit_cli_args(work_dir: str, log_dirs=None, manifests=None, spark_master: str | None = None,
+                   config_file: str | None = None, history_dir: str | None = None, fail_on: str = "FAIL",
+                   spark_conf: dict | None = None, extra_args: Sequence[str] = ()) -> list[str]:
+    """The ``kafka-audit audit`` arguments writing report.html and findings.json into ``work_dir``.
+    Findings never fail the audit itself (``--exit-zero``): publishing comes first, then
+    :func:`enforce_severity` decides."""
     report, findings = os.path.join(work_dir, "report.html"), os.path.join(work_dir, "findings.json")
     args = ["audit", "--out", report, "--json", findings, "--fail-on", fail_on, "--exit-zero", "--progress"]
     for d in _as_list(log_dirs):
@@ -164,17 +163,90 @@ def run_audit_cli(work_dir: str, log_dirs=None, manifests=None, spark_master: st
         args += ["--config", config_file]
     if history_dir:
         args += ["--history", history_dir]
-    args += list(extra_args)
+    for key, value in (spark_conf or {}).items():
+        args += ["--conf", f"{key}={value}"]
+    return args + list(extra_args)
+
+
+def spark_submit_available() -> bool:
+    """Whether the Spark provider (and so SparkSubmitOperator) is installed."""
+    try:
+        from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def submit_application() -> str:
+    """The file spark-submit runs: auditor/submit_app.py of the installed auditor."""
+    import auditor.submit_app
+
+    return auditor.submit_app.__file__
+
+
+def plan_audit(work_dir: str, engine: str, **audit_args) -> dict:
+    """Prepares one run's work dir: the audit's arguments written to ``audit-args.json`` (what
+    spark-submit's application reads) and any results of an earlier attempt removed, so a
+    result found afterwards is this attempt's. ``engine``: auto, spark-submit or cli."""
+    work = Path(work_dir)
+    work.mkdir(parents=True, exist_ok=True)
+    for stale in ("report.html", "findings.json"):
+        (work / stale).unlink(missing_ok=True)
+    if engine == "auto":
+        engine = "spark-submit" if spark_submit_available() else "cli"
+    if engine == "spark-submit":
+        audit_args["spark_master"] = None  # spark-submit's master (the Spark connection) applies
+    args = audit_cli_args(str(work), **audit_args)
+    args_file = work / "audit-args.json"
+    args_file.write_text(json.dumps(args, indent=1))
+    return {"work_dir": str(work), "args": args, "args_file": str(args_file), "engine": engine}
+
+
+def read_audit_result(work_dir: str) -> dict:
+    """The audit's outcome from the findings.json it wrote into ``work_dir``."""
+    findings = os.path.join(work_dir, "findings.json")
+    if not os.path.exists(findings):
+        raise RuntimeError(f"the audit wrote no {findings}: see the audit task's log")
+    doc = json.loads(Path(findings).read_text())
+    return {"report": os.path.join(work_dir, "report.html"), "findings": findings, "verdict": doc["verdict"],
+            "exit_code": doc["exit_code"], "counts": doc["counts"], "generated_at_utc": doc["generated_at_utc"]}
+
+
+def run_audit_cli(work_dir: str, log_dirs=None, manifests=None, spark_master: str | None = None,
+                  config_file: str | None = None, history_dir: str | None = None, fail_on: str = "FAIL",
+                  extra_args: Sequence[str] = (), timeout_s: float = 4 * 3600, log=None, args=None) -> dict:
+    """``kafka-audit audit`` into ``work_dir`` (report.html, findings.json) as a subprocess whose
+    Spark driver runs on this worker; ``args`` (from :func:`plan_audit`) replaces the others."""
+    import logging
+
+    log = log or logging.getLogger("kafka_audit")
+    Path(work_dir).mkdir(parents=True, exist_ok=True)
+    args = args or audit_cli_args(work_dir, log_dirs, manifests, spark_master, config_file, history_dir,
+                                  fail_on, extra_args=extra_args)
     proc = _run(args, log, timeout_s)
     if proc.returncode in (EXIT_USAGE, EXIT_INPUT_PROBLEM):
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise AirflowFailException(f"kafka-audit audit refused its input (exit {proc.returncode}): {last}")
-    if proc.returncode != EXIT_OK or not os.path.exists(findings):
+    if proc.returncode != EXIT_OK or not os.path.exists(os.path.join(work_dir, "findings.json")):
         # a crash (Spark, memory): worth the task's retries
         raise RuntimeError(f"kafka-audit audit failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
-    doc = json.loads(Path(findings).read_text())
-    return {"report": report, "findings": findings, "verdict": doc["verdict"], "exit_code": doc["exit_code"],
-            "counts": doc["counts"], "generated_at_utc": doc["generated_at_utc"]}
+    return read_audit_result(work_dir)
+
+
+def spark_submit_audit(task_id: str, plan_task_id: str = "plan", conn_id: str = "spark_default",
+                       conf: dict | None = None, **kwargs) -> BaseOperator:
+    """A SparkSubmitOperator running the audit planned by ``plan_task_id`` (its audit-args.json)
+    with the driver started by spark-submit: master, deploy mode and resources come from the
+    Airflow Spark connection ``conn_id`` and ``conf``. The driver's and executors' Python is
+    this worker's interpreter unless ``conf`` says otherwise (spark.pyspark.python)."""
+    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+    settings = {"spark.pyspark.python": sys.executable, "spark.pyspark.driver.python": sys.executable}
+    settings.update(conf or {})
+    return SparkSubmitOperator(
+        task_id=task_id, application=submit_application(), conn_id=conn_id, conf=settings,
+        application_args=[f"{{{{ ti.xcom_pull(task_ids='{plan_task_id}')['args_file'] }}}}"],
+        name="kafka-log-auditor", **kwargs)
 
 
 def _atomic_copy(src: str, dst: Path) -> None:

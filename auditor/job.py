@@ -117,20 +117,38 @@ def spark_conf(master: str | None = None, conf: dict[str, str] | None = None) ->
     return settings
 
 
+def submitted_conf() -> dict[str, str]:
+    """spark-submit's settings when it started this process, else {}.
+
+    spark-submit starts the Python driver with its JVM already running (PYSPARK_GATEWAY_PORT);
+    the settings live in that JVM's system properties, which SparkConf only sees once PySpark
+    is attached to the gateway. In a plain interpreter nothing is attached here: the JVM is
+    launched later by the builder, with the builder's settings (driver memory among them).
+    """
+    if not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return {}
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()
+    return dict(SparkConf().getAll())
+
+
 def build_spark(master: str | None = None, conf: dict[str, str] | None = None, *, ship_code: bool | None = None):
     """A SparkSession for the audit: local[*] with small-machine defaults, or any master.
 
     ``conf`` overrides every default (``--conf k=v`` on the command line). Under ``spark-submit``
-    pass ``master=None`` and set nothing: the submitted master wins over ``local[*]`` because an
-    existing ``spark.master`` in the launcher's conf is kept. For a non-local master the
+    pass ``master=None``: the submitted master and settings win over the defaults
+    (:func:`submitted_conf`). For a non-local master the
     ``auditor`` package is zipped and shipped to executors (``ship_code``) so they need only
     pyarrow, crc32c and cramjam installed.
     """
-    from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
-    launched = SparkConf()
-    settings = spark_conf(master or launched.get("spark.master", None), conf)
+    # Under spark-submit the launcher's settings (master, resources, --conf) win over the
+    # defaults; an explicit master or --conf given to the audit wins over both.
+    submitted = submitted_conf()
+    submitted_master = submitted.pop("spark.master", None)
+    settings = spark_conf(master or submitted_master, {**submitted, **(conf or {})})
     if "spark.pyspark.python" in settings:
         # PySpark takes the workers' interpreter from this variable when it creates the context.
         os.environ.setdefault("PYSPARK_PYTHON", settings["spark.pyspark.python"])

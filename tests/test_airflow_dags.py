@@ -1,6 +1,8 @@
 """The Airflow DAGs, run for real: Airflow 3 with a migrated sqlite database in a temp
 AIRFLOW_HOME, the DAG files loaded by a DagBag, and whole runs with ``dag.test()`` against log
-dirs of a real Kafka broker (tests/airflow_runner.py runs each in its own process)."""
+dirs of a real Kafka broker (tests/airflow_runner.py runs each in its own process). The nightly
+audit runs both ways: through the Spark provider's SparkSubmitOperator against a real Spark
+standalone cluster, and as the CLI task on Spark local."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.scenarios import make_retention_gap
+from harness.spark_standalone import StandaloneSpark
 
 REPO = Path(__file__).resolve().parents[1]
 RUNNER = Path(__file__).parent / "airflow_runner.py"
@@ -23,9 +26,11 @@ DAY = 86_400_000
 @pytest.fixture(scope="module")
 def airflow_env(tmp_path_factory):
     home = tmp_path_factory.mktemp("airflow-home")
+    # spark-submit on the worker's PATH, as a deployment has it (the provider runs it by name)
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     env = dict(os.environ, AIRFLOW_HOME=str(home), AIRFLOW__CORE__LOAD_EXAMPLES="False",
                AIRFLOW__CORE__DAGS_FOLDER=str(REPO / "airflow_dags"), SPARK_LOCAL_IP="127.0.0.1",
-               PYTHONPATH=str(REPO))
+               PYTHONPATH=str(REPO), PATH=path)
     airflow = Path(sys.executable).with_name("airflow")
     proc = subprocess.run([str(airflow), "db", "migrate"], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -43,9 +48,17 @@ def kafka(kafka_cluster_factory):
     return cluster, now, Counter(d.partition for d in hot).most_common(1)[0][0]
 
 
+@pytest.fixture(scope="module")
+def spark_standalone(tmp_path_factory):
+    cluster = StandaloneSpark(tmp_path_factory.mktemp("spark-standalone")).start()
+    yield cluster
+    cluster.stop()
+
+
 def run_dag(env, dag_id: str, conf: dict) -> dict:
     proc = subprocess.run([sys.executable, str(RUNNER), dag_id, json.dumps(conf)], env=env, capture_output=True,
                           text=True, timeout=1200, cwd=REPO)
+    (Path(env["AIRFLOW_HOME"]) / f"{dag_id}.last-run.log").write_text(proc.stdout + proc.stderr)  # for a failing test
     line = next((l for l in proc.stdout.splitlines() if l.startswith("AIRFLOW_RUNNER_RESULT ")), None)
     assert line, f"dag.test() of {dag_id} did not finish (exit {proc.returncode}): {proc.stdout[-3000:]} {proc.stderr[-3000:]}"
     return json.loads(line.split(" ", 1)[1])
@@ -54,24 +67,36 @@ def run_dag(env, dag_id: str, conf: dict) -> dict:
 def test_dagbag_has_both_dags_and_no_import_errors(airflow_env):
     code = ("import json; from airflow.dag_processing.dagbag import DagBag; "
             f"b = DagBag(dag_folder={str(REPO / 'airflow_dags')!r}); "
-            "print(json.dumps({'errors': {str(k): str(v) for k, v in b.import_errors.items()}, 'dags': sorted(b.dags)}))")
+            "t = b.dags['kafka_audit_nightly'].get_task('audit_spark_submit'); "
+            "print(json.dumps({'errors': {str(k): str(v) for k, v in b.import_errors.items()}, 'dags': sorted(b.dags), "
+            "'submit': [type(t).__name__, t.application]}))")
     proc = subprocess.run([sys.executable, "-c", code], env=airflow_env, capture_output=True, text=True, timeout=300)
     doc = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert doc == {"errors": {}, "dags": ["kafka_audit_nightly", "kafka_pre_replay_check"]}
+    assert doc["errors"] == {} and doc["dags"] == ["kafka_audit_nightly", "kafka_pre_replay_check"]
+    # the Spark provider is part of the test setup: the audit task is the real SparkSubmitOperator
+    assert doc["submit"][0] == "SparkSubmitOperator" and doc["submit"][1].endswith("auditor/submit_app.py")
 
 
-def test_nightly_publishes_then_fails_on_a_planted_fail(airflow_env, kafka, tmp_path):
+def test_nightly_spark_submit_publishes_then_fails_on_a_planted_fail(airflow_env, kafka, spark_standalone, tmp_path):
+    """engine spark-submit: the provider's SparkSubmitOperator submits auditor/submit_app.py to a
+    real standalone master (the Airflow connection spark_default); its executors scan the dirs."""
     cluster, _, hot = kafka
+    master_host, master_port = spark_standalone.url.rsplit(":", 1)
+    env = dict(airflow_env, AIRFLOW_CONN_SPARK_DEFAULT=json.dumps(
+        {"conn_type": "spark", "host": master_host, "port": int(master_port)}))
     config = tmp_path / "audit.yaml"
     config.write_text("checks:\n  skew.partition_size: {min_topic_bytes: 1000, warn_ratio: 2, fail_ratio: 3}\n")
     out = tmp_path / "reports"
     (out).mkdir()
     (out / "kafka-audit-2000-01-01.html").write_text("an old dated copy")  # pruned: keep = 1
-    result = run_dag(airflow_env, "kafka_audit_nightly", {
+    apps_before = len(spark_standalone.completed_apps())
+    result = run_dag(env, "kafka_audit_nightly", {
         "log_dirs": [str(d) for d in cluster.log_dirs(1)], "config_file": str(config), "output_dir": str(out),
-        "history_dir": str(tmp_path / "history"), "fail_on": "FAIL", "keep": 1, "spark_master": "local[2]"})
-    assert result["tasks"] == {"inputs_ready": "success", "audit": "success", "publish": "success",
-                               "severity_gate": "failed"}, result
+        "history_dir": str(tmp_path / "history"), "fail_on": "FAIL", "keep": 1, "engine": "spark-submit",
+        "spark_conf": {"spark.executor.memory": "512m", "spark.cores.max": "1"}})
+    assert result["tasks"] == {"inputs_ready": "success", "plan": "success", "choose_engine": "success",
+                               "audit_spark_submit": "success", "audit_cli": "skipped", "audit_result": "success",
+                               "publish": "success", "severity_gate": "failed"}, result
     assert result["state"] == "failed"
     doc = json.loads((out / "kafka-audit-latest.json").read_text())
     skew = [f for f in doc["findings"] if f["code"] == "KLA001" and f["severity"] == "FAIL"]
@@ -79,22 +104,26 @@ def test_nightly_publishes_then_fails_on_a_planted_fail(airflow_env, kafka, tmp_
     assert (out / "kafka-audit-latest.html").stat().st_size > 10_000
     dated = sorted(p.name for p in out.glob("kafka-audit-2*.html"))
     assert len(dated) == 1 and dated[0] != "kafka-audit-2000-01-01.html"
+    # the audit really ran as an application of the standalone cluster, not in local mode
+    apps = spark_standalone.completed_apps(at_least=apps_before + 1)
+    assert len(apps) == apps_before + 1 and apps[-1]["name"] == "kafka-log-auditor", spark_standalone.state()
 
 
-def test_nightly_succeeds_below_the_failing_severity(airflow_env, kafka, tmp_path):
+def test_nightly_cli_engine_succeeds_below_the_failing_severity(airflow_env, kafka, tmp_path):
     cluster, _, _ = kafka
     out = tmp_path / "reports"
     result = run_dag(airflow_env, "kafka_audit_nightly", {
         "log_dirs": [str(d) for d in cluster.log_dirs(1)], "output_dir": str(out), "history_dir": str(tmp_path / "h"),
-        "fail_on": "FAIL", "spark_master": "local[2]"})
+        "fail_on": "FAIL", "spark_master": "local[2]", "engine": "cli"})
     assert result["state"] == "success", result
+    assert result["tasks"]["audit_cli"] == "success" and result["tasks"]["audit_spark_submit"] == "skipped"
     assert json.loads((out / "kafka-audit-latest.json").read_text())["exit_code"] == 0
 
 
 def test_nightly_refuses_missing_inputs(airflow_env, tmp_path):
     result = run_dag(airflow_env, "kafka_audit_nightly", {"log_dirs": [str(tmp_path / "nowhere")],
                                                           "output_dir": str(tmp_path / "out")})
-    assert result["tasks"]["inputs_ready"] == "failed" and result["tasks"]["audit"] == "upstream_failed"
+    assert result["tasks"]["inputs_ready"] == "failed" and result["tasks"]["plan"] == "upstream_failed"
 
 
 def test_pre_replay_gate_blocks_unsafe_and_lets_safe_through(airflow_env, kafka):

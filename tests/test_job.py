@@ -13,12 +13,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pyarrow as pa
@@ -30,6 +28,7 @@ from auditor.job import aggregates, read_manifests, scan_dataframes
 from auditor.scan import scan_log_dirs
 from auditor.schema import DEPTHS, PARTITION_KEY, PARTITION_SCHEMA, SEGMENT_KEY, SEGMENT_SCHEMA, to_table
 from realdata import LOG_DIRS
+from harness.spark_standalone import StandaloneSpark
 from spark_session import spark  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
@@ -232,72 +231,6 @@ def test_cli_spark_engine_json_equals_local(tmp_path):
 # ---------------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(what: str, ok, timeout_s: float, logs: list[Path]) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if ok():
-            return
-        time.sleep(0.5)
-    tails = "\n".join(f"--- {p}\n{p.read_text(errors='replace')[-2000:]}" for p in logs if p.exists())
-    raise AssertionError(f"{what} not up after {timeout_s} s\n{tails}")
-
-
-class StandaloneSpark:
-    """A Spark standalone master + one worker (1 core, 1 GiB) from the installed PySpark."""
-
-    def __init__(self, workdir: Path):
-        import pyspark
-
-        self.spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
-        self.workdir = workdir
-        self.port, self.ui, self.worker_ui = _free_port(), _free_port(), _free_port()
-        self.procs: list[subprocess.Popen] = []
-        self.url = f"spark://127.0.0.1:{self.port}"
-
-    def _spawn(self, name: str, *args: str) -> Path:
-        log = self.workdir / f"{name}.log"
-        env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_WORKER_DIR": str(self.workdir / "work"),
-               "SPARK_LOG_DIR": str(self.workdir)}
-        self.procs.append(subprocess.Popen([str(self.spark_class), *args], stdout=log.open("wb"),
-                                           stderr=subprocess.STDOUT, env=env, cwd=self.workdir, start_new_session=True))
-        return log
-
-    def _state(self) -> dict:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.ui}/json/", timeout=2) as r:
-                return json.load(r)
-        except OSError:
-            return {}
-
-    def start(self) -> "StandaloneSpark":
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        mlog = self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                           "--port", str(self.port), "--webui-port", str(self.ui))
-        _wait("spark master", lambda: self._state().get("status") == "ALIVE", 90, [mlog])
-        wlog = self._spawn("worker", "org.apache.spark.deploy.worker.Worker", self.url, "--cores", "1",
-                           "--memory", "1g", "--webui-port", str(self.worker_ui), "--host", "127.0.0.1",
-                           "--work-dir", str(self.workdir / "work"))
-        _wait("spark worker", lambda: any(w.get("state") == "ALIVE" for w in self._state().get("workers", [])),
-              90, [mlog, wlog])
-        return self
-
-    def stop(self) -> None:
-        for p in reversed(self.procs):
-            if p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-
-
 def _produce_cluster_data(kc) -> None:
     kc.create_topic("orders", partitions=4, replication_factor=3)
     kc.create_topic("skewed", partitions=3, replication_factor=3)
@@ -385,7 +318,7 @@ def test_cluster_snapshot_same_tables_everywhere(spark, cluster_snapshot, tmp_pa
             capture_output=True, text=True, cwd=REPO, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}, timeout=600)
         timings["spark standalone (CLI, incl. JVM start)"] = time.perf_counter() - t
         assert proc.returncode == 0, proc.stderr[-4000:]
-        apps = cluster._state().get("completedapps", []) + cluster._state().get("activeapps", [])
+        apps = cluster.state().get("completedapps", []) + cluster.state().get("activeapps", [])
         assert apps, "the job did not run on the standalone master"
     finally:
         cluster.stop()

@@ -1,0 +1,85 @@
+"""A real Spark standalone cluster for tests: a master and one worker started on 127.0.0.1
+from the installed PySpark's own launcher (spark-class), stopped by the test."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+from harness.kafka import free_port
+
+
+def _wait(what: str, ok, timeout_s: float, logs: list[Path]) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if ok():
+            return
+        time.sleep(0.5)
+    tails = "\n".join(f"--- {p}\n{p.read_text(errors='replace')[-2000:]}" for p in logs if p.exists())
+    raise AssertionError(f"{what} not up after {timeout_s} s\n{tails}")
+
+
+class StandaloneSpark:
+    """A Spark standalone master + one worker (1 core, 1 GiB) from the installed PySpark."""
+
+    def __init__(self, workdir: Path):
+        import pyspark
+
+        self.spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
+        self.workdir = workdir
+        self.port, self.ui, self.worker_ui = free_port(), free_port(), free_port()
+        self.procs: list[subprocess.Popen] = []
+        self.url = f"spark://127.0.0.1:{self.port}"
+
+    def _spawn(self, name: str, *args: str) -> Path:
+        log = self.workdir / f"{name}.log"
+        env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_WORKER_DIR": str(self.workdir / "work"),
+               "SPARK_LOG_DIR": str(self.workdir)}
+        self.procs.append(subprocess.Popen([str(self.spark_class), *args], stdout=log.open("wb"),
+                                           stderr=subprocess.STDOUT, env=env, cwd=self.workdir, start_new_session=True))
+        return log
+
+    def state(self) -> dict:
+        """The master's JSON status (workers, active and completed applications); {} when down."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.ui}/json/", timeout=2) as r:
+                return json.load(r)
+        except OSError:
+            return {}
+
+    def start(self) -> "StandaloneSpark":
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        mlog = self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                           "--port", str(self.port), "--webui-port", str(self.ui))
+        _wait("spark master", lambda: self.state().get("status") == "ALIVE", 90, [mlog])
+        wlog = self._spawn("worker", "org.apache.spark.deploy.worker.Worker", self.url, "--cores", "1",
+                           "--memory", "1g", "--webui-port", str(self.worker_ui), "--host", "127.0.0.1",
+                           "--work-dir", str(self.workdir / "work"))
+        _wait("spark worker", lambda: any(w.get("state") == "ALIVE" for w in self.state().get("workers", [])),
+              90, [mlog, wlog])
+        return self
+
+    def stop(self) -> None:
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+
+    def completed_apps(self, at_least: int = 0, timeout_s: float = 30) -> list[dict]:
+        """The master's finished applications, oldest first; waits up to ``timeout_s`` for
+        ``at_least`` of them (the master marks an application finished shortly after its driver
+        disconnects)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            apps = sorted(self.state().get("completedapps", []), key=lambda a: a.get("starttime", 0))
+            if len(apps) >= at_least or time.monotonic() > deadline:
+                return apps
+            time.sleep(0.5)
