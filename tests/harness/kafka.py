@@ -584,7 +584,9 @@ class KafkaCluster:
                     partition: int | None = None, timeout_s: float = 60.0) -> None:
         """One transaction: init, begin, produce all, flush, then commit or abort.  The broker
         writes the data batches (isTransactional) and one control batch (COMMIT/ABORT) per
-        partition; an abort adds an entry to the segment's ``.txnindex``."""
+        partition; an abort adds an entry to the segment's ``.txnindex``.  Returns once those
+        markers are in the logs: the coordinator writes them after answering commit/abort, so a
+        caller looking at the files right away could otherwise miss them."""
         p = Producer(self._producer_conf(compression, 5, None, {
             "transactional.id": transactional_id or f"tx-{uuid.uuid4().hex[:12]}",
             "enable.idempotence": True,
@@ -592,10 +594,13 @@ class KafkaCluster:
         p.init_transactions(timeout_s)
         p.begin_transaction()
         errors: list[str] = []
+        touched: set[int] = set()
 
         def cb(err, msg):
             if err is not None:
                 errors.append(str(err))
+            else:
+                touched.add(msg.partition())
 
         for rec in records:
             r = _normalize(rec)
@@ -612,6 +617,22 @@ class KafkaCluster:
             p.commit_transaction(timeout_s)
         else:
             p.abort_transaction(timeout_s)
+        for part in sorted(touched):
+            self._wait_markers_written(topic, part, timeout_s)
+
+    def _wait_markers_written(self, topic: str, partition: int, timeout_s: float) -> None:
+        """Until no transaction is open on the partition: its last stable offset (read_committed
+        'latest') has reached the high watermark, which happens when the marker is appended."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            stable = self.list_offsets(topic, partition, "latest", isolation_level="read_committed")[0]
+            high = self.list_offsets(topic, partition, "latest")[0]
+            if stable == high:
+                return
+            if time.monotonic() > deadline:
+                raise KafkaHarnessError(f"{topic}-{partition}: transaction markers not written after {timeout_s} s "
+                                        f"(last stable offset {stable}, high watermark {high})")
+            time.sleep(0.05)
 
     # ------------------------------------------------------------- consume
     def consume(self, topic: str, partition: int | None = None, isolation_level: str = "read_committed",
