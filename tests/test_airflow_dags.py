@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.kafka import free_port
 from harness.scenarios import make_retention_gap
 from harness.spark_standalone import StandaloneSpark
 
@@ -46,6 +47,30 @@ def kafka(kafka_cluster_factory):
     cluster.produce("clicks", [(f"k{i}", os.urandom(300).hex(), None) for i in range(60)])
     now = make_retention_gap(cluster, "history")
     return cluster, now, Counter(d.partition for d in hot).most_common(1)[0][0]
+
+
+class MailSink:
+    """A real SMTP server on 127.0.0.1 (aiosmtpd) keeping what it receives."""
+
+    def __init__(self):
+        self.messages: list = []
+
+    async def handle_DATA(self, server, session, envelope):  # noqa: N802 - aiosmtpd's hook name
+        from email import message_from_bytes
+
+        self.messages.append((envelope.rcpt_tos, message_from_bytes(envelope.content)))
+        return "250 OK"
+
+
+@pytest.fixture()
+def smtp_server():
+    from aiosmtpd.controller import Controller
+
+    sink = MailSink()
+    controller = Controller(sink, hostname="127.0.0.1", port=free_port())
+    controller.start()
+    yield sink, controller.port
+    controller.stop()
 
 
 @pytest.fixture(scope="module")
@@ -120,10 +145,22 @@ def test_nightly_cli_engine_succeeds_below_the_failing_severity(airflow_env, kaf
     assert json.loads((out / "kafka-audit-latest.json").read_text())["exit_code"] == 0
 
 
-def test_nightly_refuses_missing_inputs(airflow_env, tmp_path):
-    result = run_dag(airflow_env, "kafka_audit_nightly", {"log_dirs": [str(tmp_path / "nowhere")],
-                                                          "output_dir": str(tmp_path / "out")})
+def test_nightly_refuses_missing_inputs_and_mails_the_recipients(airflow_env, smtp_server, tmp_path):
+    sink, port = smtp_server
+    env = dict(airflow_env, AIRFLOW_CONN_SMTP_DEFAULT=json.dumps({
+        "conn_type": "smtp", "host": "127.0.0.1", "port": port,
+        "extra": {"disable_tls": True, "disable_ssl": True, "from_email": "kafka-audit@example.org"}}))
+    result = run_dag(env, "kafka_audit_nightly", {"log_dirs": [str(tmp_path / "nowhere")],
+                                                  "output_dir": str(tmp_path / "out"),
+                                                  "recipients": ["kafka-ops@example.org"]})
     assert result["tasks"]["inputs_ready"] == "failed" and result["tasks"]["plan"] == "upstream_failed"
+    # the on_failure_callback mailed the failure through Airflow's SMTP notifier
+    assert len(sink.messages) == 1, sink.messages
+    rcpts, mail = sink.messages[0]
+    assert rcpts == ["kafka-ops@example.org"]
+    assert mail["Subject"].startswith("[kafka-audit] kafka_audit_nightly.inputs_ready failed")
+    body = next(part.get_payload(decode=True).decode() for part in mail.walk() if part.get_content_type() == "text/html")
+    assert "not a readable directory" in body and str(tmp_path / "out") in body
 
 
 def test_pre_replay_gate_blocks_unsafe_and_lets_safe_through(airflow_env, kafka):
