@@ -371,6 +371,30 @@ def ceiling_py_pread(files: list[str]) -> dict:
     return {"batches": batches, "records": records}
 
 
+def ceiling_index_syscalls(files: list[str]) -> dict:
+    """The system calls the index depth makes per segment, from Python, and nothing else: lstat,
+    open, fstat and close of the .log, .index and .timeindex, the first 4 KiB and the last 4 KiB
+    of the .log, the first entry and the last two entries of each index. No parsing, no rows."""
+    pread = os.pread
+    for path in files:
+        base = path[:-4]
+        for suffix, entry in ((".log", 0), (".index", 8), (".timeindex", 12)):
+            name = base + suffix
+            size = os.lstat(name).st_size
+            fd = os.open(name, os.O_RDONLY)
+            try:
+                os.fstat(fd)
+                if entry:
+                    pread(fd, entry, 0)
+                    pread(fd, 2 * entry, max(0, size - 2 * entry))
+                else:
+                    pread(fd, 4096, 0)
+                    pread(fd, 4096, max(0, size - 4096))
+            finally:
+                os.close(fd)
+    return {"batches": 0, "records": 0}
+
+
 def ceiling_numpy(files: list[str]) -> dict:
     """Bulk pread of 8 MiB windows, the offset chain walked in Python (one int.from_bytes per
     batch), then every header field gathered at once with numpy fancy indexing."""
@@ -462,7 +486,7 @@ def ceiling_worker(kind: str, dirs: list[str], cpu: int | None, build_dir: str) 
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
     files = _ceiling_files(dirs)
-    fn = {"py-pread": ceiling_py_pread, "numpy": ceiling_numpy,
+    fn = {"py-pread": ceiling_py_pread, "numpy": ceiling_numpy, "index-syscalls": ceiling_index_syscalls,
           "c": lambda f: ceiling_c(f, build_dir)}[kind]
     if kind == "c":
         _c_walk_lib(Path(build_dir))  # compile outside the timing
@@ -722,11 +746,12 @@ def measure(args, info: dict, cpu: int | None, log) -> int:
 
     ceilings = {}
     if not args.no_ceilings:
-        for kind in ("py-pread", "numpy", "c"):
+        for kind in ("py-pread", "numpy", "c", "index-syscalls"):
             rs = []
             for _ in range(args.runs):
                 cmd = [sys.executable, str(Path(__file__).resolve()), "--data", str(root),
-                       "--worker", f"ceiling:{kind}", "--cpu", str(-1 if cpu is None else cpu), str(big)]
+                       "--worker", f"ceiling:{kind}", "--cpu", str(-1 if cpu is None else cpu),
+                       str(many if kind == "index-syscalls" else big)]
                 r = run_measured(cmd)
                 rs.append({**json.loads(r["stdout"].strip().splitlines()[-1]), "maxrss_bytes": r["maxrss_bytes"],
                            "proc_wall_s": r["proc_wall_s"]})
@@ -806,15 +831,17 @@ def report(args, info, results, dump, dump_batch_lines, cats, cold, prof_run, wa
     cw = _med(cats, "proc_wall_s")
     P(f"{'big':10s} {'cat':8s} {big['log_files']:8,d} {cw:8.3f} {cw:7.2f} {big['log_files'] / cw:11,.0f} "
       f"{'-':>11s} {big['log_bytes'] / 1e6 / cw:8,.0f} {_med(cats, 'maxrss_bytes') / MiB:6.0f} MiB")
-    labels = {"py-pread": "ceil-py", "numpy": "ceil-np", "c": "ceil-C"}
+    labels = {"py-pread": "ceil-py", "numpy": "ceil-np", "c": "ceil-C", "index-syscalls": "ceil-idx"}
     for kind, rs in ceilings.items():
         w = _med(rs, "wall_s")
         r0 = rs[0]
+        name = "many" if kind == "index-syscalls" else "big"
         if r0.get("skipped"):
-            P(f"{'big':10s} {labels[kind]:8s} skipped: {r0['skipped']}")
+            P(f"{name:10s} {labels[kind]:8s} skipped: {r0['skipped']}")
             continue
-        P(f"{'big':10s} {labels[kind]:8s} {r0['segments']:8,d} {w:8.3f} {_med(rs, 'proc_wall_s'):7.2f} "
-          f"{r0['segments'] / w:11,.0f} {r0['batches'] / w:11,.0f} {r0['log_bytes'] / 1e6 / w:8,.0f} "
+        bat = f"{r0['batches'] / w:11,.0f}" if r0["batches"] else f"{'-':>11s}"
+        P(f"{name:10s} {labels[kind]:8s} {r0['segments']:8,d} {w:8.3f} {_med(rs, 'proc_wall_s'):7.2f} "
+          f"{r0['segments'] / w:11,.0f} {bat} {r0['log_bytes'] / 1e6 / w:8,.0f} "
           f"{_med(rs, 'maxrss_bytes') / MiB:6.0f} MiB")
     P("")
     P("  wall s = scan_log_dirs() only, in a fresh pinned interpreter; proc s = whole process (start, imports, scan, exit)")
@@ -828,7 +855,9 @@ def report(args, info, results, dump, dump_batch_lines, cats, cold, prof_run, wa
     if ceilings:
         P("  ceil-* = header-walk ceilings, not the product: every v2 header of big's .log files, no rows, no notes, "
           "no index reads: ceil-py one os.pread + struct.unpack per batch; ceil-np 8 MiB preads, offset chain in "
-          "Python, fields gathered by numpy; ceil-C a 30-line C loop via ctypes (windowed pread) filling a numpy array")
+          "Python, fields gathered by numpy; ceil-C a 30-line C loop via ctypes (windowed pread) filling a numpy array; "
+          "ceil-idx on many = only the system calls the index depth makes per segment, from Python (3 lstat, 3 "
+          "open/fstat/close, 6 preads), no parsing, no rows: the most a Python index depth could do")
     P("")
     P("ratios to the reader's headers depth on big (time of X / time of headers):")
     if dump:
