@@ -29,7 +29,7 @@ from pathlib import Path
 
 from auditor.formats import checkpoints, filenames
 from auditor.formats.errors import FormatError
-from auditor.formats.log_reader import LogReader
+from auditor.formats.log_reader import LogReader, _cwalk
 from auditor.formats.compression import CODEC_NAMES
 from auditor.formats.record_batch import CREATE_TIME, LOG_APPEND_TIME
 from auditor.formats.offset_index import read_offset_index
@@ -205,6 +205,10 @@ def scan_segment(
     row["scanned_at_ms"] = time.time_ns() // 1_000_000
     notes = [] if notes is None else notes
 
+    if depth == "index" and USE_C_WALK and _index_ends_in_c(row, files, notes):
+        row["notes"] = notes
+        return row
+
     for suffix in ("log", "index", "timeindex", "txnindex"):
         path = files.paths.get(suffix)
         if path is None:
@@ -240,6 +244,41 @@ def scan_segment(
             _scan_log(row, files, log_path, depth, notes)
     row["notes"] = notes
     return row
+
+
+#: What ``_cwalk.index_ends`` returns, in order (sizes and mtimes as lstat saw them).
+INDEX_ENDS_FIELDS = (
+    "log_size_bytes", "log_mtime_ns", "index_size_bytes", "index_mtime_ns", "timeindex_size_bytes",
+    "timeindex_mtime_ns", "index_entries", "last_index_offset", "last_index_position", "timeindex_entries",
+    "last_timeindex_timestamp_ms", "last_timeindex_offset", "first_offset", "first_batch_max_timestamp_ms",
+    "last_offset", "last_batch_max_timestamp_ms", "max_timestamp_ms",
+)
+
+
+def _index_ends_in_c(row: dict, files: SegmentFiles, notes: list[str]) -> bool:
+    """The 'index' depth of a plain segment (.log, .index and .timeindex, no .txnindex) in one C
+    call; False, having set nothing, when the extension is missing or the segment needs a note
+    (the C code hands every such case back, and the Python path writes the note)."""
+    if _cwalk is None or files.state is not None or files.paths.keys() != {"log", "index", "timeindex"}:
+        return False
+    paths = files.paths
+    facts = _cwalk.index_ends(paths["log"], paths["index"], paths["timeindex"], files.base_offset)
+    if facts is None:
+        return False
+    found = dict(zip(INDEX_ENDS_FIELDS, facts))
+    for suffix in ("log", "index", "timeindex"):
+        found[f"{suffix}_mtime_ms"] = found.pop(f"{suffix}_mtime_ns") // 1_000_000
+    row.update(found)
+    row["trailing_bytes"] = 0
+    _note_below_base_offset(row, files, paths["log"], notes)
+    return True
+
+
+def _note_below_base_offset(row: dict, files: SegmentFiles, log_path: Path, notes: list[str]) -> None:
+    first, last = row["first_offset"], row["last_offset"]
+    if first is not None and first < files.base_offset and last is not None and last < files.base_offset:
+        notes.append(f"{log_path}: byte 0: last_offset = {last}, expected >= {files.base_offset} "
+                     f"(the file name's base offset)")
 
 
 def _scan_indexes(row: dict, files: SegmentFiles, depth: str, notes: list[str]) -> None:
@@ -297,11 +336,7 @@ def _scan_log(row: dict, files: SegmentFiles, log_path: Path, depth: str, notes:
             else:
                 note += " (a closed segment must end on a batch boundary: truncation or corruption)"
         notes.append(note)
-    first = row["first_offset"]
-    if first is not None and first < files.base_offset and row["last_offset"] is not None and row["last_offset"] < files.base_offset:
-        notes.append(
-            f"{log_path}: byte 0: last_offset = {row['last_offset']}, expected >= {files.base_offset} (the file name's base offset)"
-        )
+    _note_below_base_offset(row, files, log_path, notes)
 
 
 def _scan_log_ends(row: dict, reader: LogReader, notes: list[str]) -> None:

@@ -116,3 +116,108 @@ def test_unreadable_mid_walk_falls_back(tmp_path, monkeypatch):
         assert reader.stop_reason in ("io-error", "partial-tail"), (reader.stop_reason, len(rest))
     finally:
         reader.close()
+
+
+# ---------------------------------------------------------------------------------------
+# The 'index' depth in one C call per segment (_cwalk.index_ends)
+# ---------------------------------------------------------------------------------------
+
+def _indexed_partition(tmp_path) -> SegmentFiles:
+    """A copy of the real segment with the most offset-index entries (mtimes kept)."""
+    best = None
+    for d in LOG_DIRS:
+        for idx in d.rglob("*.index"):
+            log = idx.with_suffix(".log")
+            if log.exists() and idx.with_suffix(".timeindex").exists() and not idx.with_suffix(".txnindex").exists():
+                if best is None or idx.stat().st_size > best.stat().st_size:
+                    best = idx
+    target = tmp_path / best.parent.name
+    target.mkdir()
+    paths = {}
+    for suffix in ("log", "index", "timeindex"):
+        paths[suffix] = target / best.with_suffix(f".{suffix}").name
+        shutil.copy2(best.with_suffix(f".{suffix}"), paths[suffix])
+    return SegmentFiles(int(best.stem), None, paths)
+
+
+def _index_rows(files: SegmentFiles, monkeypatch, use_c: bool) -> dict:
+    monkeypatch.setattr(scan, "USE_C_WALK", use_c)
+    row = scan_segment(SegmentFiles(files.base_offset, None, dict(files.paths)), "index", is_active=True, location={})
+    return {k: v for k, v in row.items() if k not in IGNORED}
+
+
+def _rewrite(path: Path, fn) -> None:
+    path.write_bytes(fn(path.read_bytes()))
+
+
+# damage -> "c": the C call takes the segment; "note": it hands it to the Python path, which
+# notes the problem; "python": handed over without a problem (entries C does not walk)
+INDEX_DAMAGE = {
+    "none": "c",
+    "preallocated-indexes": "c",           # an active segment's zero tails: binary search for the last entry
+    "empty-offset-index": "c",             # below index.interval.bytes: walk the whole log
+    "offset-index-odd-size": "note",
+    "offset-index-out-of-order": "note",
+    "offset-index-negative-relative": "note",
+    "offset-index-past-log": "note",
+    "time-index-out-of-order": "note",
+    "time-index-empty": "note",
+    "log-cut-mid-batch": "note",
+    "log-zero-tail": "note",
+    "offset-index-symlink": "note",
+    "log-legacy-entries": "python",
+    "log-empty": "python",
+}
+
+
+@pytest.mark.parametrize("damage", sorted(INDEX_DAMAGE))
+def test_index_depth_in_c_equals_python(damage, tmp_path, monkeypatch):
+    files = _indexed_partition(tmp_path)
+    log, idx, tidx = files.paths["log"], files.paths["index"], files.paths["timeindex"]
+    assert idx.stat().st_size >= 3 * 8 and tidx.stat().st_size >= 3 * 12
+    if damage == "preallocated-indexes":
+        os.truncate(idx, 10 * 1024 * 1024)
+        os.truncate(tidx, 10 * 1024 * 1024 - 4)
+    elif damage == "empty-offset-index":
+        os.truncate(idx, 0)
+    elif damage == "offset-index-odd-size":
+        _rewrite(idx, lambda b: b + b"\x00\x00\x01")
+    elif damage == "offset-index-out-of-order":
+        _rewrite(idx, lambda b: b[:-16] + b[-8:] + b[-16:-8])
+    elif damage == "offset-index-negative-relative":
+        _rewrite(idx, lambda b: b[:-8] + struct.pack(">ii", -5, struct.unpack(">ii", b[-8:])[1]))
+    elif damage == "offset-index-past-log":
+        _rewrite(idx, lambda b: b[:-8] + struct.pack(">ii", struct.unpack(">ii", b[-8:])[0], log.stat().st_size + 100))
+    elif damage == "time-index-out-of-order":
+        _rewrite(tidx, lambda b: b[:-12] + struct.pack(">qi", 0, struct.unpack(">qi", b[-12:])[1]))
+    elif damage == "time-index-empty":
+        os.truncate(tidx, 0)
+    elif damage == "log-cut-mid-batch":
+        os.truncate(log, log.stat().st_size - 7)
+    elif damage == "log-zero-tail":
+        _rewrite(log, lambda b: b + bytes(8192))
+    elif damage == "log-legacy-entries":
+        log.write_bytes(next(p for p in sorted(RECORD_SETS.rglob("*v1-v1.records.bin"))).read_bytes())
+        os.truncate(idx, 0)
+    elif damage == "log-empty":
+        for p in (log, idx, tidx):
+            os.truncate(p, 0)
+    elif damage == "offset-index-symlink":
+        real = tmp_path / "elsewhere.index"
+        idx.rename(real)
+        idx.symlink_to(real)
+    took = log_reader._cwalk.index_ends(log, idx, tidx, files.base_offset) is not None
+    assert took == (INDEX_DAMAGE[damage] == "c")
+    with_c, pure = _index_rows(files, monkeypatch, True), _index_rows(files, monkeypatch, False)
+    assert with_c == pure
+    assert bool(pure["notes"]) == (INDEX_DAMAGE[damage] == "note"), pure["notes"]
+    if took:
+        assert with_c["last_offset"] is not None and with_c["max_timestamp_ms"] is not None
+
+
+def test_index_depth_in_c_on_real_dirs(monkeypatch):
+    with_c = [{k: v for k, v in r.items() if k not in IGNORED}
+              for r in (monkeypatch.setattr(scan, "USE_C_WALK", True) or scan_log_dirs(LOG_DIRS, "index")).segments]
+    pure = [{k: v for k, v in r.items() if k not in IGNORED}
+            for r in (monkeypatch.setattr(scan, "USE_C_WALK", False) or scan_log_dirs(LOG_DIRS, "index")).segments]
+    assert with_c == pure and len(with_c) >= 7

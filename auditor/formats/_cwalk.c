@@ -13,14 +13,27 @@
  * implementation that the conformance tests compare with DumpLogSegments. This module only
  * makes the common case fast; it decides nothing the Python walker would decide differently.
  *
- * Byte layout: DefaultRecordBatch.java (the same offsets as auditor/formats/record_batch.py).
+ * index_ends(log, index, timeindex, base_offset) is the 'index' depth of one segment in one call:
+ * lstat of the three files, the last valid entry of each index (binary search over a
+ * preallocated zero tail, as auditor/formats/_fixed_index.py _read_tail), the first batch
+ * header and the batches after the last offset-index entry. It returns None whenever the Python
+ * path would write a note or stop early (a file missing or not regular, an index size that is
+ * not a multiple of its entry, an entry out of order or with a negative relative offset, a
+ * short read, the index pointing past the log, a first entry or tail that is not well-formed v2,
+ * an empty .timeindex beside a non-empty .log), and scan.py then scans the segment in Python.
+ *
+ * Byte layouts: DefaultRecordBatch.java (the same offsets as auditor/formats/record_batch.py),
+ * OffsetIndex.java and TimeIndex.java (auditor/formats/offset_index.py, time_index.py).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define BASE_OFFSET_OFFSET 0
@@ -86,12 +99,16 @@ static ssize_t read_window(int fd, unsigned char *buf, size_t want, int64_t pos)
     return (ssize_t)got;
 }
 
-static void walk(int fd, int64_t pos, int64_t size, unsigned char *buf, totals_t *t) {
+/* max_batches: stop after that many (0: no limit); first_window: the first pread's size. */
+static void walk(int fd, int64_t pos, int64_t size, unsigned char *buf, totals_t *t, int64_t max_batches,
+                 int64_t first_window) {
     int64_t buf_start = pos, buf_end = pos, last_size = 0;
     for (;;) {
+        if (max_batches && t->batches >= max_batches) break;
         if (size - pos < RECORD_BATCH_OVERHEAD) break;
         if (pos + RECORD_BATCH_OVERHEAD > buf_end) {
             int64_t want = last_size < LARGE_BATCH_BYTES ? CHUNK_BYTES : HEADER_PROBE_BYTES;
+            if (buf_end == buf_start && first_window) want = first_window;
             if (want > size - pos) want = size - pos;
             if (read_window(fd, buf, (size_t)want, pos) < 0) break;
             buf_start = pos;
@@ -167,7 +184,7 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
     if (buf == NULL) return PyErr_NoMemory();
     totals_t t = {0};
     Py_BEGIN_ALLOW_THREADS
-    walk(fd, (int64_t)start, (int64_t)size, buf, &t);
+    walk(fd, (int64_t)start, (int64_t)size, buf, &t, 0, 0);
     Py_END_ALLOW_THREADS
     free(buf);
     if (t.out_of_memory) {
@@ -200,10 +217,185 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
         "control_positions", controls);
 }
 
+/* ---- index depth ------------------------------------------------------------------------ */
+
+#define OFFSET_INDEX_ENTRY 8     /* relativeOffset int32, position int32 */
+#define TIME_INDEX_ENTRY 12      /* timestamp int64, relativeOffset int32 */
+
+typedef struct {
+    int time_index;
+    int64_t n;                   /* valid entries: a prefix of the slots */
+    int64_t first, second;       /* the last valid entry: (offset, position) or (timestamp, offset) */
+} index_tail_t;
+
+/* One entry as (raw key, relative offset) and as the reported pair; 0 on a short read. */
+static int read_entry(int fd, int time_index, int64_t i, int64_t base, int64_t *key, int64_t *rel,
+                      int64_t *first, int64_t *second) {
+    unsigned char e[TIME_INDEX_ENTRY];
+    int es = time_index ? TIME_INDEX_ENTRY : OFFSET_INDEX_ENTRY;
+    if (read_window(fd, e, (size_t)es, i * es) < 0) return 0;
+    if (time_index) {
+        *key = be64(e);
+        *rel = be32(e + 8);
+        *first = *key;
+        *second = base + *rel;
+    } else {
+        *rel = be32(e);
+        *key = be32(e + 4);
+        *first = base + *rel;
+        *second = *key;
+    }
+    return 1;
+}
+
+static int zero_tail_entry(int64_t i, int64_t key, int64_t rel) { return i > 0 ? rel == 0 : (rel == 0 && key == 0); }
+
+/* Kafka's ordering rules between two entries (offset_index.py / time_index.py _check_order). */
+static int out_of_order(int time_index, int64_t pf, int64_t ps, int64_t cf, int64_t cs) {
+    if (cf <= pf) return 1;
+    return time_index ? cs < ps : cs <= ps;
+}
+
+/* 1 with the tail in *t, 0 when the Python reader must look (it would write a problem). */
+static int index_tail(int fd, int64_t size, int time_index, int64_t base, index_tail_t *t) {
+    int64_t es = time_index ? TIME_INDEX_ENTRY : OFFSET_INDEX_ENTRY;
+    int64_t slots = size / es, key, rel, f0, s0, f, s;
+    t->time_index = time_index;
+    t->n = 0;
+    if (size % es) return 0;
+    if (slots == 0) return 1;
+    if (!read_entry(fd, time_index, 0, base, &key, &rel, &f0, &s0)) return 0;
+    if (zero_tail_entry(0, key, rel)) return 1;
+    int64_t n;
+    if (!read_entry(fd, time_index, slots - 1, base, &key, &rel, &f, &s)) return 0;
+    if (!zero_tail_entry(slots - 1, key, rel)) {
+        n = slots;
+    } else {
+        int64_t lo = 0, hi = slots - 1;
+        while (hi - lo > 1) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (!read_entry(fd, time_index, mid, base, &key, &rel, &f, &s)) return 0;
+            if (!zero_tail_entry(mid, key, rel)) lo = mid; else hi = mid;
+        }
+        n = hi;
+    }
+    int64_t last_rel;
+    if (!read_entry(fd, time_index, n - 1, base, &key, &last_rel, &f, &s)) return 0;
+    if (last_rel < 0) return 0;
+    if (n >= 2) {
+        int64_t pf, ps;
+        if (!read_entry(fd, time_index, n - 2, base, &key, &rel, &pf, &ps)) return 0;
+        if (out_of_order(time_index, pf, ps, f, s)) return 0;
+        if (n > 2 && out_of_order(time_index, f0, s0, f, s)) return 0;
+    }
+    t->n = n;
+    t->first = f;
+    t->second = s;
+    return 1;
+}
+
+typedef struct {
+    struct stat st[3];           /* .log, .index, .timeindex as lstat saw them */
+    index_tail_t idx[2];
+    totals_t head, tail;
+    int64_t log_size;            /* fstat of the open .log: what the walk covers */
+} segment_t;
+
+/* 1 when the segment is on the common path and *g is filled; 0 to hand over to Python. */
+static int index_segment(const char *paths[3], int64_t base, unsigned char *buf, segment_t *g) {
+    for (int k = 0; k < 3; k++)
+        if (lstat(paths[k], &g->st[k]) != 0 || !S_ISREG(g->st[k].st_mode)) return 0;
+    if (g->st[2].st_size == 0 && g->st[0].st_size > 0) return 0;  /* noted by scan.py */
+    for (int k = 1; k < 3; k++) {
+        int fd = open(paths[k], O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0) return 0;
+        struct stat st;
+        int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                 index_tail(fd, (int64_t)st.st_size, k == 2, base, &g->idx[k - 1]);
+        close(fd);
+        if (!ok) return 0;
+    }
+    int fd = open(paths[0], O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return 0;
+    struct stat st;
+    int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    if (ok) {
+        g->log_size = (int64_t)st.st_size;
+        walk(fd, 0, g->log_size, buf, &g->head, 1, HEADER_PROBE_BYTES);
+        ok = g->head.batches == 1 && !g->head.out_of_memory;
+    }
+    if (ok) {
+        int64_t start = g->idx[0].n ? g->idx[0].second : 0;
+        ok = start < g->log_size;
+        if (ok) {
+            walk(fd, start, g->log_size, buf, &g->tail, 0, HEADER_PROBE_BYTES);
+            ok = g->tail.stop == g->log_size && g->tail.batches > 0 && !g->tail.out_of_memory;
+        }
+    }
+    free(g->head.control_positions);
+    free(g->tail.control_positions);
+    close(fd);
+    return ok;
+}
+
+static PyObject *mtime_ns(const struct stat *st) {
+    return PyLong_FromLongLong((long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec);
+}
+
+static PyObject *opt_ts(int64_t value) { return opt_int(value != NO_TIMESTAMP, value); }
+
+static PyObject *index_ends(PyObject *self, PyObject *args) {
+    PyObject *encoded[3] = {NULL, NULL, NULL};
+    long long base;
+    if (!PyArg_ParseTuple(args, "O&O&O&L", PyUnicode_FSConverter, &encoded[0], PyUnicode_FSConverter, &encoded[1],
+                          PyUnicode_FSConverter, &encoded[2], &base)) {
+        for (int k = 0; k < 3; k++) Py_XDECREF(encoded[k]);
+        return NULL;
+    }
+    const char *paths[3];
+    for (int k = 0; k < 3; k++) paths[k] = PyBytes_AS_STRING(encoded[k]);
+    unsigned char *buf = malloc(CHUNK_BYTES);
+    if (buf == NULL) {
+        for (int k = 0; k < 3; k++) Py_DECREF(encoded[k]);
+        return PyErr_NoMemory();
+    }
+    segment_t g;
+    memset(&g, 0, sizeof g);
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    ok = index_segment(paths, (int64_t)base, buf, &g);
+    Py_END_ALLOW_THREADS
+    free(buf);
+    for (int k = 0; k < 3; k++) Py_DECREF(encoded[k]);
+    if (!ok) Py_RETURN_NONE;
+
+    /* the largest record timestamp: the time index's last entry, every batch after it, the first */
+    int has = g.idx[1].n > 0;
+    int64_t max_ts = g.idx[1].first;
+    if (g.tail.has_max_ts && (!has || g.tail.max_ts > max_ts)) { max_ts = g.tail.max_ts; has = 1; }
+    if (g.head.first_max_ts != NO_TIMESTAMP && (!has || g.head.first_max_ts > max_ts)) {
+        max_ts = g.head.first_max_ts;
+        has = 1;
+    }
+    return Py_BuildValue(
+        "(LNLNLNLNNLNNLNLNN)",
+        (long long)g.st[0].st_size, mtime_ns(&g.st[0]),
+        (long long)g.st[1].st_size, mtime_ns(&g.st[1]),
+        (long long)g.st[2].st_size, mtime_ns(&g.st[2]),
+        (long long)g.idx[0].n, opt_int(g.idx[0].n > 0, g.idx[0].first), opt_int(g.idx[0].n > 0, g.idx[0].second),
+        (long long)g.idx[1].n, opt_int(g.idx[1].n > 0, g.idx[1].first), opt_int(g.idx[1].n > 0, g.idx[1].second),
+        (long long)g.head.first_base_offset, opt_ts(g.head.first_max_ts),
+        (long long)g.tail.last_offset, opt_ts(g.tail.last_max_ts),
+        opt_int(has, max_ts));
+}
+
 static PyMethodDef methods[] = {
     {"walk_v2", walk_v2, METH_VARARGS,
      "walk_v2(fd, start, size) -> dict: fold consecutive well-formed v2 batch headers from byte "
      "start; stop_position is where the Python walker must take over (== size at a clean end)."},
+    {"index_ends", index_ends, METH_VARARGS,
+     "index_ends(log, index, timeindex, base_offset) -> tuple or None: one segment's 'index' depth "
+     "facts (see scan.py INDEX_ENDS_FIELDS), None when the Python path must scan it."},
     {NULL, NULL, 0, NULL},
 };
 
