@@ -1,6 +1,6 @@
 """Only the optional C extension lives here; everything else is in pyproject.toml.
 
-``auditor.formats._cwalk`` speeds up the 'headers' depth. It is optional: when no C compiler is
+``auditor.formats._cwalk`` speeds up the 'headers' and 'index' depths. It is optional: when no C compiler is
 available the build skips it and the scanner uses its pure-Python walker (same rows, slower).
 """
 

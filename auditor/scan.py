@@ -375,8 +375,9 @@ def _scan_log_ends(row: dict, reader: LogReader, notes: list[str]) -> None:
     row["trailing_bytes"] = reader.size_bytes - reader.stop_position
 
 
-#: The 'headers' depth folds well-formed v2 batches in C when the extension is built (tests turn
-#: this off to prove both paths give the same rows).
+#: The C extension takes the common case of two depths when it is built: 'headers' folds
+#: well-formed v2 batches, 'index' reads a plain segment's ends in one call. Tests turn this off
+#: to prove both paths give the same rows (tests/test_c_walk.py).
 USE_C_WALK = True
 
 

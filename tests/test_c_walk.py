@@ -1,4 +1,5 @@
-"""The C fold of v2 headers (auditor/formats/_cwalk.c) gives exactly the pure-Python rows.
+"""The C paths (auditor/formats/_cwalk.c) give exactly the pure-Python rows: the fold of v2
+headers at 'headers' depth, and the one-call segment ends at 'index' depth.
 
 The C path only takes well-formed v2 batches and hands everything else (legacy entries, cut or
 corrupt or zero-filled tails) back to the Python walker, which the conformance tests compare with
