@@ -182,7 +182,9 @@ def write_outputs(result: AuditResult, out_html: str | None, out_json: str | Non
     from reports.html import render
 
     written = []
-    if out_json:
+    if out_json == "-":
+        sys.stdout.write(json.dumps(result.doc, indent=1, default=str) + "\n")
+    elif out_json:
         p = Path(out_json)
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(json.dumps(result.doc, indent=1, default=str) + "\n")
@@ -201,7 +203,8 @@ def write_outputs(result: AuditResult, out_html: str | None, out_json: str | Non
     return written
 
 
-def summary_lines(result: AuditResult) -> list[str]:
+def summary_lines(result: AuditResult, min_severity: Severity = Severity.WARN) -> list[str]:
+    """The verdict, the cluster totals, then the findings from ``min_severity`` up as a table."""
     doc = result.doc
     t = doc["totals"]
     from auditor.units import human_bytes
@@ -210,11 +213,19 @@ def summary_lines(result: AuditResult) -> list[str]:
              + ", ".join(f"{doc['counts'][s]} {s}" for s in ("FAIL", "WARN", "INFO", "PASS")),
              f"{t['brokers']} broker(s), {t['log_dirs']} log dir(s), {t['topics']} topic(s), {t['partitions']} partition(s), "
              f"{t['segments']} segment(s), {human_bytes(t['size_bytes'])}; {doc['elapsed_s']} s"]
-    for f in result.findings:
-        if f.severity >= Severity.WARN:
-            where = f"{f.topic}-{f.partition}" if f.topic is not None and f.partition is not None else (f.topic or "cluster")
-            lines.append(f"  {f.severity.name:4s} {f.code} {where}: {f.message}")
+    rows = [(f.severity.name, f.code, _where(f), f.message) for f in result.findings if f.severity >= min_severity]
+    if rows:
+        width = min(max(len(r[2]) for r in rows), 40)
+        lines.append("")
+        lines.append(f"  {'SEVERITY':8s} {'CODE':6s} {'WHERE':{width}s} FINDING")
+        lines.extend(f"  {sev:8s} {code:6s} {where:{width}s} {message}" for sev, code, where, message in rows)
     return lines
+
+
+def _where(f: Finding) -> str:
+    if f.topic is not None and f.partition is not None:
+        return f"{f.topic}-{f.partition}"
+    return f.topic or "cluster"
 
 
 def progress_printer(stream=sys.stderr) -> Callable[[str], None]:

@@ -67,7 +67,8 @@ def register(sub, formatter) -> None:
 
 def _common(p) -> None:
     p.add_argument("--out", metavar="REPORT.html", help="write the HTML report here")
-    p.add_argument("--json", metavar="FINDINGS.json", help="write every finding (and the summary) as JSON here")
+    p.add_argument("--json", metavar="FINDINGS.json",
+                   help="write every finding (and the summary) as JSON here; - for stdout (the table then goes to stderr)")
     p.add_argument("--history", metavar="DIR", help="append this run to a history dir (Parquet) and draw trends")
     p.add_argument("--config", metavar="FILE", help="YAML/JSON config: thresholds, per-topic overrides, fail_on")
     p.add_argument("--fail-on", metavar="SEVERITY", help="exit 1 from this severity on: INFO, WARN or FAIL (default FAIL)")
@@ -124,8 +125,10 @@ def _execute(req, args, out_html, out_json, history) -> int:
         raise cli.CliError(str(exc)) from None
     for path in write_outputs(result, out_html, out_json, history):
         sys.stderr.write(f"wrote {path}\n")
+    # with --json - stdout carries the JSON alone, so the summary goes to stderr
+    summary = sys.stderr if out_json == "-" else sys.stdout
     for line in summary_lines(result):
-        print(line)
+        summary.write(line + "\n")
     return result.exit_code
 
 

@@ -90,9 +90,24 @@ def test_audit_exit_codes_json_and_rerender(tmp_path):
     assert doc["verdict"] == "WARN" and doc["fail_on"] == "WARN"
     assert proc.returncode == 1 and doc["exit_code"] == 1, proc.stderr[-3000:]
     assert proc.stdout.startswith("verdict WARN (exit 1, fails at WARN)")
+    # the findings from WARN up as a table: header, then one row per finding with code and location
+    table = proc.stdout.split("\n\n", 1)[1].splitlines()
+    assert table[0].split() == ["SEVERITY", "CODE", "WHERE", "FINDING"]
+    warn = [f for f in doc["findings"] if f["severity"] in ("WARN", "FAIL")]
+    assert len(table) == 1 + len(warn) and all(row.split()[:2] == [f["severity"], f["code"]]
+                                               for row, f in zip(table[1:], warn))
     assert len(list((tmp_path / "history").glob("run-*.parquet"))) == 1
     rerender = kafka_audit("report", tmp_path / "f.json", "--out", tmp_path / "again.html", "--history", tmp_path / "history")
     assert rerender.returncode == 0 and (tmp_path / "again.html").stat().st_size > 10_000
+
+
+def test_audit_json_to_stdout(tmp_path):
+    """--json -: stdout is the JSON alone (for jq and pipes); the table goes to stderr."""
+    proc = kafka_audit("audit", *[a for d in LOG_DIRS for a in ("--log-dir", d)], "--json", "-", "--no-progress")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    doc = json.loads(proc.stdout)
+    assert doc["tool"] == "kafka-log-auditor" and doc["exit_code"] == 0 and doc["totals"]["segments"] > 0
+    assert f"\nverdict {doc['verdict']} (exit 0, fails at FAIL)" in "\n" + proc.stderr
 
 
 def test_audit_bad_config_is_one_line_and_exit_2(tmp_path):
