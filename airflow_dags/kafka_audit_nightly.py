@@ -100,7 +100,7 @@ with DAG(
     def audit_cli(planned: dict) -> dict:
         import logging
 
-        return run_audit_cli(planned["work_dir"], args=planned["args"], log=logging.getLogger("airflow.task"))
+        return run_audit_cli(planned["work_dir"], planned["args"], log=logging.getLogger("airflow.task"))
 
     if spark_submit_available():
         audit_spark_submit = spark_submit_audit("audit_spark_submit", plan_task_id="plan",

@@ -212,17 +212,13 @@ def read_audit_result(work_dir: str) -> dict:
             "exit_code": doc["exit_code"], "counts": doc["counts"], "generated_at_utc": doc["generated_at_utc"]}
 
 
-def run_audit_cli(work_dir: str, log_dirs=None, manifests=None, spark_master: str | None = None,
-                  config_file: str | None = None, history_dir: str | None = None, fail_on: str = "FAIL",
-                  extra_args: Sequence[str] = (), timeout_s: float = 4 * 3600, log=None, args=None) -> dict:
-    """``kafka-audit audit`` into ``work_dir`` (report.html, findings.json) as a subprocess whose
-    Spark driver runs on this worker; ``args`` (from :func:`plan_audit`) replaces the others."""
+def run_audit_cli(work_dir: str, args: Sequence[str], timeout_s: float = 4 * 3600, log=None) -> dict:
+    """``kafka-audit audit`` with ``args`` (from :func:`audit_cli_args` or :func:`plan_audit`) as a
+    subprocess whose Spark driver runs on this worker; the results land in ``work_dir``."""
     import logging
 
     log = log or logging.getLogger("kafka_audit")
     Path(work_dir).mkdir(parents=True, exist_ok=True)
-    args = args or audit_cli_args(work_dir, log_dirs, manifests, spark_master, config_file, history_dir,
-                                  fail_on, extra_args=extra_args)
     proc = _run(args, log, timeout_s)
     if proc.returncode in (EXIT_USAGE, EXIT_INPUT_PROBLEM):
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]

@@ -79,7 +79,7 @@ def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: N
     """Runs the whole audit; raises ConfigError / LiveConfigError for bad input (exit 2)."""
     from auditor.job import aggregates, build_spark, read_manifests, scan_dataframes, write_parquet
     from checks.expectations import run_expectations
-    from checks.runner import run_spark, worst
+    from auditor.check_runner import run_spark, worst
 
     started = time.monotonic()
     config = Config.load(req.config_path)
@@ -87,7 +87,7 @@ def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: N
         config.fail_on = Severity.parse(req.fail_on)
     topic_configs = {}
     if req.bootstrap_servers:
-        from checks.live_config import fetch_topic_configs
+        from auditor.live_config import fetch_topic_configs
 
         progress(f"reading topic configs from {req.bootstrap_servers}")
         topic_configs = fetch_topic_configs(req.bootstrap_servers)

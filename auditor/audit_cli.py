@@ -115,7 +115,7 @@ def _execute(req, args, out_html, out_json, history) -> int:
     from auditor import cli
     from auditor.audit import progress_printer, run_audit, summary_lines, write_outputs
     from checks.config import ConfigError
-    from checks.live_config import LiveConfigError
+    from auditor.live_config import LiveConfigError
 
     show = args.progress if args.progress is not None else sys.stderr.isatty()
     progress = progress_printer() if show else (lambda msg: None)

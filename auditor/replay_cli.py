@@ -99,7 +99,7 @@ def _rows_from_manifests(paths: list[str], topics: set[str]) -> tuple[list[dict]
 
 def _disk_findings(segments, partitions, ctx) -> list[Finding]:
     from checks.replay_safety import ReplaySafety
-    from checks.runner import GROUP, _frame
+    from auditor.check_runner import GROUP, _frame
     from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
 
     seg = _frame(segments, SEGMENT_SCHEMA)

@@ -221,7 +221,7 @@ class CheckInput:
 class AuditContext:
     """Everything a check may know besides the data: the audit time, config, the replay ask.
 
-    ``topic_configs`` holds the live cluster's topic configs (``checks.live_config``) when the
+    ``topic_configs`` holds the live cluster's topic configs (``auditor.live_config``) when the
     audit was given a bootstrap server; :meth:`kafka_setting` falls back to the config file's
     ``kafka`` section (defaults and per-topic) and then to Kafka's own default.
     """

@@ -32,7 +32,7 @@ from auditor.schema import PARTITION_COLUMNS, SEGMENT_COLUMNS, empty_row
 from checks import REGISTRY
 from checks.base import AuditContext, Severity
 from checks.config import Config
-from checks.runner import run_local
+from auditor.check_runner import run_local
 
 CASES_DIR = Path(__file__).parent / "check_cases"
 LOCATION_DEFAULTS = {"broker_id": 1, "cluster_id": "test", "log_dir": "/data/kafka", "topic": "t", "partition": 0,

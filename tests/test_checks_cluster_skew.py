@@ -26,7 +26,7 @@ from auditor.schema import SEGMENT_COLUMNS, SEGMENT_KEY, SEGMENT_SCHEMA, empty_r
 from checks.base import AuditContext, Severity
 from checks.config import Config
 from checks.expectations import run_expectations
-from checks.runner import run_local, run_spark
+from auditor.check_runner import run_local, run_spark
 from checks.skew_broker import BrokerDiskSkew
 from checks.skew_partition import PartitionSizeSkew
 from spark_session import spark  # noqa: F401

@@ -20,8 +20,8 @@ from auditor.job import aggregates, scan_dataframes
 from auditor.scan import scan_log_dirs
 from checks.base import AuditContext, Severity
 from checks.config import Config
-from checks.live_config import LiveConfigError, fetch_topic_configs
-from checks.runner import run_local, run_spark
+from auditor.live_config import LiveConfigError, fetch_topic_configs
+from auditor.check_runner import run_local, run_spark
 from harness.kafka import free_port
 from harness.moves import move_log_dir, reassign
 from spark_session import spark  # noqa: F401

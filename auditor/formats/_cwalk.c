@@ -228,69 +228,76 @@ typedef struct {
     int64_t first, second;       /* the last valid entry: (offset, position) or (timestamp, offset) */
 } index_tail_t;
 
-/* One entry as (raw key, relative offset) and as the reported pair; 0 on a short read. */
-static int read_entry(int fd, int time_index, int64_t i, int64_t base, int64_t *key, int64_t *rel,
-                      int64_t *first, int64_t *second) {
-    unsigned char e[TIME_INDEX_ENTRY];
+/* One entry: its raw fields and the pair it reports, (offset, position) or (timestamp, offset). */
+typedef struct {
+    int64_t key, rel, first, second;
+} entry_t;
+
+/* `count` (1 or 2) consecutive entries from slot i in one pread; 0 on a short read. */
+static int read_entries(int fd, int time_index, int64_t i, int count, int64_t base, entry_t *out) {
+    unsigned char buf[2 * TIME_INDEX_ENTRY];
     int es = time_index ? TIME_INDEX_ENTRY : OFFSET_INDEX_ENTRY;
-    if (read_window(fd, e, (size_t)es, i * es) < 0) return 0;
-    if (time_index) {
-        *key = be64(e);
-        *rel = be32(e + 8);
-        *first = *key;
-        *second = base + *rel;
-    } else {
-        *rel = be32(e);
-        *key = be32(e + 4);
-        *first = base + *rel;
-        *second = *key;
+    if (read_window(fd, buf, (size_t)(es * count), i * es) < 0) return 0;
+    for (int j = 0; j < count; j++) {
+        const unsigned char *e = buf + j * es;
+        entry_t *x = &out[j];
+        if (time_index) {
+            x->key = be64(e);
+            x->rel = be32(e + 8);
+            x->first = x->key;
+            x->second = base + x->rel;
+        } else {
+            x->rel = be32(e);
+            x->key = be32(e + 4);
+            x->first = base + x->rel;
+            x->second = x->key;
+        }
     }
     return 1;
 }
 
-static int zero_tail_entry(int64_t i, int64_t key, int64_t rel) { return i > 0 ? rel == 0 : (rel == 0 && key == 0); }
+static int zero_tail_entry(int64_t i, const entry_t *e) { return i > 0 ? e->rel == 0 : (e->rel == 0 && e->key == 0); }
 
 /* Kafka's ordering rules between two entries (offset_index.py / time_index.py _check_order). */
-static int out_of_order(int time_index, int64_t pf, int64_t ps, int64_t cf, int64_t cs) {
-    if (cf <= pf) return 1;
-    return time_index ? cs < ps : cs <= ps;
+static int out_of_order(int time_index, const entry_t *prev, const entry_t *cur) {
+    if (cur->first <= prev->first) return 1;
+    return time_index ? cur->second < prev->second : cur->second <= prev->second;
 }
 
-/* 1 with the tail in *t, 0 when the Python reader must look (it would write a problem). */
+/* 1 with the tail in *t, 0 when the Python reader must look (it would write a problem).
+ * A trimmed index (every closed segment) costs two preads: entry 0 and the last two entries. */
 static int index_tail(int fd, int64_t size, int time_index, int64_t base, index_tail_t *t) {
     int64_t es = time_index ? TIME_INDEX_ENTRY : OFFSET_INDEX_ENTRY;
-    int64_t slots = size / es, key, rel, f0, s0, f, s;
+    int64_t slots = size / es;
+    entry_t first, ends[2], probe;
     t->time_index = time_index;
     t->n = 0;
     if (size % es) return 0;
     if (slots == 0) return 1;
-    if (!read_entry(fd, time_index, 0, base, &key, &rel, &f0, &s0)) return 0;
-    if (zero_tail_entry(0, key, rel)) return 1;
-    int64_t n;
-    if (!read_entry(fd, time_index, slots - 1, base, &key, &rel, &f, &s)) return 0;
-    if (!zero_tail_entry(slots - 1, key, rel)) {
-        n = slots;
-    } else {
+    if (!read_entries(fd, time_index, 0, 1, base, &first)) return 0;
+    if (zero_tail_entry(0, &first)) return 1;
+    /* ends[]: entries n-2 (when n >= 2) and n-1 */
+    int count = slots >= 2 ? 2 : 1;
+    if (!read_entries(fd, time_index, slots - count, count, base, ends)) return 0;
+    int64_t n = slots;
+    if (zero_tail_entry(slots - 1, &ends[count - 1])) {
         int64_t lo = 0, hi = slots - 1;
         while (hi - lo > 1) {
             int64_t mid = lo + (hi - lo) / 2;
-            if (!read_entry(fd, time_index, mid, base, &key, &rel, &f, &s)) return 0;
-            if (!zero_tail_entry(mid, key, rel)) lo = mid; else hi = mid;
+            if (!read_entries(fd, time_index, mid, 1, base, &probe)) return 0;
+            if (!zero_tail_entry(mid, &probe)) lo = mid; else hi = mid;
         }
         n = hi;
+        count = n >= 2 ? 2 : 1;
+        if (!read_entries(fd, time_index, n - count, count, base, ends)) return 0;
     }
-    int64_t last_rel;
-    if (!read_entry(fd, time_index, n - 1, base, &key, &last_rel, &f, &s)) return 0;
-    if (last_rel < 0) return 0;
-    if (n >= 2) {
-        int64_t pf, ps;
-        if (!read_entry(fd, time_index, n - 2, base, &key, &rel, &pf, &ps)) return 0;
-        if (out_of_order(time_index, pf, ps, f, s)) return 0;
-        if (n > 2 && out_of_order(time_index, f0, s0, f, s)) return 0;
-    }
+    const entry_t *last = &ends[count - 1];
+    if (last->rel < 0) return 0;
+    if (n >= 2 && out_of_order(time_index, &ends[0], last)) return 0;
+    if (n > 2 && out_of_order(time_index, &first, last)) return 0;
     t->n = n;
-    t->first = f;
-    t->second = s;
+    t->first = last->first;
+    t->second = last->second;
     return 1;
 }
 
