@@ -16,8 +16,14 @@ LOG4J_VERSION=${LOG4J_VERSION:-}
 OUT=$ROOT/.cache/kafka/$V
 CP=$OUT/classpath.txt
 
+POM_STAMP=$OUT/pom.sha256
+pom_sha() { sha256sum "$ROOT/tools/kafka/pom.xml" | cut -d' ' -f1; }
+
 complete() {
   [ -s "$CP" ] || return 1
+  # a changed pom (a dependency added) means re-resolving; no stamp = resolved before stamps existed
+  [ -f "$POM_STAMP" ] || return 1
+  [ "$(cat "$POM_STAMP")" = "$(pom_sha)" ] || return 1
   local j
   IFS=: read -r -a jars < "$CP"
   for j in "${jars[@]}"; do [ -f "$j" ] || return 1; done
@@ -61,11 +67,21 @@ rootLogger.level = warn
 rootLogger.appenderRef.err.ref = STDERR
 PROPS
 
-rm -rf "$OUT/lib"
 mkdir -p "$OUT"
-mv "$OUT.tmp/lib" "$OUT/lib"
+if [ -d "$OUT/lib" ]; then
+  # Re-resolving under a live lib/ (a dependency was added): brokers and tools of other test runs
+  # may be using these jars, so add the new jars beside them instead of replacing the directory;
+  # the classpath lists exactly the jars this resolution chose.
+  cp -n "$OUT.tmp/lib"/*.jar "$OUT/lib/"
+  JARS=$(cd "$OUT.tmp/lib" && ls *.jar | sort)
+  rm -rf "$OUT.tmp/lib"
+else
+  mv "$OUT.tmp/lib" "$OUT/lib"
+  JARS=$(cd "$OUT/lib" && ls *.jar | sort)
+fi
 mv "$OUT.tmp/log4j2-tools.properties" "$OUT/log4j2-tools.properties"
 rmdir "$OUT.tmp"
-(cd "$OUT/lib" && ls *.jar | sort | sed "s|^|$OUT/lib/|" | paste -sd: -) > "$CP.tmp"
+echo "$JARS" | sed "s|^|$OUT/lib/|" | paste -sd: - > "$CP.tmp"
 mv "$CP.tmp" "$CP"
+pom_sha > "$POM_STAMP"
 echo "$CP"
