@@ -1,0 +1,439 @@
+"""Consumer groups read offline from ``__consumer_offsets``: committed offsets, protocol, state.
+
+The group coordinator keeps every group's state as records of ``__consumer_offsets`` (one
+partition per group: ``abs(hash(group)) % offsets.topic.num.partitions``) and rebuilds it on
+load by replaying that partition in offset order (``OffsetMetadataManager.replay`` and
+``GroupMetadataManager.replay`` in Kafka 4.x). :class:`OffsetsFold` replays the same way:
+
+* a record's **key** says what it is about (its leading int16 is the record type: 0/1 an offset
+  commit for (group, topic, partition), 2 a classic group, 3 and up the new protocol's records);
+  the last record per key wins (the log cleaner keeps exactly that one, so compaction changes
+  nothing); a null value (**tombstone**) deletes the key;
+* offset commits written in a **transaction** (``send_offsets_to_transaction``: a transactional
+  batch of the producer) wait for that producer's control marker: COMMIT applies them, but only
+  over a plain commit written *before* them (record offset, as the coordinator does so that
+  compaction cannot change the answer), ABORT drops them. A tombstone also drops a pending
+  transactional commit of the same key;
+* offset keys of version 0 and 1 have one layout and are one key (``OffsetCommitKey`` v0/v1).
+
+Only the winning record per key is decoded into fields (``auditor.formats.offsets_records`` +
+the generated spec tables): a superseded record cannot change the answer. Decoding problems
+(an unknown record type, a value cut short, a group name that is not UTF-8) become notes naming
+the file, byte position, record offset, field and value: never a crash.
+
+A group's **protocol** is ``classic`` (GroupMetadata records, or only offset commits: a "simple"
+group Kafka creates as an empty classic group), ``consumer`` (KIP-848 ConsumerGroup* records),
+or ``share`` / ``streams`` for those record families. Its **state as last recorded**: a classic
+group is ``Empty`` without members, else ``Stable`` (what the coordinator sets on load); a
+consumer group is ``Empty`` without members, ``Assigning`` while its target assignment epoch is
+behind the group epoch, ``Reconciling`` while a member's epoch is behind the target, else
+``Stable``. A group whose last records are tombstones (deleted, or expired with no group record)
+is **deleted**: not live.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from auditor.formats import offsets_records as orec
+from auditor.formats.errors import FormatError
+from auditor.formats.filenames import parse_partition_dir, parse_segment_file
+from auditor.formats.log_reader import CHUNK_BYTES, LogReader
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+#: Record types (key versions) of ``__consumer_offsets`` whose meaning the fold uses.
+OFFSET_COMMIT_TYPES = (0, 1)
+GROUP_METADATA_TYPE = 2
+CONSUMER_GROUP_METADATA_TYPE = 3
+CONSUMER_GROUP_MEMBER_METADATA_TYPE = 5
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_TYPE = 6
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_TYPE = 8
+
+_TOMBSTONE = None
+
+
+@dataclass
+class CommittedOffset:
+    group: str
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int | None
+    metadata: str
+    commit_timestamp_ms: int | None
+    expire_timestamp_ms: int | None
+    record_offset: int
+    """offset of the winning record in __consumer_offsets."""
+    offsets_partition: int | None
+    transactional: bool
+    value_version: int
+
+
+@dataclass
+class Group:
+    group: str
+    protocol: str
+    """classic | consumer | share | streams"""
+    protocol_type: str | None
+    """classic groups: the recorded protocolType ("consumer", "connect", ...; "" for a simple group)."""
+    state: str
+    generation: int | None
+    """classic: generation; consumer: group epoch."""
+    members: int
+    assignor: str | None
+    state_timestamp_ms: int | None
+    deleted: bool
+    offsets_partition: int | None
+    offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        topics: dict[str, dict[str, dict]] = {}
+        for (t, p), c in sorted(self.offsets.items()):
+            topics.setdefault(t, {})[str(p)] = {
+                "committed_offset": c.offset, "leader_epoch": c.leader_epoch, "metadata": c.metadata,
+                "commit_timestamp_ms": c.commit_timestamp_ms, "expire_timestamp_ms": c.expire_timestamp_ms,
+                "transactional": c.transactional, "record_offset": c.record_offset}
+        return {"group": self.group, "protocol": self.protocol, "protocol_type": self.protocol_type,
+                "state": self.state, "generation": self.generation, "members": self.members,
+                "assignor": self.assignor, "state_timestamp_ms": self.state_timestamp_ms,
+                "deleted": self.deleted, "offsets_partition": self.offsets_partition, "topics": topics}
+
+
+@dataclass
+class GroupsResult:
+    groups: dict[str, Group]
+    """every group seen, live and deleted (``Group.deleted``)."""
+    notes: list[str]
+    partitions: dict[int, str]
+    """__consumer_offsets partition -> the replica dir read."""
+    records: int
+    """records folded."""
+
+    @property
+    def live(self) -> dict[str, Group]:
+        return {g: v for g, v in self.groups.items() if not v.deleted}
+
+
+class OffsetsFold:
+    """Replays one ``__consumer_offsets`` partition, record by record, in offset order.
+
+    Pure: fed ``(record offset, timestamp, key, value)`` per record with its batch's producer
+    id and flags; :meth:`groups` decodes the winners. ``where`` (file label, byte position) is
+    kept per winner for notes.
+    """
+
+    __slots__ = ("partition", "store", "pending", "notes", "records", "where")
+
+    def __init__(self, partition: int | None = None):
+        self.partition = partition
+        #: key bytes -> (record offset, timestamp_ms, value bytes | None, transactional, where)
+        self.store: dict[bytes, tuple] = {}
+        #: producer id -> key bytes -> (record offset, timestamp_ms, value, True, where)
+        self.pending: dict[int, dict[bytes, tuple]] = {}
+        self.notes: list[str] = []
+        self.records = 0
+        self.where: tuple[str, int] | None = None
+
+    # -- replay -------------------------------------------------------------------------------
+    def add_batch(self, header, batch_bytes, where: tuple[str, int]) -> None:
+        """One data batch (its whole bytes): every record replayed in order."""
+        bad: list[int] = []
+        if header.is_transactional:
+            pend = self.pending.setdefault(header.producer_id, {})
+            self.records += orec.fold_records_into(pend, header, batch_bytes, True, where, bad, label=where[0])
+        elif self.pending:
+            # a tombstone also drops a pending transactional commit of its key: the slow path
+            before: dict[bytes, tuple] = {}
+            self.records += orec.fold_records_into(before, header, batch_bytes, False, where, bad, label=where[0])
+            # replay in record order: sort the batch's records back by offset
+            for key, rec in sorted(before.items(), key=lambda kv: kv[1][0]):
+                if rec[2] is None:
+                    for p in self.pending.values():
+                        p.pop(key, None)
+                self.store[key] = rec
+        else:
+            self.records += orec.fold_records_into(self.store, header, batch_bytes, False, where, bad, label=where[0])
+        for rec_off in bad:
+            self._bad_key(rec_off, None, where)
+
+    def control(self, producer_id: int, control_type: int | None) -> None:
+        """A transaction marker of ``producer_id``: COMMIT applies its pending records, ABORT drops them."""
+        pend = self.pending.pop(producer_id, None)
+        if not pend or control_type != orec.CONTROL_COMMIT:
+            return
+        store = self.store
+        for key, rec in pend.items():
+            old = store.get(key)
+            if old is None or rec[0] > old[0]:
+                store[key] = rec
+
+    def _bad_key(self, rec_off: int, key, where) -> None:
+        self.notes.append(f"{where[0]}: byte {where[1]}: record {rec_off}: key = {key!r}, expected a coordinator "
+                          f"key (int16 version + fields); record ignored")
+
+    # -- result -------------------------------------------------------------------------------
+    def groups(self, decode: "Decoder") -> dict[str, Group]:
+        """Decode the winning records into groups (tombstoned ones marked deleted)."""
+        groups: dict[str, Group] = {}
+        offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
+        classic: dict[str, tuple] = {}
+        consumer: dict[str, tuple] = {}
+        members: dict[str, set[str]] = {}
+        member_epochs: dict[str, dict[str, int]] = {}
+        target_epoch: dict[str, int] = {}
+        families: dict[str, str] = {}
+        tombstoned: set[str] = set()
+        for key, (rec_off, ts, value, txn, where) in self.store.items():
+            rtype = (key[0] << 8) | key[1]
+            if rtype >= 0x8000:
+                rtype -= 0x10000
+            try:
+                kname, kdata = decode.key(rtype, key)
+            except FormatError as exc:
+                self.notes.append(f"{where[0]}: byte {where[1]}: record {rec_off}: key not decoded: {exc}; ignored")
+                continue
+            if kname is None:
+                self.notes.append(f"{where[0]}: byte {where[1]}: record {rec_off}: key version = {rtype}, expected "
+                                  f"a known __consumer_offsets record type ({decode.known_types()}); ignored "
+                                  f"(the coordinator skips unknown record types too)")
+                continue
+            group = kdata.get("group", kdata.get("groupId"))
+            if not isinstance(group, str):
+                self.notes.append(f"{where[0]}: byte {where[1]}: record {rec_off}: {kname} has no group name; ignored")
+                continue
+            vdata = None
+            vversion = None
+            if value is not None:
+                try:
+                    vversion, vdata = decode.value(rtype, value)
+                except FormatError as exc:
+                    self.notes.append(f"{where[0]}: byte {where[1]}: record {rec_off}: {kname} of group {group!r}: "
+                                      f"value not decoded: {exc}; record ignored")
+                    continue
+            if rtype in OFFSET_COMMIT_TYPES:
+                if vdata is None:
+                    tombstoned.add(group)
+                    continue
+                topic, part = kdata["topic"], int(kdata["partition"])
+                le = vdata.get("leaderEpoch")
+                exp = vdata.get("expireTimestamp")
+                offsets.setdefault(group, {})[(topic, part)] = CommittedOffset(
+                    group, topic, part, int(vdata["offset"]), None if le is None or le < 0 else le,
+                    vdata.get("metadata") or "", vdata.get("commitTimestamp"),
+                    None if exp is None or exp < 0 else exp, rec_off, self.partition, txn, vversion)
+            elif rtype == GROUP_METADATA_TYPE:
+                classic[group] = (vdata, ts)
+            elif rtype == CONSUMER_GROUP_METADATA_TYPE:
+                consumer[group] = (vdata, ts)
+            elif rtype == CONSUMER_GROUP_MEMBER_METADATA_TYPE:
+                families.setdefault(group, "consumer")
+                if vdata is not None:
+                    members.setdefault(group, set()).add(kdata.get("memberId", ""))
+            elif rtype == CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_TYPE:
+                if vdata is not None:
+                    target_epoch[group] = vdata.get("assignmentEpoch")
+            elif rtype == CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_TYPE:
+                if vdata is not None:
+                    member_epochs.setdefault(group, {})[kdata.get("memberId", "")] = vdata.get("memberEpoch")
+            else:
+                fam = decode.family(kname)
+                if fam in ("share", "streams"):
+                    families.setdefault(group, fam)
+        names = set(offsets) | set(classic) | set(consumer) | set(families) | tombstoned
+        for g in names:
+            offs = offsets.get(g, {})
+            if g in consumer:
+                vdata, ts = consumer[g]
+                n_members = len(members.get(g, ()))
+                if vdata is None:
+                    deleted = not offs
+                    state, epoch = "Dead", None
+                else:
+                    epoch = vdata.get("epoch")
+                    tgt = target_epoch.get(g)
+                    if n_members == 0:
+                        state = "Empty"
+                    elif tgt is not None and epoch is not None and tgt < epoch:
+                        state = "Assigning"
+                    elif any(e != tgt for e in member_epochs.get(g, {}).values()):
+                        state = "Reconciling"
+                    else:
+                        state = "Stable"
+                    deleted = False
+                groups[g] = Group(g, "consumer", "consumer", state if not deleted else "Dead", epoch, n_members,
+                                  None, ts, deleted, self.partition, offs)
+            elif g in classic:
+                vdata, ts = classic[g]
+                if vdata is None:
+                    groups[g] = Group(g, "classic", None, "Dead" if not offs else "Empty", None, 0, None, ts,
+                                      not offs, self.partition, offs)
+                else:
+                    n_members = len(vdata.get("members") or [])
+                    groups[g] = Group(g, "classic", vdata.get("protocolType"), "Stable" if n_members else "Empty",
+                                      vdata.get("generation"), n_members, vdata.get("protocol"),
+                                      vdata.get("currentStateTimestamp"), False, self.partition, offs)
+            elif g in families:
+                groups[g] = Group(g, families[g], None, "Empty" if not members.get(g) else "Stable", None,
+                                  len(members.get(g, ())), None, None, False, self.partition, offs)
+            else:
+                # only offset commits (a "simple" group) or only tombstones (deleted / expired)
+                groups[g] = Group(g, "classic", "" if offs else None, "Empty" if offs else "Dead", None, 0, None,
+                                  None, not offs, self.partition, offs)
+        return groups
+
+
+class Decoder:
+    """Decodes ``__consumer_offsets`` keys and values (``auditor.formats.offsets_records``, from
+    the generated spec tables). ``key(rtype, key_bytes) -> (spec name | None when the type is
+    unknown, fields)``; ``value(rtype, value_bytes) -> (version, fields)``; FormatError on bad
+    bytes (a value cut short, a string that is not UTF-8, ...)."""
+
+    def __init__(self):
+        self.types = orec.known_record_types()
+
+    def key(self, rtype: int, key: bytes):
+        return orec.decode_key(key)
+
+    def value(self, rtype: int, value: bytes):
+        return orec.decode_value(rtype, value)
+
+    def known_types(self) -> str:
+        return ", ".join(f"{t} {n}" for t, n in sorted(self.types.items()))
+
+    def family(self, name: str) -> str | None:
+        return orec.record_family(name)
+
+
+# ------------------------------------------------------------------------------------ files
+
+
+def offsets_partition_dirs(log_dirs: Iterable[str | os.PathLike]) -> dict[int, list[Path]]:
+    """__consumer_offsets partition -> its live replica dirs found under ``log_dirs``."""
+    out: dict[int, list[Path]] = {}
+    for ld in log_dirs:
+        try:
+            entries = sorted(os.scandir(ld), key=lambda e: e.name)
+        except OSError:
+            continue
+        for e in entries:
+            if not e.name.startswith(OFFSETS_TOPIC + "-") or not e.is_dir(follow_symlinks=False):
+                continue
+            pd = parse_partition_dir(e.name)
+            if pd is None or pd.topic != OFFSETS_TOPIC or pd.kind != "live":
+                continue
+            out.setdefault(pd.partition, []).append(Path(e.path))
+    return out
+
+
+def live_segments(partition_dir: Path) -> list[tuple[int, Path]]:
+    """(base offset, .log path) of the live segments, by base offset (no .deleted/.cleaned/.swap)."""
+    segs = []
+    for e in os.scandir(partition_dir):
+        sf = parse_segment_file(e.name)
+        if sf is not None and sf.suffix == "log" and sf.state is None:
+            segs.append((sf.base_offset, Path(e.path)))
+    return sorted(segs)
+
+
+class _Window:
+    """Read-ahead window over one .log (its own O_RDONLY descriptor, pread only): the batches'
+    bytes are sliced from windows of CHUNK_BYTES, one pread per window instead of one per batch
+    (__consumer_offsets holds many small batches). Memory: one window, or one batch if larger."""
+
+    __slots__ = ("fd", "size", "start", "buf")
+
+    def __init__(self, path: Path):
+        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        self.size = os.fstat(self.fd).st_size
+        self.start = 0
+        self.buf = b""
+
+    def batch(self, reader: LogReader, batch) -> bytes:
+        pos, size = batch.position, batch.size_bytes
+        start = self.start
+        if pos < start or pos + size > start + len(self.buf):
+            if size > CHUNK_BYTES:
+                return bytes(reader.read_batch_bytes(batch))
+            want = min(CHUNK_BYTES, self.size - pos)
+            buf = os.pread(self.fd, want, pos)
+            if len(buf) < size:
+                raise OSError(f"{reader.label}: byte {pos}: read returned {len(buf)} bytes, expected at least "
+                              f"{size} (the file shrank while being read)")
+            self.start, self.buf, start = pos, buf, pos
+        return self.buf[pos - start:pos - start + size]
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def fold_partition_dir(partition_dir: str | os.PathLike, partition: int | None = None) -> OffsetsFold:
+    """Replay every live segment of one __consumer_offsets replica dir (read-only)."""
+    pdir = Path(partition_dir)
+    fold = OffsetsFold(partition)
+    iter_kv = orec.iter_key_values
+    for _, log in live_segments(pdir):
+        try:
+            reader = LogReader(log)
+        except OSError as exc:
+            fold.notes.append(f"{log}: cannot open: {exc.strerror or exc}; segment not read")
+            continue
+        label = str(log)
+        try:
+            window = _Window(log)
+        except OSError as exc:
+            reader.close()
+            fold.notes.append(f"{log}: cannot open: {exc.strerror or exc}; segment not read")
+            continue
+        try:
+            for batch in reader.batches():
+                where = (label, batch.position)
+                try:
+                    data = window.batch(reader, batch)
+                    if batch.is_control:
+                        for rec in iter_kv(batch, data, label=label):
+                            fold.control(batch.producer_id, orec.control_type(rec[2]))
+                    else:
+                        fold.add_batch(batch, data, where)
+                except (FormatError, OSError) as exc:
+                    fold.notes.append(f"{exc}; batch at byte {batch.position} (offsets {batch.base_offset}.."
+                                      f"{batch.last_offset}) not folded")
+            if reader.stop_reason is not None and reader.stop_reason != "zero-tail":
+                fold.notes.append(reader.stop_detail or f"{label}: walk stopped ({reader.stop_reason})")
+        finally:
+            reader.close()
+            window.close()
+    return fold
+
+
+def read_groups(log_dirs: Iterable[str | os.PathLike], decoder: Decoder | None = None) -> GroupsResult:
+    """Every group recorded in the __consumer_offsets partitions under ``log_dirs``.
+
+    When a partition has several replicas (several brokers' log dirs), the one with the most
+    records folded is used and the others are named in a note."""
+    decoder = decoder or Decoder()
+    groups: dict[str, Group] = {}
+    notes: list[str] = []
+    chosen: dict[int, str] = {}
+    total = 0
+    for part, dirs in sorted(offsets_partition_dirs(log_dirs).items()):
+        folds = [(fold_partition_dir(d, part), d) for d in dirs]
+        fold, d = max(folds, key=lambda fd: (max((r[0] for r in fd[0].store.values()), default=-1), fd[0].records))
+        if len(folds) > 1:
+            notes.append(f"{OFFSETS_TOPIC}-{part}: {len(folds)} replicas ({', '.join(str(x) for _, x in folds)}); "
+                         f"read {d} (the furthest)")
+        chosen[part] = str(d)
+        total += fold.records
+        got = fold.groups(decoder)
+        notes.extend(fold.notes)
+        for g, grp in got.items():
+            if g in groups and not groups[g].deleted and not grp.deleted:
+                notes.append(f"group {g!r} found in {OFFSETS_TOPIC} partitions {groups[g].offsets_partition} and "
+                             f"{part}; kept the one from {part}")
+            groups[g] = grp
+    return GroupsResult(groups, notes, chosen, total)

@@ -1,0 +1,405 @@
+"""``__consumer_offsets`` records: raw keys and values out of record batches, and their types.
+
+The group coordinator writes every record of ``__consumer_offsets`` as a key and a value, each
+starting with an int16 version (``CoordinatorRecordSerde``): the *key's* version is the record
+type (its ``apiKey`` in Kafka's message specs: 0 and 1 an offset commit, 2 a classic group's
+metadata, 3 and up the new protocol's records (KIP-848) and share/streams groups); the value's
+version is the version of that type's value schema. A null value is a tombstone.
+
+Layout of one v2 record (``DefaultRecord.java``; kafka-format.md §1.3), all varints zigzag::
+
+    length:varint attributes:int8 timestampDelta:varlong offsetDelta:varint
+    keyLength:varint key valueLength:varint value headersCount:varint [headers]
+
+:func:`iter_key_values` yields ``(offset, timestamp_ms, key, value)`` per record of one batch
+(decompressing when needed); :func:`fold_records_into` is the hot loop of replaying a partition
+(the last record per key). :func:`decode_key` and :func:`decode_value` turn one key or value
+into its fields through :mod:`auditor.formats.kafka_message`, from the spec tables generated out
+of Kafka's ``kafka-group-coordinator`` jar (``OffsetCommitKey``/``Value``, ``GroupMetadata*``,
+``ConsumerGroup*``, ``ShareGroup*``, ``StreamsGroup*``): the key's spec is the one whose
+``apiKey`` is the key's version, decoded at version 0 (coordinator keys have one version); the
+value's spec has the same ``apiKey`` and is decoded at the value's own leading version.
+
+Invariants (as Kafka's record iterator): a record's fields end exactly at its declared length;
+the batch holds exactly ``recordsCount`` records; any break is a ``FormatError`` naming the
+file, byte position, field, value found and bound broken.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Iterator
+
+from auditor.formats import compression, kafka_message
+from auditor.formats import record_batch as v2
+from auditor.formats.errors import FormatError
+from auditor.formats.record_batch import BatchHeader
+from auditor.formats.varint import read_varint, read_varlong
+
+#: Every coordinator key and value starts with an int16 version.
+VERSION_LENGTH = 2
+#: Control record key: version:int16, type:int16 (``ControlRecordType``).
+CONTROL_TYPE_OFFSET = 2
+CONTROL_ABORT = v2.CONTROL_ABORT
+CONTROL_COMMIT = v2.CONTROL_COMMIT
+
+#: Legacy (magic 0/1) message, after the 12-byte entry framing (``LegacyRecord.java``):
+#: crc:uint32 magic:int8 attributes:int8 [timestamp:int64 (magic 1)] keyLength:int32 key
+#: valueLength:int32 value
+LEGACY_CRC_LENGTH = 4
+LEGACY_MAGIC_LENGTH = 1
+LEGACY_ATTRIBUTES_LENGTH = 1
+LEGACY_TIMESTAMP_LENGTH = 8
+LEGACY_KEY_SIZE_OFFSET = {0: v2.LOG_OVERHEAD + LEGACY_CRC_LENGTH + LEGACY_MAGIC_LENGTH + LEGACY_ATTRIBUTES_LENGTH,
+                          1: v2.LOG_OVERHEAD + LEGACY_CRC_LENGTH + LEGACY_MAGIC_LENGTH + LEGACY_ATTRIBUTES_LENGTH
+                          + LEGACY_TIMESTAMP_LENGTH}
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_CONTROL_KEY = struct.Struct(">hh")
+#: OffsetCommitKey version 1: the key bytes v0 keys are stored under (same layout).
+_V1_KEY_PREFIX = b"\x00\x01"
+
+
+KEY_SPEC_TYPE = "coordinator-key"
+VALUE_SPEC_TYPE = "coordinator-value"
+#: The record families of the coordinator specs, by spec-name prefix.
+FAMILIES = (("OffsetCommit", "offsets"), ("LegacyOffsetCommit", "offsets"), ("GroupMetadata", "classic"),
+            ("ConsumerGroup", "consumer"), ("ShareGroup", "share"), ("StreamsGroup", "streams"))
+
+
+def known_record_types() -> dict[int, str]:
+    """Record type (key version) -> key spec name, from the generated tables."""
+    return {s.api_key: s.name for s in kafka_message.specs("kafka_group_coordinator")
+            if s.type == KEY_SPEC_TYPE and s.api_key is not None}
+
+
+def record_family(spec_name: str) -> str | None:
+    """offsets | classic | consumer | share | streams, from a key or value spec name."""
+    for prefix, fam in FAMILIES:
+        if spec_name.startswith(prefix):
+            return fam
+    return None
+
+
+def decode_key(key: bytes, *, file=None, base: int = 0) -> tuple[str | None, dict | None]:
+    """(key spec name, fields) of a coordinator key; (None, None) when its version (the record
+    type) is not one of the spec tables' (the coordinator skips unknown types too)."""
+    rtype = key_version(key)
+    if rtype is None:
+        raise FormatError(file or "<bytes>", base, "key", bytes(key or b"").hex(),
+                          f"at least {VERSION_LENGTH} bytes (int16 record type)")
+    spec = kafka_message.by_api_key(KEY_SPEC_TYPE, rtype)
+    if spec is None:
+        return None, None
+    version = spec.valid_versions[1] if spec.valid_versions[1] is not None else spec.valid_versions[0]
+    return spec.name, spec.decode(key, version, pos=VERSION_LENGTH, file=file, base=base)
+
+
+def decode_value(rtype: int, value: bytes, *, file=None, base: int = 0) -> tuple[int, dict]:
+    """(value version, fields) of the value of a record of type ``rtype``."""
+    if len(value) < VERSION_LENGTH:
+        raise FormatError(file or "<bytes>", base, "value", bytes(value).hex(),
+                          f"at least {VERSION_LENGTH} bytes (int16 version)")
+    spec = kafka_message.by_api_key(VALUE_SPEC_TYPE, rtype)
+    if spec is None:
+        raise FormatError(file or "<bytes>", base, "record type", rtype, "a type with a value spec")
+    version = _INT16.unpack_from(value, 0)[0]
+    return version, spec.decode(value, version, pos=VERSION_LENGTH, file=file, base=base)
+
+
+def key_version(key) -> int | None:
+    """The record type of a coordinator key (its leading int16), None when shorter than 2 bytes."""
+    if key is None or len(key) < VERSION_LENGTH:
+        return None
+    return _INT16.unpack_from(key, 0)[0]
+
+
+def control_type(key) -> int | None:
+    """The type of a control record (0 ABORT, 1 COMMIT, ...), None when the key is too short."""
+    if key is None or len(key) < _CONTROL_KEY.size:
+        return None
+    return _CONTROL_KEY.unpack_from(key, 0)[1]
+
+
+def iter_key_values(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
+                    max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES
+                    ) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
+    """``(offset, timestamp_ms, key, value)`` of every record of one batch (``None`` = null).
+
+    ``batch_bytes`` is the whole entry (header included), as ``LogReader.read_batch_bytes``
+    returns it. Legacy (magic 0/1) entries: an uncompressed message yields itself; a
+    compressed legacy wrapper raises FormatError (its inner messages are not read here).
+    """
+    if header.magic != v2.MAGIC_VALUE_V2:
+        yield from _legacy_key_value(header, batch_bytes, label)
+        return
+    pos0 = header.position
+    if len(batch_bytes) != header.size_bytes:
+        raise FormatError(label, pos0, "batch bytes", len(batch_bytes), f"{header.size_bytes} (12 + batchLength)")
+    count = header.record_count
+    if count is None or count < 0:
+        raise FormatError(label, pos0 + v2.RECORDS_COUNT_OFFSET, "recordsCount", count, ">= 0")
+    codec_id = batch_bytes[v2.ATTRIBUTES_OFFSET + 1] & v2.COMPRESSION_CODEC_MASK
+    if codec_id == compression.CODEC_NONE:
+        data = bytes(batch_bytes)
+        pos = v2.RECORDS_OFFSET
+        base_pos = pos0
+        where = label
+    else:
+        data = compression.decompress(codec_id, memoryview(batch_bytes)[v2.RECORDS_OFFSET:], magic=2,
+                                      max_bytes=max_decompressed_bytes, label=label,
+                                      position=pos0 + v2.RECORDS_OFFSET)
+        pos = 0
+        base_pos = None
+        where = f"{label} (batch at byte {pos0}, decompressed {header.codec} records)"
+    end = len(data)
+    base_offset = header.base_offset
+    base_ts = header.base_timestamp_ms
+    log_append = header.max_timestamp_ms if header.timestamp_type == v2.LOG_APPEND_TIME else None
+    for i in range(count):
+        rec_start = pos
+        if pos >= end:
+            raise FormatError(where, _fpos(base_pos, pos), f"record {i}", "end of records",
+                              f"{count} records (recordsCount) before the end of the batch")
+        # length: fast path for a one-byte varint, else the checked reader
+        b = data[pos]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            length, pos = read_varint(data, pos, end, where, f"record {i} length")
+        body_end = pos + length
+        if length < 0 or body_end > end:
+            raise FormatError(where, _fpos(base_pos, rec_start), f"record {i} length", length,
+                              f"0..{end - pos} (bytes left in the batch)")
+        pos += 1  # attributes
+        b = data[pos] if pos < body_end else 0x80
+        if b < 0x80:
+            ts_delta = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            ts_delta, pos = read_varlong(data, pos, body_end, where, f"record {i} timestampDelta")
+        b = data[pos] if pos < body_end else 0x80
+        if b < 0x80:
+            off_delta = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            off_delta, pos = read_varint(data, pos, body_end, where, f"record {i} offsetDelta")
+        b = data[pos] if pos < body_end else 0x80
+        if b < 0x80:
+            key_size = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            key_size, pos = read_varint(data, pos, body_end, where, f"record {i} keyLength")
+        if key_size >= 0:
+            if pos + key_size > body_end:
+                raise FormatError(where, _fpos(base_pos, rec_start), f"record {i} keyLength", key_size,
+                                  f"<= {body_end - pos} (bytes left in the record)")
+            key = data[pos:pos + key_size]
+            pos += key_size
+        else:
+            key = None
+        b = data[pos] if pos < body_end else 0x80
+        if b < 0x80:
+            value_size = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            value_size, pos = read_varint(data, pos, body_end, where, f"record {i} valueLength")
+        if value_size >= 0:
+            if pos + value_size > body_end:
+                raise FormatError(where, _fpos(base_pos, rec_start), f"record {i} valueLength", value_size,
+                                  f"<= {body_end - pos} (bytes left in the record)")
+            value = data[pos:pos + value_size]
+            pos += value_size
+        else:
+            value = None
+        if pos < body_end and data[pos] == 0:  # headersCount 0: the usual case
+            pos += 1
+        else:
+            nheaders, pos = read_varint(data, pos, body_end, where, f"record {i} headersCount")
+            if nheaders < 0:
+                raise FormatError(where, _fpos(base_pos, rec_start), f"record {i} headersCount", nheaders, ">= 0")
+            for h in range(nheaders):
+                hk, pos = read_varint(data, pos, body_end, where, f"record {i} header {h} keyLength")
+                if hk < 0:
+                    raise FormatError(where, _fpos(base_pos, rec_start), f"record {i} header {h} keyLength", hk, ">= 0")
+                pos += hk
+                hv, pos = read_varint(data, pos, body_end, where, f"record {i} header {h} valueLength")
+                if hv > 0:
+                    pos += hv
+        if pos != body_end:
+            raise FormatError(where, _fpos(base_pos, rec_start), f"record {i} size", pos - rec_start,
+                              f"{body_end - rec_start} (its length varint + length)")
+        yield (base_offset + off_delta, log_append if log_append is not None else base_ts + ts_delta, key, value)
+    if pos != end:
+        raise FormatError(where, _fpos(base_pos, pos), "bytes after the last record", end - pos,
+                          f"0 (recordsCount = {count}: incorrect declared batch size)")
+
+
+def fold_records_into(store: dict, header: BatchHeader, batch_bytes, transactional: bool, where,
+                      bad_keys: list, *, label: str = "<bytes>",
+                      max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES) -> int:
+    """The hot loop of reading ``__consumer_offsets``: ``store[key] = (offset, timestamp_ms,
+    value, transactional, where)`` for every record of one batch, in order (so the last record
+    per key stays), without building a tuple per record for a caller to unpack.
+
+    Keys of OffsetCommitKey version 0 are stored under the version-1 bytes (same layout, same
+    key). A record whose key is null or shorter than its int16 version is not stored; its
+    offset goes to ``bad_keys``. Returns the number of records. Uncompressed v2 batches are
+    parsed inline (one-byte varints, the usual case, without a call); anything else goes
+    through :func:`iter_key_values`. Raises FormatError as that does.
+    """
+    if (header.magic != v2.MAGIC_VALUE_V2 or header.codec != "none" or header.timestamp_type == v2.LOG_APPEND_TIME
+            or len(batch_bytes) != header.size_bytes or header.record_count is None or header.record_count < 0):
+        n = 0
+        for rec_off, ts, key, value in iter_key_values(header, batch_bytes, label=label,
+                                                        max_decompressed_bytes=max_decompressed_bytes):
+            n += 1
+            if key is None or len(key) < VERSION_LENGTH:
+                bad_keys.append(rec_off)
+                continue
+            if key[0] == 0 and key[1] == 0:
+                key = _V1_KEY_PREFIX + key[2:]
+            store[key] = (rec_off, ts, value, transactional, where)
+        return n
+    data = batch_bytes if isinstance(batch_bytes, bytes) else bytes(batch_bytes)
+    count = header.record_count
+    base_offset = header.base_offset
+    base_ts = header.base_timestamp_ms
+    end = len(data)
+    pos = v2.RECORDS_OFFSET
+    for i in range(count):
+        rec_start = pos
+        if pos >= end:
+            raise FormatError(label, header.position + pos, f"record {i}", "end of records",
+                              f"{count} records (recordsCount) before the end of the batch")
+        b = data[pos]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif pos + 1 < end and data[pos + 1] < 0x80:   # two-byte varint: records of 64..8191 bytes
+            raw = (b & 0x7F) | (data[pos + 1] << 7)
+            length = (raw >> 1) ^ -(raw & 1)
+            pos += 2
+        else:
+            length, pos = read_varint(data, pos, end, label, f"record {i} length")
+        body_end = pos + length
+        if length < 0 or body_end > end:
+            raise FormatError(label, header.position + rec_start, f"record {i} length", length,
+                              f"0..{end - pos} (bytes left in the batch)")
+        # attributes (1 byte), then timestampDelta, offsetDelta, keyLength: one-byte fast paths
+        b = data[pos + 1] if pos + 1 < body_end else 0x80
+        if b < 0x80:
+            ts_delta = (b >> 1) ^ -(b & 1)
+            pos += 2
+        else:
+            ts_delta, pos = read_varlong(data, pos + 1, body_end, label, f"record {i} timestampDelta")
+        b = data[pos] if pos < body_end else 0x80
+        if b < 0x80:
+            off_delta = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            off_delta, pos = read_varint(data, pos, body_end, label, f"record {i} offsetDelta")
+        b = data[pos] if pos < body_end else 0x80
+        if b < 0x80:
+            key_size = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            key_size, pos = read_varint(data, pos, body_end, label, f"record {i} keyLength")
+        if key_size >= 0:
+            kend = pos + key_size
+            if kend > body_end:
+                raise FormatError(label, header.position + rec_start, f"record {i} keyLength", key_size,
+                                  f"<= {body_end - pos} (bytes left in the record)")
+            key = data[pos:kend]
+            pos = kend
+        else:
+            key = None
+        b = data[pos] if pos < body_end else 0x80
+        if b < 0x80:
+            value_size = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif pos + 1 < body_end and data[pos + 1] < 0x80:
+            raw = (b & 0x7F) | (data[pos + 1] << 7)
+            value_size = (raw >> 1) ^ -(raw & 1)
+            pos += 2
+        else:
+            value_size, pos = read_varint(data, pos, body_end, label, f"record {i} valueLength")
+        if value_size >= 0:
+            vend = pos + value_size
+            if vend > body_end:
+                raise FormatError(label, header.position + rec_start, f"record {i} valueLength", value_size,
+                                  f"<= {body_end - pos} (bytes left in the record)")
+            value = data[pos:vend]
+            pos = vend
+        else:
+            value = None
+        if pos + 1 != body_end or data[pos] != 0:
+            # headers present, or the record does not end where its length says: the checked path
+            nheaders, pos = read_varint(data, pos, body_end, label, f"record {i} headersCount")
+            if nheaders < 0:
+                raise FormatError(label, header.position + rec_start, f"record {i} headersCount", nheaders, ">= 0")
+            for h in range(nheaders):
+                hk, pos = read_varint(data, pos, body_end, label, f"record {i} header {h} keyLength")
+                if hk < 0:
+                    raise FormatError(label, header.position + rec_start, f"record {i} header {h} keyLength",
+                                      hk, ">= 0")
+                pos += hk
+                hv, pos = read_varint(data, pos, body_end, label, f"record {i} header {h} valueLength")
+                if hv > 0:
+                    pos += hv
+            if pos != body_end:
+                raise FormatError(label, header.position + rec_start, f"record {i} size", pos - rec_start,
+                                  f"{body_end - rec_start} (its length varint + length)")
+        pos = body_end
+        if key is None or key_size < VERSION_LENGTH:
+            bad_keys.append(base_offset + off_delta)
+            continue
+        if key[0] == 0 and key[1] == 0:
+            key = _V1_KEY_PREFIX + key[2:]
+        store[key] = (base_offset + off_delta, base_ts + ts_delta, value, transactional, where)
+    if pos != end:
+        raise FormatError(label, header.position + pos, "bytes after the last record", end - pos,
+                          f"0 (recordsCount = {count}: incorrect declared batch size)")
+    return count
+
+
+def _fpos(base_pos: int | None, pos: int) -> int:
+    return base_pos + pos if base_pos is not None else pos
+
+
+def _legacy_key_value(header: BatchHeader, data, label: str):
+    """One uncompressed magic 0/1 message: (offset, timestamp, key, value)."""
+    if header.codec != "none":
+        raise FormatError(label, header.position, "compression codec of a magic-"
+                          f"{header.magic} __consumer_offsets entry", header.codec,
+                          "none (compressed legacy wrappers of __consumer_offsets are not read)")
+    at = LEGACY_KEY_SIZE_OFFSET.get(header.magic)
+    if at is None:
+        raise FormatError(label, header.position + v2.MAGIC_OFFSET, "magic", header.magic, "0, 1 or 2")
+    end = len(data)
+    if at + 4 > end:
+        raise FormatError(label, header.position + at, "keyLength", "end of message", "4 bytes")
+    (ks,) = _INT32.unpack_from(data, at)
+    pos = at + 4
+    key = None
+    if ks >= 0:
+        if pos + ks > end:
+            raise FormatError(label, header.position + at, "keyLength", ks, f"<= {end - pos}")
+        key = bytes(data[pos:pos + ks])
+        pos += ks
+    if pos + 4 > end:
+        raise FormatError(label, header.position + pos, "valueLength", "end of message", "4 bytes")
+    (vs,) = _INT32.unpack_from(data, pos)
+    pos += 4
+    value = None
+    if vs >= 0:
+        if pos + vs > end:
+            raise FormatError(label, header.position + pos - 4, "valueLength", vs, f"<= {end - pos}")
+        value = bytes(data[pos:pos + vs])
+    yield (header.last_offset, header.max_timestamp_ms, key, value)
+
+
+__all__ = ["iter_key_values", "fold_records_into", "decode_key", "decode_value", "known_record_types",
+           "record_family", "key_version", "control_type", "VERSION_LENGTH", "CONTROL_ABORT", "CONTROL_COMMIT"]
