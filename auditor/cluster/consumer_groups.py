@@ -34,6 +34,7 @@ is **deleted**: not live.
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
@@ -53,7 +54,7 @@ CONSUMER_GROUP_MEMBER_METADATA_TYPE = 5
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_TYPE = 6
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_TYPE = 8
 
-_TOMBSTONE = None
+_INT16 = struct.Struct(">h")
 
 
 @dataclass
@@ -171,6 +172,18 @@ class OffsetsFold:
             if old is None or rec[0] > old[0]:
                 store[key] = rec
 
+    def _check_utf8(self, key: bytes, kname: str, group: str, rec_off: int, where) -> None:
+        """The group name is a key's first field (int16 length + bytes at byte 2): note it when
+        those bytes are not UTF-8 (Kafka decodes them with replacement characters, as here)."""
+        (n,) = _INT16.unpack_from(key, orec.VERSION_LENGTH)
+        raw = bytes(key[orec.VERSION_LENGTH + 2:orec.VERSION_LENGTH + 2 + max(n, 0)])
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self.notes.append(f"{where[0]}: byte {where[1]}: record {rec_off}: {kname}.group = {raw!r}, expected "
+                              f"UTF-8 ({exc.reason} at byte {exc.start} of the name); kept as {group!r}, the name "
+                              f"Kafka's own decoder gives it")
+
     def _bad_key(self, rec_off: int, key, where) -> None:
         self.notes.append(f"{where[0]}: byte {where[1]}: record {rec_off}: key = {key!r}, expected a coordinator "
                           f"key (int16 version + fields); record ignored")
@@ -205,6 +218,8 @@ class OffsetsFold:
             if not isinstance(group, str):
                 self.notes.append(f"{where[0]}: byte {where[1]}: record {rec_off}: {kname} has no group name; ignored")
                 continue
+            if "\ufffd" in group:
+                self._check_utf8(key, kname, group, rec_off, where)
             vdata = None
             vversion = None
             if value is not None:
