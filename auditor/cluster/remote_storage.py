@@ -1,0 +1,541 @@
+"""Tiered storage (KIP-405), read offline: which ranges of a partition are in remote storage.
+
+With ``remote.storage.enable=true`` a broker uploads closed segments to remote storage and then
+deletes them locally (``local.retention.ms`` / ``local.retention.bytes``): the local log starts
+at the *local* log start offset, above the log start offset, and the records in between are in
+remote storage, not deleted. The default (topic-based) remote log metadata manager records every
+upload and deletion as records of the internal topic ``__remote_log_metadata``, which lives in
+the brokers' own log dirs: a ``RemoteLogSegmentMetadataRecord`` when a copy starts (the
+segment's id, offsets, leader epochs, max timestamp, size, state COPY_SEGMENT_STARTED), then
+``RemoteLogSegmentMetadataUpdateRecord`` for each later state (COPY_SEGMENT_FINISHED,
+DELETE_SEGMENT_STARTED, DELETE_SEGMENT_FINISHED), and ``RemotePartitionDeleteMetadataRecord``
+when a whole partition is deleted. The records of one partition all go to one metadata
+partition (:func:`metadata_partition_for`), in order.
+
+This module folds those events (decoded by :mod:`auditor.formats.remote_log_metadata` from
+Kafka's own message specs) into the latest state per remote segment, per user partition
+(:class:`RemotePartition`), and answers what the broker's remote lookup needs
+(``RemoteLogManager.findOffsetByTimestamp``: :func:`find_remote_segment`).
+
+Records it cannot decode (an unknown version, a value cut short) are kept as notes with the
+file, position, field and value, and mark the metadata partition they were found in as
+*incomplete*: every user partition whose events go there gets an ``unknown`` entry, so a verdict
+built on it says what it cannot know instead of guessing.
+
+``LocalTieredStorage`` (Kafka's test storage manager, also fine for a lab) keeps the remote
+segments as ordinary segment files; given its directory, :func:`remote_segment_files` finds a
+segment's ``.log``/``.index``/``.timeindex`` so the lookup can be answered exactly.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+from auditor.formats import filenames
+from auditor.formats import remote_log_metadata as rlm
+from auditor.formats.errors import FormatError
+from auditor.formats.log_reader import LogReader
+
+#: The internal topic of the topic-based remote log metadata manager.
+METADATA_TOPIC = "__remote_log_metadata"
+
+COPY_SEGMENT_STARTED = "COPY_SEGMENT_STARTED"
+COPY_SEGMENT_FINISHED = "COPY_SEGMENT_FINISHED"
+DELETE_SEGMENT_STARTED = "DELETE_SEGMENT_STARTED"
+DELETE_SEGMENT_FINISHED = "DELETE_SEGMENT_FINISHED"
+DELETE_STATES = (DELETE_SEGMENT_STARTED, DELETE_SEGMENT_FINISHED)
+
+
+# ---------------------------------------------------------------------------------------------
+# Which metadata partition holds a user partition's events
+# ---------------------------------------------------------------------------------------------
+
+_M32 = 0xFFFFFFFF
+
+
+def _i32(v: int) -> int:
+    v &= _M32
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's ``Utils.murmur2`` (MurmurHash2, seed 0x9747b28c), as a signed 32-bit int."""
+    m, r = 0x5BD1E995, 24
+    length = len(data)
+    h = (0x9747B28C ^ length) & _M32
+    for i in range(0, length - length % 4, 4):
+        k = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24)
+        k = (k * m) & _M32
+        k ^= k >> r
+        k = (k * m) & _M32
+        h = (h * m) & _M32
+        h ^= k
+    rest = length % 4
+    tail = length - rest
+    if rest == 3:
+        h ^= data[tail + 2] << 16
+    if rest >= 2:
+        h ^= data[tail + 1] << 8
+    if rest >= 1:
+        h ^= data[tail]
+        h = (h * m) & _M32
+    h ^= h >> 13
+    h = (h * m) & _M32
+    h ^= h >> 15
+    return _i32(h)
+
+
+def _long_hash(v: int) -> int:
+    v &= (1 << 64) - 1
+    return _i32(v ^ (v >> 32))
+
+
+def uuid_text_to_bits(text: str) -> tuple[int, int]:
+    """Kafka's ``Uuid.toString()`` (url-safe base64 of 16 bytes, no padding) -> (msb, lsb)."""
+    raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if len(raw) != 16:
+        raise ValueError(f"not a Kafka uuid: {text!r}")
+    return int.from_bytes(raw[:8], "big", signed=True), int.from_bytes(raw[8:], "big", signed=True)
+
+
+def metadata_partition_for(topic_id: str, partition: int, partitions: int) -> int:
+    """``RemoteLogMetadataTopicPartitioner.metadataPartition``: toPositive(murmur2(the 4 bytes of
+    Objects.hash(lsb, msb, partition))) % partitions."""
+    msb, lsb = uuid_text_to_bits(topic_id)
+    h = 1
+    for part in (_long_hash(lsb), _long_hash(msb), partition):
+        h = _i32(31 * h + part)
+    return (murmur2((h & _M32).to_bytes(4, "big")) & 0x7FFFFFFF) % partitions
+
+
+# ---------------------------------------------------------------------------------------------
+# The model
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class RemoteSegment:
+    """One remote segment, in its latest recorded state."""
+
+    segment_id: str
+    topic: str
+    partition: int
+    topic_id: str
+    start_offset: int
+    end_offset: int
+    max_timestamp_ms: int
+    size_bytes: int
+    leader_epochs: list[tuple[int, int]]
+    """(epoch, start offset) of the records in the segment."""
+    broker_id: int
+    state: str
+    state_event_ms: int
+    copy_started_ms: int
+    txn_index_empty: bool | None = None
+    history: list[tuple[str, int, int]] = field(default_factory=list)
+    """(state, event time, broker) in the order recorded."""
+    where: str = ""
+    """file and byte position of the record that created it."""
+
+    @property
+    def finished(self) -> bool:
+        return self.state == COPY_SEGMENT_FINISHED
+
+    def to_dict(self) -> dict:
+        return {"segment_id": self.segment_id, "start_offset": self.start_offset, "end_offset": self.end_offset,
+                "max_timestamp_ms": self.max_timestamp_ms, "size_bytes": self.size_bytes,
+                "leader_epochs": [list(e) for e in self.leader_epochs], "state": self.state,
+                "state_event_ms": self.state_event_ms, "broker_id": self.broker_id}
+
+
+@dataclass
+class RemotePartition:
+    """What ``__remote_log_metadata`` says about one user partition."""
+
+    topic: str
+    partition: int
+    topic_id: str | None = None
+    segments: dict[str, RemoteSegment] = field(default_factory=dict)
+    delete_state: str | None = None
+    """RemotePartitionDeleteState of the last RemotePartitionDeleteMetadataRecord, if any."""
+    notes: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    """What cannot be known (undecodable records in this partition's metadata partition...)."""
+    metadata_partitions: set[int] = field(default_factory=set)
+    """the ``__remote_log_metadata`` partitions its events were read from (one, normally)."""
+
+    def finished(self) -> list[RemoteSegment]:
+        """Segments in COPY_SEGMENT_FINISHED (readable from remote storage), by start offset."""
+        return sorted((s for s in self.segments.values() if s.finished), key=lambda s: (s.start_offset, s.segment_id))
+
+    @property
+    def remote_bytes(self) -> int:
+        return sum(s.size_bytes for s in self.finished())
+
+    @property
+    def remote_range(self) -> tuple[int, int] | None:
+        segs = self.finished()
+        if not segs:
+            return None
+        return min(s.start_offset for s in segs), max(s.end_offset for s in segs)
+
+    @property
+    def deleted_segments(self) -> list[RemoteSegment]:
+        return [s for s in self.segments.values() if s.state in DELETE_STATES]
+
+    @property
+    def max_timestamp_ms(self) -> int | None:
+        return max((s.max_timestamp_ms for s in self.finished()), default=None)
+
+    def summary(self) -> dict:
+        rng = self.remote_range
+        deleted = self.deleted_segments
+        return {
+            "remote_segments": len(self.finished()),
+            "remote_start_offset": rng[0] if rng else None,
+            "remote_end_offset": rng[1] if rng else None,
+            "remote_bytes": self.remote_bytes,
+            "remote_segments_deleted": len(deleted),
+            "remote_bytes_deleted": sum(s.size_bytes for s in deleted),
+            "remote_copies_in_progress": sum(1 for s in self.segments.values() if s.state == COPY_SEGMENT_STARTED),
+            "remote_partition_delete_state": self.delete_state,
+            "remote_unknown": list(self.unknown),
+        }
+
+
+@dataclass
+class RemoteLogMetadata:
+    """Everything read from the ``__remote_log_metadata`` partition dirs found."""
+
+    partitions: dict[tuple[str, int], RemotePartition] = field(default_factory=dict)
+    metadata_dirs: list[str] = field(default_factory=list)
+    metadata_partitions: set[int] = field(default_factory=set)
+    incomplete: dict[int, list[str]] = field(default_factory=dict)
+    """metadata partition -> why its events are not fully known."""
+    notes: list[str] = field(default_factory=list)
+    records: int = 0
+
+    def get(self, topic: str, partition: int, topic_id: str | None = None) -> RemotePartition | None:
+        """The partition's remote view with what cannot be known about it attached; None when the
+        metadata says nothing about it and nothing is unknown."""
+        rp = self.partitions.get((topic, partition))
+        unknown = self.unknown_for(topic_id or (rp.topic_id if rp else None), partition)
+        if rp is None and not unknown:
+            return None
+        if rp is None:
+            rp = RemotePartition(topic, partition, topic_id)
+        rp.unknown = unknown
+        return rp
+
+    def unknown_for(self, topic_id: str | None, partition: int) -> list[str]:
+        if not self.incomplete:
+            return []
+        n = max(self.metadata_partitions) + 1 if self.metadata_partitions else None
+        if topic_id is None or n is None:
+            return [f"{METADATA_TOPIC}-{k}: {why}" for k, whys in sorted(self.incomplete.items()) for why in whys]
+        try:
+            k = metadata_partition_for(topic_id, partition, n)
+        except ValueError:
+            k = None
+        if k is None:
+            return [f"{METADATA_TOPIC}-{k2}: {why}" for k2, whys in sorted(self.incomplete.items()) for why in whys]
+        return [f"{METADATA_TOPIC}-{k}: {why}" for why in self.incomplete.get(k, [])]
+
+
+def fold_events(events: Iterable[rlm.RemoteLogEvent], into: RemoteLogMetadata) -> None:
+    """Apply decoded events in log order (one metadata partition at a time)."""
+    for ev in events:
+        key = (ev.topic, ev.partition)
+        rp = into.partitions.get(key)
+        if rp is None:
+            rp = into.partitions[key] = RemotePartition(ev.topic, ev.partition, ev.topic_id)
+        if ev.metadata_partition is not None:
+            rp.metadata_partitions.add(ev.metadata_partition)
+        if ev.kind == rlm.SEGMENT_METADATA:
+            if ev.segment_id in rp.segments:
+                rp.notes.append(f"{ev.where}: segment {ev.segment_id} recorded again (its first record is kept, "
+                                f"its state set to {ev.state})")
+                seg = rp.segments[ev.segment_id]
+                seg.state, seg.state_event_ms = ev.state, ev.event_ms
+                seg.history.append((ev.state, ev.event_ms, ev.broker_id))
+                continue
+            rp.segments[ev.segment_id] = RemoteSegment(
+                segment_id=ev.segment_id, topic=ev.topic, partition=ev.partition, topic_id=ev.topic_id,
+                start_offset=ev.start_offset, end_offset=ev.end_offset, max_timestamp_ms=ev.max_timestamp_ms,
+                size_bytes=ev.size_bytes, leader_epochs=list(ev.leader_epochs), broker_id=ev.broker_id,
+                state=ev.state, state_event_ms=ev.event_ms, copy_started_ms=ev.event_ms,
+                txn_index_empty=ev.txn_index_empty, history=[(ev.state, ev.event_ms, ev.broker_id)], where=ev.where)
+        elif ev.kind == rlm.SEGMENT_UPDATE:
+            seg = rp.segments.get(ev.segment_id)
+            if seg is None:
+                # the metadata topic's own retention, or a snapshot we do not have, dropped its start
+                rp.unknown.append(f"{ev.where}: state {ev.state} for remote segment {ev.segment_id}, whose "
+                                  f"offsets were never recorded here (its first record is gone)")
+                continue
+            seg.state, seg.state_event_ms = ev.state, ev.event_ms
+            seg.history.append((ev.state, ev.event_ms, ev.broker_id))
+        elif ev.kind == rlm.PARTITION_DELETE:
+            rp.delete_state = ev.state
+            rp.notes.append(f"{ev.where}: partition delete state {ev.state} at {ev.event_ms}")
+
+
+def read_log_events(log: str | os.PathLike) -> tuple[list[rlm.RemoteLogEvent], list[str], int]:
+    """The decoded events of one ``.log`` of ``__remote_log_metadata`` (read-only), in log order;
+    the problems met (each names the file, position, field and value); the records read. A
+    problem means the events of that file are not all known."""
+    events: list[rlm.RemoteLogEvent] = []
+    problems: list[str] = []
+    records = 0
+    try:
+        with LogReader(log) as reader:
+            for batch in reader.batches():
+                if batch.is_control:
+                    continue
+                try:
+                    values = list(rlm.record_values(reader, batch))
+                except FormatError as exc:
+                    problems.append(str(exc))
+                    continue
+                for offset, value, position in values:
+                    records += 1
+                    where = f"{log}: record at offset {offset} (batch at byte {position}), byte in its value"
+                    try:
+                        ev = rlm.decode_value(value, where)
+                    except FormatError as exc:
+                        problems.append(str(exc))
+                        continue
+                    if ev is not None:
+                        ev.metadata_offset = offset
+                        events.append(ev)
+            if reader.stop_reason not in (None, "partial-tail"):
+                problems.append(reader.stop_detail or f"{log}: {reader.stop_reason}")
+    except (OSError, FormatError) as exc:
+        problems.append(f"{log}: {exc}")
+    return events, problems, records
+
+
+def read_metadata_partition_dir(path: str | os.PathLike, into: RemoteLogMetadata) -> None:
+    """Every record of one ``__remote_log_metadata-N`` dir (read-only), folded into ``into``."""
+    path = Path(path)
+    parsed = filenames.parse_partition_dir(path.name)
+    if parsed is None or parsed.topic != METADATA_TOPIC or parsed.kind != "live":
+        into.notes.append(f"{path}: not a live {METADATA_TOPIC} partition dir (left alone)")
+        return
+    k = parsed.partition
+    into.metadata_dirs.append(str(path))
+    into.metadata_partitions.add(k)
+    try:
+        logs = sorted(e.path for e in os.scandir(path)
+                      if e.name.endswith(".log") and not e.is_symlink() and e.is_file())
+    except OSError as exc:
+        into.incomplete.setdefault(k, []).append(f"{path}: unreadable ({exc})")
+        return
+    for log in logs:
+        events, problems, records = read_log_events(log)
+        into.records += records
+        for problem in problems:
+            into.incomplete.setdefault(k, []).append(problem)
+            into.notes.append(problem)
+        for ev in events:
+            ev.metadata_partition = k
+        fold_events(events, into)
+
+
+def read_log_dirs(log_dirs: Sequence[str | os.PathLike]) -> RemoteLogMetadata:
+    """``__remote_log_metadata`` from every given log dir (a replica of each metadata partition
+    is enough; the first one found for a partition is read, the others are left alone)."""
+    out = RemoteLogMetadata()
+    seen: set[int] = set()
+    for log_dir in log_dirs:
+        try:
+            entries = sorted(os.scandir(log_dir), key=lambda e: e.name)
+        except OSError as exc:
+            out.notes.append(f"{log_dir}: unreadable ({exc})")
+            continue
+        for entry in entries:
+            parsed = filenames.parse_partition_dir(entry.name)
+            if parsed is None or parsed.topic != METADATA_TOPIC or parsed.kind != "live" or entry.is_symlink():
+                continue
+            if parsed.partition in seen:
+                continue
+            seen.add(parsed.partition)
+            read_metadata_partition_dir(entry.path, out)
+    _check_partitioner(out)
+    return out
+
+
+def _check_partitioner(meta: RemoteLogMetadata) -> None:
+    """Each user partition's events must sit in the metadata partition its hash names; a mismatch
+    means the partition count differs from the dirs found (some are elsewhere): say so."""
+    if not meta.metadata_partitions:
+        return
+    n = max(meta.metadata_partitions) + 1
+    for (topic, partition), rp in meta.partitions.items():
+        if rp.topic_id is None:
+            continue
+        k = metadata_partition_for(rp.topic_id, partition, n)
+        if k not in meta.metadata_partitions:
+            rp.unknown.append(f"its events belong in {METADATA_TOPIC}-{k}, which is not under the given log dirs")
+        elif rp.metadata_partitions - {k}:
+            rp.notes.append(f"its events were found in {METADATA_TOPIC} partitions {sorted(rp.metadata_partitions)}, "
+                            f"but hash to {k} with {n} partitions: the topic has more partitions than were found")
+
+
+# ---------------------------------------------------------------------------------------------
+# The broker's remote lookup (RemoteLogManager.findOffsetByTimestamp), on the metadata
+# ---------------------------------------------------------------------------------------------
+
+
+def _filtered_epochs(entries: Sequence[tuple[int, int]]) -> dict[int, int]:
+    """``buildFilteredLeaderEpochMap``: drop an epoch whose start offset equals the next one's
+    (an epoch with no records)."""
+    out: dict[int, int] = {}
+    prev = None
+    for epoch, offset in sorted(entries):
+        if prev is not None and prev[1] != offset:
+            out[prev[0]] = prev[1]
+        prev = (epoch, offset)
+    if prev is not None:
+        out[prev[0]] = prev[1]
+    return out
+
+
+def within_leader_epochs(seg: RemoteSegment, log_end_offset: int, leader_epochs: Mapping[int, int]) -> bool:
+    """``RemoteLogManager.isRemoteSegmentWithinLeaderEpochs``: the segment belongs to the
+    partition's leader-epoch lineage (``leader_epochs`` already filtered) and ends below the log
+    end offset."""
+    if not leader_epochs:
+        return False
+    seg_epochs = _filtered_epochs(seg.leader_epochs)
+    if not seg_epochs:
+        return False
+    keys = sorted(leader_epochs)
+    seg_keys = sorted(seg_epochs)
+    seg_last = seg_keys[-1]
+    if seg_last < keys[0] or seg_last > keys[-1]:
+        return False
+    seg_first = next((e for e in seg_keys if e >= keys[0]), None)
+    if seg_first is None:
+        return False
+    for epoch in seg_keys:
+        offset = seg_epochs[epoch]
+        if epoch < seg_first:
+            continue
+        if epoch not in leader_epochs:
+            return False
+        lower = [k for k in keys if k < epoch]
+        if epoch == seg_first and lower and offset < leader_epochs[epoch]:
+            return False
+        higher = [k for k in keys if k > epoch]
+        if epoch == seg_last:
+            if higher and seg.end_offset > leader_epochs[higher[0]] - 1:
+                return False
+        else:
+            seg_higher = [k for k in seg_keys if k > epoch]
+            a = (higher[0], leader_epochs[higher[0]]) if higher else None
+            b = (seg_higher[0], seg_epochs[seg_higher[0]]) if seg_higher else None
+            if a != b:
+                return False
+    return seg.end_offset < log_end_offset
+
+
+def epoch_for_offset(entries: Sequence[tuple[int, int]], offset: int) -> int | None:
+    """``LeaderEpochFileCache.epochForOffset``."""
+    previous = None
+    for epoch, start in sorted(entries):
+        if start == offset:
+            return epoch
+        if start > offset:
+            return previous
+        previous = epoch
+    return previous
+
+
+@dataclass
+class RemoteChoice:
+    """What ``findOffsetByTimestamp`` does for a target: which remote segment matched first and
+    whether the broker then reads it from remote storage or searches its local log instead."""
+
+    segment: RemoteSegment | None
+    search: str
+    """'remote' (the segment is below the local log: read from remote storage), 'local' (a remote
+    segment matched but its offsets are still local: the local log is searched), or 'none' (no
+    remote segment matched: the broker searches the local log from the local log start)."""
+    reason: str
+    candidates: list[RemoteSegment] = field(default_factory=list)
+    """other matching segments that overlap the chosen one (a leader change): the broker's pick
+    among them depends on the metadata cache's order, so the answer is only a range."""
+
+
+def find_remote_segment(rp: RemotePartition, target_ms: int, log_start_offset: int,
+                        leader_epoch_entries: Sequence[tuple[int, int]], log_end_offset: int,
+                        first_local_base_offset: int | None) -> RemoteChoice:
+    """The remote segment ``RemoteLogManager.findOffsetByTimestamp`` stops at for ``target_ms``:
+    from the epoch holding the log start offset upwards, the segments listed for each epoch by
+    start offset, the first with max timestamp >= target, end offset >= log start offset, within
+    the leader-epoch lineage, in state COPY_SEGMENT_FINISHED."""
+    epochs = _filtered_epochs(leader_epoch_entries)
+    epoch = epoch_for_offset(leader_epoch_entries, log_start_offset)
+    if epoch is None:
+        return RemoteChoice(None, "none", f"no leader epoch holds the log start offset {log_start_offset} "
+                                          f"(leader-epoch-checkpoint): the broker skips remote storage")
+    by_epoch: dict[int, list[RemoteSegment]] = {}
+    for seg in rp.segments.values():
+        for e, _ in seg.leader_epochs:
+            by_epoch.setdefault(e, []).append(seg)
+    for segs in by_epoch.values():
+        segs.sort(key=lambda s: s.start_offset)
+    current: int | None = epoch
+    all_epochs = sorted({e for e, _ in leader_epoch_entries})
+    while current is not None:
+        for seg in by_epoch.get(current, []):
+            if (seg.max_timestamp_ms >= target_ms and seg.end_offset >= log_start_offset
+                    and seg.finished and within_leader_epochs(seg, log_end_offset, epochs)):
+                others = [s for s in rp.finished() if s is not seg and s.max_timestamp_ms >= target_ms
+                          and s.start_offset <= seg.end_offset and s.end_offset >= seg.start_offset]
+                if first_local_base_offset is None or seg.start_offset < first_local_base_offset:
+                    return RemoteChoice(seg, "remote", f"remote segment {seg.segment_id} (offsets "
+                                        f"{seg.start_offset}..{seg.end_offset}) is the first with max timestamp >= "
+                                        f"target; it is below the local log, so the broker reads it from remote "
+                                        f"storage", others)
+                return RemoteChoice(seg, "local", f"remote segment {seg.segment_id} (offsets {seg.start_offset}.."
+                                    f"{seg.end_offset}) matches first but is also local (local log from "
+                                    f"{first_local_base_offset}): the broker searches its local segments", others)
+        later = [e for e in all_epochs if e > current]
+        current = later[0] if later else None
+    return RemoteChoice(None, "none", "no remote segment has a record at or after the target: the broker "
+                                      "searches the local log from the local log start offset")
+
+
+# ---------------------------------------------------------------------------------------------
+# LocalTieredStorage's files (the remote segments themselves, when their directory is given)
+# ---------------------------------------------------------------------------------------------
+
+#: LocalTieredStorage's root under its configured dir, and its file names:
+#: ``<dir>/kafka-tiered-storage/<topic>-<partition>-<topic id>/<start offset, 20 digits>-<segment id>.<suffix>``
+LOCAL_TIERED_ROOT = "kafka-tiered-storage"
+
+
+@dataclass
+class RemoteSegmentFiles:
+    log_path: str
+    index_path: str | None
+    timeindex_path: str | None
+
+
+def remote_segment_files(storage_dir: str | os.PathLike, seg: RemoteSegment) -> RemoteSegmentFiles | None:
+    """The segment's files in a LocalTieredStorage directory, or None when absent."""
+    root = Path(storage_dir)
+    if (root / LOCAL_TIERED_ROOT).is_dir():
+        root = root / LOCAL_TIERED_ROOT
+    pdir = root / f"{seg.topic}-{seg.partition}-{seg.topic_id}"
+    stem = f"{seg.start_offset:020d}-{seg.segment_id}"
+    log = pdir / f"{stem}.log"
+    if not log.is_file() or log.is_symlink():
+        return None
+    idx, tidx = pdir / f"{stem}.index", pdir / f"{stem}.timeindex"
+    return RemoteSegmentFiles(str(log), str(idx) if idx.is_file() else None, str(tidx) if tidx.is_file() else None)
