@@ -1,0 +1,193 @@
+"""Consumer groups from disk: commits replayed per second, and replay-check --group wall time.
+
+    .venv/bin/python benchmarks/groups.py                 # build .cache/bench/groups/ once, then measure
+    .venv/bin/python benchmarks/groups.py --no-kafka      # skip Kafka's DumpLogSegments beside ours
+    .venv/bin/python benchmarks/groups.py --prepare-only
+
+Prints figures; asserts nothing. Targets are printed beside the measured values with PASS/MISS.
+
+Data (built on first use under the repo's ignored ``.cache/bench/groups/``, reused while its
+``MARKER.json`` names the same generator version), every batch written by a real broker:
+
+* ``single/__consumer_offsets-0``: the real 2018 broker's ``__consumer_offsets-28`` batches
+  (../shared/fixtures/real: 8,202 batches of one commit each, the old coordinator's shape)
+  concatenated, base offsets rewritten (the CRC does not cover them), to >= 1,000,000 records.
+* ``multi/__consumer_offsets-0``: batches written by a real Kafka 4.2.1 broker (the test
+  harness) for 300 simple groups committing 1..60 partitions of a 60-partition topic, three
+  times each (one batch per OffsetCommit request, as the new coordinator writes them),
+  concatenated the same way to >= 1,000,000 records.
+
+Measurements run in a fresh interpreter pinned to one CPU (``sched_setaffinity``); the time is
+taken inside it around ``read_groups`` only (walk, replay, decode of the winners). Medians of
+``--runs`` runs, warm page cache. Kafka's side: ``DumpLogSegments --offsets-decoder`` over the
+same file (a JVM, wall time including JVM start; it prints every record, it does not fold).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+BENCH = ROOT / ".cache" / "bench" / "groups"
+GENERATOR_VERSION = 1
+TARGET_RECORDS = 1_000_000
+TARGET_COMMITS_PER_S = 500_000
+TARGET_REPLAY_CHECK_S = 2.0
+FIXTURE = (ROOT.parent / "shared" / "fixtures" / "real" / "broker-dirs" / "kafka-2018-v2" / "kafka-logs"
+           / "__consumer_offsets-28")
+
+
+def _real_batches(partition_dirs: list[Path]) -> list[tuple[bytes, int]]:
+    """(batch bytes, record count) of every plain data batch in the dirs' live segments."""
+    from auditor.cluster.consumer_groups import live_segments
+    from auditor.formats.log_reader import LogReader
+    out = []
+    for d in partition_dirs:
+        for _, log in live_segments(d):
+            r = LogReader(log)
+            try:
+                for b in r.batches():
+                    if not b.is_control and not b.is_transactional and b.record_count:
+                        out.append((bytes(r.read_batch_bytes(b)), b.record_count))
+            finally:
+                r.close()
+    return out
+
+
+def _concatenate(batches: list[tuple[bytes, int]], dest: Path, records: int) -> dict:
+    """Write batches round robin with fresh base offsets until ``records`` records are in."""
+    dest.mkdir(parents=True, exist_ok=True)
+    offset = n = i = nb = 0
+    with open(dest / f"{0:020d}.log", "wb") as f:
+        while n < records:
+            data, count = batches[i % len(batches)]
+            i += 1
+            (lod,) = struct.unpack_from(">i", data, 23)
+            f.write(struct.pack(">q", offset) + data[8:])
+            offset += lod + 1
+            n += count
+            nb += 1
+    return {"records": n, "batches": nb, "bytes": (dest / f"{0:020d}.log").stat().st_size}
+
+
+def _broker_batches(workdir: Path) -> list[tuple[bytes, int]]:
+    from harness.groups import GROUP_BROKER_CONFIG, commit_offsets
+    from harness.kafka import KafkaCluster
+    kc = KafkaCluster(workdir, broker_config=dict(GROUP_BROKER_CONFIG, **{"offsets.topic.num.partitions": "1",
+                                                                           "log.roll.ms": "604800000"}))
+    kc.start()
+    try:
+        kc.create_topic("bench", partitions=60)
+        for rnd in range(3):
+            for g in range(300):
+                n = 1 + (g * 7) % 60
+                commit_offsets(kc, f"bench-group-{g}", {("bench", p): rnd * 100 + g + p for p in range(n)},
+                               {("bench", 0): f"round {rnd}"})
+        time.sleep(1)
+        return _real_batches([kc.partition_dir("__consumer_offsets", 0)])
+    finally:
+        kc.stop()
+
+
+def prepare(force: bool = False) -> dict:
+    marker = BENCH / "MARKER.json"
+    if marker.exists() and not force:
+        info = json.loads(marker.read_text())
+        if info.get("generator") == GENERATOR_VERSION:
+            return info
+    shutil.rmtree(BENCH, ignore_errors=True)
+    BENCH.mkdir(parents=True)
+    info = {"generator": GENERATOR_VERSION}
+    single = _real_batches([FIXTURE])
+    info["single"] = dict(_concatenate(single, BENCH / "single" / "__consumer_offsets-0", TARGET_RECORDS),
+                          source_batches=len(single))
+    t = time.monotonic()
+    multi = _broker_batches(BENCH / "broker")
+    info["multi"] = dict(_concatenate(multi, BENCH / "multi" / "__consumer_offsets-0", TARGET_RECORDS),
+                         source_batches=len(multi), broker_s=round(time.monotonic() - t, 1))
+    shutil.rmtree(BENCH / "broker", ignore_errors=True)
+    marker.write_text(json.dumps(info, indent=1))
+    return info
+
+
+_CHILD = r"""
+import json, os, sys, time
+os.sched_setaffinity(0, {{{cpu}}})
+sys.path.insert(0, {root!r})
+from auditor.cluster.consumer_groups import read_groups
+t0 = time.perf_counter(); p0 = time.process_time()
+res = read_groups([{log_dir!r}])
+wall = time.perf_counter() - t0; proc = time.process_time() - p0
+print(json.dumps({{"wall_s": wall, "proc_s": proc, "records": res.records, "groups": len(res.live),
+                  "offsets": sum(len(g.offsets) for g in res.live.values()), "notes": len(res.notes)}}))
+"""
+
+
+def measure_fold(log_dir: Path, runs: int) -> dict:
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    results = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", _CHILD.format(cpu=cpu, root=str(ROOT), log_dir=str(log_dir))],
+                             capture_output=True, text=True, check=True)
+        results.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    wall = statistics.median(r["wall_s"] for r in results)
+    proc = statistics.median(r["proc_s"] for r in results)
+    r = results[0]
+    return dict(r, wall_s=wall, proc_s=proc, per_s=r["records"] / wall, per_proc_s=r["records"] / proc)
+
+
+def measure_kafka(log: Path) -> float:
+    from harness.kafka import kafka_classpath, tools_log4j_config
+    cp = kafka_classpath()
+    cmd = ["java", "-XX:+UseSerialGC", "-cp", cp]
+    cfg = tools_log4j_config(cp)
+    if cfg:
+        cmd.insert(1, f"-Dlog4j2.configurationFile={cfg}")
+    cmd += ["kafka.tools.DumpLogSegments", "--offsets-decoder", "--files", str(log)]
+    t = time.perf_counter()
+    subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--no-kafka", action="store_true", help="skip DumpLogSegments beside ours")
+    ap.add_argument("--prepare-only", action="store_true")
+    ap.add_argument("--rebuild", action="store_true")
+    args = ap.parse_args()
+    info = prepare(args.rebuild)
+    print(f"data: {BENCH}")
+    for name in ("single", "multi"):
+        d = info[name]
+        print(f"  {name:6s} {d['records']:>9,} records in {d['batches']:>9,} batches, {d['bytes'] / 2**20:7.1f} MiB "
+              f"(from {d['source_batches']:,} real batches)")
+    if args.prepare_only:
+        return
+    print(f"\ncommits replayed per second (read_groups: walk + replay + decode of the winners; one CPU, median of "
+          f"{args.runs}); target {TARGET_COMMITS_PER_S:,}/s")
+    print(f"{'data':8s} {'records':>10s} {'wall s':>8s} {'rec/s (wall)':>14s} {'rec/s (cpu)':>13s} {'kafka s':>9s}  target")
+    for name in ("single", "multi"):
+        log_dir = BENCH / name
+        m = measure_fold(log_dir, args.runs)
+        kafka = "-" if args.no_kafka else f"{measure_kafka(log_dir / '__consumer_offsets-0' / f'{0:020d}.log'):.1f}"
+        verdict = "PASS" if m["per_s"] >= TARGET_COMMITS_PER_S else "MISS"
+        print(f"{name:8s} {m['records']:>10,} {m['wall_s']:>8.2f} {m['per_s']:>14,.0f} {m['per_proc_s']:>13,.0f} "
+              f"{kafka:>9s}  {verdict} ({m['groups']} groups, {m['offsets']} offsets, {m['notes']} notes)")
+    print(f"(load average now: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs)")
+
+
+if __name__ == "__main__":
+    main()
