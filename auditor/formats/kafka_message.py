@@ -496,6 +496,52 @@ class MessageSpec:
     def has_version(self, version: int) -> bool:
         return in_versions(self.valid_versions, version)
 
+    def struct_fields(self, f: dict) -> list:
+        """The fields of a struct-typed field (inline, or one of the message's common structs)."""
+        if "fields" in f:
+            return f["fields"]
+        t = f["type"][2:] if f["type"].startswith("[]") else f["type"]
+        return self.common_structs[t]
+
+    def default_value(self, f: dict, version: int):
+        """A field's spec default at ``version``, as the decoder fills in a missing tagged field."""
+        return eval(_default_expr(f, version, self.struct_fields), {})   # an expression of literals
+
+    def to_json(self, version: int, data: dict) -> dict:
+        """``data`` as Kafka's generated JSON converters write it (what DumpLogSegments prints):
+        tagged fields left out while they hold their default, bytes/records as base64, unknown
+        tagged fields dropped."""
+        return self._json_struct(self.fields, version, data)
+
+    def _json_struct(self, fields, version, data):
+        out = {}
+        flexible = in_versions(self.flexible_versions, version)
+        for f in fields:
+            if not in_versions(f.get("versions"), version):
+                continue
+            name = json_name(f["name"])
+            value = data.get(name)
+            if flexible and in_versions(f.get("taggedVersions"), version) and value == self.default_value(f, version):
+                continue
+            out[name] = self._json_value(f, version, value)
+        return out
+
+    def _json_value(self, f, version, value):
+        if value is None:
+            return None
+        t = f["type"]
+        if t in ("bytes", "records"):
+            return base64.b64encode(value).decode("ascii")
+        if t.startswith("[]"):
+            elem = t[2:]
+            if elem in FIXED or elem in VARIABLE:
+                return list(value)
+            fields = self.struct_fields(f)
+            return [self._json_struct(fields, version, v) for v in value]
+        if t in FIXED or t in VARIABLE:
+            return value
+        return self._json_struct(self.struct_fields(f), version, value)
+
     def compiled(self, version: int, checked: bool = False) -> Callable:
         """The raw compiled function ``f(buf, pos, end) -> (dict, new_pos)`` (no error wrapping)."""
         return _Compiler(self, version, checked).build()

@@ -1,0 +1,129 @@
+"""KRaft metadata records (``__cluster_metadata``): the frame around each record, and the control
+records of the KRaft log and its snapshots. Pure functions on bytes.
+
+A metadata record is the *value* of a v2 record (its key is null), framed as Kafka's
+``MetadataRecordSerde`` / ``AbstractApiMessageSerde`` writes it::
+
+    frameVersion:uvarint (1)  apiKey:uvarint  version:uvarint  body (the ApiMessage, flexible)
+
+``apiKey`` picks the message spec of type "metadata" (``TopicRecord`` = 2, ``PartitionRecord`` = 3,
+...; kafka-metadata's ``common/metadata/*.json``), decoded by :mod:`auditor.formats.kafka_message`
+at ``version``. The body must end exactly at the end of the value.
+
+Control records (control batches) have the key ``version:int16 type:int16`` (``ControlRecordType``:
+2 LEADER_CHANGE, 3 SNAPSHOT_HEADER, 4 SNAPSHOT_FOOTER, 5 KRAFT_VERSION, 6 KRAFT_VOTERS; 0/1 are
+transaction markers) and their value is the message of that type at the key's version
+(kafka-clients' ``common/message/*.json``).
+
+Every break (a short frame, an unknown frame version or api key, a version newer than the specs,
+a body cut short) raises :class:`FormatError` naming file, byte position, field, value and what
+was expected; the caller turns it into a note and goes on with the next record.
+"""
+
+from __future__ import annotations
+
+import re
+import struct
+from dataclasses import dataclass
+
+from auditor.formats import kafka_message as km
+from auditor.formats.errors import FormatError
+
+#: ``AbstractApiMessageSerde.DEFAULT_FRAME_VERSION``: the only frame version Kafka writes.
+FRAME_VERSION = 1
+#: Control record key: version:int16 type:int16.
+CONTROL_KEY = struct.Struct(">hh")
+CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
+                      4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
+#: The message spec of each control record type that carries one.
+CONTROL_SPECS = {2: "LeaderChangeMessage", 3: "SnapshotHeaderRecord", 4: "SnapshotFooterRecord",
+                 5: "KRaftVersionRecord", 6: "VotersRecord"}
+#: How DumpLogSegments labels each control record type on its record line.
+CONTROL_DUMP_LABELS = {2: "LeaderChange", 3: "SnapshotHeader", 4: "SnapshotFooter", 5: "KRaftVersion",
+                       6: "KRaftVoters"}
+SNAPSHOT_HEADER = 3
+SNAPSHOT_FOOTER = 4
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def record_type_name(spec_name: str) -> str:
+    """``PartitionChangeRecord`` -> ``PARTITION_CHANGE_RECORD`` (``MetadataRecordType``, as
+    DumpLogSegments' cluster-metadata decoder prints the type)."""
+    return _CAMEL.sub("_", spec_name).upper()
+
+
+@dataclass(slots=True)
+class MetadataFrame:
+    api_key: int
+    version: int
+    body_position: int          # byte position of the body inside the value
+    spec: km.MessageSpec | None  # None: an api key the specs do not know
+
+
+def _uvarint(value, pos: int, end: int, field: str, file, base: int) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    start = pos
+    while True:
+        if pos >= end:
+            raise FormatError(file, base + start, field, f"{end - start} byte(s)", "a complete unsigned varint")
+        b = value[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if pos - start >= km.MAX_VARINT_BYTES:
+            raise FormatError(file, base + start, field, "more than 5 bytes", "an unsigned varint of at most 5 bytes")
+
+
+def read_frame(value, *, file="<bytes>", base: int = 0) -> MetadataFrame:
+    """The frame of one metadata record value (spec None for an unknown api key)."""
+    if value is None:
+        raise FormatError(file, base, "metadata record value", None, "a framed metadata record (not null)")
+    end = len(value)
+    b = value[0] if end else 0x80
+    if b < 0x80 and end >= 3 and value[1] < 0x80 and value[2] < 0x80:   # the usual 3-byte frame
+        frame, api_key, version, pos = b, value[1], value[2], 3
+    else:
+        frame, pos = _uvarint(value, 0, end, "frameVersion", file, base)
+        api_key, pos = _uvarint(value, pos, end, "apiKey", file, base)
+        version, pos = _uvarint(value, pos, end, "version", file, base)
+    if frame != FRAME_VERSION:
+        raise FormatError(file, base, "frameVersion", frame, f"{FRAME_VERSION}")
+    return MetadataFrame(api_key, version, pos, km.by_api_key("metadata", api_key))
+
+
+def decode_metadata_value(value, *, file="<bytes>", base: int = 0) -> tuple[km.MessageSpec, int, dict]:
+    """(spec, version, fields) of one metadata record value; FormatError for anything it cannot
+    decode: an unknown api key (field ``apiKey``), a version the specs do not have (field
+    ``<Record>.version``), a broken body (the field that broke)."""
+    frame = read_frame(value, file=file, base=base)
+    spec = frame.spec
+    if spec is None:
+        raise FormatError(file, base, "apiKey", frame.api_key,
+                          f"a metadata record type of the Kafka {km.kafka_metadata.KAFKA_VERSION} specs")
+    data = spec.reader(frame.version)(value, frame.body_position, len(value), file, base)
+    return spec, frame.version, data
+
+
+def control_key(key, *, file="<bytes>", base: int = 0) -> tuple[int, int]:
+    """(version, type) of a control record key."""
+    if key is None or len(key) < CONTROL_KEY.size:
+        raise FormatError(file, base, "control record key", None if key is None else len(key),
+                          "4 bytes (version:int16 type:int16)")
+    return CONTROL_KEY.unpack_from(key, 0)
+
+
+def decode_control_value(ctype: int, version: int, value, *, file="<bytes>", base: int = 0
+                         ) -> tuple[km.MessageSpec | None, dict | None]:
+    """(spec, fields) of a control record's value; (None, None) for the transaction markers and
+    unknown types (their value is not a message of the specs)."""
+    name = CONTROL_SPECS.get(ctype)
+    if name is None:
+        return None, None
+    spec = km.spec(name, "kafka_clients")
+    if value is None:
+        raise FormatError(file, base, f"{name} value", None, "a control record value")
+    return spec, spec.reader(version)(value, 0, len(value), file, base)
