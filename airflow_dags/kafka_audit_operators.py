@@ -19,7 +19,6 @@ scripts are exactly what the tasks act on.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import shutil
@@ -32,7 +31,9 @@ from typing import Any, Sequence
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-#: Exit codes of ``kafka-audit`` (auditor/cli.py).
+from auditor.manifest import SEGMENTS_FILE, find_manifests
+
+#: Exit codes of ``kafka-audit`` (auditor/cli/common.py).
 EXIT_OK, EXIT_UNSAFE, EXIT_USAGE, EXIT_INPUT_PROBLEM = 0, 1, 2, 3
 
 
@@ -131,11 +132,15 @@ def check_inputs(log_dirs=None, manifests=None, max_age_hours: float = 26.0) -> 
     found = []
     oldest_allowed = time.time() - max_age_hours * 3600
     for pattern in patterns:
-        hits = sorted(glob.glob(os.path.join(pattern, "**", "segments.parquet"), recursive=True)) or sorted(
-            glob.glob(os.path.join(pattern, "segments.parquet")))
-        if not hits:
-            problems.append(f"{pattern}: no manifest (segments.parquet) found")
+        try:
+            hits = [os.path.join(d, SEGMENTS_FILE) for d in find_manifests([pattern])]
+        except FileNotFoundError:
+            problems.append(f"{pattern}: no manifest ({SEGMENTS_FILE}) found")
+            continue
         for h in hits:
+            if "://" in h:  # a remote manifest: the engine reads it; its age cannot be seen from here
+                found.append(h)
+                continue
             age_h = (time.time() - os.path.getmtime(h)) / 3600
             if os.path.getmtime(h) < oldest_allowed:
                 problems.append(f"{h}: {age_h:.1f} h old, older than {max_age_hours} h (did collect run on that broker?)")

@@ -25,6 +25,9 @@ SCHEMA_VERSION = 1
 TIMELINE_COLUMNS = ("broker_id", "log_dir", "topic", "partition", "base_offset", "log_mtime_ms", "min_timestamp_ms",
                     "min_batch_timestamp_ms", "max_timestamp_ms", "log_size_bytes", "is_active")
 MAX_TIMELINE_PARTITIONS = 6
+#: Checks whose flagged partitions get a segment timeline chart in the report.
+TIMELINE_CHECKS = ("mtime.reset", "timestamps.bounds", "retention.future_timestamp", "replay.safety",
+                   "timestamps.backward", "retention.overdue")
 
 
 @dataclass
@@ -52,8 +55,6 @@ class AuditResult:
 
 
 def _timeline_keys(findings: list[Finding]) -> list[tuple[str, int]]:
-    from reports.html import TIMELINE_CHECKS
-
     ranked = sorted((f for f in findings if f.check in TIMELINE_CHECKS and f.severity >= Severity.WARN
                      and f.topic is not None and f.partition is not None), key=Finding.sort_key)
     keys: list[tuple[str, int]] = []
@@ -77,7 +78,7 @@ ROWS_PER_CHECK_SLICE = 100_000
 
 def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: None) -> AuditResult:
     """Runs the whole audit; raises ConfigError / LiveConfigError for bad input (exit 2)."""
-    from auditor.job import aggregates, build_spark, read_manifests, scan_dataframes, write_parquet
+    from auditor.engine import aggregates, build_spark, read_manifests, scan_dataframes, write_parquet
     from checks.expectations import run_expectations
     from auditor.check_runner import run_spark, worst
 
@@ -184,33 +185,6 @@ def _finding_doc(f: Finding) -> dict:
 
 def _jsonable(row: dict) -> dict:
     return {k: (float(v) if hasattr(v, "as_integer_ratio") and not isinstance(v, (int, float)) else v) for k, v in row.items()}
-
-
-def write_outputs(result: AuditResult, out_html: str | None, out_json: str | None, history_dir: str | None) -> list[str]:
-    """Writes the JSON, appends the history, renders the HTML (with the trends). Returns paths."""
-    from reports import history as hist
-    from reports.html import render
-
-    written = []
-    if out_json == "-":
-        sys.stdout.write(json.dumps(result.doc, indent=1, default=str) + "\n")
-    elif out_json:
-        p = Path(out_json)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(result.doc, indent=1, default=str) + "\n")
-        written.append(str(p))
-    history_rows: list[dict] = []
-    if history_dir:
-        rows = hist.topic_rows(result.doc["tables"]["partition_stats"], result.doc["generated_at_ms"],
-                               result.doc["verdict"], result.doc["counts"])
-        written.append(str(hist.append(history_dir, rows, result.doc["generated_at_ms"])))
-        history_rows = hist.read(history_dir)
-    if out_html:
-        p = Path(out_html)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(render(result.doc, history_rows))
-        written.append(str(p))
-    return written
 
 
 def summary_lines(result: AuditResult, min_severity: Severity = Severity.WARN) -> list[str]:

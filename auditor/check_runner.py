@@ -67,7 +67,7 @@ def run_cluster_checks(stats: Mapping[str, pd.DataFrame], partitions: pd.DataFra
     return out
 
 
-def _frame(rows, schema) -> pd.DataFrame:
+def as_frame(rows, schema) -> pd.DataFrame:
     """Rows as pandas the way Spark hands them to applyInPandas (Arrow's default conversion:
     nullable integers become float64 with NaN, lists become numpy arrays), so a check sees the
     same dtypes on both engines."""
@@ -79,8 +79,8 @@ def _frame(rows, schema) -> pd.DataFrame:
 def run_local(segments, partitions, ctx: AuditContext, stats: Mapping[str, pd.DataFrame] | None = None,
               names: Sequence[str] | None = None) -> list[Finding]:
     """In-process engine: segment/partition rows (dicts or DataFrames) -> findings, sorted."""
-    seg = _frame(segments, SEGMENT_SCHEMA)
-    part = _frame(partitions, PARTITION_SCHEMA)
+    seg = as_frame(segments, SEGMENT_SCHEMA)
+    part = as_frame(partitions, PARTITION_SCHEMA)
     findings: list[Finding] = []
     seg_groups = dict(iter(seg.groupby(GROUP, sort=True))) if len(seg) else {}
     part_groups = dict(iter(part.groupby(GROUP, sort=True))) if len(part) else {}

@@ -16,6 +16,10 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from auditor import __version__
+
+TOOL = "kafka-log-auditor"
+
 DEPTHS = ("stat", "index", "headers", "deep")
 """Scan depths, cheapest first: each one fills every column the previous one does."""
 
@@ -193,3 +197,9 @@ def spark_schema(schema: pa.Schema):
     from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(schema)
+
+
+def json_envelope(**fields) -> dict:
+    """The head of every JSON document the tool publishes (scan, audit, replay-check): the tool
+    and its version first, then ``fields`` in the order given."""
+    return {"tool": TOOL, "version": __version__, **fields}

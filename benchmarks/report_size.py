@@ -30,7 +30,7 @@ def main(argv=None) -> int:
     ap.add_argument("--segments", type=int, default=10_000)
     ap.add_argument("--out", type=Path, default=REPO / ".cache" / "report-size")
     args = ap.parse_args(argv)
-    from auditor.collect import LOG_DIRS_SCHEMA
+    from auditor.manifest import LOG_DIRS_SCHEMA
 
     manifest = args.out / "manifest"
     manifest.mkdir(parents=True, exist_ok=True)

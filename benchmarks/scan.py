@@ -265,11 +265,11 @@ def worker(depth: str, dirs: list[str], cpu: int | None, profile: str | None) ->
     if cpu is not None:
         os.sched_setaffinity(0, {cpu})
     t_import = time.perf_counter()
-    import auditor.scan
+    import auditor.scan.segment
     from auditor.scan import scan_log_dirs
     import_s = time.perf_counter() - t_import
     if depth == "headers-py":  # the pure-Python walker, as on a machine without the C extension
-        auditor.scan.USE_C_WALK = False
+        auditor.scan.segment.USE_C_WALK = False
         depth = "headers"
     prof = None
     if profile:

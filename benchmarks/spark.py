@@ -7,7 +7,7 @@ also warms the page cache, so every run reads from memory; pass ``--drop-caches`
 read cold from disk instead):
 
 * listing      in-process: none (listing is interleaved with the scan); Spark: driver-side
-               ``plan_log_dir`` (header + partition dir names);
+               ``plan_tasks`` (header + partition dir names);
 * scan         in-process: ``scan_log_dirs``; Spark: ``scan_dataframes`` + materialising the
                persisted union (``count``): listing excluded;
 * aggregation  in-process: pyarrow group-by per partition dir (size, segments, timestamps);
@@ -77,7 +77,7 @@ def in_process(log_dirs, depth, repeat, drop):
 
 
 def spark_local(log_dirs, depth, repeat, drop, master, conf):
-    from auditor.job import aggregates, build_spark, plan_log_dir, scan_dataframes
+    from auditor.engine import aggregates, build_spark, plan_tasks, scan_dataframes
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     out = {"listing": [], "scan": [], "aggregation": [], "fixed": []}
@@ -91,7 +91,7 @@ def spark_local(log_dirs, depth, repeat, drop, master, conf):
                 _drop_caches()
             t = time.perf_counter()
             for d in log_dirs:
-                plan_log_dir(d)
+                plan_tasks(d)
             listing = time.perf_counter() - t
             t = time.perf_counter()
             scan = scan_dataframes(spark, log_dirs, depth)
@@ -133,7 +133,7 @@ def main(argv=None) -> int:
     ap.add_argument("--conf", action="append", default=[])
     ap.add_argument("--drop-caches", action="store_true", help="drop the page cache before every run (root)")
     args = ap.parse_args(argv)
-    from auditor.job import parse_conf
+    from auditor.engine import parse_conf
 
     size = sum(f.stat().st_size for d in args.log_dirs for f in Path(d).rglob("*") if f.is_file() and not f.is_symlink())
     print(f"log dirs: {', '.join(args.log_dirs)} ({size / 2**20:,.1f} MiB), depth {args.depth}, "

@@ -14,7 +14,7 @@ Scopes:
   This is what the Spark engine distributes (``cogroup(...).applyInPandas``), so it must not
   need anything outside its partition.
 * ``cluster``: called once with the per-partition-dir statistics (``partition_stats`` of
-  ``auditor.job.aggregates``: one row per partition dir, small) and the topic / broker / log-dir
+  ``auditor.engine.aggregates``: one row per partition dir, small) and the topic / broker / log-dir
   rollups. Never sees segment rows.
 """
 

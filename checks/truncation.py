@@ -33,7 +33,7 @@ from checks.base import Check, CheckInput, Option, cells, live_replicas, opt_int
 from auditor.units import human_bytes
 
 
-class Truncation(Check):
+class IntegrityTruncation(Check):
     code = "KLA044"
     name = "integrity.truncation"
     title = "Truncated or corrupt segments"

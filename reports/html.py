@@ -19,9 +19,6 @@ from reports import charts
 
 TEMPLATES = Path(__file__).parent / "templates"
 RANK = {"FAIL": 3, "WARN": 2, "INFO": 1, "PASS": 0}
-#: Checks whose flagged partitions get a segment timeline chart.
-TIMELINE_CHECKS = ("mtime.reset", "timestamps.bounds", "retention.future_timestamp", "replay.safety",
-                   "timestamps.backward", "retention.overdue")
 MAX_TIMELINES = 6
 #: The report is mailed: per check it lists the worst findings up to this many, and per finding
 #: the first evidence items; findings.json always has everything.

@@ -2,7 +2,7 @@
 
     from spark_session import spark  # noqa: F401
 
-local[2] with the job's own defaults (auditor.job.build_spark): Arrow on, few shuffle partitions.
+local[2] with the job's own defaults (auditor.engine.build_spark): Arrow on, few shuffle partitions.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 @pytest.fixture(scope="session")
 def spark():
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from auditor.job import build_spark
+    from auditor.engine import build_spark
 
     session = build_spark("local[2]", {"spark.sql.shuffle.partitions": "4"})
     yield session

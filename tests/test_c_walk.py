@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-import auditor.scan as scan
+import auditor.scan.segment as scan_segment_module
 from auditor.formats import log_reader
 from auditor.scan import SegmentFiles, scan_log_dirs, scan_segment
 from realdata import LOG_DIRS, RECORD_SETS
@@ -25,7 +25,7 @@ IGNORED = {"scanned_at_ms"}
 
 
 def _rows(files_or_dirs, monkeypatch, use_c: bool):
-    monkeypatch.setattr(scan, "USE_C_WALK", use_c)
+    monkeypatch.setattr(scan_segment_module, "USE_C_WALK", use_c)
     if isinstance(files_or_dirs, SegmentFiles):
         rows = [scan_segment(SegmentFiles(files_or_dirs.base_offset, None, dict(files_or_dirs.paths)), "headers",
                              is_active=False, location={})]
@@ -142,7 +142,7 @@ def _indexed_partition(tmp_path) -> SegmentFiles:
 
 
 def _index_rows(files: SegmentFiles, monkeypatch, use_c: bool) -> dict:
-    monkeypatch.setattr(scan, "USE_C_WALK", use_c)
+    monkeypatch.setattr(scan_segment_module, "USE_C_WALK", use_c)
     row = scan_segment(SegmentFiles(files.base_offset, None, dict(files.paths)), "index", is_active=True, location={})
     return {k: v for k, v in row.items() if k not in IGNORED}
 
@@ -218,7 +218,7 @@ def test_index_depth_in_c_equals_python(damage, tmp_path, monkeypatch):
 
 def test_index_depth_in_c_on_real_dirs(monkeypatch):
     with_c = [{k: v for k, v in r.items() if k not in IGNORED}
-              for r in (monkeypatch.setattr(scan, "USE_C_WALK", True) or scan_log_dirs(LOG_DIRS, "index")).segments]
+              for r in (monkeypatch.setattr(scan_segment_module, "USE_C_WALK", True) or scan_log_dirs(LOG_DIRS, "index")).segments]
     pure = [{k: v for k, v in r.items() if k not in IGNORED}
-            for r in (monkeypatch.setattr(scan, "USE_C_WALK", False) or scan_log_dirs(LOG_DIRS, "index")).segments]
+            for r in (monkeypatch.setattr(scan_segment_module, "USE_C_WALK", False) or scan_log_dirs(LOG_DIRS, "index")).segments]
     assert with_c == pure and len(with_c) >= 7

@@ -20,15 +20,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from auditor.job import aggregates, scan_dataframes
+from auditor.engine import aggregates, scan_dataframes
 from auditor.scan import scan_log_dirs
 from auditor.schema import SEGMENT_COLUMNS, SEGMENT_KEY, SEGMENT_SCHEMA, empty_row, spark_schema, to_table
 from checks.base import AuditContext, Severity
 from checks.config import Config
 from checks.expectations import run_expectations
 from auditor.check_runner import run_local, run_spark
-from checks.skew_broker import BrokerDiskSkew
-from checks.skew_partition import PartitionSizeSkew
+from checks.broker_disk import SkewBrokerDisk
+from checks.partition_size import SkewPartitionSize
 from spark_session import spark  # noqa: F401
 
 TOPIC = "clicks"
@@ -94,7 +94,7 @@ def partition_bytes_on_disk(log_dirs, topic: str) -> dict[int, int]:
 def test_hot_partition_named_with_the_ratio_measured_on_disk(skewed, scanned):
     scan, aggs = scanned
     findings = run_spark(scan.segments, scan.partitions, aggs, context())
-    opts = Config(None).options(PartitionSizeSkew)
+    opts = Config(None).options(SkewPartitionSize)
 
     sizes = partition_bytes_on_disk(skewed["all_dirs"], TOPIC)
     assert sorted(sizes) == list(range(PARTITIONS))
@@ -133,8 +133,8 @@ def test_hot_partition_named_with_the_ratio_measured_on_disk(skewed, scanned):
 
 def test_broker_and_log_dir_skew_match_the_disk(skewed, scanned):
     scan, aggs = scanned
-    findings = run_spark(scan.segments, scan.partitions, aggs, context(), names=[BrokerDiskSkew.name])
-    opts = Config(None).options(BrokerDiskSkew)
+    findings = run_spark(scan.segments, scan.partitions, aggs, context(), names=[SkewBrokerDisk.name])
+    opts = Config(None).options(SkewBrokerDisk)
     # Disk bytes per broker / log dir: every partition directory, metadata log included.
     per_dir = {(node, str(d)): sum(log_bytes(p) for p in d.iterdir() if p.is_dir())
                for node, dirs in skewed["log_dirs"].items() for d in dirs}
@@ -167,7 +167,7 @@ def test_broker_and_log_dir_skew_match_the_disk(skewed, scanned):
 
 
 def pandas_partition_stats(segments: list[dict], partitions: list[dict]) -> pd.DataFrame:
-    """``partition_stats`` built in-process from scan rows, as ``auditor.job.aggregates`` documents
+    """``partition_stats`` built in-process from scan rows, as ``auditor.engine.aggregates`` documents
     it: one row per partition dir; live segments (no file state, a .log) count; message_count is
     None as soon as one live segment's count is unknown."""
     by_dir: dict[tuple, list[dict]] = {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from pathlib import Path
 
 import pytest
 
@@ -39,6 +40,22 @@ def test_codes_are_unique():
 def test_one_check_per_module():
     modules = [c.__module__ for c in REGISTRY.values()]
     assert len(modules) == len(set(modules)), sorted(modules)
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_one_name_everywhere(name):
+    """The module is named after the config key's last part, the class after the same words,
+    optionally led by the key's first part: integrity.index_mismatch lives in
+    checks/index_mismatch.py as IntegrityIndexMismatch (groups.time_to_loss: GroupTimeToLoss)."""
+    check = REGISTRY[name]
+    first, last = name.split(".", 1)[0], name.rsplit(".", 1)[1]
+    assert check.__module__ == f"checks.{last}", f"{name}: module {check.__module__}, expected checks.{last}"
+    stem = "".join(w[:1].upper() + w[1:] for w in last.split("_"))
+    lead = check.__name__[: -len(stem)] if check.__name__.endswith(stem) else None
+    assert lead is not None and first.lower().startswith(lead.lower()), (
+        f"{name}: class {check.__name__}, expected {stem} led by nothing or by {first.capitalize()}")
+    case_file = Path(__file__).parent / "check_cases" / f"{name}.yaml"
+    assert case_file.exists(), f"{name}: no case file {case_file.name}"
 
 
 def test_defaults_validate():

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.job import aggregates, scan_dataframes
+from auditor.engine import aggregates, scan_dataframes
 from auditor.scan import scan_log_dirs
 from checks.base import AuditContext, Severity
 from checks.config import Config

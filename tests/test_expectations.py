@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from auditor.job import scan_dataframes
+from auditor.engine import scan_dataframes
 from auditor.schema import SEGMENT_COLUMNS, SEGMENT_KEY, SEGMENT_SCHEMA, empty_row, spark_schema
 from checks.base import AuditContext, Severity
 from checks.config import Config

@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from auditor.collect import LOG_DIRS_FILE, collect
-from auditor.job import aggregates, read_manifests, scan_dataframes
+from auditor.manifest import LOG_DIRS_FILE, collect_manifest
+from auditor.engine import aggregates, read_manifests, scan_dataframes
 from auditor.scan import scan_log_dirs
 from auditor.schema import DEPTHS, PARTITION_KEY, PARTITION_SCHEMA, SEGMENT_KEY, SEGMENT_SCHEMA, to_table
 from realdata import LOG_DIRS
@@ -185,7 +185,7 @@ def test_real_broker_dirs_same_rows_in_process_spark_and_manifest(spark, tmp_pat
     finally:
         scan.unpersist()
 
-    res = collect(LOG_DIRS, tmp_path / "manifest", depth)
+    res = collect_manifest(LOG_DIRS, tmp_path / "manifest", depth)
     assert res.segments == len(local.segments) and res.partitions == len(local.partitions)
     assert not any(p.name.startswith(".") for p in (tmp_path / "manifest").iterdir()), "temporary files left behind"
     man = read_manifests(spark, [str(tmp_path / "manifest")])

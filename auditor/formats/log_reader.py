@@ -57,7 +57,15 @@ try:  # optional C fold of v2 headers (setup.py builds it when a compiler is the
 except ImportError:  # pragma: no cover - exercised by the pure-Python equality test
     _cwalk = None
 
-__all__ = ["LogReader", "BatchHeader", "Record", "CHUNK_BYTES", "DEFAULT_MAX_BATCH_BYTES"]
+
+def c_index_ends(log_path, index_path, timeindex_path, base_offset: int):
+    """The 'index' depth of one plain segment in one C call (``_cwalk.index_ends``): a tuple of
+    facts, or None when the extension is not built or the segment needs the Python path."""
+    if _cwalk is None:
+        return None
+    return _cwalk.index_ends(log_path, index_path, timeindex_path, base_offset)
+
+__all__ = ["LogReader", "BatchHeader", "Record", "CHUNK_BYTES", "DEFAULT_MAX_BATCH_BYTES", "c_index_ends"]
 
 #: Window size of the shallow walk and of chunked reads.
 CHUNK_BYTES = 1 << 20

@@ -12,22 +12,28 @@ modern lookup only.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
 
+from auditor.check_runner import GROUP, as_frame
+from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError, write_json
+from auditor.formats import filenames
+from auditor.manifest import find_manifests, read_manifest
+from auditor.scan import plan_log_dir, scan_partition_dir
+from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, json_envelope
 from auditor.units import human_bytes, iso_utc, parse_time
 from checks.base import AuditContext, CheckInput, Finding, Severity
 from checks.config import Config
+from checks.safety import ReplaySafety
 
 API_CHOICES = ("modern", "legacy", "both")
 
 
-def register(sub, formatter) -> None:
+def register(sub) -> None:
     p = sub.add_parser(
         "replay-check",
-        formatter_class=formatter,
+        formatter_class=FORMATTER,
         help="before rewinding consumers: what a seek to a time really returns, per partition",
         description=(
             "Predict, per partition of the given topics, what the broker answers when a consumer\n"
@@ -67,9 +73,6 @@ def _topics(args) -> list[str]:
 
 
 def _rows_from_log_dirs(log_dirs: list[str], topics: set[str]) -> tuple[list[dict], list[dict], list[str]]:
-    from auditor.formats import filenames
-    from auditor.scan import plan_log_dir, scan_partition_dir
-
     segments, partitions, problems = [], [], []
     for log_dir in log_dirs:
         plan = plan_log_dir(log_dir)
@@ -86,11 +89,8 @@ def _rows_from_log_dirs(log_dirs: list[str], topics: set[str]) -> tuple[list[dic
 
 
 def _rows_from_manifests(paths: list[str], topics: set[str]) -> tuple[list[dict], list[dict], list[str]]:
-    from auditor.collect import read_manifest
-    from auditor.job import _manifest_dirs
-
     segments, partitions = [], []
-    for d in _manifest_dirs(paths):
+    for d in find_manifests(paths):
         seg, part, _ = read_manifest(d)
         segments += [r for r in seg.to_pylist() if r["topic"] in topics]
         partitions += [r for r in part.to_pylist() if r["topic"] in topics]
@@ -98,12 +98,8 @@ def _rows_from_manifests(paths: list[str], topics: set[str]) -> tuple[list[dict]
 
 
 def _disk_findings(segments, partitions, ctx) -> list[Finding]:
-    from checks.replay_safety import ReplaySafety
-    from auditor.check_runner import GROUP, _frame
-    from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
-
-    seg = _frame(segments, SEGMENT_SCHEMA)
-    part = _frame(partitions, PARTITION_SCHEMA)
+    seg = as_frame(segments, SEGMENT_SCHEMA)
+    part = as_frame(partitions, PARTITION_SCHEMA)
     check = ReplaySafety()
     out = []
     keys = sorted({(r["topic"], r["partition"]) for r in partitions} | {(r["topic"], r["partition"]) for r in segments})
@@ -186,14 +182,12 @@ def _protocol_findings(rows: list[dict], target_ms: int, opts: dict) -> list[Fin
 
 
 def run(args) -> int:
-    from auditor import cli
-
     now = int(time.time() * 1000)
     try:
         target = parse_time(args.at, now)
         fail_on = Severity.parse(args.fail_on)
     except ValueError as exc:
-        raise cli.CliError(str(exc)) from None
+        raise CliError(str(exc)) from None
     topics = _topics(args)
     config = Config.load(args.config)
     config.checks.setdefault("replay.safety", {})["api"] = args.api
@@ -203,15 +197,15 @@ def run(args) -> int:
         try:
             rows = _protocol_rows(args.bootstrap_server, topics, target)
         except LookupError as exc:
-            raise cli.CliError(str(exc)) from None
+            raise CliError(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - a cluster we cannot reach is one clear line
-            raise cli.CliError(f"{args.bootstrap_server}: {type(exc).__name__}: {exc}") from None
-        findings = _protocol_findings(rows, target, ctx.options(_replay_check_class(), None))
+            raise CliError(f"{args.bootstrap_server}: {type(exc).__name__}: {exc}") from None
+        findings = _protocol_findings(rows, target, ctx.options(ReplaySafety, None))
         mode = "protocol"
     else:
         for d in args.log_dir or args.manifest:
             if not Path(d).exists():
-                raise cli.CliError(f"{d}: does not exist")
+                raise CliError(f"{d}: does not exist")
         if args.log_dir:
             segments, partitions, problems = _rows_from_log_dirs(args.log_dir, set(topics))
         else:
@@ -221,29 +215,22 @@ def run(args) -> int:
         if missing:
             sys.stderr.write(f"kafka-audit: error: no partition of {', '.join(missing)} under the given "
                              f"{'log dirs' if args.log_dir else 'manifests'}\n")
-            return cli.EXIT_INPUT_PROBLEM
+            return EXIT_INPUT_PROBLEM
         findings = _disk_findings(segments, partitions, ctx)
         mode = "disk" if args.log_dir else "manifest"
     findings.sort(key=lambda f: (f.topic, f.partition))
     worst = max((f.severity for f in findings), default=Severity.PASS)
     unsafe = worst >= fail_on
     if args.json:
-        json.dump({"tool": "kafka-log-auditor", "mode": mode, "target_ms": target, "target_utc": iso_utc(target),
-                   "api": args.api, "safe": not unsafe, "worst": worst.name, "fail_on": fail_on.name,
-                   "partitions": [f.to_dict() for f in findings], "problems": problems}, sys.stdout, indent=1, default=str)
-        sys.stdout.write("\n")
+        write_json(json_envelope(mode=mode, target_ms=target, target_utc=iso_utc(target), api=args.api, safe=not unsafe,
+                                 worst=worst.name, fail_on=fail_on.name, partitions=[f.to_dict() for f in findings],
+                                 problems=problems))
     else:
         _print_table(findings, target, mode, args.api)
         verdict = "UNSAFE" if unsafe else "safe"
         print(f"\n{verdict}: replay of {', '.join(topics)} to {iso_utc(target)} ({mode} mode, api {args.api}); "
               f"worst {worst.name}, fails at {fail_on.name}")
-    return cli.EXIT_UNSAFE if unsafe else cli.EXIT_OK
-
-
-def _replay_check_class():
-    from checks.replay_safety import ReplaySafety
-
-    return ReplaySafety
+    return EXIT_UNSAFE if unsafe else EXIT_OK
 
 
 def _print_table(findings: list[Finding], target: int, mode: str, api: str) -> None:

@@ -1,4 +1,4 @@
-"""``kafka-audit collect``: scan a broker's log dirs into a Parquet manifest. Pure Python.
+"""Manifests: collect (scan a broker's log dirs into Parquet), read and find them. Pure Python.
 
 Runs on the broker itself: no Spark, no JVM (this module must never import pyspark), read-only
 on the log dirs (the scanner's guarantees), bounded memory (rows are streamed to Parquet every
@@ -13,13 +13,15 @@ A manifest is a directory::
 
 Every file also carries key-value metadata (``kafka_audit.*``: table, tool version, depth,
 host, collection start time, log dirs). Files are written under a temporary name and renamed
-into place, so a reader never sees half a manifest file. ``auditor.job.read_manifests``
-reads any number of manifests into the same DataFrames as a direct Spark scan.
+into place, so a reader never sees half a manifest file. :func:`find_manifests` is the one rule
+for naming manifests (dirs, parent dirs, globs), used by the engine
+(``auditor.engine.parquet.read_manifests``), ``replay-check`` and the Airflow DAG's input check.
 """
 
 from __future__ import annotations
 
 import ctypes
+import glob
 import os
 import platform
 import socket
@@ -32,6 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from auditor import __version__
+from auditor.scan import Progress, iter_log_dir
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
 
 SEGMENTS_FILE = "segments.parquet"
@@ -168,11 +171,9 @@ class _Sink:
             self.tmp.unlink(missing_ok=True)
 
 
-def collect(log_dirs: list[str | os.PathLike], out: str | os.PathLike, depth: str = "index", *,
-            nice: bool = False, on_progress=None) -> CollectResult:
+def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, depth: str = "index", *,
+                     nice: bool = False, on_progress=None) -> CollectResult:
     """Scans ``log_dirs`` into a manifest directory ``out`` (created if needed)."""
-    from auditor.scan import Progress, iter_log_dir
-
     out_dir = check_out_path(out, log_dirs)
     result = CollectResult(out_dir)
     if nice:
@@ -224,3 +225,28 @@ def read_manifest(path: str | os.PathLike) -> tuple[pa.Table, pa.Table, pa.Table
     return (pq.read_table(p / SEGMENTS_FILE, schema=SEGMENT_SCHEMA),
             pq.read_table(p / PARTITIONS_FILE, schema=PARTITION_SCHEMA),
             pq.read_table(p / LOG_DIRS_FILE))
+
+
+def find_manifests(paths: Iterable[str | os.PathLike]) -> list[str]:
+    """Manifest directories (holding segments.parquet) named by paths, globs or parent dirs.
+
+    A URL (``hdfs://``, ``s3a://``) cannot be listed here: it is taken as one manifest dir.
+    FileNotFoundError when nothing is found at all.
+    """
+    paths = [str(p) for p in paths]
+    found: list[str] = []
+    for spec in paths:
+        if "://" in spec:
+            found.append(spec.rstrip("/"))
+            continue
+        for match in sorted(glob.glob(spec)) or [spec]:
+            p = Path(match)
+            if (p / SEGMENTS_FILE).exists():
+                found.append(str(p))
+            elif p.name == SEGMENTS_FILE and p.exists():
+                found.append(str(p.parent))
+            elif p.is_dir():
+                found.extend(str(s.parent) for s in sorted(p.rglob(SEGMENTS_FILE)))
+    if not found:
+        raise FileNotFoundError(f"no manifest ({SEGMENTS_FILE}) found under {', '.join(paths)}")
+    return sorted(dict.fromkeys(found))

@@ -33,7 +33,7 @@ Options:
 from __future__ import annotations
 
 from checks.base import Check, CheckInput, Option, live_replicas, non_negative, opt_int
-from checks.retention_blocked import largest_timestamp
+from checks.future_timestamp import largest_timestamp
 from auditor.units import human_bytes, iso_utc
 
 

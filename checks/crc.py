@@ -29,7 +29,7 @@ from __future__ import annotations
 from checks.base import Check, CheckInput, Option, cells, opt_int, severity_name
 
 
-class CrcFailures(Check):
+class IntegrityCrc(Check):
     code = "KLA050"
     name = "integrity.crc"
     title = "CRC failures"

@@ -45,7 +45,7 @@ def largest_timestamp(row) -> int | None:
     return ts if ts is not None and ts >= 0 else opt_int(row["log_mtime_ms"])
 
 
-class FutureTimestampBlocksRetention(Check):
+class RetentionFutureTimestamp(Check):
     code = "KLA031"
     name = "retention.future_timestamp"
     title = "Future timestamps blocking time retention"

@@ -1,21 +1,8 @@
-"""Log dirs to rows: one row per segment, one per partition directory. Pure Python, no Spark.
+"""One segment's files to its row: the per-segment part of the scanner (pure Python, no Spark).
 
-The scanner is strictly read-only: files are opened ``O_RDONLY`` (with ``O_NOATIME`` when
-allowed), read with ``pread`` in bounded chunks (never mmap'd: a broker trimming an index
-we had mapped would kill us with SIGBUS), symlinks are never followed, and nothing under a
-log dir is ever created, locked, truncated or renamed.
-
-Work grows with the depth asked for:
-
-* ``stat``    names, sizes, mtimes: one ``lstat`` per file;
-* ``index``   plus the first batch header, the index/timeindex tails (binary search over the
-  preallocated zero tail) and the batches after the last offset-index entry: constant work
-  per segment (about ``index.interval.bytes`` of reading);
-* ``headers`` every batch header;
-* ``deep``    every record: decompression, per-record timestamps, CRC.
-
-Every oddity becomes a note naming the file, byte position, field and value; a file that
-vanishes or cannot be read between listing and reading is a note, not a crash.
+Work grows with the depth asked for (see :mod:`auditor.scan`): ``stat`` one ``lstat`` per file,
+``index`` constant work per segment (the C walker when built), ``headers`` every batch header,
+``deep`` every record. Never raises for bad input: problems become notes.
 """
 
 from __future__ import annotations
@@ -23,57 +10,18 @@ from __future__ import annotations
 import os
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from auditor.formats import checkpoints, filenames
-from auditor.formats.errors import FormatError
-from auditor.formats.log_reader import LogReader, _cwalk
 from auditor.formats.compression import CODEC_NAMES
-from auditor.formats.record_batch import CREATE_TIME, LOG_APPEND_TIME
+from auditor.formats.errors import FormatError
+from auditor.formats.log_reader import LogReader, c_index_ends
 from auditor.formats.offset_index import read_offset_index
+from auditor.formats.record_batch import CONTROL_ABORT, CONTROL_COMMIT, CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP
 from auditor.formats.time_index import read_time_index
 from auditor.formats.txn_index import read_txn_index
-from auditor.schema import DEPTHS, PARTITION_COLUMNS, SEGMENT_COLUMNS, empty_row
-
-NO_TIMESTAMP = -1
-CONTROL_ABORT = 0
-CONTROL_COMMIT = 1
-
-OFFSET_CHECKPOINTS = {
-    "high_watermark": "replication-offset-checkpoint",
-    "recovery_point": "recovery-point-offset-checkpoint",
-    "log_start_offset": "log-start-offset-checkpoint",
-    "cleaner_offset": "cleaner-offset-checkpoint",
-}
-
-
-@dataclass
-class Progress:
-    """What a long scan has done so far; handed to the progress callback."""
-
-    log_dirs_total: int = 0
-    log_dirs_done: int = 0
-    partitions_done: int = 0
-    segments_done: int = 0
-    bytes_done: int = 0
-    started: float = field(default_factory=time.monotonic)
-
-    @property
-    def elapsed_s(self) -> float:
-        return time.monotonic() - self.started
-
-
-@dataclass
-class ScanResult:
-    segments: list[dict]
-    partitions: list[dict]
-    log_dirs: list[dict]
-    """One entry per log dir: path, broker and cluster ids, and problems met at that level."""
-
-
-ProgressCallback = Callable[[Progress], None]
+from auditor.scan.files import lstat_or_note
+from auditor.schema import SEGMENT_COLUMNS, empty_row
 
 
 def _ms(st: os.stat_result) -> int:
@@ -83,36 +31,6 @@ def _ms(st: os.stat_result) -> int:
 def _ts(value: int) -> int | None:
     """Kafka's NO_TIMESTAMP (-1) is absence; keep every other value, even negative, as found."""
     return None if value == NO_TIMESTAMP else value
-
-
-def _lstat(path: Path, notes: list[str], what: str) -> os.stat_result | None:
-    try:
-        return os.lstat(path)
-    except FileNotFoundError:
-        notes.append(f"{path}: {what} vanished between listing and reading (deleted or renamed by the broker)")
-    except OSError as exc:
-        notes.append(f"{path}: cannot stat {what}: {exc.strerror} (errno {exc.errno})")
-    return None
-
-
-def _list_dir(path: Path, notes: list[str]) -> list[os.DirEntry]:
-    try:
-        with os.scandir(path) as it:
-            return sorted(it, key=lambda e: e.name)
-    except FileNotFoundError:
-        notes.append(f"{path}: directory vanished between listing and reading")
-    except OSError as exc:
-        notes.append(f"{path}: cannot list directory: {exc.strerror} (errno {exc.errno})")
-    return []
-
-
-def _symlink_note(entry: os.DirEntry, root: Path) -> str:
-    try:
-        target = os.path.realpath(entry.path)
-    except OSError:
-        target = "?"
-    where = "inside" if target.startswith(str(root) + os.sep) else "OUTSIDE"
-    return f"{entry.path}: symbolic link to {target} ({where} the log dir): not followed"
 
 
 # ---------------------------------------------------------------------------------------
@@ -213,7 +131,7 @@ def scan_segment(
         path = files.paths.get(suffix)
         if path is None:
             continue
-        st = _lstat(path, notes, f".{suffix} file")
+        st = lstat_or_note(path, notes, f".{suffix} file")
         if st is None:
             files.paths.pop(suffix)
             continue
@@ -259,10 +177,10 @@ def _index_ends_in_c(row: dict, files: SegmentFiles, notes: list[str]) -> bool:
     """The 'index' depth of a plain segment (.log, .index and .timeindex, no .txnindex) in one C
     call; False, having set nothing, when the extension is missing or the segment needs a note
     (the C code hands every such case back, and the Python path writes the note)."""
-    if _cwalk is None or files.state is not None or files.paths.keys() != {"log", "index", "timeindex"}:
+    if files.state is not None or files.paths.keys() != {"log", "index", "timeindex"}:
         return False
     paths = files.paths
-    facts = _cwalk.index_ends(paths["log"], paths["index"], paths["timeindex"], files.base_offset)
+    facts = c_index_ends(paths["log"], paths["index"], paths["timeindex"], files.base_offset)
     if facts is None:
         return False
     found = dict(zip(INDEX_ENDS_FIELDS, facts))
@@ -479,243 +397,4 @@ def _scan_log_all(row: dict, reader: LogReader, depth: str, notes: list[str]) ->
     row["magics"] = sorted(magics)
     row["codecs"] = sorted(codecs)
     row["trailing_bytes"] = reader.size_bytes - reader.stop_position
-
-
-# ---------------------------------------------------------------------------------------
-# One partition directory
-# ---------------------------------------------------------------------------------------
-
-
-def _group_segments(entries: Iterable[os.DirEntry], root: Path, notes: list[str]) -> tuple[dict, int]:
-    segments: dict[tuple[int, str | None], SegmentFiles] = {}
-    snapshots = 0
-    for entry in entries:
-        if entry.is_symlink():
-            notes.append(_symlink_note(entry, root))
-            continue
-        parsed = filenames.parse_segment_file(entry.name)
-        if parsed is None:
-            if entry.name not in filenames.PARTITION_DIR_FILES and filenames.parse_metadata_snapshot(entry.name) is None:
-                notes.append(f"{entry.path}: unknown file in a partition directory (left alone)")
-            continue
-        if parsed.suffix == "snapshot":
-            snapshots += 1
-            continue
-        key = (parsed.base_offset, parsed.state)
-        segments.setdefault(key, SegmentFiles(parsed.base_offset, parsed.state)).paths[parsed.suffix] = entry.path
-    return segments, snapshots
-
-
-def scan_partition_dir(
-    path: Path,
-    depth: str,
-    *,
-    log_dir_info: dict,
-    checkpoints_by_tp: dict,
-    root: Path,
-    progress: Progress | None = None,
-    on_progress: ProgressCallback | None = None,
-) -> tuple[list[dict], dict]:
-    parsed = filenames.parse_partition_dir(path.name)
-    location = {
-        "broker_id": log_dir_info["broker_id"],
-        "cluster_id": log_dir_info["cluster_id"],
-        "log_dir": log_dir_info["log_dir"],
-        "topic": parsed.topic,
-        "partition": parsed.partition,
-        "dir_kind": parsed.kind,
-        "dir_name": path.name,
-    }
-    pnotes: list[str] = []
-    entries = _list_dir(path, pnotes)
-    segment_files, snapshots = _group_segments(entries, root, pnotes)
-
-    live_offsets = [base for (base, state) in segment_files if state is None and "log" in segment_files[(base, state)].paths]
-    active_base = max(live_offsets) if live_offsets else None
-    rows = []
-    for key in sorted(segment_files, key=lambda k: (k[0], k[1] or "")):
-        files = segment_files[key]
-        row = scan_segment(files, depth, is_active=(key[1] is None and key[0] == active_base), location=location)
-        rows.append(row)
-        if progress is not None:
-            progress.segments_done += 1
-            progress.bytes_done += row["log_size_bytes"] or 0
-            if on_progress is not None:
-                on_progress(progress)
-
-    prow = empty_row(PARTITION_COLUMNS)
-    prow.update(location)
-    prow["depth"] = depth
-    prow["producer_snapshots"] = snapshots
-    live_rows = [r for r in rows if r["file_state"] is None and r["log_size_bytes"] is not None]
-    prow["segment_count"] = len(live_rows)
-    prow["size_bytes"] = sum(r["log_size_bytes"] for r in live_rows)
-    mtimes = [r["log_mtime_ms"] for r in live_rows if r["log_mtime_ms"] is not None]
-    if mtimes:
-        prow["oldest_log_mtime_ms"], prow["newest_log_mtime_ms"] = min(mtimes), max(mtimes)
-    if live_rows and live_rows[-1]["last_offset"] is not None:
-        prow["log_end_offset"] = live_rows[-1]["last_offset"] + 1
-
-    # Checkpoints name the live directory's partition only; a -future/-delete/-stray copy has its own state.
-    tp = (parsed.topic, parsed.partition)
-    if parsed.kind == "live":
-        for column, file_name in OFFSET_CHECKPOINTS.items():
-            value = checkpoints_by_tp.get(file_name, {}).get(tp)
-            if value is not None:
-                prow[column] = value
-    if prow["log_start_offset"] is not None:
-        prow["log_start_offset_source"] = "checkpoint"
-    elif live_rows:
-        prow["log_start_offset"] = live_rows[0]["base_offset"]
-        prow["log_start_offset_source"] = "first-segment"
-
-    _read_partition_files(path, prow, pnotes)
-    prow["notes"] = pnotes
-    return rows, prow
-
-
-def _read_partition_files(path: Path, prow: dict, notes: list[str]) -> None:
-    epoch_path = path / "leader-epoch-checkpoint"
-    if os.path.lexists(epoch_path):
-        try:
-            epochs = checkpoints.read_leader_epoch_checkpoint(epoch_path)
-            prow["leader_epochs"] = [{"epoch": e, "start_offset": o} for e, o in epochs]
-            if epochs:
-                prow["latest_leader_epoch"] = epochs[-1][0]
-        except (FormatError, OSError) as exc:
-            notes.append(f"{epoch_path}: unreadable: {exc}")
-    meta_path = path / "partition.metadata"
-    if os.path.lexists(meta_path):
-        try:
-            prow["topic_id"] = checkpoints.read_partition_metadata(meta_path).get("topic_id")
-        except (FormatError, OSError) as exc:
-            notes.append(f"{meta_path}: unreadable: {exc}")
-
-
-# ---------------------------------------------------------------------------------------
-# One log dir, many log dirs
-# ---------------------------------------------------------------------------------------
-
-
-def _read_log_dir_header(root: Path, problems: list[str]) -> tuple[dict, dict]:
-    info = {"log_dir": str(root), "broker_id": None, "cluster_id": None, "directory_id": None}
-    meta = root / "meta.properties"
-    if os.path.lexists(meta):
-        try:
-            props = checkpoints.read_meta_properties(meta)
-            broker = props.get("node.id", props.get("broker.id"))
-            info["broker_id"] = int(broker) if broker is not None else None
-            info["cluster_id"] = props.get("cluster.id")
-            info["directory_id"] = props.get("directory.id")
-        except (FormatError, OSError, ValueError) as exc:
-            problems.append(f"{meta}: unreadable: {exc}")
-    else:
-        problems.append(f"{meta}: missing: broker id unknown (a log dir that never started a broker, or not a log dir)")
-    by_tp: dict[str, dict] = {}
-    for file_name in OFFSET_CHECKPOINTS.values():
-        cp = root / file_name
-        if not os.path.lexists(cp):
-            continue
-        try:
-            by_tp[file_name] = checkpoints.read_offset_checkpoint(cp)
-        except (FormatError, OSError) as exc:
-            problems.append(f"{cp}: unreadable: {exc}")
-    return info, by_tp
-
-
-@dataclass
-class LogDirPlan:
-    """A log dir's listing: its identity, its checkpoints and its partition directories.
-
-    ``info`` is the log-dir row (log_dir, broker_id, cluster_id, directory_id, partition_dirs,
-    problems); nothing under a partition directory has been read yet.
-    """
-
-    root: Path
-    info: dict
-    checkpoints_by_tp: dict
-    partition_dirs: list[Path]
-
-
-def plan_log_dir(log_dir: str | os.PathLike) -> LogDirPlan:
-    """Lists one log dir (meta.properties, offset checkpoints, partition directory names).
-
-    Shared by the in-process scan and the Spark job's driver, so both see the same problems.
-    """
-    root = Path(os.path.abspath(log_dir))
-    problems: list[str] = []
-    if not root.is_dir():
-        problems.append(f"{root}: not a directory")
-        info = {"log_dir": str(root), "broker_id": None, "cluster_id": None, "directory_id": None,
-                "partition_dirs": 0, "problems": problems}
-        return LogDirPlan(root, info, {}, [])
-    info, by_tp = _read_log_dir_header(root, problems)
-    partition_dirs: list[Path] = []
-    for entry in _list_dir(root, problems):
-        if entry.is_symlink():
-            problems.append(_symlink_note(entry, root))
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            if filenames.parse_partition_dir(entry.name) is None:
-                problems.append(f"{entry.path}: directory is not a Kafka partition directory (left alone)")
-                continue
-            partition_dirs.append(Path(entry.path))
-        elif entry.name not in filenames.LOG_DIR_FILES:
-            problems.append(f"{entry.path}: unknown file in the log dir (left alone)")
-    if not partition_dirs and info["broker_id"] is None:
-        problems.append(f"{root}: not a Kafka log dir (no meta.properties and no partition directories)")
-    info["partition_dirs"] = len(partition_dirs)
-    info["problems"] = problems
-    return LogDirPlan(root, info, by_tp, partition_dirs)
-
-
-def iter_log_dir(
-    log_dir: str | os.PathLike,
-    depth: str = "index",
-    *,
-    progress: Progress | None = None,
-    on_progress: ProgressCallback | None = None,
-) -> Iterator[tuple[list[dict], dict | None, dict | None]]:
-    """Yields (segment rows, partition row) per partition directory, then (\u2205, None, log-dir info).
-
-    Streaming keeps memory proportional to one partition, whatever the log dir holds.
-    """
-    if depth not in DEPTHS:
-        raise ValueError(f"depth = {depth!r}, expected one of {', '.join(DEPTHS)}")
-    plan = plan_log_dir(log_dir)
-    for path in plan.partition_dirs:
-        rows, prow = scan_partition_dir(
-            path, depth, log_dir_info=plan.info, checkpoints_by_tp=plan.checkpoints_by_tp, root=plan.root,
-            progress=progress, on_progress=on_progress,
-        )
-        if progress is not None:
-            progress.partitions_done += 1
-        yield rows, prow, None
-    if progress is not None:
-        progress.log_dirs_done += 1
-        if on_progress is not None:
-            on_progress(progress)
-    yield [], None, plan.info
-
-
-def scan_log_dirs(
-    log_dirs: Iterable[str | os.PathLike],
-    depth: str = "index",
-    *,
-    on_progress: ProgressCallback | None = None,
-) -> ScanResult:
-    log_dirs = list(log_dirs)
-    progress = Progress(log_dirs_total=len(log_dirs))
-    segments: list[dict] = []
-    partitions: list[dict] = []
-    infos: list[dict] = []
-    for log_dir in log_dirs:
-        for rows, prow, info in iter_log_dir(log_dir, depth, progress=progress, on_progress=on_progress):
-            segments.extend(rows)
-            if prow is not None:
-                partitions.append(prow)
-            if info is not None:
-                infos.append(info)
-    return ScanResult(segments, partitions, infos)
-
 

@@ -39,7 +39,7 @@ from checks.base import Check, CheckInput, Option, Severity, non_negative, opt_i
 from auditor.units import human_bytes
 
 
-class PartitionSizeSkew(Check):
+class SkewPartitionSize(Check):
     code = "KLA001"
     name = "skew.partition_size"
     title = "Partition size skew"

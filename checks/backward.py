@@ -30,7 +30,7 @@ from checks.base import Check, CheckInput, Option, live_replicas, opt_int, posit
 
 
 
-class BackwardTimestamps(Check):
+class TimestampsBackward(Check):
     code = "KLA042"
     name = "timestamps.backward"
     title = "Large backward jumps of record timestamps"

@@ -41,7 +41,7 @@ _NOTE_MARKERS = ("expected strictly increasing", "expected non-decreasing", "not
 _EMPTY_TIMEINDEX = "empty .timeindex"
 
 
-class IndexConsistency(Check):
+class IntegrityIndexMismatch(Check):
     code = "KLA043"
     name = "integrity.index_mismatch"
     title = "Index files inconsistent with the log"

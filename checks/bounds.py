@@ -55,7 +55,7 @@ def limits(ctx, topic: str, opts) -> tuple[int | None, int | None]:
     return before, after
 
 
-class TimestampBounds(Check):
+class TimestampsBounds(Check):
     code = "KLA030"
     name = "timestamps.bounds"
     title = "Record timestamps beyond the before/after limits"

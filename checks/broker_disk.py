@@ -31,7 +31,7 @@ from checks.base import Check, CheckInput, Option, Severity, non_negative, opt_i
 from auditor.units import human_bytes
 
 
-class BrokerDiskSkew(Check):
+class SkewBrokerDisk(Check):
     code = "KLA002"
     name = "skew.broker_disk"
     title = "Broker and log-dir disk skew"

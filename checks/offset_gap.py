@@ -29,7 +29,7 @@ from __future__ import annotations
 from checks.base import Check, CheckInput, Option, live_replicas, opt_int, severity_name
 
 
-class OffsetGaps(Check):
+class IntegrityOffsetGap(Check):
     code = "KLA045"
     name = "integrity.offset_gap"
     title = "Offset gaps between segments"

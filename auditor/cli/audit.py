@@ -1,0 +1,106 @@
+"""``kafka-audit audit``: the full audit on Spark, every check, GX, HTML + JSON report."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from auditor.audit import AuditRequest, progress_printer, run_audit, summary_lines
+from auditor.cli.common import FORMATTER, CliError, wants_progress
+from auditor.engine import parse_conf
+from auditor.live_config import LiveConfigError
+from auditor.schema import DEPTHS
+from auditor.units import parse_time
+from checks.config import ConfigError
+from reports.document import write_outputs
+
+
+def register(sub) -> None:
+    audit = sub.add_parser(
+        "audit",
+        formatter_class=FORMATTER,
+        help="the full audit: scan on Spark, every check, Great Expectations, HTML + JSON report",
+        description=(
+            "Scan log dirs (read-only) or broker manifests on Spark, run every check and the Great\n"
+            "Expectations suite, and write a self-contained HTML report, a JSON of all findings and\n"
+            "a history entry. The exit code follows the worst finding (see --fail-on)."
+        ),
+        epilog=(
+            "examples:\n"
+            "  kafka-audit audit --log-dir /data/k1 --log-dir /data/k2 --out report.html --json findings.json\n"
+            "  kafka-audit audit --manifest 's3a://audits/manifests/*' --master spark://m:7077 --out r.html\n"
+            "  kafka-audit audit --log-dir /data/k1 --at 2024-05-01T00:00:00Z --topic orders --fail-on WARN\n"
+            "exit codes: 0 worst finding below --fail-on, 1 at or above it, 2 usage or config error, 3 input problem"
+        ),
+    )
+    src = audit.add_mutually_exclusive_group(required=True)
+    src.add_argument("--log-dir", action="append", metavar="DIR", help="a broker log dir (repeatable)")
+    src.add_argument("--manifest", action="append", metavar="PATH", help="manifests from `kafka-audit collect` (repeatable)")
+    add_audit_options(audit)
+    audit.set_defaults(func=run)
+
+
+def add_audit_options(p) -> None:
+    """The audit's options: outputs, config, depth, replay target, Spark, progress."""
+    p.add_argument("--out", metavar="REPORT.html", help="write the HTML report here")
+    p.add_argument("--json", metavar="FINDINGS.json",
+                   help="write every finding (and the summary) as JSON here; - for stdout (the table then goes to stderr)")
+    p.add_argument("--history", metavar="DIR", help="append this run to a history dir (Parquet) and draw trends")
+    p.add_argument("--config", metavar="FILE", help="YAML/JSON config: thresholds, per-topic overrides, fail_on")
+    p.add_argument("--fail-on", metavar="SEVERITY", help="exit 1 from this severity on: INFO, WARN or FAIL (default FAIL)")
+    p.add_argument("--depth", choices=DEPTHS, default="headers",
+                   help="scan depth (default headers; deep adds record-level timestamps and CRCs at ~20x the cost)")
+    p.add_argument("--at", metavar="TIME", help="replay target time to judge (ISO-8601 with zone, epoch ms, -6h)")
+    p.add_argument("--topic", action="append", metavar="T[,T...]", help="topics for --at (default: all)")
+    p.add_argument("--bootstrap-server", metavar="HOST:PORT", help="read topic configs from the live cluster")
+    p.add_argument("--master", help="Spark master (default local[*])")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting (repeatable)")
+    p.add_argument("--parquet", metavar="DIR", help="also keep the segment/partition tables and aggregates as Parquet")
+    p.add_argument("--as-of", metavar="TIME", help="audit time (default now): judge the data as of this time")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None,
+                   help="progress on stderr (default: when stderr is a terminal)")
+    p.add_argument("--no-progress", dest="progress", action="store_false")
+    p.add_argument("--exit-zero", action="store_true",
+                   help="exit 0 whenever the audit ran (orchestrators gate on the JSON's exit_code instead)")
+
+
+def request_from_args(args) -> AuditRequest:
+    """The audit's arguments checked and parsed (CliError for bad ones)."""
+    now = int(time.time() * 1000)
+    try:
+        as_of = parse_time(args.as_of, now) if getattr(args, "as_of", None) else None
+        at = parse_time(args.at, as_of or now) if args.at else None
+        conf = parse_conf(args.conf)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    if args.topic and at is None:
+        raise CliError("--topic needs --at (the replay target time)")
+    for d in args.log_dir or []:
+        if not Path(d).is_dir():
+            raise CliError(f"{d}: not a directory")
+    topics = [t for chunk in (args.topic or []) for t in chunk.split(",") if t] or None
+    return AuditRequest(log_dirs=args.log_dir or [], manifests=args.manifest or [], depth=args.depth,
+                        config_path=args.config, fail_on=args.fail_on, at_ms=at, topics=topics, master=args.master,
+                        spark_conf=conf, bootstrap_servers=args.bootstrap_server, parquet_dir=args.parquet, now_ms=as_of)
+
+
+def execute(req: AuditRequest, args, out_html, out_json, history) -> int:
+    """Runs the audit, writes its outputs and the summary; returns the audit's exit code."""
+    progress = progress_printer() if wants_progress(args) else (lambda msg: None)
+    try:
+        result = run_audit(req, progress)
+    except (ConfigError, LiveConfigError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    for path in write_outputs(result, out_html, out_json, history):
+        sys.stderr.write(f"wrote {path}\n")
+    # with --json - stdout carries the JSON alone, so the summary goes to stderr
+    summary = sys.stderr if out_json == "-" else sys.stdout
+    for line in summary_lines(result):
+        summary.write(line + "\n")
+    return result.exit_code
+
+
+def run(args) -> int:
+    code = execute(request_from_args(args), args, args.out, args.json, args.history)
+    return 0 if args.exit_zero else code

@@ -1,0 +1,55 @@
+"""``kafka-audit collect``: on a broker, a Parquet manifest of its log dirs. No Spark, no JVM."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from auditor.cli.common import DEPTH_HELP, FORMATTER, CliError, input_exit_code, scan_progress_printer, wants_progress
+from auditor.manifest import CollectError, collect_manifest
+from auditor.schema import DEPTHS
+
+
+def register(sub) -> None:
+    collect = sub.add_parser(
+        "collect",
+        formatter_class=FORMATTER,
+        help="on a broker: write a Parquet manifest of its log dirs (no Spark, no JVM)",
+        description=(
+            "Scan log dirs (read-only) into a Parquet manifest directory: segments.parquet,\n"
+            "partitions.parquet, log_dirs.parquet (broker id, host, collection time).\n"
+            "Pure Python, for brokers; `kafka-audit scan --engine spark --manifest` reads them.\n\n"
+            + DEPTH_HELP
+        ),
+        epilog="example:\n  kafka-audit collect --nice --out /tmp/manifest-$(hostname) /var/lib/kafka/data",
+    )
+    collect.add_argument("log_dirs", nargs="+", metavar="LOGDIR", help="a Kafka log dir")
+    collect.add_argument("--out", required=True, metavar="PATH",
+                         help="manifest directory to write (refused inside a scanned log dir)")
+    collect.add_argument("--depth", choices=DEPTHS, default="index", help="see above (default: index)")
+    collect.add_argument("--nice", action="store_true",
+                         help="lowest CPU priority (nice 19) and idle I/O class (Linux ioprio)")
+    collect.add_argument("--progress", dest="progress", action="store_true", default=None)
+    collect.add_argument("--no-progress", dest="progress", action="store_false")
+    collect.set_defaults(func=run)
+
+
+def run(args) -> int:
+    for path in args.log_dirs:
+        if not Path(path).is_dir():
+            raise CliError(f"log dir {path!r} is not a directory")
+    show_progress = wants_progress(args)
+    try:
+        res = collect_manifest(args.log_dirs, args.out, args.depth, nice=args.nice,
+                               on_progress=scan_progress_printer() if show_progress else None)
+    except CollectError as exc:
+        raise CliError(str(exc)) from exc
+    if show_progress:
+        sys.stderr.write("\n")
+    for line in res.priority:
+        sys.stderr.write(f"priority: {line}\n")
+    sys.stderr.write(
+        f"wrote manifest {res.out}: {res.segments} segments, {res.partitions} partition dirs, "
+        f"{len(res.log_dirs)} log dirs in {res.elapsed_s:.1f} s\n"
+    )
+    return input_exit_code(res.log_dirs)

@@ -1,0 +1,123 @@
+"""What every ``kafka-audit`` command shares, under public names.
+
+Exit codes (so scripts can gate on them):
+  0  done, nothing unsafe
+  1  unsafe: findings reached the failing severity (audit), the replay would lose or
+     re-read data or crash a client (replay-check)
+  2  usage or configuration error (one clear line on stderr)
+  3  done, but something is wrong with the input (e.g. a path that is not a Kafka log dir)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Iterable
+
+from auditor.units import human_bytes, iso_utc
+
+EXIT_OK = 0
+EXIT_UNSAFE = 1
+EXIT_USAGE = 2
+EXIT_INPUT_PROBLEM = 3
+
+#: argparse formatter of every command: descriptions and epilogs keep their line breaks.
+FORMATTER = argparse.RawDescriptionHelpFormatter
+
+DEPTH_HELP = """\
+how much of each segment to read (cost grows with depth):
+  stat     names, sizes, mtimes only (one lstat per file)
+  index    + first batch header, .index/.timeindex tails and the batches after the
+           last index entry: constant work per segment (default)
+  headers  + every batch header: exact offsets, counts, max timestamps, codecs
+  deep     + every record: decompression, per-record timestamps, CRC checks"""
+
+
+class CliError(Exception):
+    """A usage or configuration problem: reported as one line, exit 2."""
+
+
+def input_exit_code(log_dirs: Iterable[dict]) -> int:
+    """EXIT_INPUT_PROBLEM when a given path is not a Kafka log dir (no meta.properties and no
+    partition directory), else EXIT_OK: the one exit-3 rule of scan and collect."""
+    bad = [info for info in log_dirs if info["partition_dirs"] == 0 and info["broker_id"] is None]
+    return EXIT_INPUT_PROBLEM if bad else EXIT_OK
+
+
+def wants_progress(args) -> bool:
+    """``--progress`` / ``--no-progress``, else progress when stderr is a terminal."""
+    return args.progress if getattr(args, "progress", None) is not None else sys.stderr.isatty()
+
+
+def scan_progress_printer(stream=sys.stderr) -> Callable:
+    """A callback for :class:`auditor.scan.Progress` updates: one status line, redrawn once a second."""
+    last = [0.0]
+
+    def show(progress) -> None:
+        now = time.monotonic()
+        if now - last[0] < 1.0:
+            return
+        last[0] = now
+        rate = progress.segments_done / max(progress.elapsed_s, 1e-9)
+        stream.write(
+            f"\rscanned {progress.log_dirs_done}/{progress.log_dirs_total} log dirs, "
+            f"{progress.partitions_done} partitions, {progress.segments_done} segments, "
+            f"{human_bytes(progress.bytes_done)} ({rate:,.0f} segments/s)   "
+        )
+        stream.flush()
+
+    return show
+
+
+def with_utc(row: dict) -> dict:
+    """JSON rows keep exact integers and add a readable UTC twin for every *_ms column."""
+    out = dict(row)
+    for key, value in row.items():
+        if key.endswith("_ms") and isinstance(value, int):
+            out[key[:-3] + "_utc"] = iso_utc(value)
+    return out
+
+
+def write_json(doc: dict, stream=sys.stdout) -> None:
+    """A JSON document on ``stream``, indented, with a final newline."""
+    json.dump(doc, stream, indent=1, default=str)
+    stream.write("\n")
+
+
+def csv_cell(value):
+    """A CSV cell: lists joined with ';', everything else as is."""
+    return ";".join(map(str, value)) if isinstance(value, list) else value
+
+
+def write_scan_table(result, out) -> None:
+    """The scan's text view: one line per partition dir, then every note, then totals."""
+    header = f"{'broker':>6} {'topic-partition':<40} {'kind':<7} {'segs':>5} {'size':>10} {'offsets':>23} {'newest record (UTC)':<25} notes"
+    out.write(header + "\n")
+    by_partition: dict[tuple, list[dict]] = {}
+    for seg in result.segments:
+        by_partition.setdefault((seg["log_dir"], seg["dir_name"]), []).append(seg)
+    for p in result.partitions:
+        segs = by_partition.get((p["log_dir"], p["dir_name"]), [])
+        newest = max((s["max_timestamp_ms"] for s in segs if s["max_timestamp_ms"] is not None), default=None)
+        end = p["log_end_offset"]
+        offsets = f"{p['log_start_offset']}..{end - 1}" if end is not None and p["log_start_offset"] is not None else "-"
+        n_notes = len(p["notes"]) + sum(len(s["notes"]) for s in segs)
+        out.write(
+            f"{p['broker_id'] if p['broker_id'] is not None else '-':>6} {p['topic'] + '-' + str(p['partition']):<40} "
+            f"{p['dir_kind']:<7} {p['segment_count']:>5} {human_bytes(p['size_bytes']):>10} {offsets:>23} "
+            f"{iso_utc(newest) or '-':<25} {n_notes}\n"
+        )
+    notes = [n for info in result.log_dirs for n in info["problems"]]
+    notes += [n for p in result.partitions for n in p["notes"]]
+    notes += [n for s in result.segments for n in s["notes"]]
+    if notes:
+        out.write(f"\nnotes ({len(notes)}):\n")
+        for n in notes:
+            out.write(f"  - {n}\n")
+    total = sum(p["size_bytes"] or 0 for p in result.partitions)
+    out.write(
+        f"\n{len(result.log_dirs)} log dirs, {len(result.partitions)} partition dirs, "
+        f"{len(result.segments)} segments, {human_bytes(total)} ({total} bytes)\n"
+    )

@@ -1,0 +1,128 @@
+"""The Spark session of the audit: small-machine defaults for local mode, any master, spark-submit.
+
+Settings are layered: :data:`COMMON_DEFAULTS` (and :data:`LOCAL_DEFAULTS` for ``local[*]``), then
+what spark-submit set (:func:`submitted_conf`), then ``--conf`` given to the command.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import auditor
+
+BATCH_ROWS = 2048
+"""Rows per Arrow RecordBatch (scan tasks yield at most this many; Arrow transfers use it too)."""
+
+LOCAL_DEFAULTS = {
+    # 2-core laptop / CI box: few shuffle partitions (AQE coalesces further), modest heap.
+    "spark.sql.shuffle.partitions": "8",
+    "spark.default.parallelism": None,  # filled from os.cpu_count()
+    "spark.driver.memory": "1g",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+}
+COMMON_DEFAULTS = {
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": str(BATCH_ROWS),
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.parquet.compression.codec": "zstd",
+    "spark.sql.debug.maxToStringFields": "200",  # the segment schema is wide; no truncation warning
+}
+
+
+# ---------------------------------------------------------------------------------------
+# Session
+# ---------------------------------------------------------------------------------------
+
+
+def parse_conf(pairs: Iterable[str]) -> dict[str, str]:
+    """``["k=v", ...]`` to a dict; a pair without '=' is a usage error (ValueError)."""
+    out = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--conf {pair!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
+def spark_conf(master: str | None = None, conf: dict[str, str] | None = None) -> dict[str, str]:
+    """The settings :func:`build_spark` applies: defaults for the master, then ``conf`` on top."""
+    master = master or os.environ.get("KAFKA_AUDIT_SPARK_MASTER") or "local[*]"
+    settings = {"spark.master": master, "spark.app.name": "kafka-log-auditor"}
+    settings.update(COMMON_DEFAULTS)
+    if master.startswith("local"):
+        for key, value in LOCAL_DEFAULTS.items():
+            settings[key] = value if value is not None else str(os.cpu_count() or 2)
+    if not os.environ.get("PYSPARK_PYTHON"):
+        # Python workers run the driver's interpreter (its venv has pyarrow and the auditor); on a
+        # cluster whose executors live elsewhere, set spark.pyspark.python to their Python.
+        settings["spark.pyspark.python"] = sys.executable
+    settings.update(conf or {})
+    return settings
+
+
+def submitted_conf() -> dict[str, str]:
+    """spark-submit's settings when it started this process, else {}.
+
+    spark-submit starts the Python driver with its JVM already running (PYSPARK_GATEWAY_PORT);
+    the settings live in that JVM's system properties, which SparkConf only sees once PySpark
+    is attached to the gateway. In a plain interpreter nothing is attached here: the JVM is
+    launched later by the builder, with the builder's settings (driver memory among them).
+    """
+    if not os.environ.get("PYSPARK_GATEWAY_PORT"):
+        return {}
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()
+    return dict(SparkConf().getAll())
+
+
+def build_spark(master: str | None = None, conf: dict[str, str] | None = None, *, ship_code: bool | None = None):
+    """A SparkSession for the audit: local[*] with small-machine defaults, or any master.
+
+    ``conf`` overrides every default (``--conf k=v`` on the command line). Under ``spark-submit``
+    pass ``master=None``: the submitted master and settings win over the defaults
+    (:func:`submitted_conf`). For a non-local master the
+    ``auditor`` package is zipped and shipped to executors (``ship_code``) so they need only
+    pyarrow, crc32c and cramjam installed.
+    """
+    from pyspark.sql import SparkSession
+
+    # Under spark-submit the launcher's settings (master, resources, --conf) win over the
+    # defaults; an explicit master or --conf given to the audit wins over both.
+    submitted = submitted_conf()
+    submitted_master = submitted.pop("spark.master", None)
+    settings = spark_conf(master or submitted_master, {**submitted, **(conf or {})})
+    if "spark.pyspark.python" in settings:
+        # PySpark takes the workers' interpreter from this variable when it creates the context.
+        os.environ.setdefault("PYSPARK_PYTHON", settings["spark.pyspark.python"])
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(settings.get("spark.log.level", "WARN"))
+    if ship_code is None:
+        ship_code = not settings["spark.master"].startswith("local")
+    if ship_code:
+        _ship_package(spark)
+    return spark
+
+
+def _ship_package(spark) -> None:
+    """Zips the ``auditor`` package and ships it to the executors (non-local masters)."""
+    root = Path(auditor.__file__).resolve().parent
+    target = Path(tempfile.mkdtemp(prefix="kafka-audit-pkg-")) / "auditor.zip"
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+        for path in sorted(root.rglob("*.py")):
+            zf.write(path, Path("auditor") / path.relative_to(root))
+    spark.sparkContext.addPyFile(str(target))
+

@@ -1,0 +1,150 @@
+"""Log dirs to rows: the log dir's own files, its listing, and the streaming scan over it.
+
+:func:`plan_log_dir` lists one log dir (``meta.properties``, the offset checkpoints, partition
+directory names) for every engine, so all of them report the same problems.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from auditor.formats import checkpoints, filenames
+from auditor.formats.errors import FormatError
+from auditor.scan.files import list_dir, symlink_note
+from auditor.scan.partition_dir import OFFSET_CHECKPOINTS, scan_partition_dir
+from auditor.scan.progress import Progress, ProgressCallback
+from auditor.schema import DEPTHS
+
+
+@dataclass
+class ScanResult:
+    segments: list[dict]
+    partitions: list[dict]
+    log_dirs: list[dict]
+    """One entry per log dir: path, broker and cluster ids, and problems met at that level."""
+
+
+
+def _read_log_dir_header(root: Path, problems: list[str]) -> tuple[dict, dict]:
+    info = {"log_dir": str(root), "broker_id": None, "cluster_id": None, "directory_id": None}
+    meta = root / "meta.properties"
+    if os.path.lexists(meta):
+        try:
+            props = checkpoints.read_meta_properties(meta)
+            broker = props.get("node.id", props.get("broker.id"))
+            info["broker_id"] = int(broker) if broker is not None else None
+            info["cluster_id"] = props.get("cluster.id")
+            info["directory_id"] = props.get("directory.id")
+        except (FormatError, OSError, ValueError) as exc:
+            problems.append(f"{meta}: unreadable: {exc}")
+    else:
+        problems.append(f"{meta}: missing: broker id unknown (a log dir that never started a broker, or not a log dir)")
+    by_tp: dict[str, dict] = {}
+    for file_name in OFFSET_CHECKPOINTS.values():
+        cp = root / file_name
+        if not os.path.lexists(cp):
+            continue
+        try:
+            by_tp[file_name] = checkpoints.read_offset_checkpoint(cp)
+        except (FormatError, OSError) as exc:
+            problems.append(f"{cp}: unreadable: {exc}")
+    return info, by_tp
+
+
+@dataclass
+class LogDirPlan:
+    """A log dir's listing: its identity, its checkpoints and its partition directories.
+
+    ``info`` is the log-dir row (log_dir, broker_id, cluster_id, directory_id, partition_dirs,
+    problems); nothing under a partition directory has been read yet.
+    """
+
+    root: Path
+    info: dict
+    checkpoints_by_tp: dict
+    partition_dirs: list[Path]
+
+
+def plan_log_dir(log_dir: str | os.PathLike) -> LogDirPlan:
+    """Lists one log dir (meta.properties, offset checkpoints, partition directory names).
+
+    Shared by the in-process scan and the Spark job's driver, so both see the same problems.
+    """
+    root = Path(os.path.abspath(log_dir))
+    problems: list[str] = []
+    if not root.is_dir():
+        problems.append(f"{root}: not a directory")
+        info = {"log_dir": str(root), "broker_id": None, "cluster_id": None, "directory_id": None,
+                "partition_dirs": 0, "problems": problems}
+        return LogDirPlan(root, info, {}, [])
+    info, by_tp = _read_log_dir_header(root, problems)
+    partition_dirs: list[Path] = []
+    for entry in list_dir(root, problems):
+        if entry.is_symlink():
+            problems.append(symlink_note(entry, root))
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            if filenames.parse_partition_dir(entry.name) is None:
+                problems.append(f"{entry.path}: directory is not a Kafka partition directory (left alone)")
+                continue
+            partition_dirs.append(Path(entry.path))
+        elif entry.name not in filenames.LOG_DIR_FILES:
+            problems.append(f"{entry.path}: unknown file in the log dir (left alone)")
+    if not partition_dirs and info["broker_id"] is None:
+        problems.append(f"{root}: not a Kafka log dir (no meta.properties and no partition directories)")
+    info["partition_dirs"] = len(partition_dirs)
+    info["problems"] = problems
+    return LogDirPlan(root, info, by_tp, partition_dirs)
+
+
+def iter_log_dir(
+    log_dir: str | os.PathLike,
+    depth: str = "index",
+    *,
+    progress: Progress | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> Iterator[tuple[list[dict], dict | None, dict | None]]:
+    """Yields (segment rows, partition row) per partition directory, then (\u2205, None, log-dir info).
+
+    Streaming keeps memory proportional to one partition, whatever the log dir holds.
+    """
+    if depth not in DEPTHS:
+        raise ValueError(f"depth = {depth!r}, expected one of {', '.join(DEPTHS)}")
+    plan = plan_log_dir(log_dir)
+    for path in plan.partition_dirs:
+        rows, prow = scan_partition_dir(
+            path, depth, log_dir_info=plan.info, checkpoints_by_tp=plan.checkpoints_by_tp, root=plan.root,
+            progress=progress, on_progress=on_progress,
+        )
+        if progress is not None:
+            progress.partitions_done += 1
+        yield rows, prow, None
+    if progress is not None:
+        progress.log_dirs_done += 1
+        if on_progress is not None:
+            on_progress(progress)
+    yield [], None, plan.info
+
+
+def scan_log_dirs(
+    log_dirs: Iterable[str | os.PathLike],
+    depth: str = "index",
+    *,
+    on_progress: ProgressCallback | None = None,
+) -> ScanResult:
+    log_dirs = list(log_dirs)
+    progress = Progress(log_dirs_total=len(log_dirs))
+    segments: list[dict] = []
+    partitions: list[dict] = []
+    infos: list[dict] = []
+    for log_dir in log_dirs:
+        for rows, prow, info in iter_log_dir(log_dir, depth, progress=progress, on_progress=on_progress):
+            segments.extend(rows)
+            if prow is not None:
+                partitions.append(prow)
+            if info is not None:
+                infos.append(info)
+    return ScanResult(segments, partitions, infos)

@@ -1,0 +1,133 @@
+"""One partition directory to its segment rows and its partition row (pure Python, no Spark).
+
+Shared by the in-process scan, ``collect`` on brokers, the Spark job's executors and
+``replay-check``: each hands in the log dir's identity and checkpoints it read once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from auditor.formats import checkpoints, filenames
+from auditor.formats.errors import FormatError
+from auditor.scan.files import list_dir, symlink_note
+from auditor.scan.progress import Progress, ProgressCallback
+from auditor.scan.segment import SegmentFiles, scan_segment
+from auditor.schema import PARTITION_COLUMNS, empty_row
+
+OFFSET_CHECKPOINTS = {
+    "high_watermark": "replication-offset-checkpoint",
+    "recovery_point": "recovery-point-offset-checkpoint",
+    "log_start_offset": "log-start-offset-checkpoint",
+    "cleaner_offset": "cleaner-offset-checkpoint",
+}
+"""Partition-row column to the log-dir checkpoint file holding it."""
+
+
+
+def _group_segments(entries: Iterable[os.DirEntry], root: Path, notes: list[str]) -> tuple[dict, int]:
+    segments: dict[tuple[int, str | None], SegmentFiles] = {}
+    snapshots = 0
+    for entry in entries:
+        if entry.is_symlink():
+            notes.append(symlink_note(entry, root))
+            continue
+        parsed = filenames.parse_segment_file(entry.name)
+        if parsed is None:
+            if entry.name not in filenames.PARTITION_DIR_FILES and filenames.parse_metadata_snapshot(entry.name) is None:
+                notes.append(f"{entry.path}: unknown file in a partition directory (left alone)")
+            continue
+        if parsed.suffix == "snapshot":
+            snapshots += 1
+            continue
+        key = (parsed.base_offset, parsed.state)
+        segments.setdefault(key, SegmentFiles(parsed.base_offset, parsed.state)).paths[parsed.suffix] = entry.path
+    return segments, snapshots
+
+
+def scan_partition_dir(
+    path: Path,
+    depth: str,
+    *,
+    log_dir_info: dict,
+    checkpoints_by_tp: dict,
+    root: Path,
+    progress: Progress | None = None,
+    on_progress: ProgressCallback | None = None,
+) -> tuple[list[dict], dict]:
+    parsed = filenames.parse_partition_dir(path.name)
+    location = {
+        "broker_id": log_dir_info["broker_id"],
+        "cluster_id": log_dir_info["cluster_id"],
+        "log_dir": log_dir_info["log_dir"],
+        "topic": parsed.topic,
+        "partition": parsed.partition,
+        "dir_kind": parsed.kind,
+        "dir_name": path.name,
+    }
+    pnotes: list[str] = []
+    entries = list_dir(path, pnotes)
+    segment_files, snapshots = _group_segments(entries, root, pnotes)
+
+    live_offsets = [base for (base, state) in segment_files if state is None and "log" in segment_files[(base, state)].paths]
+    active_base = max(live_offsets) if live_offsets else None
+    rows = []
+    for key in sorted(segment_files, key=lambda k: (k[0], k[1] or "")):
+        files = segment_files[key]
+        row = scan_segment(files, depth, is_active=(key[1] is None and key[0] == active_base), location=location)
+        rows.append(row)
+        if progress is not None:
+            progress.segments_done += 1
+            progress.bytes_done += row["log_size_bytes"] or 0
+            if on_progress is not None:
+                on_progress(progress)
+
+    prow = empty_row(PARTITION_COLUMNS)
+    prow.update(location)
+    prow["depth"] = depth
+    prow["producer_snapshots"] = snapshots
+    live_rows = [r for r in rows if r["file_state"] is None and r["log_size_bytes"] is not None]
+    prow["segment_count"] = len(live_rows)
+    prow["size_bytes"] = sum(r["log_size_bytes"] for r in live_rows)
+    mtimes = [r["log_mtime_ms"] for r in live_rows if r["log_mtime_ms"] is not None]
+    if mtimes:
+        prow["oldest_log_mtime_ms"], prow["newest_log_mtime_ms"] = min(mtimes), max(mtimes)
+    if live_rows and live_rows[-1]["last_offset"] is not None:
+        prow["log_end_offset"] = live_rows[-1]["last_offset"] + 1
+
+    # Checkpoints name the live directory's partition only; a -future/-delete/-stray copy has its own state.
+    tp = (parsed.topic, parsed.partition)
+    if parsed.kind == "live":
+        for column, file_name in OFFSET_CHECKPOINTS.items():
+            value = checkpoints_by_tp.get(file_name, {}).get(tp)
+            if value is not None:
+                prow[column] = value
+    if prow["log_start_offset"] is not None:
+        prow["log_start_offset_source"] = "checkpoint"
+    elif live_rows:
+        prow["log_start_offset"] = live_rows[0]["base_offset"]
+        prow["log_start_offset_source"] = "first-segment"
+
+    _read_partition_files(path, prow, pnotes)
+    prow["notes"] = pnotes
+    return rows, prow
+
+
+def _read_partition_files(path: Path, prow: dict, notes: list[str]) -> None:
+    epoch_path = path / "leader-epoch-checkpoint"
+    if os.path.lexists(epoch_path):
+        try:
+            epochs = checkpoints.read_leader_epoch_checkpoint(epoch_path)
+            prow["leader_epochs"] = [{"epoch": e, "start_offset": o} for e, o in epochs]
+            if epochs:
+                prow["latest_leader_epoch"] = epochs[-1][0]
+        except (FormatError, OSError) as exc:
+            notes.append(f"{epoch_path}: unreadable: {exc}")
+    meta_path = path / "partition.metadata"
+    if os.path.lexists(meta_path):
+        try:
+            prow["topic_id"] = checkpoints.read_partition_metadata(meta_path).get("topic_id")
+        except (FormatError, OSError) as exc:
+            notes.append(f"{meta_path}: unreadable: {exc}")
