@@ -406,15 +406,25 @@ def fold_partition_dir(partition_dir: str | os.PathLike, partition: int | None =
             fold.notes.append(f"{log}: cannot open: {exc.strerror or exc}; segment not read")
             continue
         try:
+            store = fold.store
+            fold_into = orec.fold_records_into
+            bad: list[int] = []
+            get_bytes = window.batch
             for batch in reader.batches():
                 where = (label, batch.position)
                 try:
-                    data = window.batch(reader, batch)
+                    data = get_bytes(reader, batch)
                     if batch.is_control:
                         for rec in iter_kv(batch, data, label=label):
                             fold.control(batch.producer_id, orec.control_type(rec[2]))
-                    else:
+                    elif batch.is_transactional or fold.pending:
                         fold.add_batch(batch, data, where)
+                    else:   # the common case, inlined: a plain batch and no open transaction
+                        fold.records += fold_into(store, batch, data, False, where, bad, label=label)
+                        if bad:
+                            for rec_off in bad:
+                                fold._bad_key(rec_off, None, where)
+                            bad.clear()
                 except (FormatError, OSError) as exc:
                     fold.notes.append(f"{exc}; batch at byte {batch.position} (offsets {batch.base_offset}.."
                                       f"{batch.last_offset}) not folded")
@@ -452,3 +462,14 @@ def read_groups(log_dirs: Iterable[str | os.PathLike], decoder: Decoder | None =
                              f"{part}; kept the one from {part}")
             groups[g] = grp
     return GroupsResult(groups, notes, chosen, total)
+
+
+def commit_rows(result: GroupsResult) -> tuple[dict, ...]:
+    """The live groups' committed offsets as plain dicts (what checks are handed:
+    ``checks.base.AuditContext.group_offsets``)."""
+    rows = []
+    for g, grp in sorted(result.live.items()):
+        for (topic, part), c in sorted(grp.offsets.items()):
+            rows.append({"group": g, "topic": topic, "partition": part, "committed_offset": c.offset,
+                         "commit_timestamp_ms": c.commit_timestamp_ms, "protocol": grp.protocol})
+    return tuple(rows)
