@@ -325,3 +325,108 @@ def ideal_offset(views: Sequence[SegmentView], target_ms: int) -> tuple[int | No
     if best is None:
         return (views[0].base_offset, 0) if views else (None, None)
     return views[best].base_offset, best
+
+
+# ---------------------------------------------------------------------------------------
+# Consumer groups: what `kafka-consumer-groups --reset-offsets --to-datetime T` sets
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class GroupReset:
+    """One partition of a group rewound to a time, against the group's committed offset.
+
+    ``kafka-consumer-groups --reset-offsets --to-datetime T`` (``ConsumerGroupCommand``
+    ``resetToDateTime``, Kafka 4.2) asks ListOffsets for T (read_uncommitted) and, when the
+    broker answers -1 (no record at or after T), falls back to the latest offset (the log end
+    offset) with "Partition ... is empty. Falling back to latest known offset."; it never
+    clamps the answer. Records are counted in offsets (compaction gaps and transaction markers
+    included); bytes are ``.log`` bytes between the two positions."""
+
+    topic: str
+    partition: int
+    committed_offset: int | None
+    reset_offset: int | None
+    reset_source: str
+    """"timestamp": the broker's answer for T; "log end offset": the tool's fallback."""
+    exact: bool
+    log_start_offset: int | None
+    log_end_offset: int | None
+    records_reread: int | None
+    """offsets between the reset and the committed offset the group reads again (reset < committed)."""
+    records_skipped: int | None
+    """offsets the group never reads (reset > committed)."""
+    bytes_reread: int | None
+    bytes_skipped: int | None
+    committed_position_bytes: int | None = None
+    reset_position_bytes: int | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def offset_position(views: Sequence[SegmentView], offset: int | None) -> tuple[int | None, bool]:
+    """(byte position of the batch holding ``offset`` in its segment, exact?). Reads the segment's
+    offset index and walks batches from there (read-only); without files, the segment start."""
+    if offset is None or not views:
+        return None, False
+    bases = [v.base_offset for v in views]
+    i = bisect.bisect_right(bases, offset) - 1
+    if i < 0:
+        return 0, True
+    seg = views[i]
+    last = seg.last_offset
+    if last is not None and offset > last:
+        # past the last batch of this segment: its end (the log end offset, or a gap before the next)
+        return seg.log_size_bytes, seg.log_size_bytes is not None
+    if not seg.log_path or not os.path.exists(seg.log_path):
+        return 0, False
+    entries: list[tuple[int, int]] = []
+    if seg.index_path and os.path.exists(seg.index_path):
+        try:
+            entries = read_offset_index(seg.index_path, seg.base_offset).entries
+        except (OSError, FormatError):
+            entries = []
+    start = _offset_index_lookup(entries, offset)
+    try:
+        reader = LogReader(seg.log_path)
+    except OSError:
+        return 0, False
+    try:
+        if start >= reader.size_bytes:
+            start = 0
+        for batch in reader.batches(start):
+            if batch.last_offset >= offset:
+                return batch.position, True
+        return reader.stop_position, reader.stop_reason is None
+    finally:
+        reader.close()
+
+
+def group_reset(views: Sequence[SegmentView], prediction: "ReplayPrediction", topic: str, partition: int,
+                committed_offset: int | None, *, read_files: bool = True) -> GroupReset:
+    """What --reset-offsets --to-datetime sets for one partition (from ``predict``'s answer) and
+    what the group re-reads or skips relative to its committed offset."""
+    modern = prediction.modern
+    if modern.offset is not None:
+        reset, source, exact = modern.offset, "timestamp", modern.exact
+    else:
+        reset, source, exact = prediction.log_end_offset, "log end offset", prediction.log_end_offset is not None
+    reread = skipped = bytes_reread = bytes_skipped = None
+    c_pos = r_pos = None
+    if reset is not None and committed_offset is not None:
+        reread = max(committed_offset - reset, 0)
+        skipped = max(reset - committed_offset, 0)
+        if read_files:
+            c_pos, c_exact = offset_position(views, committed_offset)
+            r_pos, r_exact = offset_position(views, reset)
+        else:
+            c_pos = r_pos = None
+        lo, hi = sorted(((reset, r_pos), (committed_offset, c_pos)))
+        between = bytes_between(views, lo[0], lo[1], hi[0], hi[1])
+        if reset < committed_offset:
+            bytes_reread, bytes_skipped = between, 0
+        else:
+            bytes_reread, bytes_skipped = 0, between
+    return GroupReset(topic, partition, committed_offset, reset, source, exact, prediction.log_start_offset,
+                      prediction.log_end_offset, reread, skipped, bytes_reread, bytes_skipped, c_pos, r_pos)

@@ -232,6 +232,11 @@ class AuditContext:
     replay_at_ms: int | None = None
     replay_topics: tuple[str, ...] | None = None
 
+    group_offsets: tuple = ()
+    """Consumer groups' committed offsets, read from ``__consumer_offsets`` on disk
+    (``auditor.cluster.consumer_groups.commit_rows``) or handed in: dicts with group, topic,
+    partition, committed_offset, commit_timestamp_ms, protocol. Empty when not read."""
+
     def options(self, check: type[Check] | Check, topic: str | None) -> dict[str, Any]:
         return self.config.options(check, topic)
 
@@ -243,6 +248,20 @@ class AuditContext:
     def kafka_int(self, topic: str | None, key: str) -> int | None:
         value = self.kafka_setting(topic, key)
         return None if value is None else int(value)
+
+    def commits_on(self, topic: str | None, partition: int | None) -> list[dict]:
+        """The committed offsets of every consumer group on one topic-partition."""
+        index = self.__dict__.get("_commits_by_tp")
+        if index is None:
+            index = {}
+            for c in self.group_offsets:
+                index.setdefault((c["topic"], c["partition"]), []).append(c)
+            self.__dict__["_commits_by_tp"] = index
+        return index.get((topic, partition), [])
+
+    def all_commits(self) -> list[dict]:
+        """Every committed offset of every consumer group."""
+        return list(self.group_offsets)
 
     def wants_replay(self, topic: str) -> bool:
         if self.replay_at_ms is None:

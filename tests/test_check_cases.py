@@ -13,6 +13,7 @@ A case file holds a list of cases::
       expect:                             # the non-PASS findings of the checks named in `checks`
         - {code: KLA050, severity: FAIL, topic: t, partition: 0, base_offset: 0, message: 'fail their CRC'}
       checks: [integrity.crc]             # optional: which checks run (default: the file's check)
+      groups: [{group: g, topic: t, partition: 0, committed_offset: 5}]  # optional: groups' committed offsets
 
 Partial rows are completed with the column defaults below; ``expect`` must match exactly (same
 number of non-PASS findings, each matched by code, severity, location fields given, and a
@@ -88,7 +89,8 @@ def test_check_case(check_name, case):
     ctx = AuditContext(now_ms=_ms(case["now"]), config=cfg,
                        topic_configs={t: {k: str(v) for k, v in c.items()} for t, c in (case.get("topic_configs") or {}).items()},
                        replay_at_ms=_ms(case.get("replay_at")),
-                       replay_topics=tuple(case["replay_topics"]) if case.get("replay_topics") else None)
+                       replay_topics=tuple(case["replay_topics"]) if case.get("replay_topics") else None,
+                       group_offsets=tuple(_time_fields(g) for g in case.get("groups") or ()))
     stats = None
     if "stats" in case:
         stats = {k: pd.DataFrame([_time_fields(r) for r in v]) for k, v in case["stats"].items()}
