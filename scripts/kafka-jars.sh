@@ -4,8 +4,12 @@
 #
 #   scripts/kafka-jars.sh            -> .cache/kafka/4.2.1/classpath.txt   (one line, ':'-joined)
 #   KAFKA_VERSION=4.1.0 scripts/kafka-jars.sh
+#   KAFKA_VERSION=3.9.1 scripts/kafka-jars.sh   -> a 3.x broker (still answers ListOffsets v0), from
+#                                               tools/kafka/pom-3.x.xml: 3.x logs through slf4j onto
+#                                               reload4j (log4j 1.x), not log4j2
 #
-# Also writes .cache/kafka/<v>/log4j2-tools.properties (WARN to stderr) for command-line tools.
+# Also writes .cache/kafka/<v>/log4j2-tools.properties (4.x) or log4j-tools.properties (3.x; log4j
+# 1.x syntax) (WARN to stderr) for command-line tools.
 # Idempotent: when classpath.txt exists and every jar it names is present, it only prints the path.
 # Needs: java (17+), mvn (3.8+), network access to Maven Central on first run.
 set -euo pipefail
@@ -16,8 +20,13 @@ LOG4J_VERSION=${LOG4J_VERSION:-}
 OUT=$ROOT/.cache/kafka/$V
 CP=$OUT/classpath.txt
 
+# 3.x brokers need another dependency set (a reload4j SLF4J binding instead of log4j2's)
+case $V in
+  3.*) POM=$ROOT/tools/kafka/pom-3.x.xml; TOOLS_LOG=log4j-tools.properties ;;
+  *)   POM=$ROOT/tools/kafka/pom.xml;     TOOLS_LOG=log4j2-tools.properties ;;
+esac
 POM_STAMP=$OUT/pom.sha256
-pom_sha() { sha256sum "$ROOT/tools/kafka/pom.xml" | cut -d' ' -f1; }
+pom_sha() { sha256sum "$POM" | cut -d' ' -f1; }
 
 complete() {
   [ -s "$CP" ] || return 1
@@ -40,7 +49,7 @@ command -v mvn  >/dev/null || { echo "kafka-jars.sh: mvn not found on PATH (Mave
 
 rm -rf "$OUT.tmp"
 mkdir -p "$OUT.tmp/lib" "$ROOT/.cache/m2"
-MVN=(mvn -q -B -Dstyle.color=never -f "$ROOT/tools/kafka/pom.xml" -Dmaven.repo.local="$ROOT/.cache/m2" -Dkafka.version="$V")
+MVN=(mvn -q -B -Dstyle.color=never -f "$POM" -Dmaven.repo.local="$ROOT/.cache/m2" -Dkafka.version="$V")
 if [ -n "$LOG4J_VERSION" ]; then MVN+=(-Dlog4j.version="$LOG4J_VERSION"); fi
 "${MVN[@]}" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$OUT.tmp/lib" >&2
 
@@ -55,7 +64,18 @@ if [ -n "$core" ] && [ "$core" != "$impl" ] && [ -z "$LOG4J_VERSION" ]; then
 fi
 ls "$OUT.tmp/lib"/kafka_2.13-"$V".jar >/dev/null
 
-cat > "$OUT.tmp/log4j2-tools.properties" <<'PROPS'
+if [ "$TOOLS_LOG" = log4j-tools.properties ]; then
+cat > "$OUT.tmp/$TOOLS_LOG" <<'PROPS'
+# Command-line tools (StorageTool, DumpLogSegments) of Kafka 3.x (reload4j, log4j 1.x syntax):
+# only warnings, on stderr.
+log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.Target=System.err
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+PROPS
+else
+cat > "$OUT.tmp/$TOOLS_LOG" <<'PROPS'
 # Command-line tools (StorageTool, DumpLogSegments): only warnings, on stderr.
 status = error
 appender.err.type = Console
@@ -66,6 +86,7 @@ appender.err.layout.pattern = [%d] %p %m (%c)%n
 rootLogger.level = warn
 rootLogger.appenderRef.err.ref = STDERR
 PROPS
+fi
 
 mkdir -p "$OUT"
 if [ -d "$OUT/lib" ]; then
@@ -79,7 +100,7 @@ else
   mv "$OUT.tmp/lib" "$OUT/lib"
   JARS=$(cd "$OUT/lib" && ls *.jar | sort)
 fi
-mv "$OUT.tmp/log4j2-tools.properties" "$OUT/log4j2-tools.properties"
+mv "$OUT.tmp/$TOOLS_LOG" "$OUT/$TOOLS_LOG"
 rmdir "$OUT.tmp"
 echo "$JARS" | sed "s|^|$OUT/lib/|" | paste -sd: - > "$CP.tmp"
 mv "$CP.tmp" "$CP"

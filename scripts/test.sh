@@ -7,6 +7,9 @@ command -v java >/dev/null || { echo "test.sh: java (17+) is required for the re
 command -v mvn >/dev/null || { echo "test.sh: maven is required to resolve the Kafka jars" >&2; exit 1; }
 bash scripts/setup.sh --test
 bash scripts/kafka-jars.sh
+# Kafka 3.9.1 too: the last line that answers ListOffsets v0, the oracle of the legacy (mtime) lookup
+# (tests/test_legacy_lookup_v0.py)
+KAFKA_VERSION=3.9.1 bash scripts/kafka-jars.sh
 # The report is tested in Debian's own Chromium (Playwright drives it; it never downloads a browser).
 if [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ]; then

@@ -114,6 +114,24 @@ def tools_log4j_config(classpath: str) -> Path | None:
     return cfg if cfg.exists() else None
 
 
+def uses_log4j1(classpath: str) -> bool:
+    """Kafka 3.x logs through slf4j-reload4j (log4j 1.x syntax, ``-Dlog4j.configuration``)."""
+    return any(Path(j).name.startswith("slf4j-reload4j-") for j in classpath.split(":"))
+
+
+def log4j1_broker_config(log: Path) -> str:
+    """The broker log config of a 3.x broker (reload4j): as the log4j2 one, in log4j 1.x syntax."""
+    return (
+        "log4j.rootLogger=INFO, file\n"
+        "log4j.appender.file=org.apache.log4j.FileAppender\n"
+        f"log4j.appender.file.File={log}\n"
+        "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
+        "log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n\n"
+        "log4j.logger.kafka.request.logger=WARN\n"
+        "log4j.logger.org.apache.kafka.clients=WARN\n"
+    )
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
@@ -215,6 +233,7 @@ class KafkaCluster:
         broker_config: Mapping[str, Any] | None = None,
         *,
         classpath: str | None = None,
+        version: str | None = None,
         heap: str = "512m",
         startup_timeout_s: float = 90.0,
         stop_timeout_s: float = 30.0,
@@ -227,7 +246,10 @@ class KafkaCluster:
         self.n_brokers = brokers
         self.log_dirs_per_broker = log_dirs_per_broker
         self.user_config = {k: str(v) for k, v in (broker_config or {}).items()}
-        self.classpath = classpath or kafka_classpath()
+        # ``version`` (e.g. "3.9.1") resolves that release's jars; 3.x logs through reload4j
+        # (log4j 1.x config), 4.x through log4j2 -- told apart by the jars on the classpath.
+        self.classpath = classpath or kafka_classpath(version)
+        self.log4j1 = uses_log4j1(self.classpath)
         self.heap = heap
         self.startup_timeout_s = startup_timeout_s
         self.stop_timeout_s = stop_timeout_s
@@ -278,7 +300,8 @@ class KafkaCluster:
         cmd += [
             "-XX:+UseSerialGC" if heap is None else "-XX:+UseG1GC",
             "-Djava.awt.headless=true",
-            f"-Dlog4j2.configurationFile={node.dir / 'log4j2.properties'}",
+            (f"-Dlog4j.configuration=file:{node.dir / 'log4j.properties'}" if self.log4j1 else
+             f"-Dlog4j2.configurationFile={node.dir / 'log4j2.properties'}"),
             f"-Dkafka.logs.dir={node.dir / 'logs'}",
             "-cp", self.classpath, main, *args,
         ]
@@ -292,6 +315,9 @@ class KafkaCluster:
         (node.dir / "server.properties").write_text(
             "".join(f"{k}={v}\n" for k, v in sorted(node.config.items())))
         log = node.dir / "logs" / "server.log"
+        if self.log4j1:
+            (node.dir / "log4j.properties").write_text(log4j1_broker_config(log))
+            return
         (node.dir / "log4j2.properties").write_text(
             "status = error\n"
             "appender.file.type = File\n"
