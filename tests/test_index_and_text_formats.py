@@ -17,10 +17,10 @@ from auditor.formats.offset_index import ENTRY_SIZE as OFFSET_ENTRY, read_offset
 from auditor.formats.producer_snapshot import read_producer_snapshot_header
 from auditor.formats.time_index import ENTRY_SIZE as TIME_ENTRY, read_time_index
 from auditor.formats.txn_index import ENTRY_SIZE as TXN_ENTRY, read_txn_index
+from realdata import BROKER_DIRS, REAL  # raises when ../shared is absent: no silent empty parametrization
 
-REAL = Path("/work/shared/fixtures/real")
-BROKER_DIRS = REAL / "broker-dirs"
-REAL_FILES = sorted(p for p in BROKER_DIRS.rglob("*") if p.is_file()) if BROKER_DIRS.is_dir() else []
+REAL_FILES = sorted(p for p in BROKER_DIRS.rglob("*") if p.is_file())
+assert REAL_FILES, f"no file under {BROKER_DIRS}: the real fixtures are incomplete"
 PREALLOC_INDEX = 10485760
 PREALLOC_TIMEINDEX = 10485756
 
@@ -28,8 +28,6 @@ PREALLOC_TIMEINDEX = 10485756
 def _expected_index_counts() -> dict[str, dict]:
     out = {}
     path = REAL / "EXPECTED.txt"
-    if not path.exists():
-        return out
     for line in path.read_text().splitlines():
         m = re.match(r"(\S+\.log) .*(\{[^{}]*\})$", line)
         if m and line.startswith("broker-dirs/"):
@@ -38,10 +36,10 @@ def _expected_index_counts() -> dict[str, dict]:
 
 
 EXPECTED = _expected_index_counts()
+assert EXPECTED, f"no index counts parsed from {REAL / 'EXPECTED.txt'}"
 
 
 # ---------------------------------------------------------------------------- real broker data
-@pytest.mark.skipif(not REAL_FILES, reason="real fixtures absent")
 @pytest.mark.parametrize("path", REAL_FILES, ids=lambda p: str(p.relative_to(BROKER_DIRS)))
 def test_every_real_file_parses(path: Path):
     name = path.name
@@ -86,7 +84,6 @@ def test_every_real_file_parses(path: Path):
         assert name in filenames.LOG_DIR_FILES, name
 
 
-@pytest.mark.skipif(not REAL_FILES, reason="real fixtures absent")
 def test_real_known_values():
     d = BROKER_DIRS / "kafka-2018-v2/kafka-logs"
     idx = read_offset_index(d / "__consumer_offsets-28/00000000000000000000.index", 0)
