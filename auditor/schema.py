@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from auditor import __version__
+from auditor.units import iso_utc
 
 TOOL = "kafka-log-auditor"
 
@@ -31,6 +32,8 @@ class Column:
     description: str
     depth: str = "stat"
     """The cheapest depth that fills this column."""
+    instant: bool = False
+    """An instant in epoch milliseconds (JSON adds its ISO-8601 ``_utc`` twin); a duration is not."""
 
 
 _STR_LIST = pa.list_(pa.string())
@@ -56,16 +59,16 @@ SEGMENT_COLUMNS: tuple[Column, ...] = tuple(
         Column("index_size_bytes", pa.int64(), ".index size (preallocated size for the active segment)"),
         Column("timeindex_size_bytes", pa.int64(), ".timeindex size (preallocated size for the active segment)"),
         Column("txnindex_size_bytes", pa.int64(), ".txnindex size; None when absent (the normal case)"),
-        Column("log_mtime_ms", pa.int64(), ".log last-modified time, the input of the legacy (v0) ListOffsets lookup"),
-        Column("index_mtime_ms", pa.int64(), ".index last-modified time"),
-        Column("timeindex_mtime_ms", pa.int64(), ".timeindex last-modified time"),
+        Column("log_mtime_ms", pa.int64(), ".log last-modified time, the input of the legacy (v0) ListOffsets lookup", instant=True),
+        Column("index_mtime_ms", pa.int64(), ".index last-modified time", instant=True),
+        Column("timeindex_mtime_ms", pa.int64(), ".timeindex last-modified time", instant=True),
         Column("first_offset", pa.int64(), "base offset of the first batch", "index"),
-        Column("first_batch_max_timestamp_ms", pa.int64(), "max timestamp of the first batch (drives time-based rolls)", "index"),
+        Column("first_batch_max_timestamp_ms", pa.int64(), "max timestamp of the first batch (drives time-based rolls)", "index", instant=True),
         Column("last_offset", pa.int64(), "last offset of the last complete batch", "index"),
-        Column("last_batch_max_timestamp_ms", pa.int64(), "max timestamp of the last complete batch", "index"),
+        Column("last_batch_max_timestamp_ms", pa.int64(), "max timestamp of the last complete batch", "index", instant=True),
         Column("last_index_offset", pa.int64(), "absolute offset of the last valid .index entry", "index"),
         Column("last_index_position", pa.int64(), "byte position of the last valid .index entry", "index"),
-        Column("last_timeindex_timestamp_ms", pa.int64(), "timestamp of the last valid .timeindex entry", "index"),
+        Column("last_timeindex_timestamp_ms", pa.int64(), "timestamp of the last valid .timeindex entry", "index", instant=True),
         Column("last_timeindex_offset", pa.int64(), "offset of the last valid .timeindex entry", "index"),
         Column("index_entries", pa.int64(), "valid .index entries (zero tail excluded)", "index"),
         Column("timeindex_entries", pa.int64(), "valid .timeindex entries (zero tail excluded)", "index"),
@@ -75,6 +78,7 @@ SEGMENT_COLUMNS: tuple[Column, ...] = tuple(
             "largest record timestamp: exact from 'headers' on; at 'index' depth the broker's own "
             "view (last time-index entry, then the batches after the last index entry)",
             "index",
+            instant=True,
         ),
         Column(
             "min_batch_timestamp_ms",
@@ -82,8 +86,9 @@ SEGMENT_COLUMNS: tuple[Column, ...] = tuple(
             "smallest first-record timestamp over batches (v2 CreateTime baseTimestamp, LogAppendTime "
             "batch time, legacy message time): an upper bound on the oldest record",
             "headers",
+            instant=True,
         ),
-        Column("min_timestamp_ms", pa.int64(), "smallest record timestamp, exact (every record read)", "deep"),
+        Column("min_timestamp_ms", pa.int64(), "smallest record timestamp, exact (every record read)", "deep", instant=True),
         Column("min_timestamp_offset", pa.int64(), "offset of the (first) record with the smallest timestamp", "deep"),
         Column("max_timestamp_offset", pa.int64(), "offset of the first record carrying the largest record timestamp", "deep"),
         Column(
@@ -108,7 +113,7 @@ SEGMENT_COLUMNS: tuple[Column, ...] = tuple(
         Column("trailing_bytes", pa.int64(), "bytes after the last complete batch", "headers"),
         Column("stop_reason", pa.string(), "why the walk of the .log stopped early: partial-tail | zero-tail | corrupt | io-error", "index"),
         Column("depth", pa.string(), "the depth this row was scanned at"),
-        Column("scanned_at_ms", pa.int64(), "when this segment was read"),
+        Column("scanned_at_ms", pa.int64(), "when this segment was read", instant=True),
         Column("notes", _STR_LIST, "every oddity met, each naming file, byte position, field and value"),
     ]
 )
@@ -130,8 +135,8 @@ PARTITION_COLUMNS: tuple[Column, ...] = tuple(
         Column("leader_epochs", LEADER_EPOCH_TYPE, "leader-epoch-checkpoint entries"),
         Column("latest_leader_epoch", pa.int32(), "last leader-epoch-checkpoint entry's epoch"),
         Column("producer_snapshots", pa.int64(), "producer state .snapshot files"),
-        Column("oldest_log_mtime_ms", pa.int64(), "oldest .log mtime of the partition"),
-        Column("newest_log_mtime_ms", pa.int64(), "newest .log mtime of the partition"),
+        Column("oldest_log_mtime_ms", pa.int64(), "oldest .log mtime of the partition", instant=True),
+        Column("newest_log_mtime_ms", pa.int64(), "newest .log mtime of the partition", instant=True),
         Column("depth", pa.string(), "the depth this row was scanned at"),
         Column("notes", _STR_LIST, "every oddity met at partition level"),
     ]
@@ -203,3 +208,26 @@ def json_envelope(**fields) -> dict:
     """The head of every JSON document the tool publishes (scan, audit, replay-check): the tool
     and its version first, then ``fields`` in the order given."""
     return {"tool": TOOL, "version": __version__, **fields}
+
+
+EVIDENCE_INSTANTS = (
+    "target_ms", "at_ms", "timestamp_ms", "oldest_timestamp_ms", "newest_timestamp_ms", "modern_timestamp_ms",
+    "largest_timestamp_ms", "commit_timestamp_ms", "audit_time_ms", "generated_at_ms", "deletion_time_ms",
+    "deletable_at_ms", "due_ms", "appended_before_ms", "appended_after_ms", "mtime_first_ms", "mtime_last_ms",
+)
+"""Keys of findings' evidence and thresholds that hold an instant (epoch ms), besides the columns
+above; every other ``*_ms`` key there is a duration (gap_ms, excess_ms, retention_ms ...)."""
+
+INSTANT_FIELDS = frozenset(
+    [c.name for c in (*SEGMENT_COLUMNS, *PARTITION_COLUMNS, *FINDING_COLUMNS) if c.instant] + list(EVIDENCE_INSTANTS))
+"""Names holding an instant (epoch ms): the only ones that get a ``_utc`` twin."""
+
+
+def with_utc(row: dict) -> dict:
+    """A row for JSON: exact values kept, plus an ISO-8601 UTC twin after every instant column
+    (never after a duration such as ``max_backward_jump_ms``)."""
+    out = dict(row)
+    for key, value in row.items():
+        if key in INSTANT_FIELDS and isinstance(value, int):
+            out[key[:-3] + "_utc"] = iso_utc(value)
+    return out

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from auditor.schema import with_utc
 from auditor.units import human_bytes, iso_utc
 from checks import REGISTRY
 from reports import charts
@@ -45,15 +46,9 @@ def _where(f: dict) -> str:
 
 
 def _with_times(value):
-    """Evidence for people: every *_ms epoch value gets a *_utc twin."""
+    """Evidence for people: every instant (``auditor.schema.INSTANT_FIELDS``) gets a *_utc twin."""
     if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            out[k] = _with_times(v)
-            if k.endswith("_ms") and isinstance(v, int) and not k.endswith(("delay_ms", "_max_ms", "jump_ms", "gap_ms",
-                                                                              "excess_ms", "retention_ms", "skew_ms")):
-                out[k[:-3] + "_utc"] = iso_utc(v)
-        return out
+        return with_utc({k: _with_times(v) for k, v in value.items()})
     if isinstance(value, list):
         return [_with_times(v) for v in value]
     return value
