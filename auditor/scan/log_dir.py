@@ -14,8 +14,10 @@ from pathlib import Path
 from auditor.formats import checkpoints, filenames
 from auditor.formats.errors import FormatError
 from auditor.scan.files import list_dir, symlink_note
+from auditor.scan.pagecache import PageCacheCare, ReadRate
 from auditor.scan.partition_dir import OFFSET_CHECKPOINTS, scan_partition_dir
 from auditor.scan.progress import Progress, ProgressCallback
+from auditor.scan.state import LogDirState, check_state_dir
 from auditor.schema import DEPTHS
 
 
@@ -106,22 +108,45 @@ def iter_log_dir(
     *,
     progress: Progress | None = None,
     on_progress: ProgressCallback | None = None,
+    state_dir: str | os.PathLike | None = None,
+    page_cache_care: bool = False,
+    max_read_rate_mib_s: float | None = None,
 ) -> Iterator[tuple[list[dict], dict | None, dict | None]]:
     """Yields (segment rows, partition row) per partition directory, then (\u2205, None, log-dir info).
 
-    Streaming keeps memory proportional to one partition, whatever the log dir holds.
+    Streaming keeps memory proportional to one partition, whatever the log dir holds. With
+    ``state_dir`` the scan is incremental (:mod:`auditor.scan.state`: unchanged closed segments are
+    not read again; the log-dir info gets ``scan_state`` counts); ``page_cache_care`` drops the
+    pages the scan brought into the page cache, ``max_read_rate_mib_s`` paces the reads
+    (:mod:`auditor.scan.pagecache`; the info gets ``page_cache``).
     """
     if depth not in DEPTHS:
         raise ValueError(f"depth = {depth!r}, expected one of {', '.join(DEPTHS)}")
     plan = plan_log_dir(log_dir)
-    for path in plan.partition_dirs:
-        rows, prow = scan_partition_dir(
-            path, depth, log_dir_info=plan.info, checkpoints_by_tp=plan.checkpoints_by_tp, root=plan.root,
-            progress=progress, on_progress=on_progress,
-        )
-        if progress is not None:
-            progress.partitions_done += 1
-        yield rows, prow, None
+    state = _open_state(state_dir, plan, depth)
+    care = PageCacheCare() if page_cache_care else None
+    rate = ReadRate(max_read_rate_mib_s) if max_read_rate_mib_s else None
+    try:
+        for path in plan.partition_dirs:
+            rows, prow = scan_partition_dir(
+                path, depth, log_dir_info=plan.info, checkpoints_by_tp=plan.checkpoints_by_tp, root=plan.root,
+                progress=progress, on_progress=on_progress,
+                state=state.partition(path.name) if state is not None else None, care=care, rate=rate,
+            )
+            if progress is not None:
+                progress.partitions_done += 1
+            yield rows, prow, None
+    except BaseException:
+        if state is not None:
+            state.abort()
+        raise
+    if state is not None:
+        state.commit()
+        plan.info["scan_state"] = {"file": str(state.path), "reused": state.reused, "read": state.scanned,
+                                   "kept": state.stored}
+    if care is not None or rate is not None:
+        plan.info["page_cache"] = {"dropped_bytes": care.dropped_bytes if care else 0,
+                                   "paced_s": round(rate.slept_s, 3) if rate else 0.0}
     if progress is not None:
         progress.log_dirs_done += 1
         if on_progress is not None:
@@ -129,19 +154,37 @@ def iter_log_dir(
     yield [], None, plan.info
 
 
+def _open_state(state_dir, plan: LogDirPlan, depth: str) -> LogDirState | None:
+    if state_dir is None:
+        return None
+    check_state_dir(state_dir, [plan.root])
+    state = LogDirState.open(state_dir, plan.info, depth)
+    plan.info["problems"].extend(state.notes)
+    return state
+
+
 def scan_log_dirs(
     log_dirs: Iterable[str | os.PathLike],
     depth: str = "index",
     *,
     on_progress: ProgressCallback | None = None,
+    state_dir: str | os.PathLike | None = None,
+    page_cache_care: bool = False,
+    max_read_rate_mib_s: float | None = None,
 ) -> ScanResult:
+    """Every log dir's rows in memory (for small outputs; ``iter_log_dir`` streams). Options as
+    :func:`iter_log_dir`; a state dir inside any of the log dirs is refused before anything is read."""
     log_dirs = list(log_dirs)
+    if state_dir is not None:
+        check_state_dir(state_dir, log_dirs)
     progress = Progress(log_dirs_total=len(log_dirs))
     segments: list[dict] = []
     partitions: list[dict] = []
     infos: list[dict] = []
     for log_dir in log_dirs:
-        for rows, prow, info in iter_log_dir(log_dir, depth, progress=progress, on_progress=on_progress):
+        for rows, prow, info in iter_log_dir(log_dir, depth, progress=progress, on_progress=on_progress,
+                                             state_dir=state_dir, page_cache_care=page_cache_care,
+                                             max_read_rate_mib_s=max_read_rate_mib_s):
             segments.extend(rows)
             if prow is not None:
                 partitions.append(prow)

@@ -13,8 +13,10 @@ from pathlib import Path
 from auditor.formats import checkpoints, filenames
 from auditor.formats.errors import FormatError
 from auditor.scan.files import list_dir, symlink_note
+from auditor.scan.pagecache import PageCacheCare, ReadRate
 from auditor.scan.progress import Progress, ProgressCallback
 from auditor.scan.segment import SegmentFiles, scan_segment
+from auditor.scan.state import PartitionState
 from auditor.schema import PARTITION_COLUMNS, empty_row
 
 OFFSET_CHECKPOINTS = {
@@ -56,7 +58,14 @@ def scan_partition_dir(
     root: Path,
     progress: Progress | None = None,
     on_progress: ProgressCallback | None = None,
+    state: PartitionState | None = None,
+    care: PageCacheCare | None = None,
+    rate: ReadRate | None = None,
 ) -> tuple[list[dict], dict]:
+    """The partition dir's segment rows and its partition row. With ``state`` (incremental scans) an
+    unchanged closed segment's row comes from it; with ``care`` the pages the scan brings into the page
+    cache are dropped after each segment; with ``rate`` reads are paced (see auditor.scan.state and
+    auditor.scan.pagecache)."""
     parsed = filenames.parse_partition_dir(path.name)
     location = {
         "broker_id": log_dir_info["broker_id"],
@@ -76,7 +85,9 @@ def scan_partition_dir(
     rows = []
     for key in sorted(segment_files, key=lambda k: (k[0], k[1] or "")):
         files = segment_files[key]
-        row = scan_segment(files, depth, is_active=(key[1] is None and key[0] == active_base), location=location)
+        row = _segment_row(files, depth, key[1] is None and key[0] == active_base, location, state, care)
+        if rate is not None:
+            rate.pace()
         rows.append(row)
         if progress is not None:
             progress.segments_done += 1
@@ -113,6 +124,18 @@ def scan_partition_dir(
     _read_partition_files(path, prow, pnotes)
     prow["notes"] = pnotes
     return rows, prow
+
+
+def _segment_row(files: SegmentFiles, depth: str, is_active: bool, location: dict, state: PartitionState | None,
+                 care: PageCacheCare | None) -> dict:
+    paths = list(files.paths.values())
+
+    def scan() -> dict:
+        if care is None:
+            return scan_segment(files, depth, is_active=is_active, location=location)
+        return care.around(paths, lambda: scan_segment(files, depth, is_active=is_active, location=location))
+
+    return scan() if state is None else state.row(files, is_active, scan)
 
 
 def _read_partition_files(path: Path, prow: dict, notes: list[str]) -> None:

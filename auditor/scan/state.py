@@ -1,0 +1,236 @@
+"""Incremental scans: the rows of a log dir's closed segments kept between runs (``--state DIR``).
+
+A closed segment never changes until the broker deletes it (retention), rewrites it (the
+cleaner writes a new file: new inode), truncates it or rebuilds its indexes. So a nightly scan
+need not read it again: the state file keeps its row beside what proves it unchanged, and
+the next run takes the row from the state when the proof still holds.
+
+The proof (:func:`segment_proof`), from ``lstat`` alone (nothing is opened):
+
+* the ``.log``: device, inode, size, mtime (ns);
+* the base offset and directory name (in the state's key);
+* size and mtime of each of ``.index``, ``.timeindex``, ``.txnindex`` (or their absence).
+
+What is never taken from the state: the active segment (the largest base offset without a
+file-state suffix: it is being appended to), files with a suffix (``.deleted``, ``.cleaned``,
+``.swap``: transient), segments whose proof changed or whose files are new, and rows whose
+scan met an operating-system error (``errno`` in a note: perhaps transient). Those are
+scanned as usual. A row is stored only if its proof was the same before and after its scan
+(a file changing under the scan is read again next time). ``scanned_at_ms`` keeps when the
+row was really read; every other column equals what a full scan gives
+(``tests/test_scan_state.py`` proves it on a live broker producing, rolling, deleting,
+compacting and moving replicas between log dirs).
+
+One state file per log dir and depth, in the state dir (never inside a log dir: refused like
+``collect --out``), a Parquet file of ``SEGMENT_SCHEMA`` rows plus the proof, written whole under
+a temporary name and renamed into place. Its metadata names the state format, the tool version,
+the log dir, its ``directory.id``/cluster/broker and the depth: a state written by another
+version, for another log dir or depth, or one that cannot be read is ignored with a note (in the
+log dir's problems), never trusted. Memory: the state is held as an Arrow table (columnar) and
+turned into rows one partition directory at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat as stat_mod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from auditor import __version__
+from auditor.scan.segment import SegmentFiles
+from auditor.schema import SEGMENT_SCHEMA
+
+STATE_FORMAT = "kafka-audit-scan-state/1"
+PROOF_COLUMN = "state_proof"
+STATE_SCHEMA = pa.schema([*SEGMENT_SCHEMA, pa.field(PROOF_COLUMN, pa.string())])
+FLUSH_ROWS = 8192
+INDEX_SUFFIXES = ("index", "timeindex", "txnindex")
+_META = "kafka_audit.state."
+
+
+class StateDirError(ValueError):
+    """A usage problem with ``--state`` (inside a log dir, not a directory): one line, exit 2."""
+
+
+def check_state_dir(state_dir: str | os.PathLike, log_dirs) -> Path:
+    """The resolved state dir; StateDirError when it is (or would land) inside a scanned log dir."""
+    real = Path(os.path.realpath(state_dir))
+    for log_dir in log_dirs:
+        root = Path(os.path.realpath(log_dir))
+        if real == root or root in real.parents:
+            raise StateDirError(
+                f"--state {state_dir} resolves to {real}, inside the scanned log dir {root}: "
+                "the auditor never writes under a log dir; choose a path outside it")
+    if real.exists() and not real.is_dir():
+        raise StateDirError(f"--state {state_dir} exists and is not a directory")
+    return real
+
+
+def state_file_name(log_dir: str, depth: str) -> str:
+    """``<readable log dir>-<hash>.<depth>.state.parquet``: one file per log dir and depth."""
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", log_dir).strip("_")[-80:] or "root"
+    digest = hashlib.sha256(log_dir.encode()).hexdigest()[:12]
+    return f"{readable}-{digest}.{depth}.state.parquet"
+
+
+def segment_proof(files: SegmentFiles) -> str | None:
+    """What proves a segment unchanged, from lstat alone; None when a file cannot be stat-ed or
+    is not a regular file (the scan then writes its note)."""
+    log = files.paths.get("log")
+    if log is None:
+        return None
+    try:
+        st = os.lstat(log)
+        if not stat_mod.S_ISREG(st.st_mode):
+            return None
+        parts = [f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"]
+        for suffix in INDEX_SUFFIXES:
+            path = files.paths.get(suffix)
+            if path is None:
+                parts.append("-")
+                continue
+            ist = os.lstat(path)
+            if not stat_mod.S_ISREG(ist.st_mode):
+                return None
+            parts.append(f"{ist.st_size}:{ist.st_mtime_ns}")
+    except OSError:
+        return None
+    return "|".join(parts)
+
+
+def _reusable(row: dict) -> bool:
+    return not any("errno" in note for note in row["notes"] or ())
+
+
+@dataclass
+class PartitionState:
+    """One partition directory's rows from the state (by base offset) and the rows to keep."""
+
+    log_dir_state: "LogDirState"
+    old: dict[int, tuple[str, dict]]
+
+    def row(self, files: SegmentFiles, is_active: bool, scan: Callable[[], dict]) -> dict:
+        """The segment's row: from the state when its proof holds, else ``scan()`` (remembered
+        for the next run when the segment is closed and did not change during the scan)."""
+        lds = self.log_dir_state
+        if files.state is not None or is_active:
+            lds.scanned += 1
+            return scan()
+        proof = segment_proof(files)
+        hit = self.old.get(files.base_offset) if proof is not None else None
+        if hit is not None and hit[0] == proof:
+            lds.reused += 1
+            row = dict(hit[1])
+            lds.keep(row, proof)
+            return row
+        lds.scanned += 1
+        row = scan()
+        if proof is not None and _reusable(row) and segment_proof(files) == proof:
+            lds.keep(row, proof)
+        return row
+
+
+@dataclass
+class LogDirState:
+    """A log dir's state: the old one (if trusted) read per partition dir, the new one being built."""
+
+    path: Path
+    identity: dict[str, str]
+    table: pa.Table | None = None
+    by_dir: dict[str, list[int]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    reused: int = 0
+    scanned: int = 0
+    stored: int = 0
+    _rows: list[dict] = field(default_factory=list)
+    _writer: pq.ParquetWriter | None = None
+    _tmp: Path | None = None
+
+    @classmethod
+    def open(cls, state_dir: str | os.PathLike, info: dict, depth: str) -> "LogDirState":
+        """The state for the log dir ``info`` describes (the scanner's log-dir info row)."""
+        log_dir = str(info["log_dir"])
+        identity = {"format": STATE_FORMAT, "version": __version__, "log_dir": log_dir, "depth": depth,
+                    "directory_id": str(info.get("directory_id")), "cluster_id": str(info.get("cluster_id")),
+                    "broker_id": str(info.get("broker_id"))}
+        state = cls(Path(state_dir) / state_file_name(log_dir, depth), identity)
+        state._load()
+        return state
+
+    def _load(self) -> None:
+        if not self.path.exists():  # the first run: nothing to say
+            return
+        try:
+            table = pq.read_table(self.path)
+            meta = {k.decode()[len(_META):]: v.decode() for k, v in (table.schema.metadata or {}).items()
+                    if k.decode().startswith(_META)}
+        except (OSError, pa.ArrowException, UnicodeDecodeError, ValueError) as exc:
+            self.notes.append(f"{self.path}: scan state unreadable ({type(exc).__name__}: {exc}): ignored, "
+                              "every segment is read")
+            return
+        for key, want in self.identity.items():
+            if meta.get(key) != want:
+                self.notes.append(f"{self.path}: scan state {key} = {meta.get(key)!r}, expected {want!r}: "
+                                  "ignored, every segment is read")
+                return
+        if table.schema.remove_metadata() != STATE_SCHEMA:
+            self.notes.append(f"{self.path}: scan state columns differ from this version's: ignored, "
+                              "every segment is read")
+            return
+        self.table = table
+        for i, name in enumerate(table.column("dir_name").to_pylist()):
+            self.by_dir.setdefault(name, []).append(i)
+
+    def partition(self, dir_name: str) -> PartitionState:
+        old: dict[int, tuple[str, dict]] = {}
+        idx = self.by_dir.get(dir_name)
+        if idx and self.table is not None:
+            for row in self.table.take(pa.array(idx, pa.int64())).to_pylist():
+                proof = row.pop(PROOF_COLUMN)
+                if row["file_state"] is None:
+                    old[row["base_offset"]] = (proof, row)
+        return PartitionState(self, old)
+
+    def keep(self, row: dict, proof: str) -> None:
+        self._rows.append({**row, PROOF_COLUMN: proof})
+        self.stored += 1
+        if len(self._rows) >= FLUSH_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._writer is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
+            schema = STATE_SCHEMA.with_metadata({f"{_META}{k}": v for k, v in self.identity.items()})
+            self._writer = pq.ParquetWriter(self._tmp, schema, compression="zstd")
+        if self._rows:
+            self._writer.write_table(pa.Table.from_pylist(self._rows, schema=self._writer.schema))
+            self._rows = []
+
+    def commit(self) -> None:
+        """Writes the new state (every closed segment seen this run) and renames it into place."""
+        self._flush()
+        self._writer.close()
+        with open(self._tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(self._tmp, self.path)
+        self._writer = None
+        self.table, self.by_dir = None, {}
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._tmp is not None:
+            self._tmp.unlink(missing_ok=True)
+
+    def summary(self) -> str:
+        return (f"scan state {self.path.name}: {self.reused:,} closed segments taken from the state, "
+                f"{self.scanned:,} read, {self.stored:,} kept for the next run")
