@@ -62,62 +62,72 @@ class SkewPartitionSize(Check):
             topts = ctx.options(self, topic)
             if not topts.get("enabled", True) or (topic.startswith("__") and not topts["include_internal"]):
                 continue
-            per_partition = {}
-            for row in rows.itertuples(index=False):
-                p = int(row.partition)
-                size = opt_int(row.size_bytes) or 0
-                msgs = opt_int(row.message_count)
-                best = per_partition.get(p)
-                if best is None or size > best[0]:
-                    per_partition[p] = (size, msgs, opt_int(row.broker_id))
-            if len(per_partition) < topts["min_partitions"]:
-                continue
-            sizes = [v[0] for v in per_partition.values()]
-            total = sum(sizes)
-            if total < topts["min_topic_bytes"]:
-                continue
-            median = statistics.median(sizes)
-            mean = total / len(sizes)
-            cv = statistics.pstdev(sizes) / mean if mean else 0.0
-            counts = [v[1] for v in per_partition.values()]
-            median_msgs = statistics.median(counts) if all(c is not None for c in counts) else None
-            flagged = []
-            for p, (size, msgs, broker) in sorted(per_partition.items()):
-                ratio = _ratio(size, median)
-                msg_ratio = _ratio(msgs, median_msgs)
-                worst = max(_severity_ratio(size, ratio), _severity_ratio(msgs, msg_ratio))
-                if worst >= topts["warn_ratio"]:
-                    flagged.append((worst, p, size, msgs, ratio, msg_ratio, broker))
-            if not flagged:
-                continue
-            flagged.sort(reverse=True)
-            worst, p, size, msgs, ratio, msg_ratio, broker = flagged[0]
-            severity = Severity.FAIL if worst >= topts["fail_ratio"] else Severity.WARN
-            share = size / total if total else 0.0
-            others = f" (and {len(flagged) - 1} more partition(s) above {topts['warn_ratio']:g}x)" if len(flagged) > 1 else ""
-            msg_part = f", messages {msg_ratio:.1f}x the median" if msg_ratio is not None else ""
-            size_part = (f"{ratio:.1f}x the median partition ({human_bytes(median)})" if ratio is not None
-                         else "while the median partition is empty")
-            message = (f"partition {p} holds {share:.0%} of the topic's {human_bytes(total)}: {size_part}{msg_part}; "
-                       f"coefficient of variation {cv:.2f} over {len(sizes)} partitions{others}")
-            evidence = [{"partition": fp, "size_bytes": fs, "messages": fm,
-                         "ratio_to_median_bytes": None if fr is None else round(fr, 3),
-                         "ratio_to_median_messages": None if fmr is None else round(fmr, 3),
-                         "share_of_topic_bytes": round(fs / total, 4) if total else None, "largest_replica_broker": fb,
-                         # topic-wide figures repeated so one evidence item reads on its own in JSON
-                         "median_partition_bytes": median, "topic_bytes": total,
-                         "topic_coefficient_of_variation": round(cv, 4)}
-                        for _, fp, fs, fm, fr, fmr, fb in flagged]
-            out.append(self.finding(
-                severity, message,
-                "Spread the hot keys (better or salted keys, another partitioner); adding partitions does not move "
-                "existing data. Meanwhile size disks and retention by the largest partition.",
-                thresholds={"warn_ratio": topts["warn_ratio"], "fail_ratio": topts["fail_ratio"],
-                            "median_partition_bytes": median, "coefficient_of_variation": round(cv, 4),
-                            "topic_bytes": total, "partitions": len(sizes)},
-                evidence=evidence, topic=topic, partition=p, broker_id=broker,
-            ))
+            finding = self._judge_topic(topic, _largest_replicas(rows), topts)
+            if finding is not None:
+                out.append(finding)
         return out
+
+    def _judge_topic(self, topic: str, per_partition: dict, topts):
+        """The topic's finding (its most skewed partition, every flagged one in the evidence), or None."""
+        if len(per_partition) < topts["min_partitions"]:
+            return None
+        sizes = [v[0] for v in per_partition.values()]
+        total = sum(sizes)
+        if total < topts["min_topic_bytes"]:
+            return None
+        median = statistics.median(sizes)
+        mean = total / len(sizes)
+        cv = statistics.pstdev(sizes) / mean if mean else 0.0
+        counts = [v[1] for v in per_partition.values()]
+        median_msgs = statistics.median(counts) if all(c is not None for c in counts) else None
+        flagged = []
+        for p, (size, msgs, broker) in sorted(per_partition.items()):
+            ratio = _ratio(size, median)
+            msg_ratio = _ratio(msgs, median_msgs)
+            worst = max(_severity_ratio(size, ratio), _severity_ratio(msgs, msg_ratio))
+            if worst >= topts["warn_ratio"]:
+                flagged.append((worst, p, size, msgs, ratio, msg_ratio, broker))
+        if not flagged:
+            return None
+        flagged.sort(reverse=True)
+        worst, p, size, msgs, ratio, msg_ratio, broker = flagged[0]
+        severity = Severity.FAIL if worst >= topts["fail_ratio"] else Severity.WARN
+        share = size / total if total else 0.0
+        others = f" (and {len(flagged) - 1} more partition(s) above {topts['warn_ratio']:g}x)" if len(flagged) > 1 else ""
+        msg_part = f", messages {msg_ratio:.1f}x the median" if msg_ratio is not None else ""
+        size_part = (f"{ratio:.1f}x the median partition ({human_bytes(median)})" if ratio is not None
+                     else "while the median partition is empty")
+        message = (f"partition {p} holds {share:.0%} of the topic's {human_bytes(total)}: {size_part}{msg_part}; "
+                   f"coefficient of variation {cv:.2f} over {len(sizes)} partitions{others}")
+        evidence = [{"partition": fp, "size_bytes": fs, "messages": fm,
+                     "ratio_to_median_bytes": None if fr is None else round(fr, 3),
+                     "ratio_to_median_messages": None if fmr is None else round(fmr, 3),
+                     "share_of_topic_bytes": round(fs / total, 4) if total else None, "largest_replica_broker": fb,
+                     # topic-wide figures repeated so one evidence item reads on its own in JSON
+                     "median_partition_bytes": median, "topic_bytes": total,
+                     "topic_coefficient_of_variation": round(cv, 4)}
+                    for _, fp, fs, fm, fr, fmr, fb in flagged]
+        return self.finding(
+            severity, message,
+            "Spread the hot keys (better or salted keys, another partitioner); adding partitions does not move "
+            "existing data. Meanwhile size disks and retention by the largest partition.",
+            thresholds={"warn_ratio": topts["warn_ratio"], "fail_ratio": topts["fail_ratio"],
+                        "median_partition_bytes": median, "coefficient_of_variation": round(cv, 4),
+                        "topic_bytes": total, "partitions": len(sizes)},
+            evidence=evidence, topic=topic, partition=p, broker_id=broker,
+        )
+
+
+def _largest_replicas(rows) -> dict[int, tuple[int, int | None, int | None]]:
+    """partition -> (size_bytes, message_count, broker_id) of its largest live replica."""
+    per_partition: dict[int, tuple[int, int | None, int | None]] = {}
+    for row in rows.itertuples(index=False):
+        p = int(row.partition)
+        size = opt_int(row.size_bytes) or 0
+        best = per_partition.get(p)
+        if best is None or size > best[0]:
+            per_partition[p] = (size, opt_int(row.message_count), opt_int(row.broker_id))
+    return per_partition
 
 
 def _ratio(value: int | None, median: float | None) -> float | None:

@@ -62,73 +62,78 @@ class MtimeReset(Check):
 
     def run(self, data: CheckInput, ctx, opts):
         replicas = live_replicas(data.segments)
-        severity = Severity.parse(opts["severity"])
-        out = []
+        out: list = []
         packed = {}
         for broker, log_dir, rows in replicas:
-            closed = rows[~rows["is_active"].astype(bool)]
-            closed = closed[closed["log_mtime_ms"].notna() & closed["max_timestamp_ms"].notna()]
-            if len(closed) >= opts["min_segments"]:
-                mt = closed["log_mtime_ms"].astype("int64")
-                ts = closed["max_timestamp_ms"].astype("int64")
-                mtime_span = int(mt.max() - mt.min())
-                record_span = int(ts.max() - ts.min())
-                if record_span >= opts["min_record_span_ms"] and mtime_span <= opts["packed_ratio"] * record_span:
-                    packed[(broker, log_dir)] = (int(mt.min()), int(mt.max()), record_span, len(closed))
-            late = [r for r in rows.to_dict("records") if not r["is_active"] and opt_int(r["log_mtime_ms"]) is not None
-                    and opt_int(r["max_timestamp_ms"]) is not None
-                    and r["log_mtime_ms"] - r["max_timestamp_ms"] > opts["mtime_after_ms"]]
-            if late and (broker, log_dir) not in packed:
-                out.append(self.finding(
-                    Severity.INFO,
-                    f"{len(late)} closed segment(s) on broker {broker} ({log_dir}) have .log mtimes more than "
-                    f"{human_duration(opts['mtime_after_ms'])} after their largest record timestamp (late data with old "
-                    f"CreateTime timestamps, or files touched after the fact)",
-                    "If producers send old timestamps this is expected; otherwise see whether the files were copied.",
-                    thresholds={k: opts[k] for k in ("mtime_after_ms",)},
-                    evidence=[{"segment": int(r["base_offset"]), "log_mtime_ms": int(r["log_mtime_ms"]),
-                               "max_timestamp_ms": int(r["max_timestamp_ms"]),
-                               "mtime_after_ms": int(r["log_mtime_ms"] - r["max_timestamp_ms"])} for r in late],
-                    topic=data.topic, partition=data.partition, broker_id=broker, log_dir=log_dir))
-        comparisons = self._compare_replicas(replicas, opts)
+            span = _packed_span(rows, opts)
+            if span is not None:
+                packed[(broker, log_dir)] = span
+            else:
+                out += self._late_mtimes(data, broker, log_dir, rows, opts)
         moves = self._local_moves(data)
         reported = set()
-        for later, earlier, skew_ms, matched in comparisons:
-            other_dirs = [d for b, d, _ in moves if b == later[0] and d != later[1]]
-            if other_dirs or later[0] == earlier[0]:
-                kind = f"moved between log dirs of broker {later[0]}" + (f" (from {other_dirs[0]})" if other_dirs else "")
-            else:
-                kind = f"reassigned to broker {later[0]}"
-            info = packed.get(later)
-            when = f"; its closed segments were all written between {iso_utc(info[0])} and {iso_utc(info[1])} " \
-                   f"while their records span {human_duration(info[2])}" if info else ""
-            out.append(self.finding(
-                severity,
-                f"{kind}: the replica on broker {later[0]} ({later[1]}) has .log mtimes {human_duration(skew_ms)} later than "
-                f"broker {earlier[0]}'s ({earlier[1]}) for the same offsets{when}. Legacy (v0) time lookups and "
-                f"mtime-based retention of timestamp-less data on broker {later[0]} follow the new mtimes",
-                "Seek by offset or by record timestamp (v1+), never v0, on the moved replica; expect mtime-based "
-                "retention of magic-0 data to restart there; check who ran the move if it was not planned.",
-                thresholds={"replica_skew_ms": opts["replica_skew_ms"]},
-                evidence=matched, topic=data.topic, partition=data.partition, broker_id=later[0], log_dir=later[1]))
+        for later, earlier, skew_ms, matched in self._compare_replicas(replicas, opts):
+            out.append(self._moved(data, later, earlier, skew_ms, matched, moves, packed.get(later), opts))
             reported.add(later)
-        for key, (lo, hi, span, n) in sorted(packed.items(), key=lambda kv: str(kv[0])):
-            if key in reported:
-                continue
-            moving = [(b, d) for b, d, _ in moves if b == key[0]]
-            kind = "moved between log dirs" if moving else "copied or restored"
-            out.append(self.finding(
-                severity,
-                f"{kind}: the {n} closed segments on broker {key[0]} ({key[1]}) were all written between {iso_utc(lo)} "
-                f"and {iso_utc(hi)} while their records span {human_duration(span)}. Legacy (v0) time lookups and mtime-based "
-                f"retention of timestamp-less data follow the new mtimes",
-                "Seek by offset or by record timestamp (v1+), never v0; expect mtime-based retention of magic-0 data to "
-                "restart; find out who copied or restored the files.",
-                thresholds={k: opts[k] for k in ("packed_ratio", "min_record_span_ms", "min_segments")},
-                evidence=[{"mtime_first_ms": lo, "mtime_last_ms": hi, "record_span_ms": span, "closed_segments": n,
-                           "future_dirs": [d for _, d in moving]}],
-                topic=data.topic, partition=data.partition, broker_id=key[0], log_dir=key[1]))
+        for key, span in sorted(packed.items(), key=lambda kv: str(kv[0])):
+            if key not in reported:
+                out.append(self._packed(data, key, span, moves, opts))
         return out
+
+    def _late_mtimes(self, data, broker, log_dir, rows, opts) -> list:
+        """INFO: closed segments whose mtime is far after their largest record timestamp."""
+        late = [r for r in rows.to_dict("records") if not r["is_active"] and opt_int(r["log_mtime_ms"]) is not None
+                and opt_int(r["max_timestamp_ms"]) is not None
+                and r["log_mtime_ms"] - r["max_timestamp_ms"] > opts["mtime_after_ms"]]
+        if not late:
+            return []
+        return [self.finding(
+            Severity.INFO,
+            f"{len(late)} closed segment(s) on broker {broker} ({log_dir}) have .log mtimes more than "
+            f"{human_duration(opts['mtime_after_ms'])} after their largest record timestamp (late data with old "
+            f"CreateTime timestamps, or files touched after the fact)",
+            "If producers send old timestamps this is expected; otherwise see whether the files were copied.",
+            thresholds={k: opts[k] for k in ("mtime_after_ms",)},
+            evidence=[{"segment": int(r["base_offset"]), "log_mtime_ms": int(r["log_mtime_ms"]),
+                       "max_timestamp_ms": int(r["max_timestamp_ms"]),
+                       "mtime_after_ms": int(r["log_mtime_ms"] - r["max_timestamp_ms"])} for r in late],
+            topic=data.topic, partition=data.partition, broker_id=broker, log_dir=log_dir)]
+
+    def _moved(self, data, later, earlier, skew_ms, matched, moves, info, opts):
+        """A replica whose mtimes are later than another's for the same offsets: reassigned or moved."""
+        other_dirs = [d for b, d, _ in moves if b == later[0] and d != later[1]]
+        if other_dirs or later[0] == earlier[0]:
+            kind = f"moved between log dirs of broker {later[0]}" + (f" (from {other_dirs[0]})" if other_dirs else "")
+        else:
+            kind = f"reassigned to broker {later[0]}"
+        when = f"; its closed segments were all written between {iso_utc(info[0])} and {iso_utc(info[1])} " \
+               f"while their records span {human_duration(info[2])}" if info else ""
+        return self.finding(
+            opts["severity"],
+            f"{kind}: the replica on broker {later[0]} ({later[1]}) has .log mtimes {human_duration(skew_ms)} later than "
+            f"broker {earlier[0]}'s ({earlier[1]}) for the same offsets{when}. Legacy (v0) time lookups and "
+            f"mtime-based retention of timestamp-less data on broker {later[0]} follow the new mtimes",
+            "Seek by offset or by record timestamp (v1+), never v0, on the moved replica; expect mtime-based "
+            "retention of magic-0 data to restart there; check who ran the move if it was not planned.",
+            thresholds={"replica_skew_ms": opts["replica_skew_ms"]},
+            evidence=matched, topic=data.topic, partition=data.partition, broker_id=later[0], log_dir=later[1])
+
+    def _packed(self, data, key, span, moves, opts):
+        """A replica whose closed segments were all written in a short window: copied, restored or moved."""
+        lo, hi, record_span, n = span
+        moving = [(b, d) for b, d, _ in moves if b == key[0]]
+        kind = "moved between log dirs" if moving else "copied or restored"
+        return self.finding(
+            opts["severity"],
+            f"{kind}: the {n} closed segments on broker {key[0]} ({key[1]}) were all written between {iso_utc(lo)} "
+            f"and {iso_utc(hi)} while their records span {human_duration(record_span)}. Legacy (v0) time lookups and "
+            f"mtime-based retention of timestamp-less data follow the new mtimes",
+            "Seek by offset or by record timestamp (v1+), never v0; expect mtime-based retention of magic-0 data to "
+            "restart; find out who copied or restored the files.",
+            thresholds={k: opts[k] for k in ("packed_ratio", "min_record_span_ms", "min_segments")},
+            evidence=[{"mtime_first_ms": lo, "mtime_last_ms": hi, "record_span_ms": record_span, "closed_segments": n,
+                       "future_dirs": [d for _, d in moving]}],
+            topic=data.topic, partition=data.partition, broker_id=key[0], log_dir=key[1])
 
     @staticmethod
     def _local_moves(data) -> list[tuple]:
@@ -174,3 +179,19 @@ class MtimeReset(Check):
                     later, earlier = (b, a) if skew > 0 else (a, b)
                     out.append((later, earlier, int(abs(skew)), matched))
         return out
+
+
+def _packed_span(rows, opts) -> tuple[int, int, int, int] | None:
+    """(first mtime, last mtime, record span, closed segments) when a replica's closed segments were
+    all written within ``packed_ratio`` of the time their records span, else None."""
+    closed = rows[~rows["is_active"].astype(bool)]
+    closed = closed[closed["log_mtime_ms"].notna() & closed["max_timestamp_ms"].notna()]
+    if len(closed) < opts["min_segments"]:
+        return None
+    mt = closed["log_mtime_ms"].astype("int64")
+    ts = closed["max_timestamp_ms"].astype("int64")
+    mtime_span = int(mt.max() - mt.min())
+    record_span = int(ts.max() - ts.min())
+    if record_span >= opts["min_record_span_ms"] and mtime_span <= opts["packed_ratio"] * record_span:
+        return int(mt.min()), int(mt.max()), record_span, len(closed)
+    return None

@@ -211,3 +211,67 @@ def test_the_walk_sees_function_local_imports():
 @pytest.mark.parametrize("package", PACKAGES)
 def test_each_package_holds_modules(package):
     assert any(m == package or m.startswith(package + ".") for m in MODULES)
+
+
+# ---------------------------------------------------------------------------------------------
+# Size: no module over 500 lines, no function over 60 lines in auditor/, checks/, reports/,
+# except where the code says why: a comment "# long module: <why>" in the module (or a GENERATED
+# module docstring), "# long function: <why>" inside the function or in the comment block above its def.
+# ---------------------------------------------------------------------------------------------
+
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 60
+SIZED = ("auditor", "checks", "reports")
+
+
+def _sized_modules():
+    return [(m, p) for m, p in MODULES.items() if m.split(".")[0] in SIZED]
+
+
+def long_modules() -> list[str]:
+    out = []
+    for module, path in _sized_modules():
+        text = path.read_text()
+        lines = text.splitlines()
+        if len(lines) <= MAX_MODULE_LINES:
+            continue
+        doc = ast.get_docstring(ast.parse(text)) or ""
+        if doc.startswith("GENERATED") or any(line.strip().startswith("# long module:") for line in lines):
+            continue
+        out.append(f"{path.relative_to(ROOT)}: {len(lines)} lines")
+    return out
+
+
+def long_functions() -> list[str]:
+    out = []
+    for module, path in _sized_modules():
+        text = path.read_text()
+        lines = text.splitlines()
+        if (ast.get_docstring(ast.parse(text)) or "").startswith("GENERATED"):
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            length = node.end_lineno - node.lineno + 1
+            if length <= MAX_FUNCTION_LINES:
+                continue
+            top = min([node.lineno] + [d.lineno for d in node.decorator_list]) - 1  # 0-based index of the def
+            while top > 0 and lines[top - 1].strip().startswith("#"):  # the comment block right above it
+                top -= 1
+            span = lines[top: node.end_lineno]
+            if any(line.strip().startswith("# long function:") for line in span):
+                continue
+            out.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}: {length} lines")
+    return out
+
+
+def test_no_module_over_500_lines_without_a_reason():
+    found = long_modules()
+    assert not found, (f"modules over {MAX_MODULE_LINES} lines (split them, or say why in a '# long module:' "
+                       "comment):\n" + "\n".join(found))
+
+
+def test_no_function_over_60_lines_without_a_reason():
+    found = long_functions()
+    assert not found, (f"functions over {MAX_FUNCTION_LINES} lines (split them, or say why in a "
+                       "'# long function:' comment):\n" + "\n".join(found))

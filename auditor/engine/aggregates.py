@@ -53,6 +53,21 @@ def aggregates(segments, partitions, *, cache: bool = True) -> dict:
     """
     from pyspark.sql import functions as F
 
+    per_partition = partition_dir_stats(F, segments, partitions)
+    if cache:
+        # One row per partition dir (small): computed once from the segment table, reused by the
+        # three rollups instead of re-reading the segments three more times.
+        from pyspark import StorageLevel
+
+        per_partition = per_partition.persist(StorageLevel.MEMORY_AND_DISK)
+    per_broker = _rollup(F, per_partition, ["broker_id"]).join(
+        per_partition.groupBy("broker_id").agg(F.countDistinct("log_dir").cast("long").alias("log_dirs")), "broker_id")
+    return {"partition_stats": per_partition, "topic_stats": topic_stats(F, per_partition),
+            "broker_stats": per_broker, "log_dir_stats": _rollup(F, per_partition, ["broker_id", "log_dir"])}
+
+
+def partition_dir_stats(F, segments, partitions):
+    """One row per partition dir: its partition row joined with the fold of its segments."""
     live = F.col("file_state").isNull() & F.col("log_size_bytes").isNotNull()
     seg = segments.groupBy(*PARTITION_DIR_KEYS).agg(
         F.sum(F.when(live, 1).otherwise(0)).cast("long").alias("_live"),
@@ -82,13 +97,11 @@ def aggregates(segments, partitions, *, cache: bool = True) -> dict:
         .withColumn("notes", F.col("partition_notes") + F.coalesce("segment_notes", F.lit(0)))
         .drop("_live", "_size", "segment_notes", "partition_notes")
     )
-    if cache:
-        # One row per partition dir (small): computed once from the segment table, reused by the
-        # three rollups instead of re-reading the segments three more times.
-        from pyspark import StorageLevel
+    return per_partition
 
-        per_partition = per_partition.persist(StorageLevel.MEMORY_AND_DISK)
 
+def topic_stats(F, per_partition):
+    """One row per topic, from live partition dirs only (the largest replica of each partition counts)."""
     live_dirs = per_partition.where(F.col("dir_kind") == "live")
     # Per topic-partition first (replicas agree on data, not on bytes): the largest replica counts.
     tp = live_dirs.groupBy("topic", "partition").agg(
@@ -107,10 +120,5 @@ def aggregates(segments, partitions, *, cache: bool = True) -> dict:
         .alias("partition_message_count"),
     )
     brokers_per_topic = live_dirs.groupBy("topic").agg(F.countDistinct("broker_id").cast("long").alias("brokers"))
-    per_topic = _rollup(F, live_dirs, ["topic"]).drop("partition_dirs").join(topic_tp, "topic").join(brokers_per_topic, "topic")
-    per_broker = _rollup(F, per_partition, ["broker_id"]).join(
-        per_partition.groupBy("broker_id").agg(F.countDistinct("log_dir").cast("long").alias("log_dirs")), "broker_id")
-    per_log_dir = _rollup(F, per_partition, ["broker_id", "log_dir"])
-    return {"partition_stats": per_partition, "topic_stats": per_topic,
-            "broker_stats": per_broker, "log_dir_stats": per_log_dir}
+    return _rollup(F, live_dirs, ["topic"]).drop("partition_dirs").join(topic_tp, "topic").join(brokers_per_topic, "topic")
 

@@ -168,6 +168,8 @@ def _snappy(data, max_bytes: int, label, position) -> bytes:
     return b"".join(parts)
 
 
+# long function: the LZ4 frame format read field by field in its specified order (magic, FLG, BD,
+# content size, header checksum, blocks, end mark), each check next to its field
 def _lz4_frame(data, magic: int, max_bytes: int, label, position) -> bytes:
     data = bytes(data)
     n = len(data)

@@ -166,6 +166,8 @@ class LogReader:
     def _stop(self, pos: int, reason: str, field: str, found, expected: str) -> tuple[int, str, str]:
         return pos, reason, f"{self.label}: byte {pos}: {field} = {found!r}, expected {expected} ({reason})"
 
+    # long function: the shallow walk's hot loop over every batch header of a .log (window refills,
+    # framing checks and the stop reasons in one place: a call per batch costs the headers depth)
     def _walk(self, start: int, first_window: int = CHUNK_BYTES):
         fd = self._fd
         if fd is None:

@@ -172,6 +172,8 @@ def compute_crc(batch_bytes) -> int:
     return _crc32c.crc32c(memoryview(batch_bytes)[ATTRIBUTES_OFFSET:])
 
 
+# long function: the per-record decoder (the 'deep' depth's hot loop): fields in wire order, with
+# each bound check next to the field it guards
 def iter_records(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
                  max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES) -> Iterator[Record]:
     """Every record of one v2 batch; ``batch_bytes`` is the whole batch (header included)."""

@@ -299,6 +299,9 @@ def _scan_log_ends(row: dict, reader: LogReader, notes: list[str]) -> None:
 USE_C_WALK = True
 
 
+# long function: the Python walker's per-batch fold (the C walker's fallback and the 'deep' path); its
+# totals stay in locals because it runs once per batch, and a call per batch cost a measurable share
+# of the 'headers' depth (benchmarks/README.md)
 def _scan_log_all(row: dict, reader: LogReader, depth: str, notes: list[str]) -> None:
     """Every batch header folded into the row ('headers'), and every record at 'deep'.
 
