@@ -174,6 +174,11 @@ def severity_name(v) -> bool:
     return str(v).upper() in Severity.__members__
 
 
+def severity_option(default: str, description: str = "severity of a finding") -> "Option":
+    """The ``severity`` option of a check (and its ``*_severity`` variants): declared once here."""
+    return Option(default, description, str, severity_name, "a severity name (PASS, INFO, WARN, FAIL)")
+
+
 class Check:
     """Base class; subclasses set the class attributes and implement :meth:`run`."""
 

@@ -37,7 +37,7 @@ Options:
 
 from __future__ import annotations
 
-from checks.base import Check, CheckInput, Option, capped, live_replicas, non_negative, opt_int, severity_name
+from checks.base import Check, CheckInput, Option, capped, live_replicas, non_negative, opt_int, severity_option
 from checks.config import LONG_MAX
 from auditor.units import human_duration, iso_utc
 
@@ -63,7 +63,7 @@ class TimestampsBounds(Check):
     options = {
         "before_max_ms": Option(None, "past limit (null: topic setting)", int, non_negative, ">= 0"),
         "after_max_ms": Option(None, "future limit (null: topic setting)", int, non_negative, ">= 0"),
-        "severity": Option("WARN", "severity of a finding", str, severity_name, "a severity name"),
+        "severity": severity_option("WARN"),
     }
 
     def run(self, data: CheckInput, ctx, opts):

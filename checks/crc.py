@@ -26,7 +26,7 @@ Options:
 
 from __future__ import annotations
 
-from checks.base import Check, CheckInput, Option, cells, opt_int, severity_name
+from checks.base import Check, CheckInput, cells, opt_int, severity_option
 
 
 class IntegrityCrc(Check):
@@ -34,7 +34,7 @@ class IntegrityCrc(Check):
     name = "integrity.crc"
     title = "CRC failures"
     scope = "partition"
-    options = {"severity": Option("FAIL", "severity of a segment with CRC failures", str, severity_name, "a severity name")}
+    options = {"severity": severity_option("FAIL", "severity of a segment with CRC failures")}
 
     def run(self, data: CheckInput, ctx, opts):
         seg = data.segments

@@ -33,7 +33,7 @@ Options:
 
 from __future__ import annotations
 
-from checks.base import Check, CheckInput, Option, cells, live_replicas, opt_int, severity_name
+from checks.base import Check, CheckInput, cells, live_replicas, opt_int, severity_option
 from auditor.units import iso_utc
 
 _NOTE_MARKERS = ("expected strictly increasing", "expected non-decreasing", "not a multiple of the",
@@ -46,7 +46,7 @@ class IntegrityIndexMismatch(Check):
     name = "integrity.index_mismatch"
     title = "Index files inconsistent with the log"
     scope = "partition"
-    options = {"severity": Option("WARN", "severity of a finding", str, severity_name, "a severity name")}
+    options = {"severity": severity_option("WARN")}
 
     def run(self, data: CheckInput, ctx, opts):
         out = []

@@ -24,7 +24,7 @@ Options:
 
 from __future__ import annotations
 
-from checks.base import Check, CheckInput, Option, cells, live_replicas, opt_int, severity_name
+from checks.base import Check, CheckInput, cells, live_replicas, opt_int, severity_option
 from auditor.units import human_bytes
 
 
@@ -33,7 +33,7 @@ class TimestampsMissing(Check):
     name = "timestamps.missing"
     title = "Records without timestamps (magic 0)"
     scope = "partition"
-    options = {"severity": Option("WARN", "severity of a finding", str, severity_name, "a severity name")}
+    options = {"severity": severity_option("WARN")}
 
     def run(self, data: CheckInput, ctx, opts):
         out = []

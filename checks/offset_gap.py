@@ -26,7 +26,7 @@ Options:
 
 from __future__ import annotations
 
-from checks.base import Check, CheckInput, Option, live_replicas, opt_int, severity_name
+from checks.base import Check, CheckInput, live_replicas, opt_int, severity_option
 
 
 class IntegrityOffsetGap(Check):
@@ -34,7 +34,7 @@ class IntegrityOffsetGap(Check):
     name = "integrity.offset_gap"
     title = "Offset gaps between segments"
     scope = "partition"
-    options = {"severity": Option("FAIL", "severity of a gap", str, severity_name, "a severity name")}
+    options = {"severity": severity_option("FAIL", "severity of a gap")}
 
     def run(self, data: CheckInput, ctx, opts):
         if "compact" in (ctx.kafka_setting(data.topic, "cleanup.policy") or "delete"):

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import statistics
 
-from checks.base import Check, CheckInput, Option, Severity, live_replicas, non_negative, opt_int, positive, severity_name
+from checks.base import Check, CheckInput, Option, Severity, live_replicas, non_negative, opt_int, positive, severity_option
 from auditor.units import human_duration, iso_utc
 
 
@@ -57,7 +57,7 @@ class MtimeReset(Check):
         "min_segments": Option(3, "fewest closed segments for the packed test", int, positive, ">= 1"),
         "mtime_after_ms": Option(86_400_000, "mtime this far after the largest timestamp", int, positive, "> 0"),
         "replica_skew_ms": Option(3_600_000, "replica mtime difference for the same offsets", int, positive, "> 0"),
-        "severity": Option("WARN", "severity of a reset", str, severity_name, "a severity name"),
+        "severity": severity_option("WARN", "severity of a reset"),
     }
 
     def run(self, data: CheckInput, ctx, opts):

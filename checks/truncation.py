@@ -29,7 +29,7 @@ Options:
 
 from __future__ import annotations
 
-from checks.base import Check, CheckInput, Option, cells, live_replicas, opt_int, severity_name
+from checks.base import Check, CheckInput, cells, live_replicas, opt_int, severity_option
 from auditor.units import human_bytes
 
 
@@ -39,8 +39,8 @@ class IntegrityTruncation(Check):
     title = "Truncated or corrupt segments"
     scope = "partition"
     options = {
-        "corrupt_severity": Option("FAIL", "severity of corrupt bytes", str, severity_name, "a severity name"),
-        "cut_severity": Option("WARN", "severity of a cut tail of a closed segment", str, severity_name, "a severity name"),
+        "corrupt_severity": severity_option("FAIL", "severity of corrupt bytes"),
+        "cut_severity": severity_option("WARN", "severity of a cut tail of a closed segment"),
     }
 
     def run(self, data: CheckInput, ctx, opts):
