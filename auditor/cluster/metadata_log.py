@@ -151,7 +151,9 @@ class Change:
     offset: int
     timestamp_ms: int
     file: str
-    kind: str                  # topic-created | topic-deleted | partition-created | replicas | directories
+    kind: str                  # topic-created | topic-deleted | partition-created | replicas
+                               # | directories (a replica moved between two log dirs of its broker)
+                               # | directory-assigned (first placement, from UNASSIGNED/MIGRATING/LOST)
                                # | config | broker-registered | broker-unregistered | broker-log-dirs | feature
     topic: str | None = None
     topic_id: str | None = None
@@ -204,6 +206,7 @@ class MetadataLog:
     records_read: int = 0
     dir_ids: dict[str, tuple[int | None, Path]] = field(default_factory=dict)   # directory.id -> (node, log dir)
     node_id: int | None = None
+    other_metadata_dirs: list[Path] = field(default_factory=list)   # other nodes' copies, not read
 
     def dir_path(self, dir_id: str | None) -> str | None:
         """The log dir path of a directory ID (from the given log dirs' meta.properties), or a
@@ -475,7 +478,9 @@ class Replayer:
         for b, dir_after in after.items():
             dir_before = before.get(b)
             if dir_before is not None and dir_before != dir_after:
-                self._change(e, "directories", topic=topic.name, topic_id=topic.topic_id, partition=p.partition,
+                # a move between two real dirs, or a first placement (from UNASSIGNED / MIGRATING / LOST)
+                kind = "directory-assigned" if dir_before in RESERVED_DIRS else "directories"
+                self._change(e, kind, topic=topic.name, topic_id=topic.topic_id, partition=p.partition,
                              broker=b, before=dir_before, after=dir_after)
 
     def _remove_topic(self, e, d):
@@ -582,7 +587,8 @@ def _read_snapshot(path: Path, notes: list[Note]) -> list[MetadataEntry] | None:
 def read_metadata_log(paths: Iterable[str | os.PathLike], *, history: bool = False) -> MetadataLog:
     """Rebuild the cluster from the metadata log found among ``paths`` (a broker's log dirs, or
     ``__cluster_metadata-0`` itself). Several metadata dirs (log dirs of several nodes): the most
-    advanced one (highest snapshot / segment offset) is read, the others noted.
+    advanced one (highest snapshot / segment offset) is read, the others listed in
+    ``other_metadata_dirs``; every given log dir's ``meta.properties`` maps directory IDs.
     Raises :class:`MetadataLogNotFound` when there is none."""
     paths = [Path(p) for p in paths]
     dirs = find_metadata_dirs(paths)
@@ -598,9 +604,6 @@ def read_metadata_log(paths: Iterable[str | os.PathLike], *, history: bool = Fal
         snaps, segs = listing[d]
         return max([o for o, _ in snaps] + [o for o, _ in segs] + [-1])
     mdir = max(dirs, key=advance)
-    for d in dirs:
-        if d != mdir:
-            notes.append(Note(str(d), None, None, f"another metadata log; {mdir} is further ahead and is the one read"))
     snaps, segs = listing[mdir]
     dir_ids = log_dir_ids(paths, notes)
     node_id = None
@@ -657,4 +660,5 @@ def read_metadata_log(paths: Iterable[str | os.PathLike], *, history: bool = Fal
     state = replayer.state
     return MetadataLog(metadata_dir=mdir, state=state, history=hist or [], notes=notes,
                        base_snapshot=base_path, base_offset=base_offset, snapshots=[p for _, p in snaps],
-                       segments=[p for _, p in segs], records_read=count, dir_ids=dir_ids, node_id=node_id)
+                       segments=[p for _, p in segs], records_read=count, dir_ids=dir_ids, node_id=node_id,
+                       other_metadata_dirs=[d for d in dirs if d != mdir])

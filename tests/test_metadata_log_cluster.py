@@ -1,0 +1,215 @@
+"""The KRaft metadata log of a real 3-broker x 2-log-dir cluster, read offline, against Kafka:
+
+- every record of every metadata segment and snapshot equals ``DumpLogSegments
+  --cluster-metadata-decoder`` (type, version, every field);
+- the rebuilt state equals the live cluster's ``describe_topics`` (IDs, replicas, ISR, leader),
+  ``describe_configs`` (dynamic topic, broker and cluster-default configs) and
+  ``describeLogDirs`` (which log dir of which broker holds each replica, through each log dir's
+  ``meta.properties`` directory.id);
+- the history names the inter-broker reassignment, the log-dir move, the config changes and the
+  delete + re-create of a topic, at times within the test's own clock.
+
+One cluster for the module (a snapshot is forced by low snapshot thresholds).
+"""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+import time
+
+import pytest
+from confluent_kafka import TopicCollection
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource
+
+from auditor.cluster import metadata_log as ml
+from auditor.formats import kafka_message as km
+from harness.log_dirs import describe_log_dirs
+from harness.moves import move_log_dir, reassign
+from test_metadata_log import assert_equal_to_dump
+
+SNAPSHOT_CONFIG = {
+    # a snapshot as soon as a few KiB of records or 2 s have gone by
+    "metadata.log.max.record.bytes.between.snapshots": "4096",
+    "metadata.log.max.snapshot.interval.ms": "2000",
+}
+
+
+def _wait(cond, what, timeout_s=60.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.3)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _config_command(kc, *args):
+    cmd = ["java", "-cp", kc.classpath, "kafka.admin.ConfigCommand", "--bootstrap-server", kc.bootstrap_servers, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def _alter(admin, resource: ConfigResource):
+    for fut in admin.incremental_alter_configs([resource]).values():
+        fut.result(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def scenario(kafka_cluster_factory):
+    kc = kafka_cluster_factory(brokers=3, log_dirs_per_broker=2, broker_config=SNAPSHOT_CONFIG)
+    admin = kc.admin()
+    t0_ms = int(time.time() * 1000)
+    kc.create_topic("orders", replica_assignment=[[1, 2], [2, 3], [3, 1]])
+    kc.create_topic("events", replica_assignment=[[1, 2, 3], [2, 3, 1]], config={"retention.ms": "86400000"})
+    kc.create_topic("gone", replica_assignment=[[2]])
+    kc.alter_topic_config("orders", {"retention.ms": "3600000", "message.timestamp.type": "LogAppendTime"})
+    _alter(admin, ConfigResource("broker", "2", incremental_configs=[
+        ConfigEntry("log.cleaner.backoff.ms", "700", incremental_operation=AlterConfigOpType.SET)]))
+    # the cluster-wide default (librdkafka refuses a broker resource with an empty name): Kafka's tool
+    _config_command(kc, "--entity-type", "brokers", "--entity-default", "--alter",
+                    "--add-config", "log.retention.ms=604800001")
+    kc.produce("orders", [(b"k", b"v", None)] * 20)
+    t_reassign_ms = int(time.time() * 1000)
+    reassign(kc, "orders", 0, [3, 2])
+    t_move_ms = int(time.time() * 1000)
+    src = kc.partition_dirs("events", 1)[2]
+    target = next(d for d in kc.nodes[2].log_dirs if d != src.parent)
+    move_log_dir(kc, "events", 1, 2, target)
+    t_moved_ms = int(time.time() * 1000)
+    old_gone = kafka_uuid(admin.describe_topics(TopicCollection(["gone"]))["gone"].result(timeout=30).topic_id)
+    admin.delete_topics(["gone"], operation_timeout=30)["gone"].result(timeout=30)
+    _wait(lambda: "gone" not in kc.admin().list_topics(timeout=10).topics, "topic 'gone' deleted")
+    kc.create_topic("gone", replica_assignment=[[3], [1]])
+    metadata_dir = kc.nodes[1].log_dirs[0] / ml.METADATA_DIR_NAME
+    # wait until a snapshot covers the whole scenario
+    end = ml.read_metadata_log([metadata_dir]).state.last_offset
+    _wait(lambda: any(s[0] > end for s in ml.metadata_files(metadata_dir)[0]), f"a snapshot past offset {end}")
+    time.sleep(1.0)   # let ISR and leader settle after the moves
+    return dict(kc=kc, admin=admin, t0_ms=t0_ms, t_reassign_ms=t_reassign_ms, t_move_ms=t_move_ms,
+                t_moved_ms=t_moved_ms, move_src=src.parent, move_target=target,
+                old_gone=old_gone, metadata_dir=metadata_dir)
+
+
+def kafka_uuid(u) -> str:
+    """A confluent-kafka Uuid as Kafka's tools print it (librdkafka's str() is standard base64,
+    Kafka's Uuid.toString() URL-safe base64)."""
+    return km.uuid_str(struct.pack(">qq", u.get_most_significant_bits(), u.get_least_significant_bits()))
+
+
+def _all_log_dirs(kc):
+    return [d for n in kc.nodes.values() for d in n.log_dirs]
+
+
+def test_every_record_equals_dumplogsegments(scenario, dump_log_segments, tmp_path):
+    # a copy: the live log keeps growing (NoOpRecords) while Kafka's tool and ours read it
+    copy = tmp_path / ml.METADATA_DIR_NAME
+    shutil.copytree(scenario["metadata_dir"], copy)
+    snaps, segs = ml.metadata_files(copy)
+    assert snaps, "no snapshot was written"
+    files = [p for _, p in snaps] + [p for _, p in segs]
+    total = assert_equal_to_dump(files, dump_log_segments)
+    assert total > 100
+    types = {e.type for p in files for e in ml.read_entries(p, [])}
+    for t in ("TopicRecord", "PartitionRecord", "PartitionChangeRecord", "ConfigRecord", "RemoveTopicRecord",
+              "RegisterBrokerRecord", "FeatureLevelRecord", "NoOpRecord", "SnapshotHeaderRecord",
+              "SnapshotFooterRecord"):
+        assert t in types, (t, sorted(types))
+
+
+def test_state_equals_the_live_cluster(scenario):
+    kc, admin = scenario["kc"], scenario["admin"]
+    log = ml.read_metadata_log(_all_log_dirs(kc))
+    assert log.notes == [], [str(n) for n in log.notes]
+    # every node keeps a copy (node 1 the controller's, 2 and 3 their replicas); the most advanced is read
+    copies = {n.log_dirs[0] / ml.METADATA_DIR_NAME for n in kc.nodes.values()}
+    assert log.metadata_dir in copies and set(log.other_metadata_dirs) == copies - {log.metadata_dir}
+    assert log.base_snapshot is not None
+    st = log.state
+    names = ["orders", "events", "gone"]
+    described = {n: f.result(timeout=30) for n, f in admin.describe_topics(TopicCollection(names)).items()}
+    live_topics = {t for t in kc.admin().list_topics(timeout=10).topics}
+    assert {t.name for t in st.topics.values()} == live_topics
+    for name, d in described.items():
+        t = st.topic_named(name)
+        assert t.topic_id == kafka_uuid(d.topic_id)
+        assert sorted(t.partitions) == [p.id for p in d.partitions]
+        for p in d.partitions:
+            ours = t.partitions[p.id]
+            assert ours.replicas == [n.id for n in p.replicas], (name, p.id)
+            assert sorted(ours.isr) == sorted(n.id for n in p.isr), (name, p.id)
+            assert ours.leader == p.leader.id, (name, p.id)
+    assert st.topic_named("gone").topic_id != scenario["old_gone"]
+    # configs: every dynamic config the cluster reports, and nothing else
+    for name in names:
+        entries = admin.describe_configs([ConfigResource("topic", name)])
+        live = {k: e.value for fut in entries.values() for k, e in fut.result(timeout=30).items()
+                if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
+        assert st.topic_configs(name) == live, name
+    assert st.topic_configs("orders") == {"retention.ms": "3600000", "message.timestamp.type": "LogAppendTime"}
+    for broker in (1, 2, 3):
+        entries = admin.describe_configs([ConfigResource("broker", str(broker))])
+        cfg = {k: e for fut in entries.values() for k, e in fut.result(timeout=30).items()}
+        assert st.broker_configs(broker) == {k: e.value for k, e in cfg.items()
+                                             if e.source == ConfigSource.DYNAMIC_BROKER_CONFIG.value}, broker
+        assert st.broker_configs(None) == {k: e.value for k, e in cfg.items()
+                                           if e.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value}
+    assert st.broker_configs(2) == {"log.cleaner.backoff.ms": "700"}
+    assert st.broker_configs(None)["log.retention.ms"] == "604800001"   # (Kafka sets min.insync.replicas there too)
+    # brokers and their log-dir IDs: each log dir's meta.properties directory.id
+    assert sorted(st.brokers) == [1, 2, 3]
+    for b in st.brokers.values():
+        assert sorted(b.log_dirs) == sorted(did for did, (node, _p) in log.dir_ids.items() if node == b.broker_id)
+        assert not b.fenced
+    # every replica's directory = the log dir describeLogDirs reports for it
+    live_dirs = describe_log_dirs(kc)
+    where = {(b, tp): path for b, dirs in live_dirs.items() for path, tps in dirs.items() for tp in tps}
+    checked = 0
+    for t in st.topics.values():
+        for p in t.partitions.values():
+            for b in p.replicas:
+                assert log.dir_path(p.directory_of(b)) == where[(b, (t.name, p.partition))], (t.name, p.partition, b)
+                checked += 1
+    assert checked == sum(len(tps) for dirs in live_dirs.values() for tps in dirs.values())
+
+
+def test_history_names_the_moves_and_changes(scenario):
+    kc = scenario["kc"]
+    log = ml.read_metadata_log(_all_log_dirs(kc), history=True)
+    assert log.notes == [], [str(n) for n in log.notes]
+    assert log.base_snapshot is None and log.base_offset == 0      # the whole log, from offset 0
+    fast = ml.read_metadata_log(_all_log_dirs(kc))
+    summary = lambda st: ({t.topic_id: (t.name, {i: (p.replicas, p.isr, p.leader, p.leader_epoch, p.directories)
+                                                  for i, p in t.partitions.items()}) for t in st.topics.values()},
+                          {b.broker_id: b.log_dirs for b in st.brokers.values()}, st.configs, st.features)
+    # the same state whether replayed from offset 0 or loaded from the newest snapshot (compare
+    # up to the offset both reached: the live log grows)
+    if fast.state.last_offset == log.state.last_offset:
+        assert summary(fast.state) == summary(log.state)
+    else:
+        assert summary(fast.state)[:3] == summary(log.state)[:3]
+    h = log.history
+    now_ms = int(time.time() * 1000)
+    assert all(scenario["t0_ms"] - 120_000 <= c.timestamp_ms <= now_ms for c in h)
+    reps = [c for c in h if c.kind == "replicas" and c.topic == "orders" and c.partition == 0]
+    assert reps and reps[0].before == [1, 2] and reps[-1].after == [3, 2], reps
+    assert all(scenario["t_reassign_ms"] - 1000 <= c.timestamp_ms for c in reps)
+    moves = [c for c in h if c.kind == "directories" and c.topic == "events" and c.partition == 1 and c.broker == 2]
+    assert len(moves) == 1, [c for c in h if c.kind == "directories"]
+    m = moves[0]
+    assert log.dir_path(m.before) == str(scenario["move_src"])
+    assert log.dir_path(m.after) == str(scenario["move_target"])
+    # the first placements of new replicas are told apart from moves
+    assert any(c.kind == "directory-assigned" and c.topic == "events" and c.partition == 1 and c.broker == 2
+               and ml.RESERVED_DIRS.get(c.before) == "UNASSIGNED" for c in h)
+    assert scenario["t_move_ms"] - 1000 <= m.timestamp_ms <= scenario["t_moved_ms"] + 1000
+    deleted = [c for c in h if c.kind == "topic-deleted" and c.topic == "gone"]
+    created = [c for c in h if c.kind == "topic-created" and c.topic == "gone"]
+    assert [c.topic_id for c in deleted] == [scenario["old_gone"]]
+    assert len(created) == 2 and created[0].topic_id == scenario["old_gone"] and created[1].offset > deleted[0].offset
+    cfg = [c for c in h if c.kind == "config" and c.resource == ("topic", "orders") and c.name == "retention.ms"]
+    assert cfg and cfg[-1].after == "3600000"
+    assert any(c.kind == "config" and c.resource == ("broker", "2") and c.name == "log.cleaner.backoff.ms" for c in h)
+    assert {c.broker for c in h if c.kind == "broker-registered"} == {1, 2, 3}
