@@ -80,8 +80,11 @@ def with_utc(row: dict) -> dict:
     return out
 
 
-def write_json(doc: dict, stream=sys.stdout) -> None:
+def write_json(doc: dict, stream=None) -> None:
     """A JSON document on ``stream``, indented, with a final newline."""
+    # sys.stdout looked up at each call, not bound at import: redirect_stdout and captured
+    # stdout (in-process callers, tests) then receive the document
+    stream = sys.stdout if stream is None else stream
     json.dump(doc, stream, indent=1, default=str)
     stream.write("\n")
 
