@@ -10,13 +10,18 @@ from __future__ import annotations
 import json
 import math
 import platform
+import shutil
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from auditor import __version__
+from auditor.audit_local import TableOutcome, choose_engine, run_tables_local
+from auditor.check_runner import worst
+from auditor.manifest import collect_manifest
 from auditor.units import iso_utc
 from checks.base import AuditContext, Finding, Severity
 from checks.config import Config
@@ -44,6 +49,10 @@ class AuditRequest:
     bootstrap_servers: str | None = None
     parquet_dir: str | None = None
     now_ms: int | None = None
+    engine: str = "auto"
+    """auto (small inputs on the driver, large ones on Spark: auditor.audit_local), local or spark."""
+    state_dir: str | None = None
+    """Incremental scans: the scan state dir (auditor.scan.state); the scan then runs in-process."""
 
 
 @dataclass
@@ -76,32 +85,25 @@ def _versions(spark) -> dict:
 ROWS_PER_CHECK_SLICE = 100_000
 
 
-def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: None) -> AuditResult:
-    """Runs the whole audit; raises ConfigError / LiveConfigError for bad input (exit 2)."""
+def _run_tables_spark(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]) -> TableOutcome:
+    """The table stages on Spark (started here, once, and stopped before returning)."""
+    from auditor.check_runner import run_spark
     from auditor.engine import aggregates, build_spark, read_manifests, scan_dataframes, write_parquet
     from checks.expectations import run_expectations
-    from auditor.check_runner import run_spark, worst
 
-    started = time.monotonic()
-    config = Config.load(req.config_path)
-    if req.fail_on:
-        config.fail_on = Severity.parse(req.fail_on)
-    topic_configs = {}
-    if req.bootstrap_servers:
-        from auditor.live_config import fetch_topic_configs
-
-        progress(f"reading topic configs from {req.bootstrap_servers}")
-        topic_configs = fetch_topic_configs(req.bootstrap_servers)
-    now_ms = req.now_ms or int(time.time() * 1000)
-    ctx = AuditContext(now_ms=now_ms, config=config, topic_configs=topic_configs, replay_at_ms=req.at_ms,
-                       replay_topics=tuple(req.topics) if req.topics else None)
-
+    tmp = None
     progress("starting Spark")
     spark = build_spark(req.master, req.spark_conf)
     try:
         if req.manifests:
             progress(f"reading {len(req.manifests)} manifest location(s)")
             scan = read_manifests(spark, req.manifests)
+        elif req.state_dir:
+            progress(f"scanning {len(req.log_dirs)} log dir(s) at depth {req.depth} in-process with the scan "
+                     f"state, into a manifest for Spark")
+            tmp = tempfile.mkdtemp(prefix="kafka-audit-scan-")
+            collect_manifest(req.log_dirs, tmp, req.depth, state_dir=req.state_dir)
+            scan = read_manifests(spark, [tmp])
         else:
             progress(f"scanning {len(req.log_dirs)} log dir(s) at depth {req.depth}")
             scan = scan_dataframes(spark, req.log_dirs, req.depth)
@@ -138,6 +140,40 @@ def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: N
         scan.unpersist()
     finally:
         spark.stop()
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return TableOutcome(findings=findings, gx=gx, stats=stats, timelines=timelines, versions=versions,
+                        log_dirs=log_dir_infos)
+
+
+def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: None) -> AuditResult:
+    """Runs the whole audit; raises ConfigError / LiveConfigError for bad input (exit 2)."""
+
+    started = time.monotonic()
+    config = Config.load(req.config_path)
+    if req.fail_on:
+        config.fail_on = Severity.parse(req.fail_on)
+    topic_configs = {}
+    if req.bootstrap_servers:
+        from auditor.live_config import fetch_topic_configs
+
+        progress(f"reading topic configs from {req.bootstrap_servers}")
+        topic_configs = fetch_topic_configs(req.bootstrap_servers)
+    now_ms = req.now_ms or int(time.time() * 1000)
+    ctx = AuditContext(now_ms=now_ms, config=config, topic_configs=topic_configs, replay_at_ms=req.at_ms,
+                       replay_topics=tuple(req.topics) if req.topics else None)
+
+    engine, why = choose_engine(req)
+    progress(f"engine: {engine} ({why})")
+    if engine == "local":
+        out = run_tables_local(req, ctx, progress, _timeline_keys, TIMELINE_COLUMNS)
+    else:
+        out = _run_tables_spark(req, ctx, progress)
+    out.engine = {"name": engine, "why": why}
+    findings, gx, stats, timelines = out.findings, out.gx, out.stats, out.timelines
+    versions, log_dir_infos = out.versions, out.log_dirs
+    if engine == "spark":
+        versions["engine"] = "spark"
 
     worst_sev = worst(findings)
     exit_code = 1 if worst_sev >= config.fail_on and config.fail_on > Severity.PASS else 0
@@ -170,6 +206,7 @@ def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: N
         "replay": ({"at_ms": req.at_ms, "at_utc": iso_utc(req.at_ms), "topics": req.topics or None}
                    if req.at_ms is not None else None),
         "versions": versions,
+        "engine": out.engine,
         "config": config.to_dict(),
         "expectations": {"success": gx.success, "gx_version": gx.gx_version, "element_count": gx.element_count,
                          "results": gx.results},

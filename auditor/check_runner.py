@@ -76,15 +76,27 @@ def as_frame(rows, schema) -> pd.DataFrame:
     return to_table(list(rows), schema).to_pandas()
 
 
+def _groups(frame: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
+    """Rows per (topic, partition), a null key included as its own group (None), as Spark's groupBy
+    does: a row without a topic reaches the checks on both engines."""
+    if not len(frame):
+        return {}
+    return {tuple(None if pd.isna(v) else v for v in key): rows
+            for key, rows in frame.groupby(GROUP, sort=False, dropna=False)}
+
+
+def _null_first(key: tuple) -> tuple:
+    return tuple((v is not None, v if v is not None else 0) for v in key)
+
+
 def run_local(segments, partitions, ctx: AuditContext, stats: Mapping[str, pd.DataFrame] | None = None,
               names: Sequence[str] | None = None) -> list[Finding]:
     """In-process engine: segment/partition rows (dicts or DataFrames) -> findings, sorted."""
     seg = as_frame(segments, SEGMENT_SCHEMA)
     part = as_frame(partitions, PARTITION_SCHEMA)
     findings: list[Finding] = []
-    seg_groups = dict(iter(seg.groupby(GROUP, sort=True))) if len(seg) else {}
-    part_groups = dict(iter(part.groupby(GROUP, sort=True))) if len(part) else {}
-    for key in sorted(set(seg_groups) | set(part_groups)):
+    seg_groups, part_groups = _groups(seg), _groups(part)
+    for key in sorted(set(seg_groups) | set(part_groups), key=_null_first):
         findings.extend(run_partition_checks(seg_groups.get(key, seg.iloc[0:0]), part_groups.get(key, part.iloc[0:0]), ctx, names))
     if stats is not None:
         findings.extend(run_cluster_checks(stats, part, ctx, names))

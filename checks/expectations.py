@@ -3,8 +3,10 @@
 The rule checks trust the table; this suite checks the table: the declared columns in order,
 keys present and unique (``auditor.schema.SEGMENT_KEY``), offsets and timestamps ordered within
 each row, sizes within what ``segment.bytes`` allows, times inside sane bounds, enumerations
-within their values. It runs as ONE GX validation on the Spark DataFrame (an ephemeral GX
-context: nothing is written to disk), and every failed expectation becomes a finding beside the
+within their values. It runs as ONE GX validation on the Spark DataFrame, or, for small audits
+run on the driver, on a pandas DataFrame through GX's pandas datasource (the same suite; the
+results and findings are equal on the same rows: tests/test_local_engine.py). An ephemeral GX
+context: nothing is written to disk. Every failed expectation becomes a finding beside the
 rule checks, with GX's own counts and samples; when all pass, one PASS finding says so.
 
 Why the size bound uses the largest configured ``segment.bytes``: a column expectation applies
@@ -135,14 +137,19 @@ def suite_spec(ctx) -> list[tuple[str, dict, str, Severity]]:
 
 
 def run_expectations(segments_df, ctx) -> ExpectationsResult:
-    """One GX validation of the Spark segment DataFrame; failed expectations become findings."""
+    """One GX validation of the segment table (a Spark DataFrame, or a pandas one: GX's pandas
+    datasource); failed expectations become findings."""
     import great_expectations as gx  # ~2 s to import: only when the suite runs
+    import pandas as pd
 
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)  # no tqdm bars in DAG / CLI logs
-    source = context.data_sources.add_spark(name="kafka_log_auditor")
+    if isinstance(segments_df, pd.DataFrame):
+        source = context.data_sources.add_pandas(name="kafka_log_auditor")
+    else:
+        source = context.data_sources.add_spark(name="kafka_log_auditor")
     asset = source.add_dataframe_asset(name="segments")
     batch_definition = asset.add_batch_definition_whole_dataframe("whole_table")
     suite = context.suites.add(gx.ExpectationSuite(name="segment_table"))

@@ -10,6 +10,8 @@ from auditor.audit import AuditRequest, progress_printer, run_audit, summary_lin
 from auditor.cli.common import FORMATTER, CliError, wants_progress
 from auditor.engine import parse_conf
 from auditor.live_config import LiveConfigError
+from auditor.local_engine import LOCAL_MAX_SEGMENT_ROWS
+from auditor.scan.state import StateDirError, check_state_dir
 from auditor.schema import DEPTHS
 from auditor.units import parse_time
 from checks.config import ConfigError
@@ -20,11 +22,12 @@ def register(sub) -> None:
     audit = sub.add_parser(
         "audit",
         formatter_class=FORMATTER,
-        help="the full audit: scan on Spark, every check, Great Expectations, HTML + JSON report",
+        help="the full audit: scan, every check, Great Expectations, HTML + JSON report",
         description=(
-            "Scan log dirs (read-only) or broker manifests on Spark, run every check and the Great\n"
-            "Expectations suite, and write a self-contained HTML report, a JSON of all findings and\n"
-            "a history entry. The exit code follows the worst finding (see --fail-on)."
+            "Scan log dirs (read-only) or broker manifests, run every check and the Great Expectations\n"
+            "suite, and write a self-contained HTML report, a JSON of all findings and a history entry.\n"
+            "Small inputs run on the driver (pandas, no JVM: seconds); large ones, or any --master, on\n"
+            "Spark (see --engine). The exit code follows the worst finding (see --fail-on)."
         ),
         epilog=(
             "examples:\n"
@@ -54,7 +57,14 @@ def add_audit_options(p) -> None:
     p.add_argument("--at", metavar="TIME", help="replay target time to judge (ISO-8601 with zone, epoch ms, -6h)")
     p.add_argument("--topic", action="append", metavar="T[,T...]", help="topics for --at (default: all)")
     p.add_argument("--bootstrap-server", metavar="HOST:PORT", help="read topic configs from the live cluster")
-    p.add_argument("--master", help="Spark master (default local[*])")
+    p.add_argument("--engine", choices=("auto", "local", "spark"), default="auto",
+                   help="where the checks and Great Expectations run: auto (default: on the driver with pandas up "
+                        f"to {LOCAL_MAX_SEGMENT_ROWS:,} segments and without --master/--conf/--parquet, else Spark), "
+                        "local or spark")
+    p.add_argument("--state", metavar="DIR",
+                   help="incremental scan: each log dir's closed-segment rows kept in DIR (outside every log dir); "
+                        "only what changed since the last run is read; the scan then runs in-process")
+    p.add_argument("--master", help="Spark master (default local[*]; implies the Spark engine)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting (repeatable)")
     p.add_argument("--parquet", metavar="DIR", help="also keep the segment/partition tables and aggregates as Parquet")
     p.add_argument("--as-of", metavar="TIME", help="audit time (default now): judge the data as of this time")
@@ -79,10 +89,18 @@ def request_from_args(args) -> AuditRequest:
     for d in args.log_dir or []:
         if not Path(d).is_dir():
             raise CliError(f"{d}: not a directory")
+    if getattr(args, "state", None):
+        if not args.log_dir:
+            raise CliError("--state needs --log-dir (manifests carry their own state on the brokers)")
+        try:
+            check_state_dir(args.state, args.log_dir)
+        except StateDirError as exc:
+            raise CliError(str(exc)) from None
     topics = [t for chunk in (args.topic or []) for t in chunk.split(",") if t] or None
     return AuditRequest(log_dirs=args.log_dir or [], manifests=args.manifest or [], depth=args.depth,
                         config_path=args.config, fail_on=args.fail_on, at_ms=at, topics=topics, master=args.master,
-                        spark_conf=conf, bootstrap_servers=args.bootstrap_server, parquet_dir=args.parquet, now_ms=as_of)
+                        spark_conf=conf, bootstrap_servers=args.bootstrap_server, parquet_dir=args.parquet, now_ms=as_of,
+                        engine=getattr(args, "engine", "auto"), state_dir=getattr(args, "state", None))
 
 
 def execute(req: AuditRequest, args, out_html, out_json, history) -> int:
