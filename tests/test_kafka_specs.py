@@ -299,9 +299,9 @@ def test_real_metadata_snapshots_decode_every_record():
                     types.append(control[ctype])
                     km.spec(control[ctype]).decode(value, version, file=path)
                     continue
-                frame, pos = km._uvarint(value, 0, len(value))
-                api_key, pos = km._uvarint(value, pos, len(value))
-                version, pos = km._uvarint(value, pos, len(value))
+                frame, pos = km.read_uvarint(value, 0, len(value))
+                api_key, pos = km.read_uvarint(value, pos, len(value))
+                version, pos = km.read_uvarint(value, pos, len(value))
                 s = km.by_api_key("metadata", api_key)
                 assert frame == 1 and s is not None and s.has_version(version), (path, offset, api_key, version)
                 s.decode(value, version, pos=pos, file=path)

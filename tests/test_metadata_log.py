@@ -154,3 +154,24 @@ def test_unknown_api_key_newer_version_and_short_body_are_notes_and_reading_goes
     assert len(log.state.topics) == 8                      # the TopicRecord is lost, so are its partitions (noted)
     orphans = [n for n in log.notes if "PartitionRecord for unknown topic ID" in n.message]
     assert log.state.partition_count + len(orphans) == 139 - 2
+
+
+def test_metadata_transactions_aborted_are_not_applied():
+    """KIP-868 metadata transactions: records between Begin and End apply at End; Abort drops them;
+    one still open at the end of the log is not applied (note)."""
+    def entry(offset, type_, **data):
+        return ml.MetadataEntry("log", 0, offset, 1000 + offset, False, type_, 0, data)
+    r = ml.Replayer(history=[])
+    r.apply(entry(0, "BeginTransactionRecord", name="t1"))
+    r.apply(entry(1, "TopicRecord", name="kept", topicId="A" * 22))
+    assert r.state.topics == {}                                   # not before the end
+    r.apply(entry(2, "EndTransactionRecord"))
+    r.apply(entry(3, "BeginTransactionRecord", name="t2"))
+    r.apply(entry(4, "TopicRecord", name="dropped", topicId="B" * 22))
+    r.apply(entry(5, "AbortTransactionRecord", reason="test"))
+    r.apply(entry(6, "BeginTransactionRecord", name="t3"))
+    r.apply(entry(7, "TopicRecord", name="open", topicId="C" * 22))
+    r.finish()
+    assert [t.name for t in r.state.topics.values()] == ["kept"]
+    assert [c.offset for c in r.history] == [1]
+    assert len(r.notes) == 1 and "begun at offset 6 never ended" in r.notes[0].message
