@@ -103,3 +103,82 @@ def test_committed_offsets_equal_dumplogsegments_offsets_decoder(groups_cluster,
         for k, v in d.items():
             assert result.groups[g].offsets[k].metadata == v["metadata"]
             assert result.groups[g].offsets[k].commit_timestamp_ms == v["commitTimestamp"]
+
+
+# ------------------------------------------------------------------------------ the commands
+
+
+def _cli(*args, timeout=300):
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run([sys.executable, "-m", "auditor.cli", *map(str, args)], capture_output=True, text=True,
+                          cwd=root, timeout=timeout)
+
+
+def test_groups_command_json(groups_cluster):
+    import json
+    kc, scenario, _ = groups_cluster
+    proc = _cli("groups", *kc.log_dirs(1), "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    live = doc["groups"]
+    assert "deleted-group" not in live and "deleted-group" in doc["deleted_groups"]
+    listed = list_committed_offsets(kc, sorted(live))
+    n = 0
+    for g, entry in live.items():
+        got = {(t, int(p)): (v["committed_offset"], _strip_nul(v["metadata"]))
+               for t, parts in entry["topics"].items() for p, v in parts.items()}
+        assert got == listed[g], g
+        for t, parts in entry["topics"].items():
+            for p, v in parts.items():
+                start = kc.list_offsets(t, int(p), "earliest")[0]
+                end = kc.list_offsets(t, int(p), "latest")[0]
+                assert (v["log_start_offset"], v["log_end_offset"]) == (start, end), (g, t, p)
+                assert v["lag_records"] == end - max(v["committed_offset"], start)
+                assert v["lag_bytes"] >= 0 and (v["lag_bytes"] > 0) == (v["lag_records"] > 0)
+                assert v["commit_time_utc"].endswith("Z")
+                n += 1
+    assert len(live) >= 20 and n >= 90
+    assert live["kip848-0"]["protocol"] == "consumer" and live["simple-0"]["protocol"] == "classic"
+    text = _cli("groups", *kc.log_dirs(1))
+    assert text.returncode == 0 and "below-start" in text.stdout and "deleted-group" not in text.stdout
+
+
+@pytest.mark.parametrize("group", ["simple-3", "kip848-3", "below-start", "lagging-group", "txn-committed"])
+def test_replay_check_group_equals_reset_offsets_dry_run(groups_cluster, kafka_classpath, group):
+    import json
+    import time
+    from harness.groups import ConsumerGroupsTool
+    kc, scenario, _ = groups_cluster
+    tool = ConsumerGroupsTool(kafka_classpath, kc.bootstrap_servers)
+    now = int(time.time() * 1000)
+    targets = {"before the data": scenario.t0_ms - 3_600_000,
+               "inside the data": scenario.t0_ms + 13 * 60_000 + 500,
+               "after the newest record": now + 3_600_000}
+    for label, target in targets.items():
+        theirs = tool.reset_to_datetime_dry_run(group, target)
+        assert theirs, (group, label)
+        for mode in (("--log-dir", *kc.log_dirs(1)), ("--bootstrap-server", kc.bootstrap_servers)):
+            args = ["replay-check", "--group", group, "--at", str(target), "--json"]
+            for i in range(1, len(mode)):
+                args += [mode[0], mode[i]]
+            proc = _cli(*args)
+            assert proc.returncode in (0, 1), proc.stderr
+            doc = json.loads(proc.stdout)
+            got = {(p["topic"], p["partition"]): p["reset_offset"] for p in doc["group"]["partitions"]}
+            assert got == theirs, (group, label, mode[0])
+            for p in doc["group"]["partitions"]:
+                c = p["committed_offset"]
+                assert p["records_reread"] == max(c - p["reset_offset"], 0)
+                assert p["records_skipped"] == max(p["reset_offset"] - c, 0)
+                if mode[0] == "--log-dir":
+                    # bytes of the batches between the two positions (batch granularity: the data
+                    # was produced 5 records per batch, so offsets 5 apart are in different batches)
+                    moved = p["bytes_reread"] + p["bytes_skipped"]
+                    assert moved >= 0 and min(p["bytes_reread"], p["bytes_skipped"]) == 0
+                    if abs(p["reset_offset"] - max(c, p["log_start_offset"])) >= 5:
+                        assert moved > 0, p
+                else:
+                    assert p["bytes_reread"] is None and p["bytes_skipped"] is None

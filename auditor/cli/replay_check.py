@@ -51,10 +51,15 @@ def register(sub) -> None:
             "examples:\n"
             "  kafka-audit replay-check --topic orders --at 2024-05-01T00:00:00Z --log-dir /var/lib/kafka/data\n"
             "  kafka-audit replay-check --topic orders,payments --at=-6h --bootstrap-server kafka1:9092 --json\n"
+            "  kafka-audit replay-check --group billing --at 2024-05-01T00:00:00Z --log-dir /var/lib/kafka/data\n"
             "exit codes: 0 safe, 1 unsafe (reason printed), 2 usage error, 3 input problem"
         ),
     )
-    p.add_argument("--topic", required=True, action="append", metavar="T[,T...]", help="topic(s) to replay (repeatable)")
+    p.add_argument("--topic", action="append", metavar="T[,T...]",
+                   help="topic(s) to replay (repeatable); with --group: only these of the group's topics")
+    p.add_argument("--group", metavar="G",
+                   help="a consumer group rewound with kafka-consumer-groups --reset-offsets --to-datetime: its "
+                        "committed partitions, what the reset sets, records and bytes re-read or skipped")
     p.add_argument("--at", required=True, metavar="TIME", help="the replay's target time")
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--log-dir", action="append", metavar="DIR", help="a broker log dir (repeatable)")
@@ -188,6 +193,10 @@ def run(args) -> int:
         fail_on = Severity.parse(args.fail_on)
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    if args.group:
+        return _run_group(args, target, now, fail_on)
+    if not args.topic:
+        raise CliError("replay-check needs --topic or --group")
     topics = _topics(args)
     config = Config.load(args.config)
     config.checks.setdefault("replay.safety", {})["api"] = args.api
@@ -229,6 +238,90 @@ def run(args) -> int:
         _print_table(findings, target, mode, args.api)
         verdict = "UNSAFE" if unsafe else "safe"
         print(f"\n{verdict}: replay of {', '.join(topics)} to {iso_utc(target)} ({mode} mode, api {args.api}); "
+              f"worst {worst.name}, fails at {fail_on.name}")
+    return EXIT_UNSAFE if unsafe else EXIT_OK
+
+
+def _run_group(args, target: int, now: int, fail_on: Severity) -> int:
+    """``--group G``: the group's committed partitions, what --reset-offsets --to-datetime sets
+    (auditor.replay.group_reset), re-read/skipped records and bytes, and the usual verdicts."""
+    from auditor.cli import replay_group as rg
+
+    only = set(_topics(args)) if args.topic else None
+    config = Config.load(args.config)
+    config.checks.setdefault("replay.safety", {})["api"] = args.api
+    problems: list[str] = []
+    try:
+        if args.bootstrap_server:
+            try:
+                resets, facts = rg.resets_from_protocol(args.bootstrap_server, args.group, target)
+                resets = [r for r in resets if only is None or r.topic in only]
+                topics = sorted({r.topic for r in resets})
+                keys = {(r.topic, r.partition) for r in resets}
+                rows = [r for r in _protocol_rows(args.bootstrap_server, topics, target)
+                        if (r["topic"], r["partition"]) in keys]
+            except rg.GroupNotFound:
+                raise
+            except LookupError as exc:
+                raise CliError(str(exc)) from None
+            except Exception as exc:  # noqa: BLE001 - a cluster we cannot reach is one clear line
+                raise CliError(f"{args.bootstrap_server}: {type(exc).__name__}: {exc}") from None
+            ctx = AuditContext(now_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
+            findings = _protocol_findings(rows, target, ctx.options(ReplaySafety, None))
+            mode = "protocol"
+        else:
+            for d in args.log_dir or args.manifest:
+                if not Path(d).exists():
+                    raise CliError(f"{d}: does not exist")
+            if args.log_dir:
+                committed, facts, notes = rg.group_offsets_from_disk(args.log_dir, args.group)
+            else:
+                # the committed offsets come from the __consumer_offsets files at the paths the
+                # manifests recorded (a manifest holds segment rows, not records)
+                _, offsets_rows, _ = _rows_from_manifests(args.manifest, {"__consumer_offsets"})
+                dirs = sorted({r["log_dir"] for r in offsets_rows if r.get("log_dir") and Path(r["log_dir"]).is_dir()})
+                if not dirs:
+                    raise rg.GroupNotFound("the manifests list no reachable __consumer_offsets log dir: the group's "
+                                           "committed offsets are read from those files")
+                committed, facts, notes = rg.group_offsets_from_disk(dirs, args.group)
+            problems += notes
+            committed = {k: v for k, v in committed.items() if only is None or k[0] in only}
+            topics = sorted({t for t, _ in committed})
+            if args.log_dir:
+                segments, partitions, more = _rows_from_log_dirs(args.log_dir, set(topics))
+            else:
+                segments, partitions, more = _rows_from_manifests(args.manifest, set(topics))
+            problems += more
+            keys = set(committed)
+            segments = [r for r in segments if (r["topic"], r["partition"]) in keys]
+            partitions = [r for r in partitions if (r["topic"], r["partition"]) in keys]
+            ctx = AuditContext(now_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
+            findings = _disk_findings(segments, partitions, ctx)
+            resets = rg.resets_from_rows(segments, partitions, committed, target, now)
+            mode = "disk" if args.log_dir else "manifest"
+    except rg.GroupNotFound as exc:
+        sys.stderr.write(f"kafka-audit: error: {exc}\n")
+        return EXIT_INPUT_PROBLEM
+    findings.sort(key=lambda f: (f.topic, f.partition))
+    verdicts: dict = {}
+    for f in findings:
+        key = (f.topic, f.partition)
+        if key not in verdicts or Severity.parse(verdicts[key]) < f.severity:
+            verdicts[key] = f.severity.name
+    doc = rg.group_document(facts, resets, verdicts)
+    worst = max((f.severity for f in findings), default=Severity.PASS)
+    unsafe = worst >= fail_on
+    if args.json:
+        write_json(json_envelope(mode=mode, target_ms=target, target_utc=iso_utc(target), api=args.api, safe=not unsafe,
+                                 worst=worst.name, fail_on=fail_on.name, group=doc,
+                                 partitions=[f.to_dict() for f in findings], problems=problems))
+    else:
+        rg.print_group_table(doc)
+        for f in findings:
+            if f.severity != Severity.PASS:
+                print(f"{f.severity.name} {f.topic}-{f.partition}: {f.message}")
+        verdict = "UNSAFE" if unsafe else "safe"
+        print(f"\n{verdict}: replay of group {args.group!r} to {iso_utc(target)} ({mode} mode, api {args.api}); "
               f"worst {worst.name}, fails at {fail_on.name}")
     return EXIT_UNSAFE if unsafe else EXIT_OK
 
