@@ -56,6 +56,8 @@ GROUP_BROKER_CONFIG: dict[str, str] = {
     "log.cleaner.min.cleanable.ratio": "0.01",
     "log.cleaner.backoff.ms": "300",
     "offsets.topic.num.partitions": "3",
+    # the log-start-offset-checkpoint (what DeleteRecords moved) on disk within a second, not a minute
+    "log.flush.start.offset.checkpoint.interval.ms": "1000",
     "offsets.commit.timeout.ms": "5000",
     # the new protocol's session timeout floor, so closing members leave promptly
     "group.consumer.session.timeout.ms": "45000",
