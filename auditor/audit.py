@@ -21,6 +21,7 @@ from typing import Callable
 from auditor import __version__
 from auditor.audit_local import TableOutcome, choose_engine, run_tables_local
 from auditor.check_runner import worst
+from auditor.cluster.consumer_groups import commit_rows, read_groups
 from auditor.manifest import collect_manifest
 from auditor.units import iso_utc
 from checks.base import AuditContext, Finding, Severity
@@ -162,6 +163,12 @@ def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: N
     now_ms = req.now_ms or int(time.time() * 1000)
     ctx = AuditContext(now_ms=now_ms, config=config, topic_configs=topic_configs, replay_at_ms=req.at_ms,
                        replay_topics=tuple(req.topics) if req.topics else None)
+    groups = None
+    if req.log_dirs:
+        # the consumer groups' committed offsets, for the groups.* checks (__consumer_offsets on disk)
+        progress("reading consumer groups from __consumer_offsets")
+        groups = read_groups(req.log_dirs)
+        ctx.group_offsets = commit_rows(groups)
 
     engine, why = choose_engine(req)
     progress(f"engine: {engine} ({why})")
@@ -187,6 +194,7 @@ def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: N
         "partition_dirs": len(stats),
         "segments": int(sum(s.get("segment_count") or 0 for s in stats)),
         "size_bytes": int(sum(s.get("size_bytes") or 0 for s in stats)),
+        "consumer_groups": len(groups.live) if groups is not None else 0,
     }
     doc = {
         "tool": "kafka-log-auditor",
@@ -202,7 +210,8 @@ def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: N
         "totals": totals,
         "inputs": {"log_dirs": [str(d) for d in req.log_dirs], "manifests": [str(m) for m in req.manifests],
                    "depth": req.depth if not req.manifests else "manifest",
-                   "log_dir_problems": [p for i in log_dir_infos for p in (i.get("problems") or [])]},
+                   "log_dir_problems": [p for i in log_dir_infos for p in (i.get("problems") or [])],
+                   "consumer_group_notes": list(groups.notes) if groups is not None else []},
         "replay": ({"at_ms": req.at_ms, "at_utc": iso_utc(req.at_ms), "topics": req.topics or None}
                    if req.at_ms is not None else None),
         "versions": versions,
