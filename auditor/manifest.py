@@ -35,12 +35,15 @@ import pyarrow.parquet as pq
 
 from auditor import __version__
 from auditor.scan import Progress, iter_log_dir
+from auditor.scan.state import check_state_dir
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
 
 SEGMENTS_FILE = "segments.parquet"
 PARTITIONS_FILE = "partitions.parquet"
 LOG_DIRS_FILE = "log_dirs.parquet"
 FLUSH_ROWS = 8192
+NICE_READ_RATE_MIB_S = 64.0
+"""``collect --nice`` reads at most this many MiB/s unless ``--max-read-rate`` says otherwise."""
 
 LOG_DIRS_SCHEMA = pa.schema(
     [
@@ -172,12 +175,24 @@ class _Sink:
 
 
 def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, depth: str = "index", *,
-                     nice: bool = False, on_progress=None) -> CollectResult:
-    """Scans ``log_dirs`` into a manifest directory ``out`` (created if needed)."""
+                     nice: bool = False, on_progress=None, state_dir: str | os.PathLike | None = None,
+                     page_cache_care: bool | None = None, max_read_rate_mib_s: float | None = None) -> CollectResult:
+    """Scans ``log_dirs`` into a manifest directory ``out`` (created if needed).
+
+    ``state_dir``: incremental scan (auditor.scan.state). ``page_cache_care`` (default: ``nice``)
+    leaves the page cache as it was; ``max_read_rate_mib_s`` (default with ``nice``:
+    ``NICE_READ_RATE_MIB_S``; 0 = unlimited) paces the reads (auditor.scan.pagecache).
+    """
     out_dir = check_out_path(out, log_dirs)
+    if state_dir is not None:
+        check_state_dir(state_dir, log_dirs)
+    care = nice if page_cache_care is None else page_cache_care
+    rate = (NICE_READ_RATE_MIB_S if nice else None) if max_read_rate_mib_s is None else (max_read_rate_mib_s or None)
     result = CollectResult(out_dir)
     if nice:
         result.priority = lower_priority()
+    result.priority.append(f"page cache: {'left as found (pages the scan brought in are dropped)' if care else 'not managed'}")
+    result.priority.append(f"read rate: {f'at most {rate:g} MiB/s' if rate else 'unlimited'}")
     started = time.monotonic()
     started_ms = time.time_ns() // 1_000_000
     abs_dirs = [os.path.abspath(d) for d in log_dirs]
@@ -191,7 +206,9 @@ def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, 
     try:
         progress = Progress(log_dirs_total=len(log_dirs))
         for log_dir in log_dirs:
-            for rows, prow, info in iter_log_dir(log_dir, depth, progress=progress, on_progress=on_progress):
+            for rows, prow, info in iter_log_dir(log_dir, depth, progress=progress, on_progress=on_progress,
+                                                 state_dir=state_dir, page_cache_care=care,
+                                                 max_read_rate_mib_s=rate):
                 if rows:
                     sinks["segments"].add(rows)
                 if prow is not None:
