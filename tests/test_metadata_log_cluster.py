@@ -213,3 +213,24 @@ def test_history_names_the_moves_and_changes(scenario):
     assert cfg and cfg[-1].after == "3600000"
     assert any(c.kind == "config" and c.resource == ("broker", "2") and c.name == "log.cleaner.backoff.ms" for c in h)
     assert {c.broker for c in h if c.kind == "broker-registered"} == {1, 2, 3}
+
+
+def test_cli_metadata_history_and_json_on_the_cluster(scenario, capsys):
+    """``kafka-audit metadata`` given all of broker 2's log dirs: finds the metadata log itself,
+    maps each replica to its log dir, and --history names the move and the reassignment."""
+    from auditor.cli import main
+    kc = scenario["kc"]
+    dirs = [str(d) for d in kc.nodes[2].log_dirs]
+    assert main(["metadata", *dirs, "--history"]) == 0
+    out = capsys.readouterr().out
+    assert f"events-1 moved from log dir {scenario['move_src']} to {scenario['move_target']} on broker 2" in out
+    assert "orders-0 reassigned from [1, 2] to " in out
+    assert f"topic gone deleted (ID {scenario['old_gone']}" in out
+    assert "topic orders: retention.ms = 3600000" in out
+    assert main(["metadata", *dirs, "--json"]) == 0
+    import json
+    doc = json.loads(capsys.readouterr().out)
+    ev = doc["topics"]["events"]["partitions"]["1"]["directories"]
+    assert {"broker": 2, "log_dir": str(scenario["move_target"])}.items() <= next(d for d in ev if d["broker"] == 2).items()
+    assert doc["topics"]["orders"]["configs"] == {"retention.ms": "3600000", "message.timestamp.type": "LogAppendTime"}
+    assert main(["metadata", dirs[1]]) == 3          # broker 2's second log dir holds no metadata log

@@ -10,10 +10,10 @@ import argparse
 import sys
 
 from auditor import __version__
-from auditor.cli import audit, collect, demo, groups, replay_check, report, scan
+from auditor.cli import audit, collect, demo, groups, metadata, replay_check, report, scan
 from auditor.cli.common import EXIT_OK, EXIT_USAGE, FORMATTER, CliError
 
-COMMANDS = (scan, collect, audit, report, demo, replay_check, groups)
+COMMANDS = (scan, collect, audit, report, demo, replay_check, groups, metadata)
 """The command modules, in the order ``--help`` lists them; each has ``register(sub)``."""
 
 

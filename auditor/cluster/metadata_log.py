@@ -40,7 +40,7 @@ from typing import Iterable, Iterator
 from auditor.cluster.metadata_state import (BROKER_RESOURCE, CONFIG_RESOURCE_TYPES, LOST_DIR,  # noqa: F401 (API)
                                             MIGRATING_DIR, RESERVED_DIRS, TOPIC_RESOURCE, UNASSIGNED_DIR,
                                             Broker, Change, ClusterState, MetadataEntry, Note, Partition,
-                                            Replayer, Topic)
+                                            Replayer, Topic, describe_change)
 from auditor.formats import kafka_message as km
 from auditor.formats import metadata_records as mr
 from auditor.formats import offsets_records as orec
@@ -306,6 +306,7 @@ def _load_base(candidates, hist, notes) -> tuple[Replayer, Path | None, int]:
         replayer.history = hist
         replayer.from_snapshot = False
         replayer.state.last_offset = cand[0] - 1      # the snapshot holds the state as of end offset - 1
-        replayer.state.last_timestamp_ms = None
+        header = entries[0].data or {}
+        replayer.state.last_timestamp_ms = header.get("lastContainedLogTimestamp")   # the last record's append time
         return replayer, cand[1], cand[0]
     return Replayer(ClusterState(), hist, notes), None, 0

@@ -372,3 +372,39 @@ class Replayer:
         else:
             self.state.features[d["name"]] = d["featureLevel"]
         self._change(e, "feature", name=d["name"], before=before, after=d["featureLevel"])
+
+
+def describe_change(c: Change, dir_name=lambda d: d) -> str:
+    """One sentence for a history event; ``dir_name`` maps a directory ID to a log dir name."""
+    where = f"{c.topic}-{c.partition}" if c.partition is not None else c.topic
+    if c.kind == "replicas":
+        return f"{where} reassigned from {c.before} to {c.after}"
+    if c.kind == "directories":
+        return f"{where} moved from log dir {dir_name(c.before)} to {dir_name(c.after)} on broker {c.broker}"
+    if c.kind == "directory-assigned":
+        return f"{where} placed in log dir {dir_name(c.after)} on broker {c.broker} (was {dir_name(c.before)})"
+    if c.kind == "partition-created":
+        return f"{where} created on replicas {c.after['replicas']}"
+    if c.kind == "topic-created":
+        return f"topic {c.topic} created (ID {c.topic_id})"
+    if c.kind == "topic-deleted":
+        return f"topic {c.topic} deleted (ID {c.topic_id}, {len(c.before or [])} partitions)"
+    if c.kind == "config":
+        rtype, rname = c.resource
+        res = {"topic": f"topic {rname}", "broker": f"broker {rname}" if rname else "cluster default"}.get(
+            rtype, f"{rtype} {rname}")
+        if c.after is None:
+            return f"{res}: {c.name} deleted (was {c.before})"
+        was = "" if c.before is None else f" (was {c.before})"
+        return f"{res}: {c.name} = {c.after}{was}"
+    if c.kind == "broker-registered":
+        dirs = ", ".join(dir_name(d) for d in c.after or [])
+        return f"broker {c.broker} registered (log dirs: {dirs or 'none'})"
+    if c.kind == "broker-unregistered":
+        return f"broker {c.broker} unregistered"
+    if c.kind == "broker-log-dirs":
+        return (f"broker {c.broker} log dirs changed from {', '.join(map(dir_name, c.before or []))} "
+                f"to {', '.join(map(dir_name, c.after or []))}")
+    if c.kind == "feature":
+        return f"feature {c.name} level {c.before} -> {c.after}"
+    return f"{c.kind} {where or ''}".strip()
