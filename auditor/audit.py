@@ -1,4 +1,8 @@
-"""The audit: log dirs or manifests -> Spark job -> checks -> Great Expectations -> report.
+"""The audit pipeline: log dirs or manifests -> engine -> checks -> Great Expectations -> a typed outcome.
+
+Steps, each a function: :func:`audit_context` (config, live topic configs), :func:`read_consumer_groups`,
+:func:`run_tables` (on the driver or on Spark), then :class:`AuditOutcome`. The findings document
+is built from the outcome by ``reports.document``; printing belongs to ``auditor.cli``.
 
 Only small things reach the driver: the per-partition-dir statistics, the findings, the GX
 results and the segments of the few partitions the report draws a timeline for. The segment
@@ -7,27 +11,26 @@ table itself stays on the executors (and in Parquet with ``--parquet``).
 
 from __future__ import annotations
 
-import json
 import math
 import platform
 import shutil
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 from auditor import __version__
 from auditor.audit_local import TableOutcome, choose_engine, run_tables_local
 from auditor.check_runner import worst
+from auditor.live_config import fetch_topic_configs
 from auditor.cluster.consumer_groups import commit_rows, read_groups
 from auditor.manifest import collect_manifest
 from auditor.units import iso_utc
+from checks import REGISTRY
 from checks.base import AuditContext, Finding, Severity
 from checks.config import Config
+from checks.expectations import CHECK as GX_CHECK
 
-SCHEMA_VERSION = 1
 TIMELINE_COLUMNS = ("broker_id", "log_dir", "topic", "partition", "base_offset", "log_mtime_ms", "min_timestamp_ms",
                     "min_batch_timestamp_ms", "max_timestamp_ms", "log_size_bytes", "is_active")
 MAX_TIMELINE_PARTITIONS = 6
@@ -56,14 +59,6 @@ class AuditRequest:
     """Incremental scans: the scan state dir (auditor.scan.state); the scan then runs in-process."""
 
 
-@dataclass
-class AuditResult:
-    doc: dict
-    findings: list[Finding]
-    worst: Severity
-    exit_code: int
-
-
 def _timeline_keys(findings: list[Finding]) -> list[tuple[str, int]]:
     ranked = sorted((f for f in findings if f.check in TIMELINE_CHECKS and f.severity >= Severity.WARN
                      and f.topic is not None and f.partition is not None), key=Finding.sort_key)
@@ -89,25 +84,14 @@ ROWS_PER_CHECK_SLICE = 100_000
 def _run_tables_spark(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]) -> TableOutcome:
     """The table stages on Spark (started here, once, and stopped before returning)."""
     from auditor.check_runner import run_spark
-    from auditor.engine import aggregates, build_spark, read_manifests, scan_dataframes, write_parquet
+    from auditor.engine import aggregates, build_spark, write_parquet
     from checks.expectations import run_expectations
 
-    tmp = None
+    tmp = tempfile.mkdtemp(prefix="kafka-audit-scan-") if (req.state_dir and not req.manifests) else None
     progress("starting Spark")
     spark = build_spark(req.master, req.spark_conf)
     try:
-        if req.manifests:
-            progress(f"reading {len(req.manifests)} manifest location(s)")
-            scan = read_manifests(spark, req.manifests)
-        elif req.state_dir:
-            progress(f"scanning {len(req.log_dirs)} log dir(s) at depth {req.depth} in-process with the scan "
-                     f"state, into a manifest for Spark")
-            tmp = tempfile.mkdtemp(prefix="kafka-audit-scan-")
-            collect_manifest(req.log_dirs, tmp, req.depth, state_dir=req.state_dir)
-            scan = read_manifests(spark, [tmp])
-        else:
-            progress(f"scanning {len(req.log_dirs)} log dir(s) at depth {req.depth}")
-            scan = scan_dataframes(spark, req.log_dirs, req.depth)
+        scan = _spark_scan(spark, req, tmp, progress)
         aggs = aggregates(scan.segments, scan.partitions)
         if req.parquet_dir:
             progress(f"writing the tables as Parquet to {req.parquet_dir}")
@@ -124,18 +108,7 @@ def _run_tables_spark(req: AuditRequest, ctx: AuditContext, progress: Callable[[
         findings = sorted(findings + gx.findings, key=Finding.sort_key)
         progress("collecting what the report shows")
         stats = [r.asDict(recursive=True) for r in aggs["partition_stats"].collect()]
-        timelines = {}
-        keys = _timeline_keys(findings)
-        if keys:
-            from pyspark.sql import functions as F
-
-            cond = None
-            for topic, partition in keys:
-                c = (F.col("topic") == topic) & (F.col("partition") == partition)
-                cond = c if cond is None else (cond | c)
-            for r in scan.segments.where(cond & F.col("file_state").isNull()).select(*TIMELINE_COLUMNS).collect():
-                d = r.asDict()
-                timelines.setdefault(f"{d['topic']}-{d['partition']}", []).append(d)
+        timelines = _spark_timelines(scan.segments, _timeline_keys(findings))
         versions = _versions(spark)
         log_dir_infos = scan.log_dirs
         scan.unpersist()
@@ -147,122 +120,109 @@ def _run_tables_spark(req: AuditRequest, ctx: AuditContext, progress: Callable[[
                         log_dirs=log_dir_infos)
 
 
-def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: None) -> AuditResult:
-    """Runs the whole audit; raises ConfigError / LiveConfigError for bad input (exit 2)."""
+def _spark_scan(spark, req: AuditRequest, tmp: str | None, progress: Callable[[str], None]):
+    """The segment and partition tables on Spark: from manifests, from log dirs, or (``--state``)
+    scanned in-process with the scan state into the temporary manifest ``tmp``."""
+    from auditor.engine import read_manifests, scan_dataframes
 
-    started = time.monotonic()
+    if req.manifests:
+        progress(f"reading {len(req.manifests)} manifest location(s)")
+        return read_manifests(spark, req.manifests)
+    if tmp is not None:
+        progress(f"scanning {len(req.log_dirs)} log dir(s) at depth {req.depth} in-process with the scan "
+                 f"state, into a manifest for Spark")
+        collect_manifest(req.log_dirs, tmp, req.depth, state_dir=req.state_dir)
+        return read_manifests(spark, [tmp])
+    progress(f"scanning {len(req.log_dirs)} log dir(s) at depth {req.depth}")
+    return scan_dataframes(spark, req.log_dirs, req.depth)
+
+
+def _spark_timelines(segments, keys: list[tuple[str, int]]) -> dict[str, list[dict]]:
+    """The live segments of the partitions the report draws a timeline for (few, small)."""
+    if not keys:
+        return {}
+    from pyspark.sql import functions as F
+
+    cond = None
+    for topic, partition in keys:
+        c = (F.col("topic") == topic) & (F.col("partition") == partition)
+        cond = c if cond is None else (cond | c)
+    timelines: dict[str, list[dict]] = {}
+    for r in segments.where(cond & F.col("file_state").isNull()).select(*TIMELINE_COLUMNS).collect():
+        d = r.asDict()
+        timelines.setdefault(f"{d['topic']}-{d['partition']}", []).append(d)
+    return timelines
+
+
+def audit_context(req: AuditRequest, progress: Callable[[str], None]) -> AuditContext:
+    """Step 1: the config (file, --fail-on), the live topic configs, the consumer groups on disk."""
     config = Config.load(req.config_path)
     if req.fail_on:
         config.fail_on = Severity.parse(req.fail_on)
     topic_configs = {}
     if req.bootstrap_servers:
-        from auditor.live_config import fetch_topic_configs
-
         progress(f"reading topic configs from {req.bootstrap_servers}")
         topic_configs = fetch_topic_configs(req.bootstrap_servers)
-    now_ms = req.now_ms or int(time.time() * 1000)
-    ctx = AuditContext(now_ms=now_ms, config=config, topic_configs=topic_configs, replay_at_ms=req.at_ms,
-                       replay_topics=tuple(req.topics) if req.topics else None)
-    groups = None
-    if req.log_dirs:
-        # the consumer groups' committed offsets, for the groups.* checks (__consumer_offsets on disk)
-        progress("reading consumer groups from __consumer_offsets")
-        groups = read_groups(req.log_dirs)
-        ctx.group_offsets = commit_rows(groups)
+    ctx = AuditContext(now_ms=req.now_ms or int(time.time() * 1000), config=config, topic_configs=topic_configs,
+                       replay_at_ms=req.at_ms, replay_topics=tuple(req.topics) if req.topics else None)
+    return ctx
 
+
+def read_consumer_groups(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]):
+    """Step 2: the consumer groups' committed offsets, for the groups.* checks (__consumer_offsets
+    on disk); None for manifests."""
+    if not req.log_dirs:
+        return None
+    progress("reading consumer groups from __consumer_offsets")
+    groups = read_groups(req.log_dirs)
+    ctx.group_offsets = commit_rows(groups)
+    return groups
+
+
+def run_tables(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]) -> TableOutcome:
+    """Step 3: scan, aggregates, checks and Great Expectations, on the driver or on Spark."""
     engine, why = choose_engine(req)
     progress(f"engine: {engine} ({why})")
     if engine == "local":
         out = run_tables_local(req, ctx, progress, _timeline_keys, TIMELINE_COLUMNS)
     else:
         out = _run_tables_spark(req, ctx, progress)
+        out.versions["engine"] = "spark"
     out.engine = {"name": engine, "why": why}
-    findings, gx, stats, timelines = out.findings, out.gx, out.stats, out.timelines
-    versions, log_dir_infos = out.versions, out.log_dirs
-    if engine == "spark":
-        versions["engine"] = "spark"
-
-    worst_sev = worst(findings)
-    exit_code = 1 if worst_sev >= config.fail_on and config.fail_on > Severity.PASS else 0
-    counts = {s.name: sum(1 for f in findings if f.severity == s) for s in Severity}
-    live = [s for s in stats if s.get("dir_kind") == "live"]
-    totals = {
-        "brokers": len({s["broker_id"] for s in stats if s.get("broker_id") is not None}),
-        "log_dirs": len(log_dir_infos),
-        "topics": len({s["topic"] for s in live}),
-        "partitions": len({(s["topic"], s["partition"]) for s in live}),
-        "partition_dirs": len(stats),
-        "segments": int(sum(s.get("segment_count") or 0 for s in stats)),
-        "size_bytes": int(sum(s.get("size_bytes") or 0 for s in stats)),
-        "consumer_groups": len(groups.live) if groups is not None else 0,
-    }
-    doc = {
-        "tool": "kafka-log-auditor",
-        "version": __version__,
-        "schema_version": SCHEMA_VERSION,
-        "generated_at_ms": now_ms,
-        "generated_at_utc": iso_utc(now_ms),
-        "elapsed_s": round(time.monotonic() - started, 1),
-        "verdict": worst_sev.name,
-        "fail_on": config.fail_on.name,
-        "exit_code": exit_code,
-        "counts": counts,
-        "totals": totals,
-        "inputs": {"log_dirs": [str(d) for d in req.log_dirs], "manifests": [str(m) for m in req.manifests],
-                   "depth": req.depth if not req.manifests else "manifest",
-                   "log_dir_problems": [p for i in log_dir_infos for p in (i.get("problems") or [])],
-                   "consumer_group_notes": list(groups.notes) if groups is not None else []},
-        "replay": ({"at_ms": req.at_ms, "at_utc": iso_utc(req.at_ms), "topics": req.topics or None}
-                   if req.at_ms is not None else None),
-        "versions": versions,
-        "engine": out.engine,
-        "config": config.to_dict(),
-        "expectations": {"success": gx.success, "gx_version": gx.gx_version, "element_count": gx.element_count,
-                         "results": gx.results},
-        "findings": [_finding_doc(f) for f in findings],
-        "tables": {"partition_stats": [_jsonable(s) for s in stats], "timelines": timelines},
-    }
-    return AuditResult(doc=doc, findings=findings, worst=worst_sev, exit_code=exit_code)
+    return out
 
 
-def _finding_doc(f: Finding) -> dict:
-    return f.to_dict()
+@dataclass
+class AuditOutcome:
+    """What an audit found, typed: the pipeline's result before any document or rendering
+    (``reports.document.build_document`` turns it into the published findings JSON)."""
+
+    request: AuditRequest
+    config: Config
+    now_ms: int
+    elapsed_s: float
+    tables: TableOutcome
+    findings: list[Finding]
+    worst: Severity
+    exit_code: int
+    """1 when the worst finding reaches the config's fail_on (above PASS), else 0."""
+    check_titles: dict[str, str]
+    """Every registered check's title by name, so the document carries them (reports never read the registry)."""
+    groups: object | None = None
+    """The consumer groups read from disk (``auditor.cluster.consumer_groups``), None for manifests."""
 
 
-def _jsonable(row: dict) -> dict:
-    return {k: (float(v) if hasattr(v, "as_integer_ratio") and not isinstance(v, (int, float)) else v) for k, v in row.items()}
-
-
-def summary_lines(result: AuditResult, min_severity: Severity = Severity.WARN) -> list[str]:
-    """The verdict, the cluster totals, then the findings from ``min_severity`` up as a table."""
-    doc = result.doc
-    t = doc["totals"]
-    from auditor.units import human_bytes
-
-    lines = [f"verdict {doc['verdict']} (exit {doc['exit_code']}, fails at {doc['fail_on']}): "
-             + ", ".join(f"{doc['counts'][s]} {s}" for s in ("FAIL", "WARN", "INFO", "PASS")),
-             f"{t['brokers']} broker(s), {t['log_dirs']} log dir(s), {t['topics']} topic(s), {t['partitions']} partition(s), "
-             f"{t['segments']} segment(s), {human_bytes(t['size_bytes'])}; {doc['elapsed_s']} s"]
-    rows = [(f.severity.name, f.code, _where(f), f.message) for f in result.findings if f.severity >= min_severity]
-    if rows:
-        width = min(max(len(r[2]) for r in rows), 40)
-        lines.append("")
-        lines.append(f"  {'SEVERITY':8s} {'CODE':6s} {'WHERE':{width}s} FINDING")
-        lines.extend(f"  {sev:8s} {code:6s} {where:{width}s} {message}" for sev, code, where, message in rows)
-    return lines
-
-
-def _where(f: Finding) -> str:
-    if f.topic is not None and f.partition is not None:
-        return f"{f.topic}-{f.partition}"
-    return f.topic or "cluster"
-
-
-def progress_printer(stream=sys.stderr) -> Callable[[str], None]:
+def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: None) -> AuditOutcome:
+    """Runs the whole audit; raises ConfigError / LiveConfigError for bad input (exit 2)."""
     started = time.monotonic()
-
-    def show(msg: str) -> None:
-        stream.write(f"[{time.monotonic() - started:6.1f}s] {msg}\n")
-        stream.flush()
-
-    return show
+    ctx = audit_context(req, progress)
+    groups = read_consumer_groups(req, ctx, progress)
+    tables = run_tables(req, ctx, progress)
+    worst_severity = worst(tables.findings)
+    fail_on = ctx.config.fail_on
+    return AuditOutcome(
+        request=req, config=ctx.config, now_ms=ctx.now_ms, elapsed_s=round(time.monotonic() - started, 1),
+        tables=tables, findings=tables.findings, worst=worst_severity,
+        exit_code=1 if worst_severity >= fail_on and fail_on > Severity.PASS else 0,
+        check_titles={**{name: check.title for name, check in REGISTRY.items()}, GX_CHECK: "segment table"},
+        groups=groups)

@@ -1,36 +1,94 @@
-"""The findings document of an audit: written as JSON (``findings.schema.json`` beside this
-module is its published schema), appended to the history, rendered as HTML."""
+"""The findings document of an audit: its one owner. ``findings.schema.json`` beside this module is
+its published schema. :func:`build_document` makes it from the pipeline's typed outcome
+(``auditor.audit.AuditOutcome``); :func:`write_outputs` writes it as JSON, appends the history and
+renders the HTML (``reports.html`` renders the document, nothing else).
+"""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from auditor.json_stream import write_document
+from auditor.schema import json_envelope
+from auditor.units import iso_utc
 from reports import history as hist
 from reports.html import render
 
+SCHEMA_VERSION = 1
+SEVERITIES = ("PASS", "INFO", "WARN", "FAIL")
 
-def write_outputs(result, out_html: str | None, out_json: str | None, history_dir: str | None) -> list[str]:
+
+def build_document(outcome) -> dict:
+    """The findings JSON of an ``AuditOutcome`` (schema: findings.schema.json)."""
+    req, tables, config = outcome.request, outcome.tables, outcome.config
+    gx = tables.gx
+    return json_envelope(
+        schema_version=SCHEMA_VERSION,
+        generated_at_ms=outcome.now_ms,
+        generated_at_utc=iso_utc(outcome.now_ms),
+        elapsed_s=outcome.elapsed_s,
+        verdict=outcome.worst.name,
+        fail_on=config.fail_on.name,
+        exit_code=outcome.exit_code,
+        counts={s: sum(1 for f in outcome.findings if f.severity.name == s) for s in SEVERITIES},
+        totals=_totals(tables.stats, tables.log_dirs, outcome.groups),
+        inputs={"log_dirs": [str(d) for d in req.log_dirs], "manifests": [str(m) for m in req.manifests],
+                "depth": req.depth if not req.manifests else "manifest",
+                "log_dir_problems": [p for i in tables.log_dirs for p in (i.get("problems") or [])],
+                "consumer_group_notes": list(outcome.groups.notes) if outcome.groups is not None else []},
+        replay=({"at_ms": req.at_ms, "at_utc": iso_utc(req.at_ms), "topics": req.topics or None}
+                if req.at_ms is not None else None),
+        versions=tables.versions,
+        engine=tables.engine,
+        config=config.to_dict(),
+        expectations={"success": gx.success, "gx_version": gx.gx_version, "element_count": gx.element_count,
+                      "results": gx.results},
+        check_titles=dict(outcome.check_titles),
+        findings=[f.to_dict() for f in outcome.findings],
+        tables={"partition_stats": [_jsonable(s) for s in tables.stats], "timelines": tables.timelines},
+    )
+
+
+def _totals(stats: list[dict], log_dirs: list[dict], groups) -> dict:
+    live = [s for s in stats if s.get("dir_kind") == "live"]
+    return {
+        "brokers": len({s["broker_id"] for s in stats if s.get("broker_id") is not None}),
+        "log_dirs": len(log_dirs),
+        "topics": len({s["topic"] for s in live}),
+        "partitions": len({(s["topic"], s["partition"]) for s in live}),
+        "partition_dirs": len(stats),
+        "segments": int(sum(s.get("segment_count") or 0 for s in stats)),
+        "size_bytes": int(sum(s.get("size_bytes") or 0 for s in stats)),
+        "consumer_groups": len(groups.live) if groups is not None else 0,
+    }
+
+
+def _jsonable(row: dict) -> dict:
+    """Numpy / Decimal numbers as plain floats (ints stay ints)."""
+    return {k: (float(v) if hasattr(v, "as_integer_ratio") and not isinstance(v, (int, float)) else v) for k, v in row.items()}
+
+
+def write_outputs(doc: dict, out_html: str | None, out_json: str | None, history_dir: str | None) -> list[str]:
     """Writes the JSON (``-``: stdout), appends the history, renders the HTML (with the trends).
     Returns the paths written."""
     written = []
     if out_json == "-":
-        sys.stdout.write(json.dumps(result.doc, indent=1, default=str) + "\n")
+        write_document(doc, sys.stdout, default=str)
     elif out_json:
         p = Path(out_json)
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(result.doc, indent=1, default=str) + "\n")
+        with open(p, "w") as fh:
+            write_document(doc, fh, default=str)
         written.append(str(p))
     history_rows: list[dict] = []
     if history_dir:
-        rows = hist.topic_rows(result.doc["tables"]["partition_stats"], result.doc["generated_at_ms"],
-                               result.doc["verdict"], result.doc["counts"])
-        written.append(str(hist.append(history_dir, rows, result.doc["generated_at_ms"])))
+        rows = hist.topic_rows(doc["tables"]["partition_stats"], doc["generated_at_ms"], doc["verdict"], doc["counts"])
+        written.append(str(hist.append(history_dir, rows, doc["generated_at_ms"])))
         history_rows = hist.read(history_dir)
     if out_html:
         p = Path(out_html)
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(render(result.doc, history_rows))
+        p.write_text(render(doc, history_rows))
         written.append(str(p))
     return written

@@ -15,7 +15,6 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from auditor.schema import with_utc
 from auditor.units import human_bytes, iso_utc
-from checks import REGISTRY
 from reports import charts
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -32,16 +31,20 @@ def _env() -> Environment:
                        trim_blocks=False, lstrip_blocks=False)
 
 
-def _where(f: dict) -> str:
+def where(finding: dict, *, detail: bool = True) -> str:
+    """A finding's place, the same in the report and on the terminal: topic-partition (or topic, or
+    "cluster"); with ``detail`` also the broker, log dir and segment."""
     parts = []
-    if f.get("topic") is not None:
-        parts.append(f"{f['topic']}-{f['partition']}" if f.get("partition") is not None else f["topic"])
-    if f.get("broker_id") is not None:
-        parts.append(f"broker {f['broker_id']}")
-    if f.get("log_dir"):
-        parts.append(f["log_dir"])
-    if f.get("base_offset") is not None:
-        parts.append(f"segment {f['base_offset']}")
+    if finding.get("topic") is not None:
+        partition = finding.get("partition")
+        parts.append(f"{finding['topic']}-{partition}" if partition is not None else finding["topic"])
+    if detail:
+        if finding.get("broker_id") is not None:
+            parts.append(f"broker {finding['broker_id']}")
+        if finding.get("log_dir"):
+            parts.append(finding["log_dir"])
+        if finding.get("base_offset") is not None:
+            parts.append(f"segment {finding['base_offset']}")
     return ", ".join(parts) or "cluster"
 
 
@@ -54,13 +57,14 @@ def _with_times(value):
     return value
 
 
-def _groups(findings: Sequence[dict]) -> list[dict]:
+def _groups(findings: Sequence[dict], titles: dict[str, str]) -> list[dict]:
+    """Findings grouped per check, each group titled from the document's ``check_titles``."""
     groups: dict[str, dict] = {}
     for f in findings:
         g = groups.setdefault(f["check"], {"check": f["check"], "code": f["code"], "findings": [],
-                                           "title": REGISTRY[f["check"]].title if f["check"] in REGISTRY else "segment table"})
+                                           "title": titles.get(f["check"], f["check"])})
         g["findings"].append({
-            **f, "rank": RANK[f["severity"]], "where": _where(f),
+            **f, "rank": RANK[f["severity"]], "where": where(f),
             "evidence_json": "\n".join(json.dumps(_with_times(e), default=str, separators=(", ", ": "))
                                        for e in (f.get("evidence") or [])[:MAX_EVIDENCE_ITEMS]),
             "evidence_shown": min(len(f.get("evidence") or []), MAX_EVIDENCE_ITEMS),
@@ -128,7 +132,7 @@ def render(doc: dict, history: Sequence[dict] = ()) -> str:
     gx_results = [dict(r, columns_text=", ".join(r.get("columns") or [r.get("column") or ""])) for r in gx.get("results") or []]
     template = _env().get_template("report.html.j2")
     return template.render(
-        summary=summary, groups=_groups(doc["findings"]), replay_rows=_replay_rows(doc["findings"]),
+        summary=summary, groups=_groups(doc["findings"], doc.get("check_titles") or {}), replay_rows=_replay_rows(doc["findings"]),
         charts=build_charts(doc), expectations={"gx_version": gx.get("gx_version", ""), "results": gx_results},
         trend_chart=charts.trends(history) if history else None,
     )

@@ -6,16 +6,18 @@ import sys
 import time
 from pathlib import Path
 
-from auditor.audit import AuditRequest, progress_printer, run_audit, summary_lines
-from auditor.cli.common import FORMATTER, CliError, wants_progress
+from auditor.audit import AuditOutcome, AuditRequest, run_audit
+from auditor.cli.common import FORMATTER, CliError, progress_printer, wants_progress
 from auditor.engine import parse_conf
 from auditor.live_config import LiveConfigError
 from auditor.local_engine import LOCAL_MAX_SEGMENT_ROWS
 from auditor.scan.state import StateDirError, check_state_dir
 from auditor.schema import DEPTHS
-from auditor.units import parse_time
+from checks.base import Severity
+from auditor.units import human_bytes, parse_time
 from checks.config import ConfigError
-from reports.document import write_outputs
+from reports.document import build_document, write_outputs
+from reports.html import where
 
 
 def register(sub) -> None:
@@ -107,16 +109,34 @@ def execute(req: AuditRequest, args, out_html, out_json, history) -> int:
     """Runs the audit, writes its outputs and the summary; returns the audit's exit code."""
     progress = progress_printer() if wants_progress(args) else (lambda msg: None)
     try:
-        result = run_audit(req, progress)
+        outcome: AuditOutcome = run_audit(req, progress)
     except (ConfigError, LiveConfigError, ValueError) as exc:
         raise CliError(str(exc)) from None
-    for path in write_outputs(result, out_html, out_json, history):
+    doc = build_document(outcome)
+    for path in write_outputs(doc, out_html, out_json, history):
         sys.stderr.write(f"wrote {path}\n")
     # with --json - stdout carries the JSON alone, so the summary goes to stderr
     summary = sys.stderr if out_json == "-" else sys.stdout
-    for line in summary_lines(result):
+    for line in summary_lines(doc):
         summary.write(line + "\n")
-    return result.exit_code
+    return outcome.exit_code
+
+
+def summary_lines(doc: dict, min_severity: Severity = Severity.WARN) -> list[str]:
+    """The verdict, the cluster totals, then the findings from ``min_severity`` up as a table."""
+    t = doc["totals"]
+    lines = [f"verdict {doc['verdict']} (exit {doc['exit_code']}, fails at {doc['fail_on']}): "
+             + ", ".join(f"{doc['counts'][s]} {s}" for s in ("FAIL", "WARN", "INFO", "PASS")),
+             f"{t['brokers']} broker(s), {t['log_dirs']} log dir(s), {t['topics']} topic(s), {t['partitions']} partition(s), "
+             f"{t['segments']} segment(s), {human_bytes(t['size_bytes'])}; {doc['elapsed_s']} s"]
+    rows = [(f["severity"], f["code"], where(f, detail=False), f["message"]) for f in doc["findings"]
+            if Severity.parse(f["severity"]) >= min_severity]
+    if rows:
+        width = min(max(len(r[2]) for r in rows), 40)
+        lines.append("")
+        lines.append(f"  {'SEVERITY':8s} {'CODE':6s} {'WHERE':{width}s} FINDING")
+        lines.extend(f"  {sev:8s} {code:6s} {place:{width}s} {message}" for sev, code, place, message in rows)
+    return lines
 
 
 def run(args) -> int:

@@ -51,33 +51,32 @@ def wants_progress(args) -> bool:
     return args.progress if getattr(args, "progress", None) is not None else sys.stderr.isatty()
 
 
-def scan_progress_printer(stream=sys.stderr) -> Callable:
-    """A callback for :class:`auditor.scan.Progress` updates: one status line, redrawn once a second."""
+def progress_printer(stream=None) -> Callable:
+    """The one progress printer of every command, on stderr: a step message (``str``, from the
+    audit pipeline) becomes a line with the elapsed time; a scan's :class:`auditor.scan.Progress`
+    becomes one status line, redrawn at most once a second."""
+    started = time.monotonic()
     last = [0.0]
 
     def show(progress) -> None:
+        out = stream or sys.stderr
+        if isinstance(progress, str):
+            out.write(f"[{time.monotonic() - started:6.1f}s] {progress}\n")
+            out.flush()
+            return
         now = time.monotonic()
         if now - last[0] < 1.0:
             return
         last[0] = now
         rate = progress.segments_done / max(progress.elapsed_s, 1e-9)
-        stream.write(
+        out.write(
             f"\rscanned {progress.log_dirs_done}/{progress.log_dirs_total} log dirs, "
             f"{progress.partitions_done} partitions, {progress.segments_done} segments, "
             f"{human_bytes(progress.bytes_done)} ({rate:,.0f} segments/s)   "
         )
-        stream.flush()
+        out.flush()
 
     return show
-
-
-def with_utc(row: dict) -> dict:
-    """JSON rows keep exact integers and add a readable UTC twin for every *_ms column."""
-    out = dict(row)
-    for key, value in row.items():
-        if key.endswith("_ms") and isinstance(value, int):
-            out[key[:-3] + "_utc"] = iso_utc(value)
-    return out
 
 
 def write_json(doc: dict, stream=None) -> None:

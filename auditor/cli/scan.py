@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from auditor.cli.common import (
-    DEPTH_HELP, FORMATTER, CliError, csv_cell, input_exit_code, scan_progress_printer, wants_progress, with_utc,
+    DEPTH_HELP, FORMATTER, CliError, csv_cell, input_exit_code, progress_printer, wants_progress,
     write_json, write_scan_table,
 )
 from auditor.engine import (
@@ -19,7 +19,7 @@ from auditor.engine import (
 )
 from auditor.engine.scan_job import driver_order
 from auditor.scan import ScanResult, scan_log_dirs
-from auditor.schema import DEPTHS, PARTITION_SCHEMA, SEGMENT_FIELDS, SEGMENT_SCHEMA, json_envelope, to_table
+from auditor.schema import DEPTHS, PARTITION_SCHEMA, SEGMENT_FIELDS, SEGMENT_SCHEMA, json_envelope, to_table, with_utc
 from auditor.units import iso_utc
 
 SEGMENT_ORDER = ("dir_name", "base_offset", "file_state")
@@ -78,7 +78,7 @@ def run(args) -> int:
         except (ValueError, FileNotFoundError) as exc:
             raise CliError(str(exc)) from exc
     show_progress = wants_progress(args)
-    result = scan_log_dirs(args.log_dirs, args.depth, on_progress=scan_progress_printer() if show_progress else None)
+    result = scan_log_dirs(args.log_dirs, args.depth, on_progress=progress_printer() if show_progress else None)
     if show_progress:
         sys.stderr.write("\n")
     if args.parquet:
@@ -98,7 +98,7 @@ def run(args) -> int:
 
 def scan_document(depth: str, engine: str | None, log_dirs: list[dict], partitions: list[dict],
                   segments: list[dict]) -> dict:
-    """``scan --json``: the log-dir rows, then partition and segment rows with their UTC twins."""
+    """``scan --json``: the log-dir rows, then partition and segment rows with a UTC twin of every instant."""
     head = {"depth": depth, **({"engine": engine} if engine else {}),
             "generated_at_utc": iso_utc(time.time_ns() // 1_000_000)}
     return json_envelope(**head, log_dirs=log_dirs, partitions=[with_utc(p) for p in partitions],
