@@ -31,7 +31,7 @@ Options:
 
 from __future__ import annotations
 
-from checks.base import Check, CheckInput, Option, opt_int, positive, severity_name
+from checks.base import Check, CheckInput, Option, opt_int, positive, severity_option
 
 
 class GroupBelowLogStart(Check):
@@ -40,7 +40,7 @@ class GroupBelowLogStart(Check):
     title = "Consumer groups committed below the log start"
     scope = "partition"
     options = {
-        "severity": Option("FAIL", "severity of a finding", str, severity_name, "PASS|INFO|WARN|FAIL"),
+        "severity": severity_option("FAIL"),
         "min_records": Option(1, "unread records gone before reporting", int, positive, ">= 1"),
     }
 

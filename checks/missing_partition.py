@@ -28,7 +28,7 @@ Options:
 
 from __future__ import annotations
 
-from checks.base import Check, CheckInput, Option, opt_int, severity_name
+from checks.base import Check, CheckInput, opt_int, severity_option
 
 
 class GroupMissingPartition(Check):
@@ -37,7 +37,7 @@ class GroupMissingPartition(Check):
     title = "Consumer group commits to partitions that no longer exist"
     scope = "cluster"
     options = {
-        "severity": Option("WARN", "severity of a finding", str, severity_name, "PASS|INFO|WARN|FAIL"),
+        "severity": severity_option("WARN"),
     }
 
     def run(self, data: CheckInput, ctx, opts):
