@@ -38,16 +38,7 @@ def run_partition_checks(segments: pd.DataFrame, partitions: pd.DataFrame, ctx: 
     topic, partition = frame["topic"].iloc[0], int(frame["partition"].iloc[0])
     data = CheckInput(topic=topic, partition=partition, segments=segments.reset_index(drop=True),
                       partitions=partitions.reset_index(drop=True))
-    out: list[Finding] = []
-    for check in _checks("partition", names):
-        opts = ctx.options(check, topic)
-        if not opts.get("enabled", True):
-            continue
-        try:
-            out.extend(check().run(data, ctx, opts))
-        except Exception as e:  # noqa: BLE001 - turned into a FAIL finding naming the check
-            out.append(_error_finding(check, e, topic, partition))
-    return out
+    return _run_checks(_checks("partition", names), data, ctx)
 
 
 def run_cluster_checks(stats: Mapping[str, pd.DataFrame], partitions: pd.DataFrame, ctx: AuditContext,
@@ -55,15 +46,21 @@ def run_cluster_checks(stats: Mapping[str, pd.DataFrame], partitions: pd.DataFra
     data = CheckInput(partitions=partitions, partition_stats=stats.get("partition_stats"),
                       topic_stats=stats.get("topic_stats"), broker_stats=stats.get("broker_stats"),
                       log_dir_stats=stats.get("log_dir_stats"))
+    return _run_checks(_checks("cluster", names), data, ctx)
+
+
+def _run_checks(checks: Sequence[type[Check]], data: CheckInput, ctx: AuditContext) -> list[Finding]:
+    """Each enabled check (options for the input's topic) on ``data``; a check that raises becomes
+    a FAIL finding naming it (one bad partition must not hide the others)."""
     out: list[Finding] = []
-    for check in _checks("cluster", names):
-        opts = ctx.options(check, None)
+    for check in checks:
+        opts = ctx.options(check, data.topic)
         if not opts.get("enabled", True):
             continue
         try:
             out.extend(check().run(data, ctx, opts))
-        except Exception as e:  # noqa: BLE001
-            out.append(_error_finding(check, e))
+        except Exception as e:  # noqa: BLE001 - turned into a FAIL finding naming the check
+            out.append(_error_finding(check, e, data.topic, data.partition))
     return out
 
 
