@@ -17,6 +17,11 @@ Data (built on first use under the repo's ignored ``.cache/bench/groups/``, reus
   times each (one batch per OffsetCommit request, as the new coordinator writes them),
   concatenated the same way to >= 1,000,000 records.
 
+* ``wide/``: a real 4.2.1 broker's log dir (stopped cleanly) with a topic of 1,000 partitions,
+  20 records each (timestamps one minute apart, 5 per batch), and the group ``wide-group``
+  committed on all 1,000 partitions; ``wide-manifest/``: its ``kafka-audit collect`` manifest
+  (depth headers).
+
 Measurements run in a fresh interpreter pinned to one CPU (``sched_setaffinity``); the time is
 taken inside it around ``read_groups`` only (walk, replay, decode of the winners). Medians of
 ``--runs`` runs, warm page cache. Kafka's side: ``DumpLogSegments --offsets-decoder`` over the
@@ -41,7 +46,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 BENCH = ROOT / ".cache" / "bench" / "groups"
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
+WIDE_PARTITIONS = 1000
 TARGET_RECORDS = 1_000_000
 TARGET_COMMITS_PER_S = 500_000
 TARGET_REPLAY_CHECK_S = 2.0
@@ -101,6 +107,33 @@ def _broker_batches(workdir: Path) -> list[tuple[bytes, int]]:
         kc.stop()
 
 
+def _wide(dest: Path) -> dict:
+    """A stopped broker's log dir with a 1,000-partition topic and a group committed on all of it."""
+    from harness.groups import commit_offsets
+    from harness.kafka import KafkaCluster
+    work = dest.parent / "wide-broker"
+    kc = KafkaCluster(work, broker_config={"offsets.topic.num.partitions": "3"}, heap="1g")
+    kc.start()
+    t0 = (int(time.time() * 1000) - 3 * 3_600_000) // 1000 * 1000
+    try:
+        kc.create_topic("wide", partitions=WIDE_PARTITIONS, config={"segment.ms": "600000", "segment.jitter.ms": "0"},
+                        timeout_s=180)
+        for start in range(0, 20, 5):
+            recs = [{"key": f"k{p}", "value": "v" * 200, "timestamp": t0 + i * 60_000, "partition": p}
+                    for p in range(WIDE_PARTITIONS) for i in range(start, start + 5)]
+            kc.produce("wide", recs, linger_ms=100, timeout_s=180)
+        commit_offsets(kc, "wide-group", {("wide", p): 5 + p % 15 for p in range(WIDE_PARTITIONS)})
+        time.sleep(1)
+    finally:
+        kc.stop()
+    shutil.move(str(kc.log_dirs(1)[0]), str(dest))
+    shutil.rmtree(work, ignore_errors=True)
+    manifest = dest.parent / "wide-manifest"
+    subprocess.run([sys.executable, "-m", "auditor.cli", "collect", "--out", str(manifest), "--depth", "headers",
+                    "--no-progress", str(dest)], cwd=ROOT, check=True, capture_output=True)
+    return {"partitions": WIDE_PARTITIONS, "t0_ms": t0, "log_dir": str(dest), "manifest": str(manifest)}
+
+
 def prepare(force: bool = False) -> dict:
     marker = BENCH / "MARKER.json"
     if marker.exists() and not force:
@@ -118,6 +151,7 @@ def prepare(force: bool = False) -> dict:
     info["multi"] = dict(_concatenate(multi, BENCH / "multi" / "__consumer_offsets-0", TARGET_RECORDS),
                          source_batches=len(multi), broker_s=round(time.monotonic() - t, 1))
     shutil.rmtree(BENCH / "broker", ignore_errors=True)
+    info["wide"] = _wide(BENCH / "wide")
     marker.write_text(json.dumps(info, indent=1))
     return info
 
@@ -161,6 +195,49 @@ def measure_kafka(log: Path) -> float:
     return time.perf_counter() - t
 
 
+_STAGES = r"""
+import json, os, sys, time
+os.sched_setaffinity(0, {{{cpu}}})
+sys.path.insert(0, {root!r})
+t = time.perf_counter()
+from auditor.cli import replay_check as rc, replay_group as rg
+from checks.base import AuditContext
+from checks.config import Config
+out = {{"imports_s": time.perf_counter() - t}}
+now = int(time.time() * 1000)
+t = time.perf_counter(); committed, facts, notes = rg.group_offsets_from_disk([{log_dir!r}], "wide-group")
+out["read_group_s"] = time.perf_counter() - t
+t = time.perf_counter(); seg, part, _ = rc._rows_from_log_dirs([{log_dir!r}], {{"wide"}})
+out["scan_headers_s"] = time.perf_counter() - t
+ctx = AuditContext(now_ms=now, config=Config(None), replay_at_ms={at}, replay_topics=("wide",))
+t = time.perf_counter(); rc._disk_findings(seg, part, ctx); out["replay_safety_check_s"] = time.perf_counter() - t
+t = time.perf_counter(); rg.resets_from_rows(seg, part, committed, {at}, now); out["group_resets_s"] = time.perf_counter() - t
+print(json.dumps(out))
+"""
+
+
+def measure_stages(log_dir: str, at: int) -> dict:
+    """Where the disk-mode time goes, in one pinned interpreter."""
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    code = _STAGES.format(cpu=cpu, root=str(ROOT), log_dir=log_dir, at=at)
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def measure_replay_check(args: list[str], runs: int) -> tuple[float, int]:
+    """Wall time of the whole command (interpreter start included), median of runs; its exit code."""
+    times = []
+    rc = None
+    for _ in range(runs):
+        t = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-m", "auditor.cli", *args], cwd=ROOT, capture_output=True, text=True)
+        times.append(time.perf_counter() - t)
+        rc = proc.returncode
+        if rc not in (0, 1):
+            raise RuntimeError(f"replay-check failed ({rc}): {proc.stderr[-2000:]}")
+    return statistics.median(times), rc
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=3)
@@ -186,6 +263,16 @@ def main() -> None:
         verdict = "PASS" if m["per_s"] >= TARGET_COMMITS_PER_S else "MISS"
         print(f"{name:8s} {m['records']:>10,} {m['wall_s']:>8.2f} {m['per_s']:>14,.0f} {m['per_proc_s']:>13,.0f} "
               f"{kafka:>9s}  {verdict} ({m['groups']} groups, {m['offsets']} offsets, {m['notes']} notes)")
+    wide = info["wide"]
+    at = str(wide["t0_ms"] + 7 * 60_000 + 500)
+    print(f"\nreplay-check --group wide-group --at T on {wide['partitions']:,} partitions (whole command, "
+          f"interpreter start included, median of {args.runs}); target < {TARGET_REPLAY_CHECK_S:.0f} s")
+    for label, src in (("disk", ["--log-dir", wide["log_dir"]]), ("manifest", ["--manifest", wide["manifest"]])):
+        secs, rc = measure_replay_check(["replay-check", "--group", "wide-group", "--at", at, "--json", *src], args.runs)
+        verdict = "PASS" if secs < TARGET_REPLAY_CHECK_S else "MISS"
+        print(f"  {label:9s} {secs:6.2f} s  {verdict}  (exit {rc})")
+    stages = measure_stages(wide["log_dir"], int(at))
+    print("  disk mode by stage (one pinned interpreter): " + ", ".join(f"{k} {v:.2f}" for k, v in stages.items()))
     print(f"(load average now: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs)")
 
 
