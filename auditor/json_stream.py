@@ -29,6 +29,10 @@ CHUNK_ITEMS = 512
 """List items encoded per ``write`` call (fewer, larger writes; bounded memory)."""
 
 
+class Encoded(str):
+    """A list item already encoded as JSON text: written as is."""
+
+
 def _encoder(default: Callable[[Any], Any] | None) -> Callable[[Any], str]:
     # json.dumps with the default separators and no indent goes through the C encoder
     if default is None:
@@ -46,7 +50,7 @@ def write_items(items: Iterable[Any], out: TextIO, encode: Callable[[Any], str])
     count = 0
     chunk: list[str] = []
     for item in items:
-        chunk.append(encode(item))
+        chunk.append(item if type(item) is Encoded else encode(item))
         count += 1
         if len(chunk) >= CHUNK_ITEMS:
             out.write(("\n" if count == len(chunk) else ",\n") + ",\n".join(chunk))

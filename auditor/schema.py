@@ -12,11 +12,15 @@ the reports and the tests) takes its columns from here. Conventions:
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from auditor import __version__
+from auditor.json_stream import Encoded
 from auditor.units import iso_utc
 
 TOOL = "kafka-log-auditor"
@@ -231,3 +235,65 @@ def with_utc(row: dict) -> dict:
         if key in INSTANT_FIELDS and isinstance(value, int):
             out[key[:-3] + "_utc"] = iso_utc(value)
     return out
+
+
+_ISO_MIN_MS, _ISO_MAX_MS = -62_135_596_800_000, 253_402_300_799_999
+"""Epoch ms of 0001-01-01 and the last millisecond of 9999: ``iso_utc``'s range."""
+
+
+def _utc_twin_texts(rows: list[dict], keys: list[str]) -> dict[str, list[str | None]]:
+    """Per instant column, every row's ISO-8601 twin (None where with_utc adds none), formatted by
+    Arrow in one call per column; values outside iso_utc's range keep iso_utc's own text."""
+    twins = {}
+    for key in keys:
+        values = [r.get(key) for r in rows]
+        ok = [int(v) if isinstance(v, int) and _ISO_MIN_MS <= v <= _ISO_MAX_MS else None for v in values]
+        text = pc.strftime(pa.array(ok, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+                           format="%Y-%m-%dT%H:%M:%SZ").to_pylist()
+        twins[key] = [t if t is not None or not isinstance(v, int) else iso_utc(v) for t, v in zip(text, values)]
+    return twins
+
+
+def rows_with_utc(rows: list[dict]) -> list[dict]:
+    """:func:`with_utc` over many rows at once, equal to it row for row (twins by Arrow, one call per
+    column). Rows whose keys differ from the first row's go through :func:`with_utc`."""
+    if not rows:
+        return []
+    first = rows[0].keys()
+    keys = [k for k in first if k in INSTANT_FIELDS]
+    twins = _utc_twin_texts(rows, keys)
+    out = []
+    for i, row in enumerate(rows):
+        if row.keys() != first:
+            out.append(with_utc(row))
+            continue
+        twin_row = dict(row)
+        for key in keys:
+            text = twins[key][i]
+            if text is not None:
+                twin_row[key[:-3] + "_utc"] = text
+        out.append(twin_row)
+    return out
+
+
+def json_rows_with_utc(rows: list[dict], default=None) -> Iterator[Encoded]:
+    """The JSON text of :func:`with_utc` of each row, for :mod:`auditor.json_stream`: the row encoded
+    by the C encoder, its twins (formatted by Arrow per column) appended to the same object, so no
+    row is copied (``scan --json``'s output cost; parses equal to ``json.dumps(with_utc(row))``)."""
+    if not rows:
+        return
+    first = rows[0].keys()
+    keys = [k for k in first if k in INSTANT_FIELDS]
+    twins = _utc_twin_texts(rows, keys)
+    tails = {k: [None if t is None else f', "{k[:-3]}_utc": "{t}"' for t in twins[k]] for k in keys}
+    for i, row in enumerate(rows):
+        if row.keys() != first:
+            yield Encoded(json.dumps(with_utc(row), default=default))
+            continue
+        text = json.dumps(row, default=default)
+        extra = "".join(t for t in (tails[k][i] for k in keys) if t is not None)
+        if extra and text != "{}":
+            text = text[:-1] + extra + "}"
+        elif extra:
+            text = "{" + extra[2:] + "}"
+        yield Encoded(text)

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
+_EPOCH = datetime(1970, 1, 1)
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 
 def iso_utc(epoch_ms: int | None) -> str | None:
-    """2024-10-10T11:57:55.123Z; None stays None; out-of-range values are shown raw."""
+    """2024-10-10T11:57:55.123Z; None stays None; values outside years 1..9999 are shown raw.
+    Integer arithmetic: ``epoch_ms / 1000`` as a float lost the last millisecond of far-future
+    values (253402300799999 came out as ...59.998Z)."""
     if epoch_ms is None:
         return None
+    seconds, millis = divmod(int(epoch_ms), 1000)
     try:
-        dt = datetime.fromtimestamp(epoch_ms / 1000, tz=timezone.utc)
-    except (OverflowError, OSError, ValueError):
+        dt = _EPOCH + timedelta(seconds=seconds)
+    except OverflowError:
         return f"<out of range: {epoch_ms} ms>"
-    return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return f"{dt.isoformat()}.{millis:03d}Z"
 
 
 def human_bytes(size: int | None) -> str:

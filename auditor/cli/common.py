@@ -11,11 +11,11 @@ Exit codes (so scripts can gate on them):
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable, Iterable
 
+from auditor.json_stream import write_document
 from auditor.units import human_bytes, iso_utc
 
 EXIT_OK = 0
@@ -80,12 +80,12 @@ def progress_printer(stream=None) -> Callable:
 
 
 def write_json(doc: dict, stream=None) -> None:
-    """A JSON document on ``stream``, indented, with a final newline."""
+    """A JSON document on ``stream``: C-encoded and streamed, one list item per line (lists may be
+    iterators: rows are encoded as they come), with a final newline (auditor.json_stream)."""
     # sys.stdout looked up at each call, not bound at import: redirect_stdout and captured
     # stdout (in-process callers, tests) then receive the document
     stream = sys.stdout if stream is None else stream
-    json.dump(doc, stream, indent=1, default=str)
-    stream.write("\n")
+    write_document(doc, stream, default=str)
 
 
 def csv_cell(value):

@@ -19,7 +19,7 @@ from auditor.engine import (
 )
 from auditor.engine.scan_job import driver_order
 from auditor.scan import ScanResult, scan_log_dirs
-from auditor.schema import DEPTHS, PARTITION_SCHEMA, SEGMENT_FIELDS, SEGMENT_SCHEMA, json_envelope, to_table, with_utc
+from auditor.schema import DEPTHS, PARTITION_SCHEMA, SEGMENT_FIELDS, SEGMENT_SCHEMA, json_envelope, json_rows_with_utc, to_table
 from auditor.units import iso_utc
 
 SEGMENT_ORDER = ("dir_name", "base_offset", "file_state")
@@ -101,8 +101,9 @@ def scan_document(depth: str, engine: str | None, log_dirs: list[dict], partitio
     """``scan --json``: the log-dir rows, then partition and segment rows with a UTC twin of every instant."""
     head = {"depth": depth, **({"engine": engine} if engine else {}),
             "generated_at_utc": iso_utc(time.time_ns() // 1_000_000)}
-    return json_envelope(**head, log_dirs=log_dirs, partitions=[with_utc(p) for p in partitions],
-                         segments=[with_utc(s) for s in segments])
+    # rows encoded with their UTC twins as they are written (auditor.json_stream streams them)
+    return json_envelope(**head, log_dirs=log_dirs, partitions=json_rows_with_utc(partitions, default=str),
+                         segments=json_rows_with_utc(segments, default=str))
 
 
 def write_csv(rows) -> None:
