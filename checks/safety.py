@@ -10,6 +10,13 @@ What it checks:
     mtime is newer than T) or lands far before T; (c) T is after the newest record (the modern
     answer is -1); (d) the modern seek lands far before T because a stray future or outlier
     timestamp in an older segment makes the broker pick that segment.
+    A target before the oldest record is a gap only when records were deleted: when the replica
+    still starts at offset 0 (a topic younger than the target, or a compacted one: the cleaner
+    never moves the log start) the seek lands on the first record ever written and nothing is
+    missed: INFO "the topic's data begins after the target". The log start offset is the
+    log-start-offset-checkpoint's, else the first segment's base offset, raised to the first
+    leader-epoch-checkpoint entry when that is higher (a deleteRecords the checkpoint, rewritten
+    every minute, does not show yet; ``auditor.replay.log_start``); the evidence names the source.
 
 Why it matters:
     (a) loses [T, oldest) without an error: retention already deleted it. (b) old clients
@@ -49,6 +56,40 @@ from auditor.units import human_bytes, human_duration, iso_utc
 
 #: Shortest retained time span whose byte rate is used to estimate the bytes of a gap.
 MIN_RATE_SPAN_MS = 3_600_000
+
+
+def _epoch_starts(prow) -> list[tuple[int, int]]:
+    """(epoch, start offset) of the partition row's leader-epoch-checkpoint (list or array)."""
+    epochs = prow.get("leader_epochs") if prow else None
+    if epochs is None or isinstance(epochs, float):
+        return []
+    return [(int(e["epoch"]), int(e["start_offset"])) for e in epochs]
+
+
+def _never_deleted(pred) -> bool:
+    """The replica still starts at offset 0: nothing was ever deleted (retention, deleteRecords)."""
+    return pred.log_start is not None and pred.log_start.ever_deleted is False
+
+
+def _gap_problem(pred, target: int, main: dict, opts, cleanup_policy: str | None) -> tuple[Severity, str] | None:
+    """(a): the oldest record is newer than the target. A gap (FAIL) only when records were deleted;
+    when the replica still starts at offset 0 (a young topic, or a compacted one) the seek lands on
+    the first record ever written: INFO."""
+    if pred.oldest_timestamp_ms is None or pred.oldest_timestamp_ms <= target:
+        return None
+    after = f"{iso_utc(pred.oldest_timestamp_ms)} is {human_duration(pred.oldest_timestamp_ms - target)} after"
+    if _never_deleted(pred):
+        compacted = "; compaction removes superseded records, not time ranges" if "compact" in (cleanup_policy or "") else ""
+        return (Severity.INFO,
+                f"the topic's data begins after the target: its oldest record {after} it and nothing was ever "
+                f"deleted (log start offset 0, from the {pred.log_start.source}{compacted}): a replay from the target "
+                f"reads every record from the first one on")
+    deleted = (f" below log start offset {pred.log_start.offset} (from the {pred.log_start.source})"
+               if pred.log_start is not None and pred.log_start.ever_deleted else "")
+    return (Severity.parse(opts["gap_severity"]),
+            f"oldest retained record {after} the target: a replay from the target misses [target, oldest)"
+            + (f", about {human_bytes(main['gap_bytes'])}" if main["gap_bytes"] else "")
+            + f" (retention or deleteRecords deleted it{deleted})")
 
 
 def _api_name(v) -> bool:
@@ -94,10 +135,15 @@ class ReplaySafety(Check):
                 match = parts[(parts["broker_id"] == broker) & (parts["log_dir"] == log_dir) & (parts["dir_kind"] == "live")]
                 prow = match.iloc[0].to_dict() if len(match) else None
             lso = opt_int(prow.get("log_start_offset")) if prow else None
+            start = replay.log_start(views, lso if prow and prow.get("log_start_offset_source") == "checkpoint" else None,
+                                     _epoch_starts(prow))
+            if start.source == replay.LOG_START_LEADER_EPOCH:
+                lso = start.offset  # a deleteRecords the log-start-offset-checkpoint does not show yet
             leo = opt_int(prow.get("log_end_offset")) if prow else None
             hw = opt_int(prow.get("high_watermark")) if prow else None
             pred = replay.predict(views, target, log_start_offset=lso, log_end_offset=leo, high_watermark=hw,
                                   now_ms=ctx.now_ms, read_files=opts["read_files"])
+            pred.log_start = start
             predictions.append((broker, log_dir, views, pred))
         # The most complete replica (highest log end offset) stands for the partition; the
         # others are listed in the evidence (their mtimes, and so legacy answers, may differ).
@@ -108,13 +154,9 @@ class ReplaySafety(Check):
         evidence = [self._evidence(broker, log_dir, views, pred)]
         main = evidence[0]
         if api in ("modern", "both"):
-            if pred.oldest_timestamp_ms is not None and pred.oldest_timestamp_ms > target:
-                problems.append((Severity.parse(opts["gap_severity"]),
-                                 f"oldest retained record {iso_utc(pred.oldest_timestamp_ms)} is "
-                                 f"{human_duration(pred.oldest_timestamp_ms - target)} after the target: a replay from the target "
-                                 f"misses [target, oldest)"
-                                 + (f", about {human_bytes(main['gap_bytes'])}" if main["gap_bytes"] else "")
-                                 + " (retention deleted it)"))
+            gap = _gap_problem(pred, target, main, opts, ctx.kafka_setting(data.topic, "cleanup.policy"))
+            if gap is not None:
+                problems.append(gap)
             if pred.modern.offset is None and pred.modern.exact and pred.newest_timestamp_ms is None:
                 problems.append((Severity.parse(opts["after_newest_severity"]),
                                  "the partition holds no record: the broker answers -1 and consumers fall back to "
@@ -163,6 +205,8 @@ class ReplaySafety(Check):
         target = pred.target_ms
         span_bytes = sum(v.log_size_bytes or 0 for v in views)
         gap_ms = (pred.oldest_timestamp_ms - target) if (pred.oldest_timestamp_ms or 0) > target else 0
+        if _never_deleted(pred):
+            gap_ms = 0  # the data begins after the target: nothing before it was ever deleted
         gap_bytes = None
         retained_ms = (pred.newest_timestamp_ms or 0) - (pred.oldest_timestamp_ms or 0)
         if gap_ms and retained_ms >= min(gap_ms, MIN_RATE_SPAN_MS):
@@ -201,4 +245,7 @@ class ReplaySafety(Check):
             "broker_id": broker,
             "log_dir": log_dir,
             "notes": pred.notes,
+            "log_start_source": pred.log_start.source if pred.log_start is not None else None,
+            "log_start_detail": pred.log_start.detail if pred.log_start is not None else None,
+            "records_ever_deleted": pred.log_start.ever_deleted if pred.log_start is not None else None,
         }

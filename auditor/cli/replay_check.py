@@ -161,7 +161,13 @@ def _protocol_findings(rows: list[dict], target_ms: int, opts: dict) -> list[Fin
     out = []
     for r in rows:
         problems = []
-        if r["oldest_timestamp_ms"] is not None and r["oldest_timestamp_ms"] > target_ms:
+        if r["oldest_timestamp_ms"] is not None and r["oldest_timestamp_ms"] > target_ms and r["log_start_offset"] == 0:
+            # nothing was ever deleted (the earliest offset is still 0): a young or compacted topic
+            problems.append((Severity.INFO,
+                             f"the topic's data begins after the target: its oldest record "
+                             f"{iso_utc(r['oldest_timestamp_ms'])} is after it and nothing was ever deleted (the broker's "
+                             f"earliest offset is 0): a replay from the target reads every record from the first one on"))
+        elif r["oldest_timestamp_ms"] is not None and r["oldest_timestamp_ms"] > target_ms:
             problems.append((Severity.parse(opts["gap_severity"]),
                              f"oldest retained record {iso_utc(r['oldest_timestamp_ms'])} is after the target: the replay "
                              f"misses [{iso_utc(target_ms)}, {iso_utc(r['oldest_timestamp_ms'])})"))

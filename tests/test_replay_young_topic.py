@@ -1,0 +1,120 @@
+"""A topic younger than the replay target is no gap; the same topic after deleteRecords is (issue 14, part 1).
+
+On a real Kafka 4.2.1 broker: two topics created just now (log start offset 0: nothing ever
+deleted), the target 15 minutes before. ``replay-check --api modern`` in disk mode exits 0 with an
+INFO "the topic's data begins after the target" (a seek to the target answers offset 0, the first
+record ever written: the broker's ``offsets_for_times`` says so); protocol mode agrees. Then
+``deleteRecords`` on one of them: its log start moves to 12 and the same replay misses [0, 12):
+FAIL, exit 1, the predicted answer equal to ``offsets_for_times`` (12), even though the broker
+writes the log-start-offset-checkpoint only once a minute (the leader-epoch-checkpoint shows the
+new start at once). ``audit --at`` judges both the same way in one run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import TopicPartition
+
+REPO = Path(__file__).resolve().parents[1]
+MINUTE = 60_000
+DELETE_BEFORE = 12
+APIS_MODERN = ("--api", "modern")
+
+
+def kafka_audit(*args, timeout=900):
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
+    return subprocess.run([sys.executable, "-m", "auditor.cli", *map(str, args)], capture_output=True, text=True,
+                          env=env, timeout=timeout, cwd=REPO)
+
+
+@pytest.fixture(scope="module")
+def young(kafka_cluster_factory):
+    """A broker with two topics created now, 30 records each, and a target 15 min before."""
+    cluster = kafka_cluster_factory(brokers=1)
+    for topic in ("young-kept", "young-trimmed"):
+        cluster.create_topic(topic)
+        cluster.produce(topic, [(f"k{i}", f"v{i}", None) for i in range(30)], partition=0)
+    target = int(time.time() * 1000) - 15 * MINUTE
+    return cluster, target
+
+
+def _replay_check(cluster, topic, target, *extra):
+    proc = kafka_audit("replay-check", "--topic", topic, "--at", target, *extra, "--json")
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    (part,) = json.loads(proc.stdout)["partitions"]
+    return proc.returncode, part
+
+
+def _delete_records(cluster, topic):
+    tp = TopicPartition(topic, 0, DELETE_BEFORE)
+    (fut,) = cluster.admin().delete_records([tp]).values()
+    fut.result(timeout=30)
+    assert cluster.list_offsets(topic, 0, "earliest")[0] == DELETE_BEFORE
+
+
+def test_young_topic_is_safe_for_the_modern_lookup(young):
+    cluster, target = young
+    log_dir = cluster.log_dirs(1)[0]
+    assert cluster.offsets_for_times("young-kept", 0, target) == 0  # the seek lands on the first record
+    rc, part = _replay_check(cluster, "young-kept", target, "--log-dir", log_dir, *APIS_MODERN)
+    assert rc == 0, part
+    assert part["severity"] == "INFO" and "the topic's data begins after the target" in part["message"], part
+    ev = part["evidence"][0]
+    assert ev["modern_offset"] == 0 and ev["log_start_offset"] == 0 and ev["records_ever_deleted"] is False
+    assert ev["log_start_source"] == "first segment's base offset" and ev["gap_ms"] == 0
+    # the legacy (v0) lookup still answers nothing: every .log was written after the target (right)
+    rc_both, both = _replay_check(cluster, "young-kept", target, "--log-dir", log_dir)
+    assert rc_both == 1 and "legacy (v0) lookup answers an empty list" in both["message"]
+    assert "data begins after the target" in both["message"]
+    # protocol mode: the broker's earliest offset is 0
+    rc_proto, proto = _replay_check(cluster, "young-kept", target, "--bootstrap-server", cluster.bootstrap_servers)
+    assert rc_proto == 0 and proto["severity"] == "INFO", proto
+
+
+def test_after_delete_records_the_gap_is_real(young):
+    cluster, target = young
+    log_dir = cluster.log_dirs(1)[0]
+    _delete_records(cluster, "young-trimmed")
+    broker = cluster.offsets_for_times("young-trimmed", 0, target)
+    assert broker == DELETE_BEFORE
+    # the broker rewrites leader-epoch-checkpoint right after (asynchronously): give it a moment
+    epochs = cluster.partition_dir("young-trimmed", 0) / "leader-epoch-checkpoint"
+    deadline = time.monotonic() + 10
+    while epochs.read_text().split()[-1] != str(DELETE_BEFORE) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    rc, part = _replay_check(cluster, "young-trimmed", target, "--log-dir", log_dir, *APIS_MODERN)
+    assert rc == 1 and part["severity"] == "FAIL", part
+    assert "misses [target, oldest)" in part["message"] and f"below log start offset {DELETE_BEFORE}" in part["message"]
+    ev = part["evidence"][0]
+    assert ev["modern_offset"] == broker == DELETE_BEFORE and ev["records_ever_deleted"] is True
+    assert ev["log_start_source"] in ("leader-epoch-checkpoint", "log-start-offset-checkpoint"), ev
+    rc_proto, proto = _replay_check(cluster, "young-trimmed", target, "--bootstrap-server", cluster.bootstrap_servers)
+    assert rc_proto == 1 and proto["severity"] == "FAIL", proto
+
+
+def test_audit_at_judges_both_alike(young, tmp_path):
+    """One ``audit --at`` over the broker's log dir: the young topic INFO, the trimmed one FAIL."""
+    cluster, target = young
+    if cluster.list_offsets("young-trimmed", 0, "earliest")[0] != DELETE_BEFORE:
+        _delete_records(cluster, "young-trimmed")
+    config = tmp_path / "audit.yaml"
+    config.write_text("checks:\n  replay.safety:\n    api: modern\n")
+    out = tmp_path / "findings.json"
+    proc = kafka_audit("audit", "--log-dir", cluster.log_dirs(1)[0], "--at", target, "--topic", "young-kept,young-trimmed",
+                       "--config", config, "--json", out)
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # young-trimmed fails
+    findings = [f for f in json.loads(out.read_text())["findings"] if f["code"] == "KLA010"]
+    by_topic = {f["topic"]: f for f in findings}
+    assert set(by_topic) == {"young-kept", "young-trimmed"}, findings
+    assert by_topic["young-kept"]["severity"] == "INFO", by_topic["young-kept"]
+    assert "the topic's data begins after the target" in by_topic["young-kept"]["message"]
+    assert by_topic["young-trimmed"]["severity"] == "FAIL", by_topic["young-trimmed"]
+    assert by_topic["young-trimmed"]["evidence"][0]["modern_offset"] == cluster.offsets_for_times(
+        "young-trimmed", 0, target) == DELETE_BEFORE
