@@ -155,17 +155,38 @@ def read_entries(path: str | os.PathLike, notes: list[Note], *, start_offset: in
                 continue
             try:
                 data = reader.read_batch_bytes(batch)
-                kvs = list(orec.iter_key_values(batch, data, label=label))
+                kvs = list(mr.iter_records(batch, data, label=label))
             except (FormatError, OSError) as e:
                 notes.append(Note(label, batch.position, batch.base_offset,
                                   f"batch unreadable, its records skipped: {e}"))
                 continue
-            decode = _control_entry if batch.is_control else _metadata_entry
+            pos = batch.position
+            if batch.is_control:
+                for offset, ts, key, value in kvs:
+                    if offset >= start_offset:
+                        entry = _control_entry(label, pos, offset, ts, key, value, notes)
+                        if entry is not None:
+                            yield entry
+                continue
+            frames = _FRAMES
             for offset, ts, key, value in kvs:
-                if offset >= start_offset:
-                    entry = decode(label, batch.position, offset, ts, key, value, notes)
-                    if entry is not None:
-                        yield entry
+                if offset < start_offset:
+                    continue
+                # the usual frame (one byte each: frame version 1, api key, version) of a known type
+                hit = None
+                if value is not None and len(value) > 2 and value[0] == 1 and value[1] < 0x80 and value[2] < 0x80:
+                    hit = frames.get(value[1] << 7 | value[2])
+                if hit is None:
+                    entry = _metadata_entry(label, pos, offset, ts, key, value, notes)
+                else:
+                    try:
+                        entry = MetadataEntry(label, pos, offset, ts, False, hit[0], value[2],
+                                              hit[1](value, 3, None, label, pos))
+                    except FormatError as e:
+                        notes.append(Note(label, pos, offset, f"metadata record undecodable, skipped: {e}"))
+                        entry = None
+                if entry is not None:
+                    yield entry
         if reader.stop_reason is not None:
             notes.append(Note(label, reader.stop_position, None,
                               f"reading stopped ({reader.stop_reason}): {reader.stop_detail}"))
@@ -184,7 +205,12 @@ def _control_entry(label, pos, offset, ts, key, value, notes) -> MetadataEntry |
     return MetadataEntry(label, pos, offset, ts, True, name, version, fields)
 
 
+#: (apiKey << 7 | version) of the usual 3-byte frame -> (record type, its decoder)
+_FRAMES: dict[int, tuple[str, object]] = {}
+
+
 def _metadata_entry(label, pos, offset, ts, key, value, notes) -> MetadataEntry | None:
+    """A metadata record through the general frame reader (and the frame cache filled)."""
     try:
         frame = mr.read_frame(value, file=label, base=pos)
         spec = frame.spec
@@ -198,7 +224,10 @@ def _metadata_entry(label, pos, offset, ts, key, value, notes) -> MetadataEntry 
                               f"{spec.name} version {frame.version} is newer than the Kafka {spec.kafka_version} "
                               f"specs ({km.versions_text(spec.valid_versions)}); skipped"))
             return None
-        fields = spec.reader(frame.version)(value, frame.body_position, len(value), label, pos)
+        reader = spec.reader(frame.version)
+        if frame.body_position == 3:
+            _FRAMES[frame.api_key << 7 | frame.version] = (spec.name, reader)
+        fields = reader(value, frame.body_position, len(value), label, pos)
     except FormatError as e:
         notes.append(Note(label, pos, offset, f"metadata record undecodable, skipped: {e}"))
         return None

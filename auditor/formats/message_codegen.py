@@ -28,6 +28,10 @@ FIXED = {
     "uuid": ("16s", 16),
 }
 VARIABLE = ("string", "bytes", "records")
+#: Arrays shorter than this are read by prebuilt ``struct`` objects (replica lists, ISR ...).
+SHORT_ARRAY = 32
+_ARRAYS = {fmt: [struct.Struct(f">{n}{fmt}").unpack_from for n in range(SHORT_ARRAY)]
+           for fmt in ("b", "h", "H", "i", "I", "q", "d")}
 
 _UUID_CACHE: dict[bytes, str] = {}
 _UUID_CACHE_MAX = 65536
@@ -276,7 +280,9 @@ class Compiler:
             elif elem == "bool":
                 body.append(f"{target} = [buf[{i}] != 0 for {i} in range(pos, pos + {n})]")
             else:
-                body.append(f"{target} = list(_unpack(f'>{{{n}}}{fmt}', buf, pos))")
+                # short arrays through prebuilt structs, longer ones through struct's format cache
+                body.append(f"{target} = list(_ARRAYS_{fmt}[{n}](buf, pos) if {n} < {SHORT_ARRAY} "
+                            f"else _unpack(f'>{{{n}}}{fmt}', buf, pos))")
             body.append(f"pos += {width} * {n}")
         else:
             i, e = self.tmp(), self.tmp()
@@ -424,6 +430,7 @@ class Compiler:
                 "        pass\n"
                 "    return _slow(buf, p0, end, file, base)")
         namespace = {"_slow": slow,
+            **{f"_ARRAYS_{fmt}": _ARRAYS[fmt] for fmt in _ARRAYS},
             "_unpack": struct.unpack_from, "_uvarint": read_uvarint, "_fail": _fail, "_uuid_str": uuid_str,
             "_unpack_b": struct.Struct(">b").unpack_from, "_unpack_h": struct.Struct(">h").unpack_from,
             "_unpack_H": struct.Struct(">H").unpack_from, "_unpack_i": struct.Struct(">i").unpack_from,
