@@ -72,6 +72,9 @@ with DAG(
         "config_file": Param("", type="string", description="audit config file (YAML)"),
         "output_dir": Param("/var/lib/kafka-audit/reports", type="string"),
         "history_dir": Param("/var/lib/kafka-audit/history", type="string"),
+        "state_dir": Param("/var/lib/kafka-audit/scan-state", type="string",
+                           description="incremental scans of log_dirs: closed segments read once, then taken from "
+                                       "this dir while unchanged ('' reads everything every night)"),
         "fail_on": Param("FAIL", enum=["INFO", "WARN", "FAIL"]),
         "recipients": Param([], type="array", description="e-mail addresses notified on failure"),
         "keep": Param(30, type="integer", minimum=1),
@@ -90,7 +93,7 @@ with DAG(
         return plan_audit(work, params["engine"], log_dirs=ready["log_dirs"], manifests=params["manifests"],
                           spark_master=params["spark_master"], config_file=params["config_file"] or None,
                           history_dir=params["history_dir"], fail_on=params["fail_on"],
-                          spark_conf=params["spark_conf"])
+                          spark_conf=params["spark_conf"], state_dir=params.get("state_dir") or None)
 
     @task.branch(retries=0)
     def choose_engine(planned: dict) -> str:

@@ -152,7 +152,8 @@ def check_inputs(log_dirs=None, manifests=None, max_age_hours: float = 26.0) -> 
 
 def audit_cli_args(work_dir: str, log_dirs=None, manifests=None, spark_master: str | None = None,
                    config_file: str | None = None, history_dir: str | None = None, fail_on: str = "FAIL",
-                   spark_conf: dict | None = None, extra_args: Sequence[str] = ()) -> list[str]:
+                   spark_conf: dict | None = None, state_dir: str | None = None,
+                   extra_args: Sequence[str] = ()) -> list[str]:
     """The ``kafka-audit audit`` arguments writing report.html and findings.json into ``work_dir``.
     Findings never fail the audit itself (``--exit-zero``): publishing comes first, then
     :func:`enforce_severity` decides."""
@@ -168,6 +169,8 @@ def audit_cli_args(work_dir: str, log_dirs=None, manifests=None, spark_master: s
         args += ["--config", config_file]
     if history_dir:
         args += ["--history", history_dir]
+    if state_dir and _as_list(log_dirs):  # incremental scans of log dirs (manifests keep theirs on the brokers)
+        args += ["--state", state_dir]
     for key, value in (spark_conf or {}).items():
         args += ["--conf", f"{key}={value}"]
     return args + list(extra_args)

@@ -87,9 +87,15 @@ def _run_tables_spark(req: AuditRequest, ctx: AuditContext, progress: Callable[[
     from auditor.engine import aggregates, build_spark, write_parquet
     from checks.expectations import run_expectations
 
-    tmp = tempfile.mkdtemp(prefix="kafka-audit-scan-") if (req.state_dir and not req.manifests) else None
+    tmp = None
     progress("starting Spark")
     spark = build_spark(req.master, req.spark_conf)
+    if req.state_dir and not req.manifests:
+        if spark.sparkContext.master.startswith("local"):
+            tmp = tempfile.mkdtemp(prefix="kafka-audit-scan-")
+        else:  # executors elsewhere cannot read a manifest in this driver's temp dir
+            progress(f"--state not used: the executors of {spark.sparkContext.master} cannot read the driver's "
+                     "temporary manifest (run `kafka-audit collect --state` on the brokers and audit the manifests)")
     try:
         scan = _spark_scan(spark, req, tmp, progress)
         aggs = aggregates(scan.segments, scan.partitions)

@@ -118,6 +118,7 @@ def test_nightly_spark_submit_publishes_then_fails_on_a_planted_fail(airflow_env
     result = run_dag(env, "kafka_audit_nightly", {
         "log_dirs": [str(d) for d in cluster.log_dirs(1)], "config_file": str(config), "output_dir": str(out),
         "history_dir": str(tmp_path / "history"), "fail_on": "FAIL", "keep": 1, "engine": "spark-submit",
+        "state_dir": str(tmp_path / "state"),
         "spark_conf": {"spark.executor.memory": "512m", "spark.cores.max": "1"}})
     assert result["tasks"] == {"inputs_ready": "success", "plan": "success", "choose_engine": "success",
                                "audit_spark_submit": "success", "audit_cli": "skipped", "audit_result": "success",
@@ -139,10 +140,12 @@ def test_nightly_cli_engine_succeeds_below_the_failing_severity(airflow_env, kaf
     out = tmp_path / "reports"
     result = run_dag(airflow_env, "kafka_audit_nightly", {
         "log_dirs": [str(d) for d in cluster.log_dirs(1)], "output_dir": str(out), "history_dir": str(tmp_path / "h"),
-        "fail_on": "FAIL", "spark_master": "local[2]", "engine": "cli"})
+        "fail_on": "FAIL", "spark_master": "local[2]", "engine": "cli", "state_dir": str(tmp_path / "state")})
     assert result["state"] == "success", result
     assert result["tasks"]["audit_cli"] == "success" and result["tasks"]["audit_spark_submit"] == "skipped"
     assert json.loads((out / "kafka-audit-latest.json").read_text())["exit_code"] == 0
+    # the DAG passes --state: one scan state per log dir for the next night
+    assert len(list((tmp_path / "state").glob("*.headers.state.parquet"))) == len(cluster.log_dirs(1))
 
 
 def test_nightly_refuses_missing_inputs_and_mails_the_recipients(airflow_env, smtp_server, tmp_path):
