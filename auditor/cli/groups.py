@@ -18,6 +18,7 @@ from pathlib import Path
 from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, FORMATTER, CliError, write_json
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, GroupsResult, read_groups
 from auditor.formats import filenames
+from auditor.manifest import find_manifests, read_manifest
 from auditor.replay import offset_position, segment_views
 from auditor.scan import plan_log_dir, scan_partition_dir
 from auditor.schema import json_envelope
@@ -42,11 +43,16 @@ def register(sub) -> None:
             "examples:\n"
             "  kafka-audit groups /var/lib/kafka/data\n"
             "  kafka-audit groups /mnt/broker1/data /mnt/broker2/data --group billing --json\n"
+            "  kafka-audit groups --manifest /audit/manifests/\n"
             "JSON: groups -> {group: {protocol, state, ..., topics: {topic: {partition: {committed_offset, ...}}}}}\n"
             "exit codes: 0 done, 2 usage error, 3 input problem (no __consumer_offsets under the log dirs)"
         ),
     )
-    p.add_argument("log_dirs", nargs="+", metavar="LOG_DIR", help="a broker log dir (read-only)")
+    p.add_argument("log_dirs", nargs="*", metavar="LOG_DIR", help="a broker log dir (read-only)")
+    p.add_argument("--manifest", action="append", metavar="PATH",
+                   help="instead of log dirs: `kafka-audit collect` manifests (repeatable); the committed offsets "
+                        "are read from the __consumer_offsets files at the paths they recorded, log start/end "
+                        "offsets from the manifests' rows")
     p.add_argument("--group", action="append", metavar="G", help="only these groups (repeatable)")
     p.add_argument("--json", action="store_true", help="print JSON (exact bytes and epoch ms beside UTC times)")
     p.set_defaults(func=run)
@@ -77,6 +83,41 @@ def partition_facts(log_dirs: list[str], wanted: set[tuple[str, int]]) -> tuple[
                           "high_watermark": prow.get("high_watermark"), "broker_id": prow.get("broker_id"),
                           "log_dir": str(plan.root)}
     return facts, problems
+
+
+def partition_facts_from_manifests(paths: list[str], wanted: set[tuple[str, int]]) -> tuple[dict, list[str]]:
+    """Like :func:`partition_facts`, from manifests' rows (no scan)."""
+    by_replica: dict[tuple, list[dict]] = {}
+    prows: dict[tuple, dict] = {}
+    for d in find_manifests(paths):
+        seg, part, _ = read_manifest(d)
+        for r in seg.to_pylist():
+            if (r["topic"], r["partition"]) in wanted and r.get("dir_kind", "live") == "live":
+                by_replica.setdefault((r["topic"], r["partition"], r.get("broker_id"), r.get("log_dir")), []).append(r)
+        for r in part.to_pylist():
+            key = (r["topic"], r["partition"])
+            if key in wanted and r.get("dir_kind", "live") == "live":
+                old = prows.get(key)
+                if old is None or (r.get("log_end_offset") or -1) > (old.get("log_end_offset") or -1):
+                    prows[key] = r
+    facts = {}
+    for key, r in prows.items():
+        facts[key] = {"views": segment_views(by_replica.get((key[0], key[1], r.get("broker_id"), r.get("log_dir")), [])),
+                      "log_start_offset": r.get("log_start_offset"), "log_end_offset": r.get("log_end_offset"),
+                      "high_watermark": r.get("high_watermark"), "broker_id": r.get("broker_id"),
+                      "log_dir": r.get("log_dir")}
+    return facts, []
+
+
+def offsets_log_dirs_from_manifests(paths: list[str]) -> list[str]:
+    """The log dirs the manifests recorded __consumer_offsets partitions in (those reachable here)."""
+    dirs = set()
+    for d in find_manifests(paths):
+        _, part, _ = read_manifest(d)
+        for r in part.to_pylist():
+            if r["topic"] == OFFSETS_TOPIC and r.get("log_dir") and Path(r["log_dir"]).is_dir():
+                dirs.add(r["log_dir"])
+    return sorted(dirs)
 
 
 def lag_rows(result: GroupsResult, facts: dict, groups: list[str]) -> list[dict]:
@@ -114,12 +155,16 @@ def _segment_index(views, offset: int) -> int:
 
 
 def run(args) -> int:
-    for d in args.log_dirs:
-        if not Path(d).is_dir():
-            raise CliError(f"{d}: not a directory")
-    result = read_groups(args.log_dirs)
+    if bool(args.log_dirs) == bool(args.manifest):
+        raise CliError("groups needs log dirs or --manifest (one of them)")
+    for d in args.log_dirs or args.manifest:
+        if not Path(d).exists():
+            raise CliError(f"{d}: does not exist")
+    log_dirs = args.log_dirs or offsets_log_dirs_from_manifests(args.manifest)
+    result = read_groups(log_dirs)
     if not result.partitions:
-        sys.stderr.write(f"kafka-audit: error: no {OFFSETS_TOPIC} partition under {', '.join(args.log_dirs)}\n")
+        where = ", ".join(args.log_dirs) if args.log_dirs else "the log dirs the manifests recorded (reachable here)"
+        sys.stderr.write(f"kafka-audit: error: no {OFFSETS_TOPIC} partition under {where}\n")
         return EXIT_INPUT_PROBLEM
     names = sorted(result.live)
     if args.group:
@@ -129,7 +174,10 @@ def run(args) -> int:
             return EXIT_INPUT_PROBLEM
         names = [g for g in names if g in args.group]
     wanted = {k for g in names for k in result.groups[g].offsets}
-    facts, problems = partition_facts(args.log_dirs, wanted)
+    if args.manifest:
+        facts, problems = partition_facts_from_manifests(args.manifest, wanted)
+    else:
+        facts, problems = partition_facts(args.log_dirs, wanted)
     rows = lag_rows(result, facts, names)
     if args.json:
         doc_groups: dict = {}
