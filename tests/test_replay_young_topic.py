@@ -99,6 +99,20 @@ def test_after_delete_records_the_gap_is_real(young):
     assert rc_proto == 1 and proto["severity"] == "FAIL", proto
 
 
+def test_manifest_mode_agrees(young, tmp_path):
+    """``collect`` manifests judged by ``replay-check --manifest``: the same verdicts and answers as disk mode."""
+    cluster, target = young
+    if cluster.list_offsets("young-trimmed", 0, "earliest")[0] != DELETE_BEFORE:
+        _delete_records(cluster, "young-trimmed")
+    manifest = tmp_path / "manifest"
+    proc = kafka_audit("collect", cluster.log_dirs(1)[0], "--out", manifest, "--depth", "headers")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for topic, rc_expected, severity, offset in (("young-kept", 0, "INFO", 0), ("young-trimmed", 1, "FAIL", DELETE_BEFORE)):
+        rc, part = _replay_check(cluster, topic, target, "--manifest", manifest, *APIS_MODERN)
+        assert (rc, part["severity"]) == (rc_expected, severity), part
+        assert part["evidence"][0]["modern_offset"] == offset == cluster.offsets_for_times(topic, 0, target)
+
+
 def test_audit_at_judges_both_alike(young, tmp_path):
     """One ``audit --at`` over the broker's log dir: the young topic INFO, the trimmed one FAIL."""
     cluster, target = young
