@@ -146,7 +146,7 @@ def test_groups_command_json(groups_cluster):
     assert text.returncode == 0 and "below-start" in text.stdout and "deleted-group" not in text.stdout
 
 
-@pytest.mark.parametrize("group", ["simple-3", "kip848-3", "below-start", "lagging-group", "txn-committed"])
+@pytest.mark.parametrize("group", ["simple-3", "kip848-3", "below-start", "lagging-group"])
 def test_replay_check_group_equals_reset_offsets_dry_run(groups_cluster, kafka_classpath, group):
     import json
     import time

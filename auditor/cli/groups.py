@@ -180,23 +180,7 @@ def run(args) -> int:
         facts, problems = partition_facts(args.log_dirs, wanted)
     rows = lag_rows(result, facts, names)
     if args.json:
-        doc_groups: dict = {}
-        for g in names:
-            d = result.groups[g].to_dict()
-            d.pop("group")
-            d["state_time_utc"] = iso_utc(d["state_timestamp_ms"])
-            d["topics"] = {}
-            doc_groups[g] = d
-        for r in rows:
-            entry = {k: r[k] for k in ("committed_offset", "metadata", "commit_timestamp_ms", "commit_time_utc",
-                                       "log_start_offset", "log_end_offset", "lag_records", "lag_bytes",
-                                       "partition_found")}
-            doc_groups[r["group"]]["topics"].setdefault(r["topic"], {})[str(r["partition"])] = entry
-        write_json(json_envelope(
-            groups=doc_groups,
-            deleted_groups=sorted(g for g, grp in result.groups.items() if grp.deleted),
-            offsets_partitions={str(p): d for p, d in sorted(result.partitions.items())},
-            records_replayed=result.records, notes=result.notes, problems=problems))
+        write_json(_json_document(result, names, rows, problems))
         return EXIT_OK
     header = (f"{'group':24s} {'protocol':9s} {'state':11s} {'partition':24s} {'committed':>10s} "
               f"{'commit time (UTC)':24s} {'start':>9s} {'end':>9s} {'lag':>9s} {'lag bytes':>10s}")
@@ -219,6 +203,27 @@ def run(args) -> int:
     for n in result.notes + problems:
         print(f"note: {n}", file=sys.stderr)
     return EXIT_OK
+
+
+def _json_document(result: GroupsResult, names: list[str], rows: list[dict], problems: list[str]) -> dict:
+    """group -> {protocol, state, ..., topics: {topic: {partition: {committed_offset, ...}}}}."""
+    doc_groups: dict = {}
+    for g in names:
+        d = result.groups[g].to_dict()
+        d.pop("group")
+        d["state_time_utc"] = iso_utc(d["state_timestamp_ms"])
+        d["topics"] = {}
+        doc_groups[g] = d
+    for r in rows:
+        entry = {k: r[k] for k in ("committed_offset", "metadata", "commit_timestamp_ms", "commit_time_utc",
+                                   "log_start_offset", "log_end_offset", "lag_records", "lag_bytes",
+                                   "partition_found")}
+        doc_groups[r["group"]]["topics"].setdefault(r["topic"], {})[str(r["partition"])] = entry
+    return json_envelope(
+        groups=doc_groups,
+        deleted_groups=sorted(g for g, grp in result.groups.items() if grp.deleted),
+        offsets_partitions={str(p): d for p, d in sorted(result.partitions.items())},
+        records_replayed=result.records, notes=result.notes, problems=problems)
 
 
 __all__ = ["register", "run", "partition_facts", "lag_rows"]

@@ -248,63 +248,70 @@ def run(args) -> int:
     return EXIT_UNSAFE if unsafe else EXIT_OK
 
 
+def _group_from_protocol(args, target: int, now: int, config) -> tuple:
+    """--group with --bootstrap-server: the cluster's own answers (no bytes)."""
+    from auditor.cli import replay_group as rg
+
+    only = set(_topics(args)) if args.topic else None
+    try:
+        resets, facts = rg.resets_from_protocol(args.bootstrap_server, args.group, target)
+        resets = [r for r in resets if only is None or r.topic in only]
+        topics = sorted({r.topic for r in resets})
+        keys = {(r.topic, r.partition) for r in resets}
+        rows = [r for r in _protocol_rows(args.bootstrap_server, topics, target) if (r["topic"], r["partition"]) in keys]
+    except rg.GroupNotFound:
+        raise
+    except LookupError as exc:
+        raise CliError(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - a cluster we cannot reach is one clear line
+        raise CliError(f"{args.bootstrap_server}: {type(exc).__name__}: {exc}") from None
+    ctx = AuditContext(now_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
+    return resets, facts, _protocol_findings(rows, target, ctx.options(ReplaySafety, None)), "protocol", []
+
+
+def _group_from_files(args, target: int, now: int, config) -> tuple:
+    """--group with --log-dir or --manifest: committed offsets from __consumer_offsets files."""
+    from auditor.cli import replay_group as rg
+
+    only = set(_topics(args)) if args.topic else None
+    for d in args.log_dir or args.manifest:
+        if not Path(d).exists():
+            raise CliError(f"{d}: does not exist")
+    if args.log_dir:
+        dirs = args.log_dir
+    else:
+        # the committed offsets come from the __consumer_offsets files at the paths the manifests
+        # recorded (a manifest holds segment rows, not records)
+        _, offsets_rows, _ = _rows_from_manifests(args.manifest, {"__consumer_offsets"})
+        dirs = sorted({r["log_dir"] for r in offsets_rows if r.get("log_dir") and Path(r["log_dir"]).is_dir()})
+        if not dirs:
+            raise rg.GroupNotFound("the manifests list no reachable __consumer_offsets log dir: the group's "
+                                   "committed offsets are read from those files")
+    committed, facts, problems = rg.group_offsets_from_disk(dirs, args.group)
+    committed = {k: v for k, v in committed.items() if only is None or k[0] in only}
+    topics = sorted({t for t, _ in committed})
+    if args.log_dir:
+        segments, partitions, more = _rows_from_log_dirs(args.log_dir, set(topics))
+    else:
+        segments, partitions, more = _rows_from_manifests(args.manifest, set(topics))
+    segments = [r for r in segments if (r["topic"], r["partition"]) in committed]
+    partitions = [r for r in partitions if (r["topic"], r["partition"]) in committed]
+    ctx = AuditContext(now_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
+    findings = _disk_findings(segments, partitions, ctx)
+    resets = rg.resets_from_rows(segments, partitions, committed, target, now)
+    return resets, facts, findings, "disk" if args.log_dir else "manifest", problems + more
+
+
 def _run_group(args, target: int, now: int, fail_on: Severity) -> int:
     """``--group G``: the group's committed partitions, what --reset-offsets --to-datetime sets
     (auditor.replay.group_reset), re-read/skipped records and bytes, and the usual verdicts."""
     from auditor.cli import replay_group as rg
 
-    only = set(_topics(args)) if args.topic else None
     config = Config.load(args.config)
     config.checks.setdefault("replay.safety", {})["api"] = args.api
-    problems: list[str] = []
     try:
-        if args.bootstrap_server:
-            try:
-                resets, facts = rg.resets_from_protocol(args.bootstrap_server, args.group, target)
-                resets = [r for r in resets if only is None or r.topic in only]
-                topics = sorted({r.topic for r in resets})
-                keys = {(r.topic, r.partition) for r in resets}
-                rows = [r for r in _protocol_rows(args.bootstrap_server, topics, target)
-                        if (r["topic"], r["partition"]) in keys]
-            except rg.GroupNotFound:
-                raise
-            except LookupError as exc:
-                raise CliError(str(exc)) from None
-            except Exception as exc:  # noqa: BLE001 - a cluster we cannot reach is one clear line
-                raise CliError(f"{args.bootstrap_server}: {type(exc).__name__}: {exc}") from None
-            ctx = AuditContext(now_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
-            findings = _protocol_findings(rows, target, ctx.options(ReplaySafety, None))
-            mode = "protocol"
-        else:
-            for d in args.log_dir or args.manifest:
-                if not Path(d).exists():
-                    raise CliError(f"{d}: does not exist")
-            if args.log_dir:
-                committed, facts, notes = rg.group_offsets_from_disk(args.log_dir, args.group)
-            else:
-                # the committed offsets come from the __consumer_offsets files at the paths the
-                # manifests recorded (a manifest holds segment rows, not records)
-                _, offsets_rows, _ = _rows_from_manifests(args.manifest, {"__consumer_offsets"})
-                dirs = sorted({r["log_dir"] for r in offsets_rows if r.get("log_dir") and Path(r["log_dir"]).is_dir()})
-                if not dirs:
-                    raise rg.GroupNotFound("the manifests list no reachable __consumer_offsets log dir: the group's "
-                                           "committed offsets are read from those files")
-                committed, facts, notes = rg.group_offsets_from_disk(dirs, args.group)
-            problems += notes
-            committed = {k: v for k, v in committed.items() if only is None or k[0] in only}
-            topics = sorted({t for t, _ in committed})
-            if args.log_dir:
-                segments, partitions, more = _rows_from_log_dirs(args.log_dir, set(topics))
-            else:
-                segments, partitions, more = _rows_from_manifests(args.manifest, set(topics))
-            problems += more
-            keys = set(committed)
-            segments = [r for r in segments if (r["topic"], r["partition"]) in keys]
-            partitions = [r for r in partitions if (r["topic"], r["partition"]) in keys]
-            ctx = AuditContext(now_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
-            findings = _disk_findings(segments, partitions, ctx)
-            resets = rg.resets_from_rows(segments, partitions, committed, target, now)
-            mode = "disk" if args.log_dir else "manifest"
+        source = _group_from_protocol if args.bootstrap_server else _group_from_files
+        resets, facts, findings, mode, problems = source(args, target, now, config)
     except rg.GroupNotFound as exc:
         sys.stderr.write(f"kafka-audit: error: {exc}\n")
         return EXIT_INPUT_PROBLEM
@@ -330,7 +337,6 @@ def _run_group(args, target: int, now: int, fail_on: Severity) -> int:
         print(f"\n{verdict}: replay of group {args.group!r} to {iso_utc(target)} ({mode} mode, api {args.api}); "
               f"worst {worst.name}, fails at {fail_on.name}")
     return EXIT_UNSAFE if unsafe else EXIT_OK
-
 
 def _print_table(findings: list[Finding], target: int, mode: str, api: str) -> None:
     header = f"{'partition':28s} {'verdict':7s} {'oldest record':24s} {'modern':>10s} {'legacy':>10s} {'gap':>14s}  reason"

@@ -191,114 +191,117 @@ class OffsetsFold:
     # -- result -------------------------------------------------------------------------------
     def groups(self, decode: "Decoder") -> dict[str, Group]:
         """Decode the winning records into groups (tombstoned ones marked deleted)."""
-        groups: dict[str, Group] = {}
-        offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
-        classic: dict[str, tuple] = {}
-        consumer: dict[str, tuple] = {}
-        members: dict[str, set[str]] = {}
-        member_epochs: dict[str, dict[str, int]] = {}
-        target_epoch: dict[str, int] = {}
-        families: dict[str, str] = {}
-        tombstoned: set[str] = set()
-        for key, (rec_off, ts, value, txn, where) in self.store.items():
-            rtype = (key[0] << 8) | key[1]
-            if rtype >= 0x8000:
-                rtype -= 0x10000
+        w = _Winners()
+        for key, rec in self.store.items():
+            self._decode_winner(key, rec, decode, w)
+        return {g: self._group(g, w) for g in w.names()}
+
+    def _decode_winner(self, key: bytes, rec: tuple, decode: "Decoder", w: "_Winners") -> None:
+        """One winning record: decoded and filed by its record type (or a note)."""
+        rec_off, ts, value, txn, where = rec
+        at = f"{where[0]}: byte {where[1]}: record {rec_off}"
+        rtype = _INT16.unpack_from(key, 0)[0]
+        try:
+            kname, kdata = decode.key(rtype, key)
+        except FormatError as exc:
+            self.notes.append(f"{at}: key not decoded: {exc}; ignored")
+            return
+        if kname is None:
+            self.notes.append(f"{at}: key version = {rtype}, expected a known __consumer_offsets record type "
+                              f"({decode.known_types()}); ignored (the coordinator skips unknown record types too)")
+            return
+        group = kdata.get("group", kdata.get("groupId"))
+        if not isinstance(group, str):
+            self.notes.append(f"{at}: {kname} has no group name; ignored")
+            return
+        if "\ufffd" in group:
+            self._check_utf8(key, kname, group, rec_off, where)
+        vdata = vversion = None
+        if value is not None:
             try:
-                kname, kdata = decode.key(rtype, key)
+                vversion, vdata = decode.value(rtype, value)
             except FormatError as exc:
-                self.notes.append(f"{where[0]}: byte {where[1]}: record {rec_off}: key not decoded: {exc}; ignored")
-                continue
-            if kname is None:
-                self.notes.append(f"{where[0]}: byte {where[1]}: record {rec_off}: key version = {rtype}, expected "
-                                  f"a known __consumer_offsets record type ({decode.known_types()}); ignored "
-                                  f"(the coordinator skips unknown record types too)")
-                continue
-            group = kdata.get("group", kdata.get("groupId"))
-            if not isinstance(group, str):
-                self.notes.append(f"{where[0]}: byte {where[1]}: record {rec_off}: {kname} has no group name; ignored")
-                continue
-            if "\ufffd" in group:
-                self._check_utf8(key, kname, group, rec_off, where)
-            vdata = None
-            vversion = None
-            if value is not None:
-                try:
-                    vversion, vdata = decode.value(rtype, value)
-                except FormatError as exc:
-                    self.notes.append(f"{where[0]}: byte {where[1]}: record {rec_off}: {kname} of group {group!r}: "
-                                      f"value not decoded: {exc}; record ignored")
-                    continue
-            if rtype in OFFSET_COMMIT_TYPES:
-                if vdata is None:
-                    tombstoned.add(group)
-                    continue
-                topic, part = kdata["topic"], int(kdata["partition"])
-                le = vdata.get("leaderEpoch")
-                exp = vdata.get("expireTimestamp")
-                offsets.setdefault(group, {})[(topic, part)] = CommittedOffset(
-                    group, topic, part, int(vdata["offset"]), None if le is None or le < 0 else le,
-                    vdata.get("metadata") or "", vdata.get("commitTimestamp"),
-                    None if exp is None or exp < 0 else exp, rec_off, self.partition, txn, vversion)
-            elif rtype == GROUP_METADATA_TYPE:
-                classic[group] = (vdata, ts)
-            elif rtype == CONSUMER_GROUP_METADATA_TYPE:
-                consumer[group] = (vdata, ts)
-            elif rtype == CONSUMER_GROUP_MEMBER_METADATA_TYPE:
-                families.setdefault(group, "consumer")
-                if vdata is not None:
-                    members.setdefault(group, set()).add(kdata.get("memberId", ""))
-            elif rtype == CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_TYPE:
-                if vdata is not None:
-                    target_epoch[group] = vdata.get("assignmentEpoch")
-            elif rtype == CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_TYPE:
-                if vdata is not None:
-                    member_epochs.setdefault(group, {})[kdata.get("memberId", "")] = vdata.get("memberEpoch")
-            else:
-                fam = decode.family(kname)
-                if fam in ("share", "streams"):
-                    families.setdefault(group, fam)
-        names = set(offsets) | set(classic) | set(consumer) | set(families) | tombstoned
-        for g in names:
-            offs = offsets.get(g, {})
-            if g in consumer:
-                vdata, ts = consumer[g]
-                n_members = len(members.get(g, ()))
-                if vdata is None:
-                    deleted = not offs
-                    state, epoch = "Dead", None
-                else:
-                    epoch = vdata.get("epoch")
-                    tgt = target_epoch.get(g)
-                    if n_members == 0:
-                        state = "Empty"
-                    elif tgt is not None and epoch is not None and tgt < epoch:
-                        state = "Assigning"
-                    elif any(e != tgt for e in member_epochs.get(g, {}).values()):
-                        state = "Reconciling"
-                    else:
-                        state = "Stable"
-                    deleted = False
-                groups[g] = Group(g, "consumer", "consumer", state if not deleted else "Dead", epoch, n_members,
-                                  None, ts, deleted, self.partition, offs)
-            elif g in classic:
-                vdata, ts = classic[g]
-                if vdata is None:
-                    groups[g] = Group(g, "classic", None, "Dead" if not offs else "Empty", None, 0, None, ts,
-                                      not offs, self.partition, offs)
-                else:
-                    n_members = len(vdata.get("members") or [])
-                    groups[g] = Group(g, "classic", vdata.get("protocolType"), "Stable" if n_members else "Empty",
-                                      vdata.get("generation"), n_members, vdata.get("protocol"),
-                                      vdata.get("currentStateTimestamp"), False, self.partition, offs)
-            elif g in families:
-                groups[g] = Group(g, families[g], None, "Empty" if not members.get(g) else "Stable", None,
-                                  len(members.get(g, ())), None, None, False, self.partition, offs)
-            else:
-                # only offset commits (a "simple" group) or only tombstones (deleted / expired)
-                groups[g] = Group(g, "classic", "" if offs else None, "Empty" if offs else "Dead", None, 0, None,
-                                  None, not offs, self.partition, offs)
-        return groups
+                self.notes.append(f"{at}: {kname} of group {group!r}: value not decoded: {exc}; record ignored")
+                return
+        if rtype in OFFSET_COMMIT_TYPES:
+            if vdata is None:
+                w.tombstoned.add(group)
+                return
+            topic, part = kdata["topic"], int(kdata["partition"])
+            le, exp = vdata.get("leaderEpoch"), vdata.get("expireTimestamp")
+            w.offsets.setdefault(group, {})[(topic, part)] = CommittedOffset(
+                group, topic, part, int(vdata["offset"]), None if le is None or le < 0 else le,
+                vdata.get("metadata") or "", vdata.get("commitTimestamp"),
+                None if exp is None or exp < 0 else exp, rec_off, self.partition, txn, vversion)
+        elif rtype == GROUP_METADATA_TYPE:
+            w.classic[group] = (vdata, ts)
+        elif rtype == CONSUMER_GROUP_METADATA_TYPE:
+            w.consumer[group] = (vdata, ts)
+        elif rtype == CONSUMER_GROUP_MEMBER_METADATA_TYPE:
+            w.families.setdefault(group, "consumer")
+            if vdata is not None:
+                w.members.setdefault(group, set()).add(kdata.get("memberId", ""))
+        elif rtype == CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_TYPE:
+            if vdata is not None:
+                w.target_epoch[group] = vdata.get("assignmentEpoch")
+        elif rtype == CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_TYPE:
+            if vdata is not None:
+                w.member_epochs.setdefault(group, {})[kdata.get("memberId", "")] = vdata.get("memberEpoch")
+        elif decode.family(kname) in ("share", "streams"):
+            w.families.setdefault(group, decode.family(kname))
+
+    def _group(self, g: str, w: "_Winners") -> Group:
+        offs = w.offsets.get(g, {})
+        n_members = len(w.members.get(g, ()))
+        if g in w.consumer:
+            vdata, ts = w.consumer[g]
+            if vdata is None:
+                return Group(g, "consumer", "consumer", "Dead", None, n_members, None, ts, not offs, self.partition, offs)
+            epoch = vdata.get("epoch")
+            return Group(g, "consumer", "consumer", _consumer_state(n_members, epoch, w.target_epoch.get(g),
+                                                                    w.member_epochs.get(g, {})),
+                         epoch, n_members, None, ts, False, self.partition, offs)
+        if g in w.classic:
+            vdata, ts = w.classic[g]
+            if vdata is None:
+                return Group(g, "classic", None, "Dead" if not offs else "Empty", None, 0, None, ts, not offs,
+                             self.partition, offs)
+            n = len(vdata.get("members") or [])
+            return Group(g, "classic", vdata.get("protocolType"), "Stable" if n else "Empty", vdata.get("generation"),
+                         n, vdata.get("protocol"), vdata.get("currentStateTimestamp"), False, self.partition, offs)
+        if g in w.families:
+            return Group(g, w.families[g], None, "Stable" if n_members else "Empty", None, n_members, None, None,
+                         False, self.partition, offs)
+        # only offset commits (a "simple" group) or only tombstones (deleted / expired)
+        return Group(g, "classic", "" if offs else None, "Empty" if offs else "Dead", None, 0, None, None, not offs,
+                     self.partition, offs)
+
+
+@dataclass
+class _Winners:
+    """The decoded winners of one partition, filed by what they say about which group."""
+    offsets: dict = field(default_factory=dict)
+    classic: dict = field(default_factory=dict)
+    consumer: dict = field(default_factory=dict)
+    members: dict = field(default_factory=dict)
+    member_epochs: dict = field(default_factory=dict)
+    target_epoch: dict = field(default_factory=dict)
+    families: dict = field(default_factory=dict)
+    tombstoned: set = field(default_factory=set)
+
+    def names(self) -> set[str]:
+        return set(self.offsets) | set(self.classic) | set(self.consumer) | set(self.families) | self.tombstoned
+
+
+def _consumer_state(n_members: int, epoch: int | None, target: int | None, member_epochs: dict) -> str:
+    """A consumer group's state as the coordinator derives it (``ConsumerGroup.maybeUpdateGroupState``)."""
+    if n_members == 0:
+        return "Empty"
+    if target is not None and epoch is not None and target < epoch:
+        return "Assigning"
+    if any(e != target for e in member_epochs.values()):
+        return "Reconciling"
+    return "Stable"
 
 
 class Decoder:

@@ -122,6 +122,8 @@ def control_type(key) -> int | None:
     return _CONTROL_KEY.unpack_from(key, 0)[1]
 
 
+# long function: one record's fields in wire order, each with its bound check; split per field it
+# would cost a call per field per record on the path every __consumer_offsets record takes
 def iter_key_values(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
                     max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES
                     ) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
@@ -237,6 +239,8 @@ def iter_key_values(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
                           f"0 (recordsCount = {count}: incorrect declared batch size)")
 
 
+# long function: the hot loop of replaying __consumer_offsets (one-byte and two-byte varints inlined;
+# a helper call per field would halve the records per second)
 def fold_records_into(store: dict, header: BatchHeader, batch_bytes, transactional: bool, where,
                       bad_keys: list, *, label: str = "<bytes>",
                       max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES) -> int:
