@@ -229,10 +229,13 @@ def log_start(views: Sequence[SegmentView], checkpoint_offset: int | None,
     else:
         offset, source = views[0].base_offset, LOG_START_FIRST_SEGMENT
     detail = f"{source} says {offset}"
+    if checkpoint_offset is not None and views and checkpoint_offset < views[0].base_offset:
+        detail += (f", below the first segment's base offset {views[0].base_offset}: tiered storage keeps the "
+                   f"records in between remotely, or the checkpoint predates a later deletion")
     epoch_start = min((o for _, o in leader_epochs), default=None) if leader_epochs else None
     if epoch_start is not None and epoch_start > offset:
         detail += (f"; the leader-epoch-checkpoint starts at {epoch_start}: the log start moved since "
-                   f"(deleteRecords), the checkpoint is not rewritten yet")
+                   f"(deleteRecords, retention), the checkpoint is not rewritten yet")
         offset, source = epoch_start, LOG_START_LEADER_EPOCH
     elif epoch_start is None:
         detail += "; no leader-epoch entry to tell a recent deleteRecords"
