@@ -22,8 +22,10 @@ from typing import Callable
 from auditor import __version__
 from auditor.audit_local import TableOutcome, choose_engine, run_tables_local
 from auditor.check_runner import worst
-from auditor.live_config import fetch_topic_configs
+from auditor.live_config import WANTED, fetch_topic_configs
 from auditor.cluster.consumer_groups import commit_rows, read_groups
+from auditor.cluster.metadata_log import MetadataLogNotFound, read_metadata_log
+from auditor.cluster.metadata_state import effective_topic_configs
 from auditor.manifest import collect_manifest
 from auditor.units import iso_utc
 from checks import REGISTRY
@@ -160,17 +162,42 @@ def _spark_timelines(segments, keys: list[tuple[str, int]]) -> dict[str, list[di
     return timelines
 
 
+def topic_config_layers(req: AuditRequest, progress: Callable[[str], None]) -> tuple[dict, dict, list[str]]:
+    """(topic configs, where each came from, notes). Precedence, highest first: the live cluster
+    (``--bootstrap-server``), the KRaft metadata log under the log dirs (the topic's dynamic config,
+    else the dynamic cluster default), then (in ``AuditContext.kafka_setting``) the config file's
+    ``kafka:`` block, then Kafka's defaults."""
+    configs: dict[str, dict[str, str]] = {}
+    sources: dict[str, dict[str, str]] = {}
+    notes: list[str] = []
+    if req.log_dirs:
+        try:
+            log = read_metadata_log(req.log_dirs)
+            progress(f"topic configs from the metadata log {log.metadata_dir}")
+            for topic, cfg in effective_topic_configs(log.state, WANTED).items():
+                configs[topic] = {k: v for k, (v, _where) in cfg.items()}
+                sources[topic] = {k: where for k, (_v, where) in cfg.items()}
+            notes += [str(n) for n in log.notes]
+        except MetadataLogNotFound:
+            pass
+    if req.bootstrap_servers:
+        progress(f"reading topic configs from {req.bootstrap_servers}")
+        for topic, cfg in fetch_topic_configs(req.bootstrap_servers).items():
+            configs.setdefault(topic, {}).update(cfg)
+            sources.setdefault(topic, {}).update({k: "live cluster" for k in cfg})
+    return configs, sources, notes
+
+
 def audit_context(req: AuditRequest, progress: Callable[[str], None]) -> AuditContext:
-    """Step 1: the config (file, --fail-on), the live topic configs, the consumer groups on disk."""
+    """Step 1: the config (file, --fail-on), the topic configs (live cluster, metadata log)."""
     config = Config.load(req.config_path)
     if req.fail_on:
         config.fail_on = Severity.parse(req.fail_on)
-    topic_configs = {}
-    if req.bootstrap_servers:
-        progress(f"reading topic configs from {req.bootstrap_servers}")
-        topic_configs = fetch_topic_configs(req.bootstrap_servers)
+    topic_configs, sources, notes = topic_config_layers(req, progress)
     ctx = AuditContext(now_ms=req.now_ms or int(time.time() * 1000), config=config, topic_configs=topic_configs,
                        replay_at_ms=req.at_ms, replay_topics=tuple(req.topics) if req.topics else None)
+    ctx.__dict__["topic_config_sources"] = sources     # read by run_audit for the outcome
+    ctx.__dict__["metadata_notes"] = notes
     return ctx
 
 
@@ -216,6 +243,11 @@ class AuditOutcome:
     """Every registered check's title by name, so the document carries them (reports never read the registry)."""
     groups: object | None = None
     """The consumer groups read from disk (``auditor.cluster.consumer_groups``), None for manifests."""
+    topic_config_sources: dict = field(default_factory=dict)
+    """{topic: {config: "live cluster" | "metadata log: topic config" | "metadata log: cluster default"}};
+    a config absent here came from the config file's kafka: block or Kafka's defaults."""
+    metadata_notes: list = field(default_factory=list)
+    """Problems met reading the KRaft metadata log (file, offset, what)."""
 
 
 def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: None) -> AuditOutcome:
@@ -231,4 +263,5 @@ def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: N
         tables=tables, findings=tables.findings, worst=worst_severity,
         exit_code=1 if worst_severity >= fail_on and fail_on > Severity.PASS else 0,
         check_titles={**{name: check.title for name, check in REGISTRY.items()}, GX_CHECK: "segment table"},
-        groups=groups)
+        groups=groups, topic_config_sources=ctx.__dict__.get("topic_config_sources", {}),
+        metadata_notes=ctx.__dict__.get("metadata_notes", []))

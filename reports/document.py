@@ -36,7 +36,9 @@ def build_document(outcome) -> dict:
         inputs={"log_dirs": [str(d) for d in req.log_dirs], "manifests": [str(m) for m in req.manifests],
                 "depth": req.depth if not req.manifests else "manifest",
                 "log_dir_problems": [p for i in tables.log_dirs for p in (i.get("problems") or [])],
-                "consumer_group_notes": list(outcome.groups.notes) if outcome.groups is not None else []},
+                "consumer_group_notes": list(outcome.groups.notes) if outcome.groups is not None else [],
+                "topic_config_sources": getattr(outcome, "topic_config_sources", {}),
+                "metadata_log_notes": list(getattr(outcome, "metadata_notes", []))},
         replay=({"at_ms": req.at_ms, "at_utc": iso_utc(req.at_ms), "topics": req.topics or None}
                 if req.at_ms is not None else None),
         versions=tables.versions,

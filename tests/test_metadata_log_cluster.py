@@ -234,3 +234,23 @@ def test_cli_metadata_history_and_json_on_the_cluster(scenario, capsys):
     assert {"broker": 2, "log_dir": str(scenario["move_target"])}.items() <= next(d for d in ev if d["broker"] == 2).items()
     assert doc["topics"]["orders"]["configs"] == {"retention.ms": "3600000", "message.timestamp.type": "LogAppendTime"}
     assert main(["metadata", dirs[1]]) == 3          # broker 2's second log dir holds no metadata log
+
+
+def test_audit_topic_config_precedence_on_the_cluster(scenario):
+    """Without a live cluster the audit takes the metadata log's configs (the topic's own, else the
+    dynamic cluster default); with --bootstrap-server the live values win and say so."""
+    from auditor.audit import AuditRequest, topic_config_layers
+    kc = scenario["kc"]
+    dirs = [str(d) for d in _all_log_dirs(kc)]
+    configs, sources, notes = topic_config_layers(AuditRequest(log_dirs=dirs), lambda m: None)
+    assert notes == []
+    assert configs["orders"]["retention.ms"] == "3600000"
+    assert sources["orders"]["retention.ms"] == "metadata log: topic config"
+    assert configs["orders"]["message.timestamp.type"] == "LogAppendTime"
+    assert configs["gone"]["retention.ms"] == "604800001"                   # the dynamic cluster default
+    assert sources["gone"]["retention.ms"] == "metadata log: cluster default"
+    live, live_sources, _ = topic_config_layers(AuditRequest(log_dirs=dirs, bootstrap_servers=kc.bootstrap_servers),
+                                                lambda m: None)
+    assert live["orders"]["retention.ms"] == "3600000" and live_sources["orders"]["retention.ms"] == "live cluster"
+    # the broker resolves the same default the metadata log gave
+    assert live["gone"]["retention.ms"] == "604800001" and live_sources["gone"]["retention.ms"] == "live cluster"

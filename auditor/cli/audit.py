@@ -29,7 +29,12 @@ def register(sub) -> None:
             "Scan log dirs (read-only) or broker manifests, run every check and the Great Expectations\n"
             "suite, and write a self-contained HTML report, a JSON of all findings and a history entry.\n"
             "Small inputs run on the driver (pandas, no JVM: seconds); large ones, or any --master, on\n"
-            "Spark (see --engine). The exit code follows the worst finding (see --fail-on)."
+            "Spark (see --engine). The exit code follows the worst finding (see --fail-on).\n\n"
+            "Topic configs the checks use (retention.ms, segment.bytes, message.timestamp.*, cleanup.policy\n"
+            "...), highest precedence first: the live cluster (--bootstrap-server); the KRaft metadata log\n"
+            "(__cluster_metadata-0 under the given log dirs: the topic's dynamic config, else the dynamic\n"
+            "cluster default); the config file's kafka: block; Kafka's defaults. The JSON names where each\n"
+            "came from (inputs.topic_config_sources)."
         ),
         epilog=(
             "examples:\n"
@@ -58,7 +63,8 @@ def add_audit_options(p) -> None:
                    help="scan depth (default headers; deep adds record-level timestamps and CRCs at ~20x the cost)")
     p.add_argument("--at", metavar="TIME", help="replay target time to judge (ISO-8601 with zone, epoch ms, -6h)")
     p.add_argument("--topic", action="append", metavar="T[,T...]", help="topics for --at (default: all)")
-    p.add_argument("--bootstrap-server", metavar="HOST:PORT", help="read topic configs from the live cluster")
+    p.add_argument("--bootstrap-server", metavar="HOST:PORT",
+                   help="read topic configs from the live cluster (they win over the metadata log's and the config file's)")
     p.add_argument("--engine", choices=("auto", "local", "spark"), default="auto",
                    help="where the checks and Great Expectations run: auto (default: on the driver with pandas up "
                         f"to {LOCAL_MAX_SEGMENT_ROWS:,} segments and without --master/--conf/--parquet, else Spark), "

@@ -408,3 +408,37 @@ def describe_change(c: Change, dir_name=lambda d: d) -> str:
     if c.kind == "feature":
         return f"feature {c.name} level {c.before} -> {c.after}"
     return f"{c.kind} {where or ''}".strip()
+
+
+#: Topic configs and the broker (cluster-default) configs that set their default
+#: (``ServerTopicConfigSynonyms``; only the ``.ms`` / ``.bytes`` spellings).
+TOPIC_CONFIG_BROKER_DEFAULTS = {
+    "retention.ms": "log.retention.ms", "retention.bytes": "log.retention.bytes",
+    "segment.bytes": "log.segment.bytes", "segment.ms": "log.roll.ms", "cleanup.policy": "log.cleanup.policy",
+    "file.delete.delay.ms": "log.segment.delete.delay.ms", "message.timestamp.type": "log.message.timestamp.type",
+    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
+    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
+    "message.timestamp.difference.max.ms": "log.message.timestamp.difference.max.ms",
+    "remote.storage.enable": None,
+}
+
+
+def effective_topic_configs(state: ClusterState, keys=None) -> dict[str, dict[str, tuple[str, str]]]:
+    """{topic: {config: (value, where)}} as the metadata log sets them: the topic's own dynamic
+    config ("metadata log: topic config"), else the dynamic cluster default of its broker synonym
+    ("metadata log: cluster default"). Static server.properties values are not in the log."""
+    keys = tuple(keys) if keys is not None else tuple(TOPIC_CONFIG_BROKER_DEFAULTS)
+    cluster = state.broker_configs(None)
+    out = {}
+    for t in state.topics.values():
+        own = state.configs.get((TOPIC_RESOURCE, t.name), {})
+        cfg = {}
+        for k in keys:
+            if k in own:
+                cfg[k] = (own[k], "metadata log: topic config")
+            else:
+                synonym = TOPIC_CONFIG_BROKER_DEFAULTS.get(k)
+                if synonym is not None and synonym in cluster:
+                    cfg[k] = (cluster[synonym], "metadata log: cluster default")
+        out[t.name] = cfg
+    return out
