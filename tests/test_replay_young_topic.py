@@ -99,6 +99,29 @@ def test_after_delete_records_the_gap_is_real(young):
     assert rc_proto == 1 and proto["severity"] == "FAIL", proto
 
 
+def test_compacted_topic_is_no_gap(young):
+    """The cleaner removes superseded records (offsets 0-9 here) but never moves the log start: a
+    target before the oldest retained record is no time gap (INFO), and the seek lands on the first
+    retained record, as the broker says."""
+    cluster, target = young
+    topic = "young-compacted"
+    cluster.create_topic(topic, config={"cleanup.policy": "compact", "segment.ms": "100", "segment.jitter.ms": "0",
+                                        "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "100"})
+    for round_ in range(3):  # each round rolls a segment (record time); rounds 1-2 supersede round 0's keys
+        cluster.produce(topic, [(f"k{i}", f"r{round_}", None) for i in range(10)], partition=0)
+        time.sleep(0.3)
+    deadline = time.monotonic() + 60
+    while cluster.consume(topic, 0)[0].offset() == 0:
+        assert time.monotonic() < deadline, "the cleaner did not compact the first segment"
+        time.sleep(0.5)
+    broker = cluster.offsets_for_times(topic, 0, target)
+    assert broker > 0 and cluster.list_offsets(topic, 0, "earliest")[0] == 0
+    rc, part = _replay_check(cluster, topic, target, "--log-dir", cluster.log_dirs(1)[0], *APIS_MODERN)
+    assert rc == 0 and part["severity"] == "INFO" and "data begins after the target" in part["message"], part
+    ev = part["evidence"][0]
+    assert ev["modern_offset"] == broker and ev["log_start_offset"] == 0 and ev["records_ever_deleted"] is False
+
+
 def test_manifest_mode_agrees(young, tmp_path):
     """``collect`` manifests judged by ``replay-check --manifest``: the same verdicts and answers as disk mode."""
     cluster, target = young
