@@ -95,6 +95,14 @@ def scan_partition_dir(
             if on_progress is not None:
                 on_progress(progress)
 
+    prow = _partition_row(rows, location, depth, snapshots, checkpoints_by_tp)
+    _read_partition_files(path, prow, pnotes)
+    prow["notes"] = pnotes
+    return rows, prow
+
+
+def _partition_row(rows: list[dict], location: dict, depth: str, snapshots: int, checkpoints_by_tp: dict) -> dict:
+    """The partition row from its segment rows and the log dir's checkpoints."""
     prow = empty_row(PARTITION_COLUMNS)
     prow.update(location)
     prow["depth"] = depth
@@ -109,8 +117,8 @@ def scan_partition_dir(
         prow["log_end_offset"] = live_rows[-1]["last_offset"] + 1
 
     # Checkpoints name the live directory's partition only; a -future/-delete/-stray copy has its own state.
-    tp = (parsed.topic, parsed.partition)
-    if parsed.kind == "live":
+    tp = (location["topic"], location["partition"])
+    if location["dir_kind"] == "live":
         for column, file_name in OFFSET_CHECKPOINTS.items():
             value = checkpoints_by_tp.get(file_name, {}).get(tp)
             if value is not None:
@@ -120,10 +128,7 @@ def scan_partition_dir(
     elif live_rows:
         prow["log_start_offset"] = live_rows[0]["base_offset"]
         prow["log_start_offset_source"] = "first-segment"
-
-    _read_partition_files(path, prow, pnotes)
-    prow["notes"] = pnotes
-    return rows, prow
+    return prow
 
 
 def _segment_row(files: SegmentFiles, depth: str, is_active: bool, location: dict, state: PartitionState | None,
