@@ -236,6 +236,17 @@ class AuditContext:
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     replay_at_ms: int | None = None
     replay_topics: tuple[str, ...] | None = None
+    remote_logs: Any = None
+    """tiered storage: what ``__remote_log_metadata`` says (an
+    ``auditor.cluster.remote_storage.RemoteLogMetadata``), when it was read."""
+    remote_storage_dir: str | None = None
+    """tiered storage: LocalTieredStorage's directory (remote segments' files), for exact answers."""
+
+    def remote_partition(self, topic: str, partition: int, topic_id: str | None = None):
+        """The partition's remote storage view (``RemotePartition``), or None when none was read."""
+        if self.remote_logs is None:
+            return None
+        return self.remote_logs.get(topic, partition, topic_id)
 
     group_offsets: tuple = ()
     """Consumer groups' committed offsets, read from ``__consumer_offsets`` on disk

@@ -142,7 +142,10 @@ class ReplaySafety(Check):
             leo = opt_int(prow.get("log_end_offset")) if prow else None
             hw = opt_int(prow.get("high_watermark")) if prow else None
             pred = replay.predict(views, target, log_start_offset=lso, log_end_offset=leo, high_watermark=hw,
-                                  now_ms=ctx.now_ms, read_files=opts["read_files"])
+                                  now_ms=ctx.now_ms, read_files=opts["read_files"],
+                                  remote=ctx.remote_partition(data.topic, data.partition,
+                                                              prow.get("topic_id") if prow else None),
+                                  leader_epochs=_epoch_starts(prow), remote_storage_dir=ctx.remote_storage_dir)
             pred.log_start = start
             predictions.append((broker, log_dir, views, pred))
         # The most complete replica (highest log end offset) stands for the partition; the
@@ -154,6 +157,8 @@ class ReplaySafety(Check):
         evidence = [self._evidence(broker, log_dir, views, pred)]
         main = evidence[0]
         if api in ("modern", "both"):
+            if pred.unknown:  # tiered storage: say what cannot be known, never guess PASS or FAIL
+                problems.append((Severity.WARN, "cannot tell: " + "; ".join(pred.unknown)))
             gap = _gap_problem(pred, target, main, opts, ctx.kafka_setting(data.topic, "cleanup.policy"))
             if gap is not None:
                 problems.append(gap)
@@ -189,7 +194,7 @@ class ReplaySafety(Check):
         thresholds["target_ms"] = target
         location = dict(topic=data.topic, partition=data.partition, broker_id=broker, log_dir=log_dir)
         answers = (f"modern answer {pred.modern.offset if pred.modern.offset is not None else -1}"
-                   f"{'' if pred.modern.exact else ' (lower bound, files not read)'}, legacy answer "
+                   f"{'' if pred.modern.exact else _inexact(pred.modern)}, legacy answer "
                    f"{pred.legacy.offset if pred.legacy.offset is not None else 'empty'}")
         if not problems:
             return [self.finding(Severity.PASS, f"replay to {iso_utc(target)} is safe: {answers}",
@@ -216,7 +221,7 @@ class ReplaySafety(Check):
         ideal, _ = replay.ideal_offset(views, target)
         modern = pred.modern
         redundant_modern = None
-        if modern.offset is not None and ideal is not None and modern.offset < ideal:
+        if modern.offset is not None and ideal is not None and modern.offset < ideal and modern.tier != "remote":
             redundant_modern = replay.bytes_between(views, modern.offset, modern.position_bytes, ideal, 0)
         redundant_legacy = None
         if pred.legacy.offset is not None:
@@ -235,6 +240,8 @@ class ReplaySafety(Check):
             "modern_exact": modern.exact,
             "modern_segment": modern.segment_base_offset,
             "modern_reason": modern.reason,
+            "modern_upper_offset": modern.upper_bound_offset,
+            "modern_tier": modern.tier,
             "legacy_offset": pred.legacy.offset,
             "legacy_segment": pred.legacy.segment_base_offset,
             "legacy_reason": pred.legacy.reason,
@@ -248,4 +255,24 @@ class ReplaySafety(Check):
             "log_start_source": pred.log_start.source if pred.log_start is not None else None,
             "log_start_detail": pred.log_start.detail if pred.log_start is not None else None,
             "records_ever_deleted": pred.log_start.ever_deleted if pred.log_start is not None else None,
+            "unknown": pred.unknown,
+            **_tier_evidence(pred),
         }
+
+
+#: Tiered-storage evidence keys (auditor.replay.tier_summary), None when no remote storage is known.
+TIER_KEYS = ("local_start_offset", "local_end_offset", "local_bytes", "local_segments", "remote_segments",
+             "remote_start_offset", "remote_end_offset", "remote_bytes", "remote_segments_deleted",
+             "remote_bytes_deleted", "remote_copies_in_progress", "remote_partition_delete_state", "ever_deleted",
+             "deleted")
+
+
+def _tier_evidence(pred) -> dict:
+    tiers = pred.tiers or {}
+    return {k: tiers.get(k) for k in TIER_KEYS}
+
+
+def _inexact(modern) -> str:
+    if modern.tier == "remote" and modern.upper_bound_offset is not None:
+        return f" (between {modern.offset} and {modern.upper_bound_offset}: in remote storage)"
+    return " (lower bound, files not read)"

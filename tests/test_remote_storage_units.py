@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+from auditor.cluster import remote_lookup as rl
 from auditor.cluster import remote_storage as rs
 from auditor.formats import remote_log_metadata as rlm
 
@@ -87,15 +88,15 @@ def test_fold_keeps_the_latest_state_and_flags_orphan_updates():
 
 def test_epoch_for_offset_and_lineage():
     entries = [(0, 0), (2, 50), (3, 50), (5, 120)]
-    assert rs.epoch_for_offset(entries, 0) == 0
-    assert rs.epoch_for_offset(entries, 49) == 0
-    assert rs.epoch_for_offset(entries, 50) == 2  # the first entry with that exact start offset
-    assert rs.epoch_for_offset(entries, 130) == 5
-    assert rs.epoch_for_offset([(1, 10)], 5) is None
+    assert rl.epoch_for_offset(entries, 0) == 0
+    assert rl.epoch_for_offset(entries, 49) == 0
+    assert rl.epoch_for_offset(entries, 50) == 2  # the first entry with that exact start offset
+    assert rl.epoch_for_offset(entries, 130) == 5
+    assert rl.epoch_for_offset([(1, 10)], 5) is None
     lineage = {0: 0, 3: 50, 5: 120}  # epoch 2 has no records: filtered out, as Kafka does
     seg = rs.RemoteSegment("S" * 22, "t", 0, "A" * 22, 40, 60, 9, 1, [(0, 40), (3, 50)], 1,
                            rs.COPY_SEGMENT_FINISHED, 0, 0)
-    assert rs.within_leader_epochs(seg, 200, lineage)
-    assert not rs.within_leader_epochs(seg, 60, lineage)  # must end below the log end offset
+    assert rl.within_leader_epochs(seg, 200, lineage)
+    assert not rl.within_leader_epochs(seg, 60, lineage)  # must end below the log end offset
     seg.leader_epochs = [(0, 40), (4, 50)]  # an epoch the partition never had
-    assert not rs.within_leader_epochs(seg, 200, lineage)
+    assert not rl.within_leader_epochs(seg, 200, lineage)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from auditor.check_runner import GROUP, as_frame
 from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError, write_json
+from auditor.cluster import remote_storage
 from auditor.formats import filenames
 from auditor.manifest import find_manifests, read_manifest
 from auditor.scan import plan_log_dir, scan_partition_dir
@@ -65,6 +66,9 @@ def register(sub) -> None:
     src.add_argument("--log-dir", action="append", metavar="DIR", help="a broker log dir (repeatable)")
     src.add_argument("--manifest", action="append", metavar="PATH", help="a collect manifest dir (repeatable)")
     src.add_argument("--bootstrap-server", metavar="HOST:PORT", help="ask the cluster (protocol only)")
+    p.add_argument("--remote-storage-dir", metavar="DIR",
+                   help="tiered storage: LocalTieredStorage's directory (the remote segments' files), for exact "
+                        "answers in remote ranges; without it they are the remote segment's offset range")
     p.add_argument("--api", choices=API_CHOICES, default="both", help="lookup(s) to judge (default both)")
     p.add_argument("--fail-on", default="FAIL", metavar="SEVERITY",
                    help="unsafe from this severity on: WARN also fails on redundant re-reads (default FAIL)")
@@ -223,6 +227,10 @@ def run(args) -> int:
                 raise CliError(f"{d}: does not exist")
         if args.log_dir:
             segments, partitions, problems = _rows_from_log_dirs(args.log_dir, set(topics))
+            # tiered storage: what __remote_log_metadata (in the same log dirs) says is in remote storage
+            ctx.remote_logs = remote_storage.read_log_dirs(args.log_dir)
+            ctx.remote_storage_dir = args.remote_storage_dir
+            problems += ctx.remote_logs.notes
         else:
             segments, partitions, problems = _rows_from_manifests(args.manifest, set(topics))
         found = {r["topic"] for r in partitions}
@@ -352,3 +360,21 @@ def _print_table(findings: list[Finding], target: int, mode: str, api: str) -> N
         print(f"{f.topic + '-' + str(f.partition):28s} {f.severity.name:7s} {str(iso_utc(e.get('oldest_timestamp_ms'))):24s} "
               f"{(str(modern) if modern is not None else '-1'):>10s} {legacy_txt:>10s} {gap_txt:>14s}  "
               f"{'' if f.severity == Severity.PASS else f.message}")
+        tiers = _tier_line(e)
+        if tiers:
+            print(f"{'':28s} {tiers}")
+
+
+def _tier_line(e: dict) -> str | None:
+    """Tiered storage, per partition: local vs remote offsets and bytes, and whether anything was
+    ever deleted."""
+    if e.get("local_start_offset") is None and not e.get("remote_segments"):
+        return None
+    local = (f"local {e['local_start_offset']}..{(e['local_end_offset'] or 0) - 1} ({human_bytes(e['local_bytes'] or 0)})"
+             if e.get("local_start_offset") is not None else "local: none")
+    if e.get("remote_segments"):
+        remote = (f"remote {e['remote_start_offset']}..{e['remote_end_offset']} ({human_bytes(e['remote_bytes'] or 0)}, "
+                  f"{e['remote_segments']} segments)")
+    else:
+        remote = "remote: not known here"
+    return f"{local}; {remote}; {e.get('deleted') or 'deletions unknown'}"

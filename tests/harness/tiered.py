@@ -198,7 +198,7 @@ def highest_tiered_offset(kc: KafkaCluster, topic: str, partition: int = 0) -> i
 
 
 def wait_tiered(kc: KafkaCluster, topic: str, partition: int = 0, *, tiered_at_least: int,
-                local_start_at_least: int | None = None, timeout_s: float = 90.0) -> tuple[int, int]:
+                local_start_at_least: int | None = None, timeout_s: float = 240.0) -> tuple[int, int]:
     """Until remote storage holds every offset below ``tiered_at_least + 1`` and, if asked, the
     local log starts at or above ``local_start_at_least``.  Returns (highest tiered offset, local
     log start offset)."""
@@ -339,7 +339,7 @@ class TieredScenario:
         self._wait_remote_deleted(1)
         return self
 
-    def _wait_remote_deleted(self, partition: int, timeout_s: float = 60.0) -> None:
+    def _wait_remote_deleted(self, partition: int, timeout_s: float = 180.0) -> None:
         """Until the remote segments wholly below ``deleted_to`` are gone from remote storage."""
         below = {f"{g * self.per_group:020d}" for g in range(self.remote_groups)
                  if (g + 1) * self.per_group - 1 < self.deleted_to}

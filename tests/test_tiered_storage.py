@@ -1,0 +1,316 @@
+"""Tiered storage (KIP-405) on a real broker: issue 14 part 2.
+
+One broker with tiered storage on (Kafka's LocalTieredStorage, the topic-based remote log
+metadata manager; tests/harness/tiered.py), one topic of two partitions whose data sits in three
+zones: remote only (uploaded, then deleted locally: ``*.deleted``, local log start 320), remote
+and local, local only (the active segment); partition 1 also had ``delete_records`` to 100, so
+its log start is 100 and two remote segments were deleted from remote storage.
+
+Oracles: Kafka's ``DumpLogSegments --remote-log-metadata-decoder`` for our decoding of
+``__remote_log_metadata``; LocalTieredStorage's own files for the remote segments' offsets and
+sizes; the broker's ``offsets_for_times`` for the predicted modern answers (>= 200 targets
+before, inside, at the edges of and between every segment, and after the newest record).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from auditor import replay
+from auditor.cluster import remote_storage as rs
+from auditor.formats import remote_log_metadata as rlm
+from auditor.formats.errors import FormatError
+from auditor.formats.log_reader import LogReader
+from auditor.scan import plan_log_dir, scan_partition_dir
+from tests.harness.rlm_dump import dump_remote_log_metadata
+from tests.harness.tiered import (OffsetsForTimes, TieredScenario, highest_tiered_offset, local_log_start,
+                                  tiered_cluster)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def tiered(tmp_path_factory):
+    wd = tmp_path_factory.mktemp("tiered")
+    kc = tiered_cluster(wd)
+    kc.start()
+    try:
+        sc = TieredScenario(kc, wd).build()
+        oracle = OffsetsForTimes(kc)
+        try:
+            answers = {p: [(t, oracle(sc.topic, p, t)) for t in sc.targets(p)] for p in range(sc.partitions)}
+        finally:
+            oracle.close()
+        earliest = {p: kc.list_offsets(sc.topic, p, "earliest")[0] for p in range(sc.partitions)}
+        local_start = {p: local_log_start(kc, sc.topic, p) for p in range(sc.partitions)}
+        tiered_to = {p: highest_tiered_offset(kc, sc.topic, p) for p in range(sc.partitions)}
+        latest = {p: kc.list_offsets(sc.topic, p, "latest")[0] for p in range(sc.partitions)}
+        yield SimpleNamespace(kc=kc, sc=sc, wd=Path(wd), log_dir=kc.log_dirs()[0], remote_dir=sc.remote_dir,
+                              answers=answers, earliest=earliest, local_start=local_start, tiered_to=tiered_to,
+                              latest=latest)
+    finally:
+        kc.stop()
+
+
+def _partition(t, p: int, log_dir=None):
+    """Scan one partition dir as replay-check does: (views, partition row)."""
+    log_dir = log_dir or t.log_dir
+    plan = plan_log_dir(log_dir)
+    (pdir,) = [d for d in plan.partition_dirs if d.name == f"{t.sc.topic}-{p}"]
+    rows, prow = scan_partition_dir(pdir, "headers", log_dir_info=plan.info,
+                                    checkpoints_by_tp=plan.checkpoints_by_tp, root=plan.root)
+    return replay.segment_views(rows), prow
+
+
+def test_the_broker_tiered_for_real(tiered):
+    t = tiered
+    for p in range(t.sc.partitions):
+        names = os.listdir(t.kc.partition_dir(t.sc.topic, p))
+        assert any(n.endswith(".log.deleted") for n in names), names  # local copies deleted for real
+        assert t.local_start[p] > t.earliest[p]  # the local log starts above the log start
+        assert t.tiered_to[p] >= t.local_start[p]  # and remote storage reaches into the local log
+    assert t.earliest == {0: 0, 1: TieredScenario.deleted_to}
+    views, prow = _partition(t, 0)
+    assert prow["log_start_offset"] == 0 and prow["log_start_offset_source"] == "checkpoint"
+    assert views[0].base_offset == t.local_start[0]
+    assert list(t.remote_dir.rglob("*.log")), "LocalTieredStorage holds no segment"
+
+
+def test_decoder_equals_kafka_dump(tiered):
+    """Every record of every __remote_log_metadata partition decodes to what Kafka's own
+    decoder prints, field by field; each partition's events sit where the partitioner says."""
+    t = tiered
+    meta_dirs = sorted(t.log_dir.glob(f"{rs.METADATA_TOPIC}-*"))
+    assert meta_dirs
+    compared = 0
+    kinds = set()
+    for d in meta_dirs:
+        ours = []
+        for log in sorted(d.glob("*.log")):
+            events, problems, _ = rs.read_log_events(log)
+            assert problems == []
+            ours += events
+        theirs = dump_remote_log_metadata(d, t.kc.classpath)
+        assert len(ours) == len(theirs), d
+        k = int(d.name.rsplit("-", 1)[1])
+        for ev, kd in zip(ours, theirs):
+            assert ev.kind == kd["kind"]
+            assert (ev.metadata_offset, ev.topic, ev.partition, ev.topic_id, ev.segment_id, ev.state,
+                    ev.event_ms, ev.broker_id) == (kd["offset"], kd["topic"], kd["partition"], kd["topic_id"],
+                                                   kd["segment_id"], kd["state"], kd["eventTimestampMs"],
+                                                   kd["brokerId"])
+            if ev.kind == rlm.SEGMENT_METADATA:
+                assert (ev.start_offset, ev.end_offset, ev.max_timestamp_ms, ev.size_bytes, ev.leader_epochs,
+                        ev.txn_index_empty) == (kd["startOffset"], kd["endOffset"], kd["maxTimestampMs"],
+                                                kd["segmentSizeInBytes"], kd["segmentLeaderEpochs"], kd["txnIdxEmpty"])
+            assert rs.metadata_partition_for(ev.topic_id, ev.partition, len(meta_dirs)) == k
+            kinds.add((ev.kind, ev.state))
+            compared += 1
+    print(f"\n__remote_log_metadata: {compared} records equal to DumpLogSegments --remote-log-metadata-decoder; "
+          f"kinds/states {sorted(kinds)}")
+    assert compared >= 50
+    assert {s for _, s in kinds} == {rs.COPY_SEGMENT_STARTED, rs.COPY_SEGMENT_FINISHED, rs.DELETE_SEGMENT_STARTED,
+                                     rs.DELETE_SEGMENT_FINISHED}
+
+
+def test_remote_segments_match_the_remote_files(tiered):
+    """The folded latest state per segment agrees with what LocalTieredStorage holds."""
+    t = tiered
+    meta = rs.read_log_dirs([t.log_dir])
+    assert meta.incomplete == {}
+    for p in range(t.sc.partitions):
+        rp = meta.get(t.sc.topic, p)
+        finished = rp.finished()
+        assert finished[0].start_offset <= t.earliest[p] and finished[-1].end_offset == t.tiered_to[p]
+        for seg in finished:
+            files = rs.remote_segment_files(t.remote_dir, seg)
+            assert files is not None, seg
+            assert os.path.getsize(files.log_path) == seg.size_bytes
+            with LogReader(files.log_path) as reader:
+                assert reader.first_batch().base_offset == seg.start_offset
+        for seg in rp.deleted_segments:
+            assert seg.state == rs.DELETE_SEGMENT_FINISHED
+            assert rs.remote_segment_files(t.remote_dir, seg) is None
+        # contiguous: every offset from the log start to the highest tiered offset is in remote storage
+        covered = t.earliest[p]
+        for seg in finished:
+            assert seg.start_offset <= covered
+            covered = max(covered, seg.end_offset + 1)
+        assert covered == t.tiered_to[p] + 1
+    assert len(meta.get(t.sc.topic, 1).deleted_segments) == 2 and not meta.get(t.sc.topic, 0).deleted_segments
+
+
+def _predict_all(t, remote_storage_dir):
+    meta = rs.read_log_dirs([t.log_dir])
+    counts = {"exact": 0, "range": 0, "remote": 0, "local": 0}
+    wrong = []
+    for p in range(t.sc.partitions):
+        views, prow = _partition(t, p)
+        remote = meta.get(t.sc.topic, p, prow["topic_id"])
+        epochs = [(e["epoch"], e["start_offset"]) for e in prow["leader_epochs"]]
+        for target, broker in t.answers[p]:
+            pred = replay.predict(views, target, log_start_offset=prow["log_start_offset"],
+                                  log_end_offset=prow["log_end_offset"], high_watermark=prow["high_watermark"],
+                                  now_ms=0, remote=remote, leader_epochs=epochs,
+                                  remote_storage_dir=remote_storage_dir)
+            a = pred.modern
+            counts[a.tier or "local"] += 1
+            got = a.offset if a.offset is not None else -1
+            if a.exact:
+                counts["exact"] += 1
+                if got != broker:
+                    wrong.append((p, target, broker, got, a.reason))
+            else:
+                counts["range"] += 1
+                if not (a.offset <= broker <= a.upper_bound_offset):
+                    wrong.append((p, target, broker, (a.offset, a.upper_bound_offset), a.reason))
+    return counts, wrong
+
+
+def test_predictions_equal_offsets_for_times(tiered):
+    t = tiered
+    total = sum(len(v) for v in t.answers.values())
+    assert total >= 200
+    exact_counts, wrong = _predict_all(t, str(t.remote_dir))
+    assert wrong == []
+    meta_counts, wrong = _predict_all(t, None)
+    assert wrong == []
+    print(f"\n{total} targets: with the remote storage dir {exact_counts['exact']} exact = offsets_for_times "
+          f"({exact_counts['remote']} answered from remote segments, {exact_counts['local']} from the local log); "
+          f"from the metadata alone {meta_counts['exact']} exact, {meta_counts['range']} ranges holding the "
+          f"broker's answer")
+    assert exact_counts["exact"] == total
+    assert exact_counts["remote"] >= 50 and exact_counts["local"] >= 50
+    assert meta_counts["range"] >= 50 and meta_counts["exact"] + meta_counts["range"] == total
+
+
+def _replay_check(t, target, *extra, log_dir=None):
+    cmd = [sys.executable, "-m", "auditor.cli", "replay-check", "--topic", t.sc.topic, f"--at={target}",
+           "--log-dir", str(log_dir or t.log_dir), "--api", "modern", "--json", *extra]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode in (0, 1), proc.stderr
+    try:
+        out = json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError(f"replay-check printed no JSON (exit {proc.returncode}):\n{proc.stdout[-2000:]}\n"
+                             f"{proc.stderr[-3000:]}") from None
+    return proc.returncode, {f["partition"]: f for f in out["partitions"]}
+
+
+def test_replay_check_disk_mode_agrees(tiered):
+    """replay-check --log-dir: the broker's answers, no KLA010 gap for data in remote storage,
+    and local vs remote ranges and bytes per partition in the evidence."""
+    t = tiered
+    meta = rs.read_log_dirs([t.log_dir])
+    by_target = {p: dict(t.answers[p]) for p in range(t.sc.partitions)}
+    stamps = t.sc.group_stamps[0]
+    targets = [(stamps[3][0] + stamps[3][-1]) // 2,    # remote only
+               (stamps[10][0] + stamps[10][-1]) // 2,  # remote and local
+               (stamps[-1][0] + stamps[-1][-1]) // 2]  # local only (active segment)
+    for target in targets:
+        for extra in ((), ("--remote-storage-dir", str(t.remote_dir))):
+            code, found = _replay_check(t, target, *extra)
+            assert code == 0, found
+            for p in range(t.sc.partitions):
+                f = found[p]
+                assert f["severity"] == "PASS", f["message"]
+                e = f["evidence"][0]
+                broker = by_target[p][target]
+                if e["modern_exact"]:
+                    assert e["modern_offset"] == broker
+                else:
+                    assert extra == () and e["modern_offset"] <= broker <= e["modern_upper_offset"]
+                rp = meta.get(t.sc.topic, p)
+                assert (e["log_start_offset"], e["local_start_offset"], e["remote_start_offset"],
+                        e["remote_end_offset"], e["remote_bytes"]) == (
+                    t.earliest[p], t.local_start[p], rp.finished()[0].start_offset, t.tiered_to[p], rp.remote_bytes)
+                assert e["ever_deleted"] is (p == 1)
+
+
+def test_a_real_gap_stays_a_gap(tiered):
+    """Partition 1 lost offsets 0..99 (delete_records): a target before them is a gap when the
+    remote files say where the oldest record is, and 'cannot tell' from the metadata alone;
+    never PASS."""
+    t = tiered
+    target = t.sc.first_ms - 1
+    code, found = _replay_check(t, target, "--remote-storage-dir", str(t.remote_dir))
+    assert code == 1 and found[1]["severity"] == "FAIL", found[1]["message"]
+    assert found[1]["evidence"][0]["modern_offset"] == dict(t.answers[1])[target] == TieredScenario.deleted_to
+    code, found = _replay_check(t, target)
+    assert found[1]["severity"] == "WARN" and "cannot tell" in found[1]["message"], found[1]["message"]
+
+
+def _copy_log_dir(t, dest: Path) -> Path:
+    dest.mkdir()
+    for entry in t.log_dir.iterdir():
+        if entry.is_dir():
+            if entry.name.startswith((t.sc.topic + "-", rs.METADATA_TOPIC)):
+                shutil.copytree(entry, dest / entry.name)
+        elif not entry.name.startswith("."):
+            shutil.copy2(entry, dest / entry.name)
+    return dest
+
+
+def test_bad_remote_metadata_says_what_it_cannot_know(tiered, tmp_path):
+    """A __remote_log_metadata record with an unknown version: a note naming the file, field and
+    value, and the partitions whose events live in that metadata partition get 'cannot tell'
+    (neither PASS nor FAIL); the other partition's verdict is unchanged."""
+    t = tiered
+    copy = _copy_log_dir(t, tmp_path / "copy")
+    meta = rs.read_log_dirs([copy])
+    rp0 = meta.get(t.sc.topic, 0)
+    (k0,) = rp0.metadata_partitions
+    assert meta.get(t.sc.topic, 1).metadata_partitions != {k0}
+    log = sorted((copy / f"{rs.METADATA_TOPIC}-{k0}").glob("*.log"))[0]
+    data = bytearray(log.read_bytes())
+    # the first value: frame version 1, apiKey 0, version 0, then the topic name (compact string)
+    frame = bytes([rlm.FRAME_VERSION, 0, 0, len(t.sc.topic) + 1]) + t.sc.topic.encode()
+    at = data.index(frame)
+    data[at + 2] = 9  # RemoteLogSegmentMetadataRecord version 9: unknown to Kafka 4.2.1's specs
+    log.write_bytes(bytes(data))
+    meta = rs.read_log_dirs([copy])
+    assert list(meta.incomplete) == [k0]
+    (problem,) = meta.incomplete[k0]
+    assert str(log) in problem and "version" in problem and "9" in problem
+    target = (t.sc.group_stamps[0][3][0] + t.sc.group_stamps[0][3][-1]) // 2
+    code, found = _replay_check(t, target, log_dir=copy)
+    assert found[0]["severity"] == "WARN" and "cannot tell" in found[0]["message"], found[0]["message"]
+    assert "version" in found[0]["message"]
+    assert found[1]["severity"] == "PASS", found[1]["message"]
+
+
+def test_values_cut_short_or_unknown_are_errors_not_crashes(tiered):
+    """Every prefix of real values, an unknown apiKey, a bad frame version and trailing bytes:
+    a FormatError naming the field, never another exception, never an event."""
+    t = tiered
+    log = sorted(next(t.log_dir.glob(f"{rs.METADATA_TOPIC}-*")).glob("*.log"))
+    values = []
+    for path in sorted(p for d in t.log_dir.glob(f"{rs.METADATA_TOPIC}-*") for p in d.glob("*.log")):
+        with LogReader(path) as reader:
+            for batch in reader.batches():
+                values += [v for _, v, _ in rlm.record_values(reader, batch)]
+    assert log and len(values) >= 50
+    kinds_seen = {v[1] for v in values}
+    assert {0, 1} <= kinds_seen
+    checked = 0
+    for value in {v[1]: v for v in values}.values():  # one value per apiKey
+        assert rlm.decode_value(value, "x") is not None
+        for cut in range(len(value)):
+            with pytest.raises(FormatError):
+                rlm.decode_value(value[:cut], "x")
+            checked += 1
+        with pytest.raises(FormatError, match="after the message"):
+            rlm.decode_value(value + b"\x00", "x")
+    with pytest.raises(FormatError, match="apiKey"):
+        rlm.decode_value(bytes([1, 7, 0]) + values[0][3:], "x")
+    with pytest.raises(FormatError, match="frame version"):
+        rlm.decode_value(bytes([0]) + values[0][1:], "x")
+    assert checked > 100
