@@ -182,6 +182,38 @@ def measure_fold(log_dir: Path, runs: int) -> dict:
     return dict(r, wall_s=wall, proc_s=proc, per_s=r["records"] / wall, per_proc_s=r["records"] / proc)
 
 
+_DECODE_ALL = r"""
+import json, os, sys, time
+os.sched_setaffinity(0, {{{cpu}}})
+sys.path.insert(0, {root!r})
+from auditor.formats.log_reader import LogReader
+from auditor.formats import offsets_records as o
+r = LogReader({log!r})
+n = 0
+t0 = time.perf_counter(); p0 = time.process_time()
+for b in r.batches():
+    if b.is_control:
+        continue
+    for off, ts, k, v in o.iter_key_values(b, r.read_batch_bytes(b)):
+        o.decode_key(k)
+        if v is not None:
+            o.decode_value(o.key_version(k), v)
+        n += 1
+    if n >= {limit}:
+        break
+print(json.dumps({{"records": n, "wall_s": time.perf_counter() - t0, "proc_s": time.process_time() - p0}}))
+"""
+
+
+def measure_decode_all(log: Path, limit: int = 300_000) -> dict:
+    """Every record's key and value decoded into fields (no folding), for comparison."""
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    code = _DECODE_ALL.format(cpu=cpu, root=str(ROOT), log=str(log), limit=limit)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    return dict(r, per_s=r["records"] / r["wall_s"], per_proc_s=r["records"] / r["proc_s"])
+
+
 def measure_kafka(log: Path) -> float:
     from harness.kafka import kafka_classpath, tools_log4j_config
     cp = kafka_classpath()
@@ -263,6 +295,9 @@ def main() -> None:
         verdict = "PASS" if m["per_s"] >= TARGET_COMMITS_PER_S else "MISS"
         print(f"{name:8s} {m['records']:>10,} {m['wall_s']:>8.2f} {m['per_s']:>14,.0f} {m['per_proc_s']:>13,.0f} "
               f"{kafka:>9s}  {verdict} ({m['groups']} groups, {m['offsets']} offsets, {m['notes']} notes)")
+    d = measure_decode_all(BENCH / "multi" / "__consumer_offsets-0" / f"{0:020d}.log")
+    print(f"for comparison, every record's key and value decoded into fields (no folding, first {d['records']:,} of "
+          f"multi): {d['per_s']:,.0f}/s wall, {d['per_proc_s']:,.0f}/s cpu")
     wide = info["wide"]
     at = str(wide["t0_ms"] + 7 * 60_000 + 500)
     print(f"\nreplay-check --group wide-group --at T on {wide['partitions']:,} partitions (whole command, "

@@ -146,42 +146,67 @@ def test_groups_command_json(groups_cluster):
     assert text.returncode == 0 and "below-start" in text.stdout and "deleted-group" not in text.stdout
 
 
-@pytest.mark.parametrize("group", ["simple-3", "kip848-3", "below-start", "lagging-group"])
-def test_replay_check_group_equals_reset_offsets_dry_run(groups_cluster, kafka_classpath, group):
+def _cli_inprocess(*args) -> tuple[int, str]:
+    """The real command in this interpreter (no interpreter start and imports per call)."""
+    import contextlib
+    import io
+    from auditor.cli import main
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main([str(a) for a in args])
+    return rc, out.getvalue()
+
+
+def test_replay_check_group_equals_reset_offsets_dry_run(groups_cluster, kafka_classpath):
+    """replay-check --group (disk and protocol modes) against the real kafka-consumer-groups
+    --reset-offsets --to-datetime --dry-run, for targets before the data, inside it and after the
+    newest record (where the tool falls back to the log end offset)."""
     import json
     import time
     from harness.groups import ConsumerGroupsTool
     kc, scenario, _ = groups_cluster
     tool = ConsumerGroupsTool(kafka_classpath, kc.bootstrap_servers)
+    groups = ["simple-3", "kip848-3", "below-start", "lagging-group"]
     now = int(time.time() * 1000)
     targets = {"before the data": scenario.t0_ms - 3_600_000,
                "inside the data": scenario.t0_ms + 13 * 60_000 + 500,
                "after the newest record": now + 3_600_000}
+    compared = 0
     for label, target in targets.items():
-        theirs = tool.reset_to_datetime_dry_run(group, target)
-        assert theirs, (group, label)
-        for mode in (("--log-dir", *kc.log_dirs(1)), ("--bootstrap-server", kc.bootstrap_servers)):
-            args = ["replay-check", "--group", group, "--at", str(target), "--json"]
-            for i in range(1, len(mode)):
-                args += [mode[0], mode[i]]
-            proc = _cli(*args)
-            assert proc.returncode in (0, 1), proc.stderr
-            doc = json.loads(proc.stdout)
-            got = {(p["topic"], p["partition"]): p["reset_offset"] for p in doc["group"]["partitions"]}
-            assert got == theirs, (group, label, mode[0])
-            for p in doc["group"]["partitions"]:
-                c = p["committed_offset"]
-                assert p["records_reread"] == max(c - p["reset_offset"], 0)
-                assert p["records_skipped"] == max(p["reset_offset"] - c, 0)
-                if mode[0] == "--log-dir":
-                    # bytes of the batches between the two positions (batch granularity: the data
-                    # was produced 5 records per batch, so offsets 5 apart are in different batches)
-                    moved = p["bytes_reread"] + p["bytes_skipped"]
-                    assert moved >= 0 and min(p["bytes_reread"], p["bytes_skipped"]) == 0
-                    if abs(p["reset_offset"] - max(c, p["log_start_offset"])) >= 5:
-                        assert moved > 0, p
-                else:
-                    assert p["bytes_reread"] is None and p["bytes_skipped"] is None
+        dry_runs = tool.reset_to_datetime_dry_run_groups(groups, target)
+        for group in groups:
+            theirs = dry_runs[group]
+            assert theirs, (group, label)
+            for mode in (("--log-dir", *kc.log_dirs(1)), ("--bootstrap-server", kc.bootstrap_servers)):
+                args = ["replay-check", "--group", group, "--at", str(target), "--json"]
+                for i in range(1, len(mode)):
+                    args += [mode[0], mode[i]]
+                rc, out = _cli_inprocess(*args)
+                assert rc in (0, 1), out
+                doc = json.loads(out)
+                got = {(p["topic"], p["partition"]): p["reset_offset"] for p in doc["group"]["partitions"]}
+                assert got == theirs, (group, label, mode[0])
+                compared += len(got)
+                for p in doc["group"]["partitions"]:
+                    c = p["committed_offset"]
+                    assert p["records_reread"] == max(c - p["reset_offset"], 0)
+                    assert p["records_skipped"] == max(p["reset_offset"] - c, 0)
+                    if mode[0] == "--log-dir":
+                        # bytes of the batches between the two positions (batch granularity: the data
+                        # was produced 5 records per batch, so offsets 5 apart are in different batches)
+                        moved = p["bytes_reread"] + p["bytes_skipped"]
+                        assert moved >= 0 and min(p["bytes_reread"], p["bytes_skipped"]) == 0
+                        if abs(p["reset_offset"] - max(c, p["log_start_offset"])) >= 5:
+                            assert moved > 0, p
+                    else:
+                        assert p["bytes_reread"] is None and p["bytes_skipped"] is None
+    assert compared >= 80
+    # the subprocess path (exit code, JSON on stdout) once
+    proc = _cli("replay-check", "--group", "below-start", "--at", targets["inside the data"], "--log-dir",
+                kc.log_dirs(1)[0], "--json")
+    assert proc.returncode in (0, 1) and json.loads(proc.stdout)["group"]["group"] == "below-start"
+    assert _cli("replay-check", "--group", "no-such-group", "--at", targets["inside the data"], "--log-dir",
+                kc.log_dirs(1)[0]).returncode == 3
 
 
 def test_group_checks_on_the_real_cluster(groups_cluster):

@@ -387,6 +387,14 @@ class ConsumerGroupsTool:
         return parse_dry_run(proc.stdout, group)
 
 
+    def reset_to_datetime_dry_run_groups(self, groups: list[str], target_ms: int
+                                         ) -> dict[str, dict[tuple[str, int], int]]:
+        """The same for several groups in one JVM (``--group`` repeated, ``--all-topics``)."""
+        args = [a for g in groups for a in ("--group", g)]
+        proc = self.run("--reset-offsets", *args, "--all-topics", "--to-datetime", iso_utc_ms(target_ms), "--dry-run")
+        return {g: parse_dry_run(proc.stdout, g) for g in groups}
+
+
 def parse_dry_run(text: str, group: str) -> dict[tuple[str, int], int]:
     out = {}
     for line in text.splitlines():
