@@ -121,6 +121,7 @@ def test_whole_audit_same_document_on_both_engines(demo, tmp_path):
     """run_audit end to end on the demo sample: the local engine's document equals Spark's but for
     the engine, the versions and the elapsed time (the order of partition_stats rows aside)."""
     from auditor.audit import AuditRequest, run_audit
+    from reports.document import build_document
 
     result, ctx = demo
     log_dirs = [i["log_dir"] for i in result.log_dirs]
@@ -128,7 +129,7 @@ def test_whole_audit_same_document_on_both_engines(demo, tmp_path):
     for engine in ("local", "spark"):
         req = AuditRequest(log_dirs=log_dirs, depth="deep", config_path=str(Path(log_dirs[0]).parent / "demo-audit.yaml"),
                            at_ms=ctx.replay_at_ms, topics=list(ctx.replay_topics), now_ms=ctx.now_ms, engine=engine)
-        doc = dict(run_audit(req).doc)
+        doc = dict(build_document(run_audit(req)))
         assert doc.pop("engine")["name"] == engine
         for key in ("versions", "elapsed_s"):
             doc.pop(key)

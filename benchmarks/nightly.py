@@ -1,0 +1,234 @@
+"""A nightly audit a broker does not notice: incremental scans, page cache left as it was, a fast demo.
+
+    .venv/bin/python benchmarks/nightly.py              # data from benchmarks/scan.py + a generated dir
+    .venv/bin/python benchmarks/nightly.py --demo-runs 3 --skip-generated
+
+One run prints, side by side:
+
+* **first vs second run** at ``headers`` depth with ``--state`` on (1) the largest real-broker log dir
+  ``benchmarks/scan.py`` builds (``big``: 2.3 GiB, 47 segments) and (2) a generated log dir of
+  >= 100,000 segments (copies of the ``many`` set's 2,561 real segments into 40 x 8 partition
+  dirs: real broker bytes, made-up topic names). Bytes read: ``read_bytes`` of ``/proc/<pid>/io``
+  (what reached the disk: meaningful with a cold cache) and ``rchar`` (every byte the process read
+  through system calls, cache or not: the scanner's own count); wall time of the scan only (rows
+  consumed and dropped, as ``collect`` streams them). Beside them an ``index``-depth scan without
+  state. Cold: ``sync; echo 3 > /proc/sys/vm/drop_caches`` before each run (said when it fails).
+* **page-cache residency** of the log dir's files (``mincore``) before and after a full ``headers``
+  scan, with every other file made resident first; with ``PageCacheCare`` (``collect --nice``) and
+  without it.
+* **``kafka-audit demo``** end-to-end wall time (a fresh process each run).
+
+Each scan runs in a fresh interpreter (``--worker``). Prints figures; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+GEN_COPIES = 40
+MiB = 1024 * 1024
+
+
+def proc_io() -> dict[str, int]:
+    out = {}
+    with open("/proc/self/io") as fh:
+        for line in fh:
+            k, v = line.split(":")
+            out[k.strip()] = int(v)
+    return out
+
+
+def worker(depth: str, log_dir: str, state: str | None, care: bool) -> dict:
+    from auditor.scan import iter_log_dir
+
+    io0 = proc_io()
+    t0 = time.perf_counter()
+    rows = 0
+    info = None
+    for seg_rows, _prow, i in iter_log_dir(log_dir, depth, state_dir=state, page_cache_care=care):
+        rows += len(seg_rows)
+        if i is not None:
+            info = i
+    wall = time.perf_counter() - t0
+    io1 = proc_io()
+    res = {"wall_s": wall, "rows": rows, "rchar": io1["rchar"] - io0["rchar"],
+           "read_bytes": io1["read_bytes"] - io0["read_bytes"]}
+    if info and info.get("scan_state"):
+        res.update(info["scan_state"])
+    return res
+
+
+def run_worker(depth: str, log_dir: Path, state: Path | None = None, care: bool = False) -> dict:
+    cmd = [sys.executable, __file__, "--worker", depth, str(log_dir), str(state or ""), "1" if care else "0"]
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def drop_caches() -> bool:
+    subprocess.run(["sync"], check=False)
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as fh:
+            fh.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def generated_dir(root: Path, many: Path) -> Path:
+    """>= 100,000 segments: the 'many' set's partition dirs linked GEN_COPIES times (real bytes)."""
+    target = root / "generated-100k" / "data"
+    marker = root / "generated-100k" / "DONE"
+    if marker.exists():
+        return target
+    shutil.rmtree(target.parent, ignore_errors=True)
+    target.mkdir(parents=True)
+    for name in ("meta.properties",):
+        shutil.copy2(many / name, target / name)
+    parts = sorted(p for p in many.iterdir() if p.is_dir() and p.name.startswith("many-"))
+    for k in range(GEN_COPIES):
+        for p in parts:
+            # hard links: real bytes without 2 GiB of copies; each link is its own directory entry, so
+            # the scan and the state see 102,400 segments (the proof keys on dir name + base offset)
+            shutil.copytree(p, target / f"gen{k:02d}-{p.name.rsplit('-', 1)[1]}", copy_function=os.link)
+    marker.write_text("ok\n")
+    return target
+
+
+def all_files(d: Path) -> list[Path]:
+    return sorted(p for p in d.rglob("*") if p.is_file())
+
+
+def residency_of(files: list[Path]) -> tuple[int, int]:
+    from auditor.scan.pagecache import file_residency
+
+    res = tot = 0
+    for f in files:
+        r, t = file_residency(f)
+        res += r
+        tot += t
+    return res, tot
+
+
+def make_half_resident(files: list[Path]) -> None:
+    for f in files[::2]:
+        with open(f, "rb") as fh:
+            while fh.read(8 * MiB):
+                pass
+
+
+def incremental(label: str, log_dir: Path, cold: bool, P) -> None:
+    state = Path(tempfile.mkdtemp(prefix="kafka-audit-state-"))
+    try:
+        runs = {}
+        for name, depth, st in (("first (headers, --state)", "headers", state),
+                                ("second (headers, --state)", "headers", state),
+                                ("index, no state", "index", None),
+                                ("headers, no state", "headers", None)):
+            if cold:
+                drop_caches()
+            runs[name] = run_worker(depth, log_dir, st)
+        first, second, index = (runs["first (headers, --state)"], runs["second (headers, --state)"],
+                                runs["index, no state"])
+        P(f"\n{label}: {log_dir}  ({first['rows']:,} segment rows; cache {'COLD' if cold else 'warm'})")
+        P(f"  {'run':<28} {'wall s':>8} {'rchar':>14} {'read_bytes':>14} {'reused':>8} {'read':>8}")
+        for name, r in runs.items():
+            P(f"  {name:<28} {r['wall_s']:>8.3f} {r['rchar']:>14,} {r['read_bytes']:>14,} "
+              f"{r.get('reused', '-'):>8} {r.get('read', '-'):>8}")
+        for key in ("rchar", "read_bytes"):
+            if first[key]:
+                pct = 100 * second[key] / first[key]
+                P(f"  second/first {key:<10}: {pct:7.3f} %   target < 1 %: {'PASS' if pct < 1 else 'MISS'}")
+        P(f"  second run vs index scan : {second['wall_s']:.3f} s vs {index['wall_s']:.3f} s   "
+          f"target <= index: {'PASS' if second['wall_s'] <= index['wall_s'] else 'MISS'}")
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def residency(label: str, log_dir: Path, P) -> None:
+    files = all_files(log_dir)
+    for care in (True, False):
+        if not drop_caches():
+            P(f"  {label}: cannot drop caches: residency figures skipped")
+            return
+        make_half_resident(files)
+        before = residency_of(files)
+        r = run_worker("headers", log_dir, None, care)
+        after = residency_of(files)
+        b, a = before[0] / before[1] * 100, after[0] / after[1] * 100
+        what = "with PageCacheCare (collect --nice)" if care else "without (plain scan)"
+        verdict = f"target within 1 point: {'PASS' if abs(a - b) <= 1 else 'MISS'}" if care else ""
+        P(f"  {label:<10} {what:<38} resident {b:6.2f} % -> {a:6.2f} %  ({before[1]:,} pages; "
+          f"scan {r['wall_s']:.2f} s)  {verdict}")
+
+
+def demo_runs(n: int, P) -> None:
+    walls = []
+    findings = None
+    for _ in range(n):
+        out = Path(tempfile.mkdtemp(prefix="kafka-audit-demo-"))
+        t0 = time.perf_counter()
+        subprocess.run([str(REPO / ".venv" / "bin" / "kafka-audit"), "demo", "--out", str(out)], cwd=REPO,
+                       check=True, capture_output=True, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+        walls.append(time.perf_counter() - t0)
+        doc = json.loads((out / "findings.json").read_text())
+        findings = (doc["counts"], doc.get("engine"))
+        shutil.rmtree(out, ignore_errors=True)
+    med = statistics.median(walls)
+    P(f"\nkafka-audit demo: median {med:.1f} s over {n} runs ({', '.join(f'{w:.1f}' for w in walls)}); "
+      f"counts {findings[0]}, engine {findings[1]}   target < 15 s: {'PASS' if med < 15 else 'MISS'}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
+    ap.add_argument("--demo-runs", type=int, default=3)
+    ap.add_argument("--skip-generated", action="store_true")
+    ap.add_argument("--cold", action="store_true",
+                    help="also cold-cache runs on 'big' (drops the page cache of the whole machine several times: "
+                         "every other process on it slows down)")
+    ap.add_argument("--root", default=str(REPO / ".cache" / "bench"))
+    args = ap.parse_args(argv)
+    if args.worker:
+        depth, log_dir, state, care = args.worker
+        print(json.dumps(worker(depth, log_dir, state or None, care == "1")))
+        return 0
+    from scan import ensure_data
+
+    root = Path(args.root)
+    info = ensure_data(root, False, print)
+    big = root / info["big"]["log_dir"]
+    many = root / info["many"]["log_dir"]
+    P = print
+    cold = drop_caches() if args.cold else False
+    P(f"nightly benchmark ({time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {os.cpu_count()} CPUs, load "
+      f"{os.getloadavg()[0]:.1f}); cold cache: "
+      f"{'dropping caches works' if cold else ('dropping caches does NOT work here' if args.cold else 'not asked (--cold)')}")
+    sets = [("big", big)]
+    if not args.skip_generated:
+        sets.append(("generated", generated_dir(root, many)))
+    for label, d in sets:
+        incremental(label, d, False, P)
+    if cold:
+        incremental("big", big, True, P)
+        P("\npage-cache residency of every file of the log dir, every other file made resident first:")
+        residency("big", big, P)
+    if args.demo_runs:
+        demo_runs(args.demo_runs, P)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
