@@ -1,6 +1,7 @@
 """Runs the registered checks: in-process on pandas, or distributed on Spark.
 
-Both engines call the same pure ``Check.run`` on the same inputs: partition-scope checks once per
+Both engines call the same pure ``Check.run`` on the same inputs (anything that needs files, the
+replay search, is done here first and handed in): partition-scope checks once per
 topic-partition (pandas groupby here, ``cogroup().applyInPandas`` on Spark, so the segment table
 never reaches the driver), cluster-scope checks once on the small aggregate tables.
 """
@@ -11,6 +12,7 @@ from typing import Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from auditor import replay
 from auditor.schema import FINDING_FIELDS, FINDING_SCHEMA, PARTITION_SCHEMA, SEGMENT_SCHEMA, to_table
 from checks import REGISTRY
 from checks.base import AuditContext, Check, CheckInput, Finding, Severity
@@ -38,7 +40,32 @@ def run_partition_checks(segments: pd.DataFrame, partitions: pd.DataFrame, ctx: 
     topic, partition = frame["topic"].iloc[0], int(frame["partition"].iloc[0])
     data = CheckInput(topic=topic, partition=partition, segments=segments.reset_index(drop=True),
                       partitions=partitions.reset_index(drop=True))
-    return _run_checks(_checks("partition", names), data, ctx)
+    checks = _checks("partition", names)
+    out: list[Finding] = []
+    try:
+        data.replay = replay_search(data, ctx, checks)
+    except Exception as e:  # noqa: BLE001 - a failed search must not hide the other checks
+        safety = REGISTRY[REPLAY_CHECK]
+        checks = [c for c in checks if c is not safety]
+        out.append(_error_finding(safety, e, topic, partition))
+    return out + _run_checks(checks, data, ctx)
+
+
+#: The check the replay search is for; it is handed the search's result, never searches itself.
+REPLAY_CHECK = "replay.safety"
+
+
+def replay_search(data: CheckInput, ctx: AuditContext, checks: Sequence[type[Check]]) -> list | None:
+    """The replay search of one partition (``auditor.replay.predict_replicas``: it reads the chosen
+    segment of each replica) when replay.safety is to run on it; None otherwise."""
+    check = REGISTRY.get(REPLAY_CHECK)
+    if check is None or check not in checks or not ctx.wants_replay(data.topic):
+        return None
+    opts = ctx.options(check, data.topic)
+    if not opts.get("enabled", True):
+        return None
+    return replay.predict_replicas(data.topic, data.partition, data.segments, data.partitions, ctx,
+                                   search_files=opts["read_files"])
 
 
 def run_cluster_checks(stats: Mapping[str, pd.DataFrame], partitions: pd.DataFrame, ctx: AuditContext,

@@ -754,3 +754,78 @@ def _remote_unknown(views, lso, log_end_offset, modern):
                f"__remote_log_metadata is not under the given log dirs, so what a seek to the target returns, and "
                f"whether records were deleted, cannot be told from these files"]
     return answer, None, None, tier_summary(views, None, lso, log_end_offset), unknown
+
+
+# ---------------------------------------------------------------------------------------
+# One partition's replicas: the search the pipeline runs before the checks (checks/safety.py
+# is handed the result and never reads a file)
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class ReplicaPrediction:
+    """One live replica of a partition (broker, log dir): its segment views and both answers."""
+
+    broker_id: int | None
+    log_dir: str | None
+    views: list[SegmentView]
+    prediction: ReplayPrediction
+
+
+def _int(value) -> int | None:
+    return None if value is None or (isinstance(value, float) and value != value) else int(value)
+
+
+def epoch_starts(prow) -> list[tuple[int, int]]:
+    """(epoch, start offset) of a partition row's leader-epoch-checkpoint (list or array)."""
+    epochs = prow.get("leader_epochs") if prow else None
+    if epochs is None or isinstance(epochs, float):
+        return []
+    return [(int(e["epoch"]), int(e["start_offset"])) for e in epochs]
+
+
+def _live_partition_row(partitions, broker: int | None, log_dir: str | None) -> dict | None:
+    if partitions is None or not len(partitions):
+        return None
+    match = partitions[(partitions["broker_id"] == broker) & (partitions["log_dir"] == log_dir)
+                       & (partitions["dir_kind"] == "live")]
+    return match.iloc[0].to_dict() if len(match) else None
+
+
+def predict_replicas(topic: str, partition: int, segments, partitions, ctx, *,
+                     search_files: bool) -> list[ReplicaPrediction]:
+    """Both answers for every live replica of one topic-partition, the most complete replica
+    (highest log end offset) first; [] when no live segment was scanned.
+
+    ``segments`` / ``partitions``: the partition's rows as the checks get them (pandas);
+    ``ctx``: the audit context (``replay_at_ms``, ``now_ms``, tiered storage: ``remote_partition``, ``remote_storage_dir``). ``search_files``: read
+    the chosen segment's files for the exact modern answer. The pipeline searches (check_runner,
+    replay-check) and hands the result to the replay.safety check; without it the check answers
+    from the rows alone, reading nothing.
+    """
+    replicas = []
+    if segments is not None and len(segments):
+        live = segments[segments["dir_kind"] == "live"]
+        for (broker, log_dir), rows in live.groupby(["broker_id", "log_dir"], dropna=False, sort=True):
+            views = segment_views(rows.to_dict("records"))
+            if views:
+                replicas.append((_int(broker), log_dir, views))
+    out = []
+    for broker, log_dir, views in replicas:
+        prow = _live_partition_row(partitions, broker, log_dir)
+        lso = _int(prow.get("log_start_offset")) if prow else None
+        start = log_start(views, lso if prow and prow.get("log_start_offset_source") == "checkpoint" else None,
+                          epoch_starts(prow))
+        if start.source == LOG_START_LEADER_EPOCH:
+            lso = start.offset  # a deleteRecords the log-start-offset-checkpoint does not show yet
+        pred = predict(views, ctx.replay_at_ms, log_start_offset=lso,
+                       log_end_offset=_int(prow.get("log_end_offset")) if prow else None,
+                       high_watermark=_int(prow.get("high_watermark")) if prow else None,
+                       now_ms=ctx.now_ms, read_files=search_files,
+                       remote=ctx.remote_partition(topic, partition, prow.get("topic_id") if prow else None),
+                       leader_epochs=epoch_starts(prow),
+                       remote_storage_dir=ctx.remote_storage_dir if search_files else None)
+        pred.log_start = start
+        out.append(ReplicaPrediction(broker, log_dir, views, pred))
+    out.sort(key=lambda r: (-(r.prediction.log_end_offset or -1), r.broker_id if r.broker_id is not None else 1 << 30))
+    return out

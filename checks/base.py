@@ -220,6 +220,9 @@ class CheckInput:
     topic_stats: Any = None
     broker_stats: Any = None
     log_dir_stats: Any = None
+    replay: Any = None
+    """partition scope, ``replay.safety``: the replay search of this partition
+    (``auditor.replay.predict_replicas``), done by the pipeline before the checks; None: not done."""
 
 
 @dataclass

@@ -44,26 +44,19 @@ Options:
     after_newest_severity (FAIL): severity when the target is after the newest record.
     legacy_redundant_bytes (1073741824): WARN when the legacy answer re-reads more bytes than this.
     modern_redundant_bytes (104857600): WARN when the modern answer lands this many bytes early.
-    read_files (true): read the chosen segment for the exact offset (false: rows only).
+    read_files (true): the pipeline reads the chosen segment for the exact offset before the
+        check runs and hands it the result (the check itself reads no file); false: rows only.
 """
 
 from __future__ import annotations
 
-from checks.base import Check, CheckInput, Option, Severity, non_negative, opt_int, severity_name
+from checks.base import Check, CheckInput, Option, Severity, non_negative, severity_option
 from auditor import replay
 from auditor.units import human_bytes, human_duration, iso_utc
 
 
 #: Shortest retained time span whose byte rate is used to estimate the bytes of a gap.
 MIN_RATE_SPAN_MS = 3_600_000
-
-
-def _epoch_starts(prow) -> list[tuple[int, int]]:
-    """(epoch, start offset) of the partition row's leader-epoch-checkpoint (list or array)."""
-    epochs = prow.get("leader_epochs") if prow else None
-    if epochs is None or isinstance(epochs, float):
-        return []
-    return [(int(e["epoch"]), int(e["start_offset"])) for e in epochs]
 
 
 def _never_deleted(pred) -> bool:
@@ -92,6 +85,22 @@ def _gap_problem(pred, target: int, main: dict, opts, cleanup_policy: str | None
             + f" (retention or deleteRecords deleted it{deleted})")
 
 
+def _legacy_problems(predictions, main: dict, opts) -> list[tuple[Severity, str]]:
+    """(b): the legacy (v0) lookup answers nothing on some replica, or lands far before the target."""
+    problems = []
+    empty = [(b, d) for b, d, _, p in predictions if p.legacy.offset is None]
+    if empty:
+        where = ", ".join(f"broker {b} {d}" for b, d in empty)
+        problems.append((Severity.parse(opts["legacy_empty_severity"]),
+                         f"legacy (v0) lookup answers an empty list on {where}: every .log mtime is newer "
+                         f"than the target; old clients crash"))
+    redundant = main["redundant_bytes_legacy"]
+    if redundant is not None and redundant > opts["legacy_redundant_bytes"]:
+        problems.append((Severity.WARN, f"legacy (v0) lookup lands at offset {predictions[0][3].legacy.offset}, "
+                                        f"{human_bytes(redundant)} before the target's position"))
+    return problems
+
+
 def _api_name(v) -> bool:
     return v in ("modern", "legacy", "both")
 
@@ -104,53 +113,26 @@ class ReplaySafety(Check):
     scope = "partition"
     options = {
         "api": Option("both", "which lookups to judge", str, _api_name, "modern | legacy | both"),
-        "gap_severity": Option("FAIL", "oldest record newer than the target", str, severity_name, "a severity name"),
-        "legacy_empty_severity": Option("FAIL", "legacy lookup answers nothing", str, severity_name, "a severity name"),
-        "after_newest_severity": Option("FAIL", "target after the newest record", str, severity_name, "a severity name"),
+        "gap_severity": severity_option("FAIL", "oldest record newer than the target"),
+        "legacy_empty_severity": severity_option("FAIL", "legacy lookup answers nothing"),
+        "after_newest_severity": severity_option("FAIL", "target after the newest record"),
         "legacy_redundant_bytes": Option(1 << 30, "legacy re-read bytes before WARN", int, non_negative, ">= 0"),
         "modern_redundant_bytes": Option(100 << 20, "modern early-landing bytes before WARN", int, non_negative, ">= 0"),
-        "read_files": Option(True, "read the chosen segment for the exact offset", bool),
+        "read_files": Option(True, "the pipeline reads the chosen segment for the exact offset", bool),
     }
 
     def run(self, data: CheckInput, ctx, opts):
         if not ctx.wants_replay(data.topic):
             return []
         target = ctx.replay_at_ms
-        seg = data.segments
-        parts = data.partitions
-        replicas = []
-        if seg is not None and len(seg):
-            live = seg[seg["dir_kind"] == "live"]
-            for (broker, log_dir), rows in live.groupby(["broker_id", "log_dir"], dropna=False, sort=True):
-                views = replay.segment_views(rows.to_dict("records"))
-                if views:
-                    replicas.append((opt_int(broker), log_dir, views))
-        if not replicas:
+        found = data.replay
+        if found is None:  # not searched by the pipeline: answer from the rows alone, read nothing
+            found = replay.predict_replicas(data.topic, data.partition, data.segments, data.partitions, ctx,
+                                            search_files=False)
+        if not found:
             return [self.finding("WARN", f"no live segment of {data.topic}-{data.partition} to predict a replay from",
                                  "Scan the brokers that host this partition.", topic=data.topic, partition=data.partition)]
-        predictions = []
-        for broker, log_dir, views in replicas:
-            prow = None
-            if parts is not None and len(parts):
-                match = parts[(parts["broker_id"] == broker) & (parts["log_dir"] == log_dir) & (parts["dir_kind"] == "live")]
-                prow = match.iloc[0].to_dict() if len(match) else None
-            lso = opt_int(prow.get("log_start_offset")) if prow else None
-            start = replay.log_start(views, lso if prow and prow.get("log_start_offset_source") == "checkpoint" else None,
-                                     _epoch_starts(prow))
-            if start.source == replay.LOG_START_LEADER_EPOCH:
-                lso = start.offset  # a deleteRecords the log-start-offset-checkpoint does not show yet
-            leo = opt_int(prow.get("log_end_offset")) if prow else None
-            hw = opt_int(prow.get("high_watermark")) if prow else None
-            pred = replay.predict(views, target, log_start_offset=lso, log_end_offset=leo, high_watermark=hw,
-                                  now_ms=ctx.now_ms, read_files=opts["read_files"],
-                                  remote=ctx.remote_partition(data.topic, data.partition,
-                                                              prow.get("topic_id") if prow else None),
-                                  leader_epochs=_epoch_starts(prow), remote_storage_dir=ctx.remote_storage_dir)
-            pred.log_start = start
-            predictions.append((broker, log_dir, views, pred))
-        # The most complete replica (highest log end offset) stands for the partition; the
-        # others are listed in the evidence (their mtimes, and so legacy answers, may differ).
-        predictions.sort(key=lambda p: (-(p[3].log_end_offset or -1), p[0] if p[0] is not None else 1 << 30))
+        predictions = [(r.broker_id, r.log_dir, r.views, r.prediction) for r in found]
         broker, log_dir, views, pred = predictions[0]
         problems: list[tuple[Severity, str]] = []
         api = opts["api"]
@@ -178,24 +160,16 @@ class ReplaySafety(Check):
                                  f"{iso_utc(views[[v.base_offset for v in views].index(pred.modern.segment_base_offset)].largest_timestamp_ms)}"
                                  f" (a stray future or outlier timestamp)"))
         if api in ("legacy", "both"):
-            empty = [(b, d) for b, d, _, p in predictions if p.legacy.offset is None]
-            if empty:
-                where = ", ".join(f"broker {b} {d}" for b, d in empty)
-                problems.append((Severity.parse(opts["legacy_empty_severity"]),
-                                 f"legacy (v0) lookup answers an empty list on {where}: every .log mtime is newer "
-                                 f"than the target; old clients crash"))
-            redundant = main["redundant_bytes_legacy"]
-            if redundant is not None and redundant > opts["legacy_redundant_bytes"]:
-                problems.append((Severity.WARN, f"legacy (v0) lookup lands at offset {pred.legacy.offset}, "
-                                                f"{human_bytes(redundant)} before the target's position"))
+            problems += _legacy_problems(predictions, main, opts)
         for b, d, v, p in predictions[1:]:
             evidence.append(self._evidence(b, d, v, p))
         thresholds = {k: opts[k] for k in self.options}
         thresholds["target_ms"] = target
         location = dict(topic=data.topic, partition=data.partition, broker_id=broker, log_dir=log_dir)
         answers = (f"modern answer {pred.modern.offset if pred.modern.offset is not None else -1}"
-                   f"{'' if pred.modern.exact else _inexact(pred.modern)}, legacy answer "
-                   f"{pred.legacy.offset if pred.legacy.offset is not None else 'empty'}")
+                   f"{'' if pred.modern.exact else _inexact(pred.modern)}")
+        if api in ("legacy", "both"):
+            answers += f", legacy answer {pred.legacy.offset if pred.legacy.offset is not None else 'empty'}"
         if not problems:
             return [self.finding(Severity.PASS, f"replay to {iso_utc(target)} is safe: {answers}",
                                  thresholds=thresholds, evidence=evidence, **location)]

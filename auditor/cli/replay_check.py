@@ -16,11 +16,12 @@ import sys
 import time
 from pathlib import Path
 
-from auditor.check_runner import GROUP, as_frame
+from auditor.check_runner import GROUP, as_frame, run_partition_checks
 from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError, write_json
 from auditor.cluster import remote_storage
 from auditor.formats import filenames
 from auditor.manifest import find_manifests, read_manifest
+from auditor.replay import LegacyAnswer, LogStart, ModernAnswer, ReplayPrediction, ReplicaPrediction
 from auditor.scan import plan_log_dir, scan_partition_dir
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, json_envelope
 from auditor.units import human_bytes, iso_utc, parse_time
@@ -107,17 +108,17 @@ def _rows_from_manifests(paths: list[str], topics: set[str]) -> tuple[list[dict]
 
 
 def _disk_findings(segments, partitions, ctx) -> list[Finding]:
+    """replay.safety per partition through the check runner: the replay search (reading the chosen
+    segment's files) first, its result handed to the check."""
     seg = as_frame(segments, SEGMENT_SCHEMA)
     part = as_frame(partitions, PARTITION_SCHEMA)
-    check = ReplaySafety()
-    out = []
     keys = sorted({(r["topic"], r["partition"]) for r in partitions} | {(r["topic"], r["partition"]) for r in segments})
     seg_groups = dict(iter(seg.groupby(GROUP))) if len(seg) else {}
     part_groups = dict(iter(part.groupby(GROUP))) if len(part) else {}
-    for topic, partition in keys:
-        data = CheckInput(topic=topic, partition=partition, segments=seg_groups.get((topic, partition), seg.iloc[0:0]),
-                          partitions=part_groups.get((topic, partition), part.iloc[0:0]))
-        out += check.run(data, ctx, ctx.options(check, topic))
+    out = []
+    for key in keys:
+        out += run_partition_checks(seg_groups.get(key, seg.iloc[0:0]), part_groups.get(key, part.iloc[0:0]), ctx,
+                                    names=[ReplaySafety.name])
     return out
 
 
@@ -161,39 +162,30 @@ def _protocol_rows(bootstrap: str, topics: list[str], target_ms: int) -> list[di
     return rows
 
 
-def _protocol_findings(rows: list[dict], target_ms: int, opts: dict) -> list[Finding]:
+def _protocol_findings(rows: list[dict], ctx) -> list[Finding]:
+    """Protocol mode through the same replay.safety check: the broker's own answers are handed in as
+    the prediction of one replica; no mtimes over the protocol, so the modern lookup only."""
+    check = ReplaySafety()
     out = []
     for r in rows:
-        problems = []
-        if r["oldest_timestamp_ms"] is not None and r["oldest_timestamp_ms"] > target_ms and r["log_start_offset"] == 0:
-            # nothing was ever deleted (the earliest offset is still 0): a young or compacted topic
-            problems.append((Severity.INFO,
-                             f"the topic's data begins after the target: its oldest record "
-                             f"{iso_utc(r['oldest_timestamp_ms'])} is after it and nothing was ever deleted (the broker's "
-                             f"earliest offset is 0): a replay from the target reads every record from the first one on"))
-        elif r["oldest_timestamp_ms"] is not None and r["oldest_timestamp_ms"] > target_ms:
-            problems.append((Severity.parse(opts["gap_severity"]),
-                             f"oldest retained record {iso_utc(r['oldest_timestamp_ms'])} is after the target: the replay "
-                             f"misses [{iso_utc(target_ms)}, {iso_utc(r['oldest_timestamp_ms'])})"))
-        if r["modern_offset"] is None and r["log_end_offset"] > r["log_start_offset"]:
-            problems.append((Severity.parse(opts["after_newest_severity"]),
-                             f"the broker answers -1 (no record at or after the target; newest "
-                             f"{iso_utc(r['newest_timestamp_ms'])}): consumers fall back to auto.offset.reset"))
-        evidence = [dict(r, target_ms=target_ms, legacy_offset=None, modern_timestamp_ms=None, gap_ms=(
-            (r["oldest_timestamp_ms"] - target_ms) if (r["oldest_timestamp_ms"] or 0) > target_ms else 0),
-            gap_bytes=None, redundant_bytes_modern=None, redundant_bytes_legacy=None, broker_id=None, log_dir=None)]
-        answer = f"modern answer {r['modern_offset'] if r['modern_offset'] is not None else -1} (asked the broker)"
-        if problems:
-            sev = max(s for s, _ in problems)
-            out.append(Finding(code="KLA010", check="replay.safety", severity=sev, topic=r["topic"], partition=r["partition"],
-                               message="; ".join(m for _, m in problems) + f" ({answer})",
-                               fix="Choose a target at or after the oldest retained record, or restore the missing range.",
-                               evidence=evidence, evidence_count=1))
-        else:
-            out.append(Finding(code="KLA010", check="replay.safety", severity=Severity.PASS, topic=r["topic"],
-                               partition=r["partition"], message=f"replay to {iso_utc(target_ms)} is safe: {answer}",
-                               evidence=evidence, evidence_count=1))
+        data = CheckInput(topic=r["topic"], partition=r["partition"], replay=[_protocol_prediction(r, ctx.replay_at_ms)])
+        out += check.run(data, ctx, {**ctx.options(check, r["topic"]), "api": "modern"})
     return out
+
+
+def _protocol_prediction(r: dict, target_ms: int) -> ReplicaPrediction:
+    """One partition's broker answers (ListOffsets by timestamp, earliest, latest, max timestamp)
+    as a replay prediction: the earliest offset is the log start (0: nothing was ever deleted)."""
+    lso = r["log_start_offset"]
+    start = LogStart(lso, "broker's earliest offset", None if lso is None else lso > 0,
+                     "ListOffsets earliest, asked the broker")
+    prediction = ReplayPrediction(
+        target_ms=target_ms, log_start_offset=lso, log_end_offset=r["log_end_offset"],
+        modern=ModernAnswer(r["modern_offset"], None, None, "asked the broker (ListOffsets by timestamp)"),
+        legacy=LegacyAnswer(None, None, None, "not asked: the protocol mode judges the modern lookup only"),
+        oldest_timestamp_ms=r["oldest_timestamp_ms"], newest_timestamp_ms=r["newest_timestamp_ms"], segments=0)
+    prediction.log_start = start
+    return ReplicaPrediction(None, None, [], prediction)
 
 
 def run(args) -> int:
@@ -219,7 +211,7 @@ def run(args) -> int:
             raise CliError(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - a cluster we cannot reach is one clear line
             raise CliError(f"{args.bootstrap_server}: {type(exc).__name__}: {exc}") from None
-        findings = _protocol_findings(rows, target, ctx.options(ReplaySafety, None))
+        findings = _protocol_findings(rows, ctx)
         mode = "protocol"
     else:
         for d in args.log_dir or args.manifest:
@@ -274,7 +266,7 @@ def _group_from_protocol(args, target: int, now: int, config) -> tuple:
     except Exception as exc:  # noqa: BLE001 - a cluster we cannot reach is one clear line
         raise CliError(f"{args.bootstrap_server}: {type(exc).__name__}: {exc}") from None
     ctx = AuditContext(now_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
-    return resets, facts, _protocol_findings(rows, target, ctx.options(ReplaySafety, None)), "protocol", []
+    return resets, facts, _protocol_findings(rows, ctx), "protocol", []
 
 
 def _group_from_files(args, target: int, now: int, config) -> tuple:
