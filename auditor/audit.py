@@ -24,8 +24,9 @@ from auditor.audit_local import TableOutcome, choose_engine, run_tables_local
 from auditor.check_runner import worst
 from auditor.live_config import WANTED, fetch_topic_configs
 from auditor.cluster.consumer_groups import commit_rows, read_groups
+from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_metadata
 from auditor.cluster.metadata_log import MetadataLogNotFound, read_metadata_log
-from auditor.cluster.metadata_state import effective_topic_configs
+from auditor.cluster.metadata_state import PartitionMoves, effective_topic_configs
 from auditor.manifest import collect_manifest
 from auditor.units import iso_utc
 from checks import REGISTRY
@@ -59,6 +60,8 @@ class AuditRequest:
     """auto (small inputs on the driver, large ones on Spark: auditor.audit_local), local or spark."""
     state_dir: str | None = None
     """Incremental scans: the scan state dir (auditor.scan.state); the scan then runs in-process."""
+    remote_storage_dir: str | None = None
+    """Tiered storage: LocalTieredStorage's directory (the remote segments' files), for exact replay answers."""
 
 
 def _timeline_keys(findings: list[Finding]) -> list[tuple[str, int]]:
@@ -162,24 +165,33 @@ def _spark_timelines(segments, keys: list[tuple[str, int]]) -> dict[str, list[di
     return timelines
 
 
-def topic_config_layers(req: AuditRequest, progress: Callable[[str], None]) -> tuple[dict, dict, list[str]]:
+def read_cluster_metadata(req: AuditRequest, progress: Callable[[str], None]):
+    """The KRaft metadata log under the audited log dirs, with its history (None: none there)."""
+    if not req.log_dirs:
+        return None
+    try:
+        log = read_metadata_log(req.log_dirs, history=True)
+    except MetadataLogNotFound:
+        return None
+    progress(f"metadata log {log.metadata_dir}: {len(log.state.topics)} topics, {len(log.history)} changes")
+    return log
+
+
+def topic_config_layers(req: AuditRequest, progress: Callable[[str], None], log=None) -> tuple[dict, dict, list[str]]:
     """(topic configs, where each came from, notes). Precedence, highest first: the live cluster
     (``--bootstrap-server``), the KRaft metadata log under the log dirs (the topic's dynamic config,
     else the dynamic cluster default), then (in ``AuditContext.kafka_setting``) the config file's
-    ``kafka:`` block, then Kafka's defaults."""
+    ``kafka:`` block, then Kafka's defaults. ``log``: the metadata log when already read."""
     configs: dict[str, dict[str, str]] = {}
     sources: dict[str, dict[str, str]] = {}
     notes: list[str] = []
-    if req.log_dirs:
-        try:
-            log = read_metadata_log(req.log_dirs)
-            progress(f"topic configs from the metadata log {log.metadata_dir}")
-            for topic, cfg in effective_topic_configs(log.state, WANTED).items():
-                configs[topic] = {k: v for k, (v, _where) in cfg.items()}
-                sources[topic] = {k: where for k, (_v, where) in cfg.items()}
-            notes += [str(n) for n in log.notes]
-        except MetadataLogNotFound:
-            pass
+    if log is None:
+        log = read_cluster_metadata(req, progress)
+    if log is not None:
+        for topic, cfg in effective_topic_configs(log.state, WANTED).items():
+            configs[topic] = {k: v for k, (v, _where) in cfg.items()}
+            sources[topic] = {k: where for k, (_v, where) in cfg.items()}
+        notes += [str(n) for n in log.notes]
     if req.bootstrap_servers:
         progress(f"reading topic configs from {req.bootstrap_servers}")
         for topic, cfg in fetch_topic_configs(req.bootstrap_servers).items():
@@ -189,13 +201,18 @@ def topic_config_layers(req: AuditRequest, progress: Callable[[str], None]) -> t
 
 
 def audit_context(req: AuditRequest, progress: Callable[[str], None]) -> AuditContext:
-    """Step 1: the config (file, --fail-on), the topic configs (live cluster, metadata log)."""
+    """Step 1: the config (file, --fail-on), the KRaft metadata log (topic configs, the history of
+    moves for KLA020), the live topic configs."""
     config = Config.load(req.config_path)
     if req.fail_on:
         config.fail_on = Severity.parse(req.fail_on)
-    topic_configs, sources, notes = topic_config_layers(req, progress)
+    log = read_cluster_metadata(req, progress)
+    topic_configs, sources, notes = topic_config_layers(req, progress, log)
     ctx = AuditContext(now_ms=req.now_ms or int(time.time() * 1000), config=config, topic_configs=topic_configs,
                        replay_at_ms=req.at_ms, replay_topics=tuple(req.topics) if req.topics else None)
+    if log is not None:
+        ctx.partition_moves = PartitionMoves.from_history(
+            log.history, {d: str(p) for d, (_node, p) in log.dir_ids.items()}, str(log.metadata_dir))
     ctx.__dict__["topic_config_sources"] = sources     # read by run_audit for the outcome
     ctx.__dict__["metadata_notes"] = notes
     return ctx
@@ -210,6 +227,16 @@ def read_consumer_groups(req: AuditRequest, ctx: AuditContext, progress: Callabl
     groups = read_groups(req.log_dirs)
     ctx.group_offsets = commit_rows(groups)
     return groups
+
+
+def read_remote_storage(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]) -> None:
+    """Step 2b, with --at: tiered storage (KIP-405): what ``__remote_log_metadata`` in the log dirs
+    says is in remote storage, for replay.safety (remote ranges are no gap; the answer there)."""
+    if req.at_ms is None or not req.log_dirs:
+        return
+    progress("reading __remote_log_metadata (tiered storage)")
+    ctx.remote_logs = read_remote_log_metadata(req.log_dirs)
+    ctx.remote_storage_dir = req.remote_storage_dir
 
 
 def run_tables(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]) -> TableOutcome:
@@ -255,6 +282,7 @@ def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: N
     started = time.monotonic()
     ctx = audit_context(req, progress)
     groups = read_consumer_groups(req, ctx, progress)
+    read_remote_storage(req, ctx, progress)
     tables = run_tables(req, ctx, progress)
     worst_severity = worst(tables.findings)
     fail_on = ctx.config.fail_on

@@ -251,6 +251,11 @@ class AuditContext:
             return None
         return self.remote_logs.get(topic, partition, topic_id)
 
+    partition_moves: Any = None
+    """The KRaft metadata log's replica-set changes and log-dir moves (an
+    ``auditor.cluster.metadata_state.PartitionMoves``), when a metadata log was read; KLA020 names
+    the recorded event instead of guessing."""
+
     group_offsets: tuple = ()
     """Consumer groups' committed offsets, read from ``__consumer_offsets`` on disk
     (``auditor.cluster.consumer_groups.commit_rows``) or handed in: dicts with group, topic,

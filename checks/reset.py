@@ -7,7 +7,10 @@ What it checks:
     (c) across replicas (brokers, log dirs): for the same offsets, one replica's mtimes are far
     later than another's. It says which happened: *reassigned* (the later replica is on another
     broker), *moved between log dirs* (same broker, another log dir, or a ``-future`` copy in
-    progress), or *copied or restored* (packed mtimes with no replica to compare).
+    progress), or *copied or restored* (packed mtimes with no replica to compare). When the
+    audited log dirs hold the KRaft metadata log, the event is named from it (which replicas,
+    which log dirs, when, with the metadata offset as evidence); the guess from the files
+    remains only where no metadata log is readable.
 
 Why it matters:
     A new replica, a log-dir move, a copy or a restore re-writes every segment, so every mtime
@@ -17,7 +20,8 @@ Why it matters:
     ``retention.ms`` longer on that replica; and anyone reasoning from ``ls -l`` is misled.
 
 Example finding:
-    WARN orders-3: reassigned: the replica on broker 4 (/data/k1) has .log mtimes 9.0 d later
+    WARN orders-3: reassigned from [1, 3] to [1, 4] between 2024-05-02T09:58:10Z and
+    2024-05-02T10:04:12Z: the replica on broker 4 (/data/k1) has .log mtimes 9.0 d later
     than broker 1's (/data/k0) for the same offsets; its 12 closed segments were all written
     between 2024-05-02T10:00:00Z and 2024-05-02T10:04:00Z while their records span 9.1 d.
     Legacy (v0) lookups and mtime-based retention of timestamp-less data on broker 4 follow the
@@ -73,11 +77,11 @@ class MtimeReset(Check):
         moves = self._local_moves(data)
         reported = set()
         for later, earlier, skew_ms, matched in self._compare_replicas(replicas, opts):
-            out.append(self._moved(data, later, earlier, skew_ms, matched, moves, packed.get(later), opts))
+            out.append(self._moved(data, ctx, later, earlier, skew_ms, matched, moves, packed.get(later), opts))
             reported.add(later)
         for key, span in sorted(packed.items(), key=lambda kv: str(kv[0])):
             if key not in reported:
-                out.append(self._packed(data, key, span, moves, opts))
+                out.append(self._packed(data, ctx, key, span, moves, opts))
         return out
 
     def _late_mtimes(self, data, broker, log_dir, rows, opts) -> list:
@@ -99,13 +103,15 @@ class MtimeReset(Check):
                        "mtime_after_ms": int(r["log_mtime_ms"] - r["max_timestamp_ms"])} for r in late],
             topic=data.topic, partition=data.partition, broker_id=broker, log_dir=log_dir)]
 
-    def _moved(self, data, later, earlier, skew_ms, matched, moves, info, opts):
+    def _moved(self, data, ctx, later, earlier, skew_ms, matched, moves, info, opts):
         """A replica whose mtimes are later than another's for the same offsets: reassigned or moved."""
         other_dirs = [d for b, d, _ in moves if b == later[0] and d != later[1]]
         if other_dirs or later[0] == earlier[0]:
             kind = f"moved between log dirs of broker {later[0]}" + (f" (from {other_dirs[0]})" if other_dirs else "")
         else:
             kind = f"reassigned to broker {later[0]}"
+        kind, recorded = _recorded_event(ctx, data, later[0], later[1], kind)
+        matched = recorded + list(matched)
         when = f"; its closed segments were all written between {iso_utc(info[0])} and {iso_utc(info[1])} " \
                f"while their records span {human_duration(info[2])}" if info else ""
         return self.finding(
@@ -118,11 +124,12 @@ class MtimeReset(Check):
             thresholds={"replica_skew_ms": opts["replica_skew_ms"]},
             evidence=matched, topic=data.topic, partition=data.partition, broker_id=later[0], log_dir=later[1])
 
-    def _packed(self, data, key, span, moves, opts):
+    def _packed(self, data, ctx, key, span, moves, opts):
         """A replica whose closed segments were all written in a short window: copied, restored or moved."""
         lo, hi, record_span, n = span
         moving = [(b, d) for b, d, _ in moves if b == key[0]]
         kind = "moved between log dirs" if moving else "copied or restored"
+        kind, recorded = _recorded_event(ctx, data, key[0], key[1], kind)
         return self.finding(
             opts["severity"],
             f"{kind}: the {n} closed segments on broker {key[0]} ({key[1]}) were all written between {iso_utc(lo)} "
@@ -131,8 +138,8 @@ class MtimeReset(Check):
             "Seek by offset or by record timestamp (v1+), never v0; expect mtime-based retention of magic-0 data to "
             "restart; find out who copied or restored the files.",
             thresholds={k: opts[k] for k in ("packed_ratio", "min_record_span_ms", "min_segments")},
-            evidence=[{"mtime_first_ms": lo, "mtime_last_ms": hi, "record_span_ms": record_span, "closed_segments": n,
-                       "future_dirs": [d for _, d in moving]}],
+            evidence=recorded + [{"mtime_first_ms": lo, "mtime_last_ms": hi, "record_span_ms": record_span,
+                                  "closed_segments": n, "future_dirs": [d for _, d in moving]}],
             topic=data.topic, partition=data.partition, broker_id=key[0], log_dir=key[1])
 
     @staticmethod
@@ -179,6 +186,26 @@ class MtimeReset(Check):
                     later, earlier = (b, a) if skew > 0 else (a, b)
                     out.append((later, earlier, int(abs(skew)), matched))
         return out
+
+
+def _recorded_event(ctx, data, broker, log_dir, guess: str) -> tuple[str, list[dict]]:
+    """(what happened, evidence): the KRaft metadata log's event that put this replica there when
+    a metadata log was read ("reassigned from [1, 3] to [3, 2] at T", "moved from log dir X to Y
+    on broker b at T", its metadata offset as evidence); else the guess from the files alone."""
+    moves = getattr(ctx, "partition_moves", None)
+    if moves is None:
+        return guess, []
+    ev = moves.event_for(data.topic, data.partition, broker, log_dir)
+    if ev is None:
+        return f"{guess} (no such move in the metadata log {moves.metadata_dir})", []
+    when = iso_utc(ev["timestamp_ms"])
+    if ev["first_offset"] != ev["offset"]:
+        when = f"between {iso_utc(ev['first_timestamp_ms'])} and {iso_utc(ev['timestamp_ms'])}"
+    else:
+        when = f"at {when}"
+    return f"{ev['text']} {when}", [{"metadata_offset": ev["offset"], "metadata_first_offset": ev["first_offset"],
+                                     "at_ms": ev["timestamp_ms"], "metadata_log": moves.metadata_dir,
+                                     "event": ev["kind"]}]
 
 
 def _packed_span(rows, opts) -> tuple[int, int, int, int] | None:
