@@ -22,17 +22,19 @@ row was really read; every other column equals what a full scan gives
 compacting and moving replicas between log dirs).
 
 One state file per log dir and depth, in the state dir (never inside a log dir: refused like
-``collect --out``), a Parquet file of ``SEGMENT_SCHEMA`` rows plus the proof, written whole under
-a temporary name and renamed into place. Its metadata names the state format, the tool version,
-the log dir, its ``directory.id``/cluster/broker and the depth: a state written by another
-version, for another log dir or depth, or one that cannot be read is ignored with a note (in the
-log dir's problems), never trusted. Memory: the state is held as an Arrow table (columnar) and
-turned into rows one partition directory at a time.
+``collect --out``): a Parquet file with one row per kept segment (directory name, base offset,
+proof, and the segment row as JSON: decoded by the C decoder on a hit and written back unchanged),
+written whole under a temporary name, fsynced and renamed into place. Its metadata names the state
+format, the tool version, the log dir, its ``directory.id``/cluster/broker and the depth: a state
+written by another version, for another log dir or depth, or one that cannot be read is ignored
+with a note (in the log dir's problems), never trusted. Memory: the old state's rows as JSON text
+(about 1.5 KB per closed segment), handed out one partition directory at a time.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import stat as stat_mod
@@ -45,11 +47,13 @@ import pyarrow.parquet as pq
 
 from auditor import __version__
 from auditor.scan.segment import SegmentFiles
-from auditor.schema import SEGMENT_SCHEMA
+from auditor.schema import SEGMENT_FIELDS
 
-STATE_FORMAT = "kafka-audit-scan-state/1"
-PROOF_COLUMN = "state_proof"
-STATE_SCHEMA = pa.schema([*SEGMENT_SCHEMA, pa.field(PROOF_COLUMN, pa.string())])
+STATE_FORMAT = "kafka-audit-scan-state/2"
+STATE_SCHEMA = pa.schema([("dir_name", pa.string()), ("base_offset", pa.int64()), ("proof", pa.string()),
+                          ("row", pa.string())])
+"""One row per kept segment: where, its proof, and its row as JSON (decoded by the C decoder on a
+hit and written back unchanged: Arrow's row conversion both ways was most of a second run)."""
 FLUSH_ROWS = 8192
 INDEX_SUFFIXES = ("index", "timeindex", "txnindex")
 _META = "kafka_audit.state."
@@ -111,10 +115,11 @@ def _reusable(row: dict) -> bool:
 
 @dataclass
 class PartitionState:
-    """One partition directory's rows from the state (by base offset) and the rows to keep."""
+    """One partition directory's rows from the state (base offset -> proof, row JSON), and the rows to keep."""
 
     log_dir_state: "LogDirState"
-    old: dict[int, tuple[str, dict]]
+    dir_name: str
+    old: dict[int, tuple[str, str]]
 
     def row(self, files: SegmentFiles, is_active: bool, scan: Callable[[], dict]) -> dict:
         """The segment's row: from the state when its proof holds, else ``scan()`` (remembered
@@ -126,14 +131,15 @@ class PartitionState:
         proof = segment_proof(files)
         hit = self.old.get(files.base_offset) if proof is not None else None
         if hit is not None and hit[0] == proof:
-            lds.reused += 1
-            row = dict(hit[1])
-            lds.keep(row, proof)
-            return row
+            row = json.loads(hit[1])
+            if tuple(row) == SEGMENT_FIELDS:  # the columns of this version
+                lds.reused += 1
+                lds.keep(self.dir_name, files.base_offset, proof, hit[1])
+                return row
         lds.scanned += 1
         row = scan()
         if proof is not None and _reusable(row) and segment_proof(files) == proof:
-            lds.keep(row, proof)
+            lds.keep(self.dir_name, files.base_offset, proof, json.dumps(row))
         return row
 
 
@@ -143,13 +149,12 @@ class LogDirState:
 
     path: Path
     identity: dict[str, str]
-    table: pa.Table | None = None
-    by_dir: dict[str, list[int]] = field(default_factory=dict)
+    by_dir: dict[str, dict[int, tuple[str, str]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     reused: int = 0
     scanned: int = 0
     stored: int = 0
-    _rows: list[dict] = field(default_factory=list)
+    _rows: list[tuple] = field(default_factory=list)
     _writer: pq.ParquetWriter | None = None
     _tmp: Path | None = None
 
@@ -180,26 +185,19 @@ class LogDirState:
                 self.notes.append(f"{self.path}: scan state {key} = {meta.get(key)!r}, expected {want!r}: "
                                   "ignored, every segment is read")
                 return
-        if table.schema.remove_metadata() != STATE_SCHEMA:
+        if table.schema.remove_metadata() != STATE_SCHEMA:  # (the format in the metadata says the same)
             self.notes.append(f"{self.path}: scan state columns differ from this version's: ignored, "
                               "every segment is read")
             return
-        self.table = table
-        for i, name in enumerate(table.column("dir_name").to_pylist()):
-            self.by_dir.setdefault(name, []).append(i)
+        columns = [table.column(name).to_pylist() for name in STATE_SCHEMA.names]
+        for dir_name, base_offset, proof, row in zip(*columns):
+            self.by_dir.setdefault(dir_name, {})[base_offset] = (proof, row)
 
     def partition(self, dir_name: str) -> PartitionState:
-        old: dict[int, tuple[str, dict]] = {}
-        idx = self.by_dir.get(dir_name)
-        if idx and self.table is not None:
-            for row in self.table.take(pa.array(idx, pa.int64())).to_pylist():
-                proof = row.pop(PROOF_COLUMN)
-                if row["file_state"] is None:
-                    old[row["base_offset"]] = (proof, row)
-        return PartitionState(self, old)
+        return PartitionState(self, dir_name, self.by_dir.pop(dir_name, {}))
 
-    def keep(self, row: dict, proof: str) -> None:
-        self._rows.append({**row, PROOF_COLUMN: proof})
+    def keep(self, dir_name: str, base_offset: int, proof: str, row_json: str) -> None:
+        self._rows.append((dir_name, base_offset, proof, row_json))
         self.stored += 1
         if len(self._rows) >= FLUSH_ROWS:
             self._flush()
@@ -211,7 +209,8 @@ class LogDirState:
             schema = STATE_SCHEMA.with_metadata({f"{_META}{k}": v for k, v in self.identity.items()})
             self._writer = pq.ParquetWriter(self._tmp, schema, compression="zstd")
         if self._rows:
-            self._writer.write_table(pa.Table.from_pylist(self._rows, schema=self._writer.schema))
+            columns = [pa.array(list(values), type=f.type) for values, f in zip(zip(*self._rows), STATE_SCHEMA)]
+            self._writer.write_table(pa.Table.from_arrays(columns, schema=self._writer.schema))
             self._rows = []
 
     def commit(self) -> None:
@@ -222,7 +221,7 @@ class LogDirState:
             os.fsync(fh.fileno())
         os.replace(self._tmp, self.path)
         self._writer = None
-        self.table, self.by_dir = None, {}
+        self.by_dir = {}
 
     def abort(self) -> None:
         if self._writer is not None:
