@@ -96,6 +96,7 @@ def _replay_rows(findings: Sequence[dict]) -> list[dict]:
             "legacy": e["legacy_offset"] if e.get("legacy_offset") is not None else "empty list",
             "gap": (f"{gap / 3_600_000:.1f} h, ~{human_bytes(e.get('gap_bytes'))}" if gap else "none"),
             "replica": f"broker {e.get('broker_id')} {e.get('log_dir')}",
+            "tiers": _tier_text(e),
         })
     return sorted(rows, key=lambda r: (-r["rank"], r["partition"]))
 
@@ -136,3 +137,15 @@ def render(doc: dict, history: Sequence[dict] = ()) -> str:
         charts=build_charts(doc), expectations={"gx_version": gx.get("gx_version", ""), "results": gx_results},
         trend_chart=charts.trends(history) if history else None,
     )
+
+
+def _tier_text(e: dict) -> str:
+    """Tiered storage, per partition: which offsets are local and which remote, their bytes, and
+    whether anything was ever deleted ('-' when no remote storage is known)."""
+    if e.get("local_start_offset") is None and not e.get("remote_segments"):
+        return "-"
+    local = (f"local {e['local_start_offset']}..{(e.get('local_end_offset') or 0) - 1} "
+             f"({human_bytes(e.get('local_bytes') or 0)})" if e.get("local_start_offset") is not None else "local: none")
+    remote = (f"remote {e['remote_start_offset']}..{e['remote_end_offset']} ({human_bytes(e.get('remote_bytes') or 0)}, "
+              f"{e['remote_segments']} segments)" if e.get("remote_segments") else "remote: not known")
+    return f"{local}; {remote}; {e.get('deleted') or 'deletions unknown'}"

@@ -63,6 +63,9 @@ def add_audit_options(p) -> None:
                    help="scan depth (default headers; deep adds record-level timestamps and CRCs at ~20x the cost)")
     p.add_argument("--at", metavar="TIME", help="replay target time to judge (ISO-8601 with zone, epoch ms, -6h)")
     p.add_argument("--topic", action="append", metavar="T[,T...]", help="topics for --at (default: all)")
+    p.add_argument("--remote-storage-dir", metavar="DIR",
+                   help="tiered storage, with --at: LocalTieredStorage's directory (the remote segments' files), for "
+                        "exact answers in remote ranges")
     p.add_argument("--bootstrap-server", metavar="HOST:PORT",
                    help="read topic configs from the live cluster (they win over the metadata log's and the config file's)")
     p.add_argument("--engine", choices=("auto", "local", "spark"), default="auto",
@@ -108,7 +111,8 @@ def request_from_args(args) -> AuditRequest:
     return AuditRequest(log_dirs=args.log_dir or [], manifests=args.manifest or [], depth=args.depth,
                         config_path=args.config, fail_on=args.fail_on, at_ms=at, topics=topics, master=args.master,
                         spark_conf=conf, bootstrap_servers=args.bootstrap_server, parquet_dir=args.parquet, now_ms=as_of,
-                        engine=getattr(args, "engine", "auto"), state_dir=getattr(args, "state", None))
+                        engine=getattr(args, "engine", "auto"), state_dir=getattr(args, "state", None),
+                        remote_storage_dir=getattr(args, "remote_storage_dir", None))
 
 
 def execute(req: AuditRequest, args, out_html, out_json, history) -> int:
