@@ -12,6 +12,8 @@ new start at once). ``audit --at`` judges both the same way in one run.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
@@ -21,6 +23,8 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka import TopicPartition
+
+from auditor.cli import main as kafka_audit_main
 
 REPO = Path(__file__).resolve().parents[1]
 MINUTE = 60_000
@@ -46,10 +50,14 @@ def young(kafka_cluster_factory):
 
 
 def _replay_check(cluster, topic, target, *extra):
-    proc = kafka_audit("replay-check", "--topic", topic, "--at", target, *extra, "--json")
-    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
-    (part,) = json.loads(proc.stdout)["partitions"]
-    return proc.returncode, part
+    """``kafka-audit replay-check ... --json`` run in-process (the command's own code; audit and
+    collect below run as subprocesses, as scripts call them)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = kafka_audit_main(["replay-check", "--topic", topic, "--at", str(target), *map(str, extra), "--json"])
+    assert rc in (0, 1), out.getvalue() + err.getvalue()
+    (part,) = json.loads(out.getvalue())["partitions"]
+    return rc, part
 
 
 def _delete_records(cluster, topic):
