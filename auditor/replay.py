@@ -21,7 +21,9 @@ Two lookups (DESIGN.md, "Why this tool exists"; kafka-format.md §3):
   older brokers): ``UnifiedLog.legacyFetchOffsetsBefore``: pairs (max(base offset, log start
   offset), ``.log`` mtime) per segment, plus (log end offset, now) when the last segment is not
   empty; the answer is the offset of the newest pair whose mtime <= T, or **nothing** when every
-  mtime is newer than T (old clients crash on the empty answer).
+  mtime is newer than T (old clients crash on the empty answer). With max offsets > 1 the broker
+  answers older pairs' offsets too (:func:`predict_legacy_offsets`). Both are proven equal to a
+  real Kafka 3.9.1 broker's v0 answers (tests/test_legacy_lookup_v0.py, moves included).
 
 The exact modern answer needs the records of one segment: :func:`predict_partition_dir` reads
 that segment (read-only, through ``auditor.formats``). :func:`predict_from_rows` answers from

@@ -5,8 +5,8 @@ ListOffsets (``offsets_for_times``), -1 answers included.
 Scenarios (one broker, each its own topic): record-time rolled segments of every codec with
 multi-record batches, out-of-order and far-future timestamps; a LogAppendTime topic; committed
 and aborted transactions (control batches); a retention gap the broker made by really deleting
-old segments. The legacy (v0) lookup no longer exists on 4.x brokers, so it is proven by unit
-tests on the documented algorithm (tests/test_replay_units.py).
+old segments. The legacy (v0) lookup no longer exists on 4.x brokers: it is proven against a real
+Kafka 3.9.1 broker's ListOffsets v0 answers in tests/test_legacy_lookup_v0.py.
 """
 
 from __future__ import annotations
