@@ -457,6 +457,10 @@ def read_groups(log_dirs: Iterable[str | os.PathLike], decoder: Decoder | None =
                          f"read {d} (the furthest)")
         chosen[part] = str(d)
         total += fold.records
+        for pid, pend in sorted(fold.pending.items()):
+            if pend:
+                notes.append(f"{OFFSETS_TOPIC}-{part}: producer {pid} has {len(pend)} transactional offset commit(s) "
+                             f"with no COMMIT/ABORT marker yet (an open transaction): not counted as committed")
         got = fold.groups(decoder)
         notes.extend(fold.notes)
         for g, grp in got.items():
