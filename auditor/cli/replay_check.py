@@ -339,7 +339,8 @@ def _run_group(args, target: int, now: int, fail_on: Severity) -> int:
     return EXIT_UNSAFE if unsafe else EXIT_OK
 
 def _print_table(findings: list[Finding], target: int, mode: str, api: str) -> None:
-    header = f"{'partition':28s} {'verdict':7s} {'oldest record':24s} {'modern':>10s} {'legacy':>10s} {'gap':>14s}  reason"
+    header = (f"{'partition':28s} {'verdict':7s} {'oldest record':24s} {'log start':>20s} {'modern':>10s} {'legacy':>10s} "
+              f"{'gap':>14s}  reason")
     print(header)
     print("-" * len(header))
     for f in findings:
@@ -350,11 +351,20 @@ def _print_table(findings: list[Finding], target: int, mode: str, api: str) -> N
         gap_txt = f"{gap / 3_600_000:.1f} h" + (f" ~{human_bytes(e['gap_bytes'])}" if e.get("gap_bytes") else "") if gap else "-"
         legacy_txt = "n/a" if mode == "protocol" else (str(legacy) if legacy is not None else "EMPTY")
         print(f"{f.topic + '-' + str(f.partition):28s} {f.severity.name:7s} {str(iso_utc(e.get('oldest_timestamp_ms'))):24s} "
-              f"{(str(modern) if modern is not None else '-1'):>10s} {legacy_txt:>10s} {gap_txt:>14s}  "
+              f"{_log_start_text(e):>20s} {(str(modern) if modern is not None else '-1'):>10s} {legacy_txt:>10s} {gap_txt:>14s}  "
               f"{'' if f.severity == Severity.PASS else f.message}")
         tiers = _tier_line(e)
         if tiers:
             print(f"{'':28s} {tiers}")
+
+
+def _log_start_text(e: dict) -> str:
+    """The log start offset and whether records were ever deleted below it (0: nothing ever was)."""
+    lso = e.get("log_start_offset")
+    if lso is None:
+        return "-"
+    deleted = e.get("records_ever_deleted")
+    return f"{lso}" + (" (deleted below)" if deleted else " (none deleted)" if deleted is False else "")
 
 
 def _tier_line(e: dict) -> str | None:
