@@ -27,7 +27,7 @@ from auditor.cluster.consumer_groups import commit_rows, read_groups
 from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_metadata
 from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_metadata
 from auditor.cluster.metadata_log import MetadataLogNotFound, read_metadata_log
-from auditor.cluster.metadata_state import PartitionMoves, effective_topic_configs
+from auditor.cluster.metadata_audit import PartitionMoves, effective_topic_configs
 from auditor.manifest import collect_manifest
 from auditor.units import iso_utc
 from checks import REGISTRY
@@ -214,8 +214,7 @@ def audit_context(req: AuditRequest, progress: Callable[[str], None]) -> AuditCo
     ctx = AuditContext(now_ms=req.now_ms or int(time.time() * 1000), config=config, topic_configs=topic_configs,
                        replay_at_ms=req.at_ms, replay_topics=tuple(req.topics) if req.topics else None)
     if log is not None:
-        ctx.partition_moves = PartitionMoves.from_history(
-            log.history, {d: str(p) for d, (_node, p) in log.dir_ids.items()}, str(log.metadata_dir))
+        ctx.partition_moves = PartitionMoves.from_log(log)
     ctx.__dict__["topic_config_sources"] = sources     # read by run_audit for the outcome
     ctx.__dict__["metadata_notes"] = notes
     return ctx

@@ -14,6 +14,7 @@ A case file holds a list of cases::
         - {code: KLA050, severity: FAIL, topic: t, partition: 0, base_offset: 0, message: 'fail their CRC'}
       checks: [integrity.crc]             # optional: which checks run (default: the file's check)
       groups: [{group: g, topic: t, partition: 0, committed_offset: 5}]  # optional: groups' committed offsets
+      metadata: {t: {id: TOPICID, partitions: {0: [1, 2]}}}   # optional: the KRaft metadata log's assignment
 
 Partial rows are completed with the column defaults below; ``expect`` must match exactly (same
 number of non-PASS findings, each matched by code, severity, location fields given, and a
@@ -90,7 +91,8 @@ def test_check_case(check_name, case):
                        topic_configs={t: {k: str(v) for k, v in c.items()} for t, c in (case.get("topic_configs") or {}).items()},
                        replay_at_ms=_ms(case.get("replay_at")),
                        replay_topics=tuple(case["replay_topics"]) if case.get("replay_topics") else None,
-                       group_offsets=tuple(_time_fields(g) for g in case.get("groups") or ()))
+                       group_offsets=tuple(_time_fields(g) for g in case.get("groups") or ()),
+                       partition_moves=_partition_moves(case.get("metadata")))
     stats = None
     if "stats" in case:
         stats = {k: pd.DataFrame([_time_fields(r) for r in v]) for k, v in case["stats"].items()}
@@ -107,6 +109,17 @@ def test_check_case(check_name, case):
         unmatched.remove(match)
     if not expected:
         assert all(f.severity == Severity.PASS for f in findings)
+
+
+def _partition_moves(metadata):
+    """A metadata log's view (topics, IDs, replicas per partition) from a case's ``metadata`` key."""
+    if metadata is None:
+        return None
+    from auditor.cluster.metadata_audit import PartitionMoves
+    return PartitionMoves(by_partition={}, dir_paths={}, metadata_dir="<case>",
+                          assignments={(t, int(p)): {b: None for b in reps} for t, d in metadata.items()
+                                       for p, reps in (d.get("partitions") or {}).items()},
+                          topic_ids={t: d["id"] for t, d in metadata.items()})
 
 
 def _matches(f, exp) -> bool:

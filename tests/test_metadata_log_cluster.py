@@ -80,6 +80,9 @@ def scenario(kafka_cluster_factory):
     move_log_dir(kc, "events", 1, 2, target)
     t_moved_ms = int(time.time() * 1000)
     old_gone = kafka_uuid(admin.describe_topics(TopicCollection(["gone"]))["gone"].result(timeout=30).topic_id)
+    # a copy of the topic's partition dir before its deletion, for the stray-dir test to plant
+    old_gone_copy = kc.workdir / "old-gone-0"
+    shutil.copytree(kc.partition_dirs("gone", 0)[2], old_gone_copy)
     admin.delete_topics(["gone"], operation_timeout=30)["gone"].result(timeout=30)
     _wait(lambda: "gone" not in kc.admin().list_topics(timeout=10).topics, "topic 'gone' deleted")
     kc.create_topic("gone", replica_assignment=[[3], [1]])
@@ -90,7 +93,7 @@ def scenario(kafka_cluster_factory):
     time.sleep(1.0)   # let ISR and leader settle after the moves
     return dict(kc=kc, admin=admin, t0_ms=t0_ms, t_reassign_ms=t_reassign_ms, t_move_ms=t_move_ms,
                 t_moved_ms=t_moved_ms, move_src=src.parent, move_target=target,
-                old_gone=old_gone, metadata_dir=metadata_dir)
+                old_gone=old_gone, old_gone_copy=old_gone_copy, metadata_dir=metadata_dir)
 
 
 def kafka_uuid(u) -> str:
@@ -291,8 +294,8 @@ def test_kla020_names_the_recorded_reassignment_and_log_dir_move(scenario):
     t3 = int(time.time() * 1000)
     dirs = _all_log_dirs(kc)
     log = ml.read_metadata_log(dirs, history=True)
-    moves = ml.PartitionMoves.from_history(log.history, {d: str(p) for d, (_n, p) in log.dir_ids.items()},
-                                           str(log.metadata_dir))
+    from auditor.cluster.metadata_audit import PartitionMoves
+    moves = PartitionMoves.from_log(log)
     config = Config({"checks": {"mtime.reset": {"min_record_span_ms": 4_000, "replica_skew_ms": 3_000,
                                                 "packed_ratio": 0.2}}}, source="test")
     result = scan_log_dirs(dirs, "headers")
@@ -321,3 +324,34 @@ def test_kla020_names_the_recorded_reassignment_and_log_dir_move(scenario):
     guess = [f for f in run_local(result.segments, result.partitions, ctx0, names=["mtime.reset"])
              if f.topic == "kla020-moved" and f.broker_id == 2 and f.severity != Severity.PASS]
     assert guess and guess[0].message.startswith("reassigned to broker 2:")
+
+
+def test_stray_dir_check_finds_a_planted_leftover_of_the_deleted_topic(scenario):
+    """KLA080 on the real cluster: nothing stray after the reassignment, the move and the
+    re-creation; then a copy of the deleted 'gone'-0 planted in broker 2's other log dir is found
+    (not assigned to broker 2, old topic ID), and nothing else."""
+    from auditor.check_runner import run_local
+    from auditor.cluster.metadata_audit import PartitionMoves
+    from auditor.scan import scan_log_dirs
+    from checks.base import AuditContext, Severity
+    from checks.config import Config
+    kc = scenario["kc"]
+    dirs = _all_log_dirs(kc)
+
+    def stray():
+        log = ml.read_metadata_log(dirs, history=True)
+        ctx = AuditContext(now_ms=int(time.time() * 1000), config=Config({}, source="test"),
+                           partition_moves=PartitionMoves.from_log(log))
+        result = scan_log_dirs(dirs, "index")
+        return [f for f in run_local(result.segments, result.partitions, ctx, stats={}, names=["metadata.stray_dir"])
+                if f.severity != Severity.PASS]
+
+    assert stray() == []
+    planted = kc.nodes[2].log_dirs[1] / "gone-0"
+    shutil.copytree(scenario["old_gone_copy"], planted)
+    found = stray()
+    assert len(found) == 1, [f.message for f in found]
+    f = found[0]
+    assert (f.topic, f.partition, f.broker_id, f.log_dir) == ("gone", 0, 2, str(planted.parent))
+    assert "not assigned to broker 2 by the metadata log (replicas [3])" in f.message
+    assert f"its partition.metadata topic ID {scenario['old_gone']} is not the current ID of gone" in f.message

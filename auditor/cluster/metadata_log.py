@@ -40,7 +40,7 @@ from typing import Iterable, Iterator
 from auditor.cluster.metadata_state import (BROKER_RESOURCE, CONFIG_RESOURCE_TYPES, LOST_DIR,  # noqa: F401 (API)
                                             MIGRATING_DIR, RESERVED_DIRS, TOPIC_RESOURCE, UNASSIGNED_DIR,
                                             Broker, Change, ClusterState, MetadataEntry, Note, Partition,
-                                            PartitionMoves, Replayer, Topic, describe_change)
+                                            Replayer, Topic, describe_change)
 from auditor.formats import kafka_message as km
 from auditor.formats import metadata_records as mr
 from auditor.formats import offsets_records as orec
