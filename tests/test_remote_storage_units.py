@@ -100,3 +100,17 @@ def test_epoch_for_offset_and_lineage():
     assert not rl.within_leader_epochs(seg, 60, lineage)  # must end below the log end offset
     seg.leader_epochs = [(0, 40), (4, 50)]  # an epoch the partition never had
     assert not rl.within_leader_epochs(seg, 200, lineage)
+
+
+def test_partition_count_inferred_from_where_events_were_found():
+    """A broker's log dirs may hold only some metadata partitions: the count is inferred from
+    where each user partition's events sit (Kafka's own placements, 50 partitions)."""
+    found = [(tid, p, k) for tid, p, n, k in PARTITIONER if n == 50]
+    counts = rs.infer_partition_counts(found, max(k for *_, k in found))
+    assert 50 in counts and counts[0] >= 47
+    meta = rs.RemoteLogMetadata(metadata_partitions={k for *_, k in found}, partition_counts=counts,
+                                incomplete={45: ["bad record"], 6: ["other"]})
+    assert meta.unknown_for("5oTBTgpdQrO6kKOMynYHXQ", 49) == ["__remote_log_metadata-45: bad record"]
+    assert meta.unknown_for("5oTBTgpdQrO6kKOMynYHXQ", 0) == []
+    # an unknown count concerns every partition
+    assert len(rs.RemoteLogMetadata(incomplete={45: ["x"], 6: ["y"]}).unknown_for("5oTBTgpdQrO6kKOMynYHXQ", 0)) == 2

@@ -268,7 +268,8 @@ def test_bad_remote_metadata_says_what_it_cannot_know(tiered, tmp_path):
     meta = rs.read_log_dirs([copy])
     rp0 = meta.get(t.sc.topic, 0)
     (k0,) = rp0.metadata_partitions
-    assert meta.get(t.sc.topic, 1).metadata_partitions != {k0}
+    # the topic id is random: partition 1's events share partition 0's metadata partition 1 time in 3
+    shared = meta.get(t.sc.topic, 1).metadata_partitions == {k0}
     log = sorted((copy / f"{rs.METADATA_TOPIC}-{k0}").glob("*.log"))[0]
     data = bytearray(log.read_bytes())
     # the first value: frame version 1, apiKey 0, version 0, then the topic name (compact string)
@@ -284,7 +285,10 @@ def test_bad_remote_metadata_says_what_it_cannot_know(tiered, tmp_path):
     code, found = _replay_check(t, target, log_dir=copy)
     assert found[0]["severity"] == "WARN" and "cannot tell" in found[0]["message"], found[0]["message"]
     assert "version" in found[0]["message"]
-    assert found[1]["severity"] == "PASS", found[1]["message"]
+    if shared:
+        assert found[1]["severity"] == "WARN" and "cannot tell" in found[1]["message"], found[1]["message"]
+    else:
+        assert found[1]["severity"] == "PASS", found[1]["message"]
 
 
 def test_values_cut_short_or_unknown_are_errors_not_crashes(tiered):

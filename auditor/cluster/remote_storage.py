@@ -102,14 +102,31 @@ def uuid_text_to_bits(text: str) -> tuple[int, int]:
     return int.from_bytes(raw[:8], "big", signed=True), int.from_bytes(raw[8:], "big", signed=True)
 
 
-def metadata_partition_for(topic_id: str, partition: int, partitions: int) -> int:
-    """``RemoteLogMetadataTopicPartitioner.metadataPartition``: toPositive(murmur2(the 4 bytes of
-    Objects.hash(lsb, msb, partition))) % partitions."""
+def _positive_hash(topic_id: str, partition: int) -> int:
+    """toPositive(murmur2(the 4 bytes of Objects.hash(lsb, msb, partition)))."""
     msb, lsb = uuid_text_to_bits(topic_id)
     h = 1
     for part in (_long_hash(lsb), _long_hash(msb), partition):
         h = _i32(31 * h + part)
-    return (murmur2((h & _M32).to_bytes(4, "big")) & 0x7FFFFFFF) % partitions
+    return murmur2((h & _M32).to_bytes(4, "big")) & 0x7FFFFFFF
+
+
+def metadata_partition_for(topic_id: str, partition: int, partitions: int) -> int:
+    """``RemoteLogMetadataTopicPartitioner.metadataPartition``: toPositive(murmur2(the 4 bytes of
+    Objects.hash(lsb, msb, partition))) % partitions."""
+    return _positive_hash(topic_id, partition) % partitions
+
+
+#: Largest ``remote.log.metadata.topic.num.partitions`` tried when inferring it (default 50).
+MAX_METADATA_PARTITIONS = 1024
+
+
+def infer_partition_counts(found: Sequence[tuple[str, int, int]], highest: int) -> list[int]:
+    """Partition counts n (highest + 1 .. MAX_METADATA_PARTITIONS) under which every (topic id,
+    partition, metadata partition it was read from) agrees with the partitioner. One broker's log
+    dirs may hold only some metadata partitions, so the count is not simply the dirs found."""
+    hashes = [(_positive_hash(tid, p), k) for tid, p, k in found]
+    return [n for n in range(highest + 1, MAX_METADATA_PARTITIONS + 1) if all(h % n == k for h, k in hashes)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -218,6 +235,9 @@ class RemoteLogMetadata:
     """metadata partition -> why its events are not fully known."""
     notes: list[str] = field(default_factory=list)
     records: int = 0
+    partition_counts: list[int] = field(default_factory=list)
+    """partition counts of ``__remote_log_metadata`` under which every decoded event sits in the
+    metadata partition its user partition hashes to (:func:`infer_partition_counts`)."""
 
     def get(self, topic: str, partition: int, topic_id: str | None = None) -> RemotePartition | None:
         """The partition's remote view with what cannot be known about it attached; None when the
@@ -232,17 +252,22 @@ class RemoteLogMetadata:
         return rp
 
     def unknown_for(self, topic_id: str | None, partition: int) -> list[str]:
+        """What is unknown about one user partition: the problems of the metadata partition its
+        events hash to under every partition count consistent with what was read (all problems
+        when that is not one partition: never less than may concern it)."""
         if not self.incomplete:
             return []
-        n = max(self.metadata_partitions) + 1 if self.metadata_partitions else None
-        if topic_id is None or n is None:
-            return [f"{METADATA_TOPIC}-{k}: {why}" for k, whys in sorted(self.incomplete.items()) for why in whys]
+        everything = [f"{METADATA_TOPIC}-{k}: {why}" for k, whys in sorted(self.incomplete.items()) for why in whys]
+        if topic_id is None or not self.partition_counts:
+            return everything
         try:
-            k = metadata_partition_for(topic_id, partition, n)
+            h = _positive_hash(topic_id, partition)
         except ValueError:
-            k = None
-        if k is None:
-            return [f"{METADATA_TOPIC}-{k2}: {why}" for k2, whys in sorted(self.incomplete.items()) for why in whys]
+            return everything
+        homes = {h % n for n in self.partition_counts}
+        if len(homes) != 1:
+            return everything
+        (k,) = homes
         return [f"{METADATA_TOPIC}-{k}: {why}" for why in self.incomplete.get(k, [])]
 
 
@@ -369,20 +394,17 @@ def read_log_dirs(log_dirs: Sequence[str | os.PathLike]) -> RemoteLogMetadata:
 
 
 def _check_partitioner(meta: RemoteLogMetadata) -> None:
-    """Each user partition's events must sit in the metadata partition its hash names; a mismatch
-    means the partition count differs from the dirs found (some are elsewhere): say so."""
+    """Infer the metadata topic's partition count from where each partition's events were found;
+    say so when no count fits (events in the wrong metadata partition)."""
     if not meta.metadata_partitions:
         return
-    n = max(meta.metadata_partitions) + 1
-    for (topic, partition), rp in meta.partitions.items():
-        if rp.topic_id is None:
-            continue
-        k = metadata_partition_for(rp.topic_id, partition, n)
-        if k not in meta.metadata_partitions:
-            rp.unknown.append(f"its events belong in {METADATA_TOPIC}-{k}, which is not under the given log dirs")
-        elif rp.metadata_partitions - {k}:
-            rp.notes.append(f"its events were found in {METADATA_TOPIC} partitions {sorted(rp.metadata_partitions)}, "
-                            f"but hash to {k} with {n} partitions: the topic has more partitions than were found")
+    found = [(rp.topic_id, p, k) for (_t, p), rp in meta.partitions.items() if rp.topic_id
+             for k in rp.metadata_partitions]
+    meta.partition_counts = infer_partition_counts(found, max(meta.metadata_partitions))
+    if found and not meta.partition_counts:
+        meta.notes.append(f"no {METADATA_TOPIC} partition count up to {MAX_METADATA_PARTITIONS} puts every "
+                          f"partition's events where they were found: what an undecodable record concerns is "
+                          f"taken to be every partition")
 
 
 # ---------------------------------------------------------------------------------------------
