@@ -15,6 +15,7 @@ A case file holds a list of cases::
       checks: [integrity.crc]             # optional: which checks run (default: the file's check)
       groups: [{group: g, topic: t, partition: 0, committed_offset: 5}]  # optional: groups' committed offsets
       metadata: {t: {id: TOPICID, partitions: {0: [1, 2]}}}   # optional: the KRaft metadata log's assignment
+      # (replicas as a list, or {broker: directory ID}); metadata_dirs: {ID: [node, path]} the audited dirs
 
 Partial rows are completed with the column defaults below; ``expect`` must match exactly (same
 number of non-PASS findings, each matched by code, severity, location fields given, and a
@@ -92,7 +93,7 @@ def test_check_case(check_name, case):
                        replay_at_ms=_ms(case.get("replay_at")),
                        replay_topics=tuple(case["replay_topics"]) if case.get("replay_topics") else None,
                        group_offsets=tuple(_time_fields(g) for g in case.get("groups") or ()),
-                       partition_moves=_partition_moves(case.get("metadata")))
+                       partition_moves=_partition_moves(case.get("metadata"), case.get("metadata_dirs")))
     stats = None
     if "stats" in case:
         stats = {k: pd.DataFrame([_time_fields(r) for r in v]) for k, v in case["stats"].items()}
@@ -111,15 +112,20 @@ def test_check_case(check_name, case):
         assert all(f.severity == Severity.PASS for f in findings)
 
 
-def _partition_moves(metadata):
-    """A metadata log's view (topics, IDs, replicas per partition) from a case's ``metadata`` key."""
+def _partition_moves(metadata, dirs=None):
+    """A metadata log's view (topics, IDs, replicas per partition, audited dirs) from a case."""
     if metadata is None:
         return None
     from auditor.cluster.metadata_audit import PartitionMoves
-    return PartitionMoves(by_partition={}, dir_paths={}, metadata_dir="<case>",
-                          assignments={(t, int(p)): {b: None for b in reps} for t, d in metadata.items()
-                                       for p, reps in (d.get("partitions") or {}).items()},
-                          topic_ids={t: d["id"] for t, d in metadata.items()})
+    dirs = dirs or {}
+    brokers: dict = {}
+    for d, (node, _path) in dirs.items():
+        brokers.setdefault(node, []).append(d)
+    return PartitionMoves(by_partition={}, dir_paths={d: p for d, (_n, p) in dirs.items()}, metadata_dir="<case>",
+                          assignments={(t, int(p)): (dict(reps) if isinstance(reps, dict) else {b: None for b in reps})
+                                       for t, d in metadata.items() for p, reps in (d.get("partitions") or {}).items()},
+                          topic_ids={t: d["id"] for t, d in metadata.items()}, brokers=brokers,
+                          dir_nodes={d: n for d, (n, _p) in dirs.items()})
 
 
 def _matches(f, exp) -> bool:

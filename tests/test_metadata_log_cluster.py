@@ -355,3 +355,43 @@ def test_stray_dir_check_finds_a_planted_leftover_of_the_deleted_topic(scenario)
     assert (f.topic, f.partition, f.broker_id, f.log_dir) == ("gone", 0, 2, str(planted.parent))
     assert "not assigned to broker 2 by the metadata log (replicas [3])" in f.message
     assert f"its partition.metadata topic ID {scenario['old_gone']} is not the current ID of gone" in f.message
+
+
+def test_absent_replica_and_wrong_log_dir_checks(scenario, tmp_path):
+    """KLA081 / KLA082 on the real cluster: nothing on the live dirs; then on a copy of broker 2's
+    two log dirs (and the metadata log), a replica dir moved by hand to the other log dir and one
+    deleted are found, and nothing else."""
+    from auditor.check_runner import run_local
+    from auditor.cluster.metadata_audit import PartitionMoves
+    from auditor.scan import scan_log_dirs
+    from checks.base import AuditContext, Severity
+    from checks.config import Config
+    kc = scenario["kc"]
+    names = ["metadata.absent_replica", "metadata.wrong_log_dir"]
+
+    def run(dirs):
+        log = ml.read_metadata_log(dirs, history=True)
+        ctx = AuditContext(now_ms=int(time.time() * 1000), config=Config({}, source="test"),
+                           partition_moves=PartitionMoves.from_log(log))
+        result = scan_log_dirs(dirs, "index")
+        return [f for f in run_local(result.segments, result.partitions, ctx, stats={}, names=names)
+                if f.severity != Severity.PASS]
+
+    assert run(_all_log_dirs(kc)) == []
+    copies = []
+    for d in kc.nodes[2].log_dirs:
+        c = tmp_path / "node-2" / d.name
+        shutil.copytree(d, c, ignore=shutil.ignore_patterns(ml.METADATA_DIR_NAME))
+        copies.append(c)
+    shutil.copytree(scenario["metadata_dir"], tmp_path / "meta" / ml.METADATA_DIR_NAME)
+    src = next(c for c in copies if (c / "events-1").is_dir())
+    dst = next(c for c in copies if c != src)
+    shutil.move(str(src / "events-1"), str(dst / "events-1"))
+    orders0 = next(c / "orders-0" for c in copies if (c / "orders-0").is_dir())
+    shutil.rmtree(orders0)
+    found = run(copies + [tmp_path / "meta"])
+    got = sorted((f.code, f.topic, f.partition, f.broker_id) for f in found)
+    assert got == [("KLA081", "orders", 0, 2), ("KLA082", "events", 1, 2)], [f.message for f in found]
+    wrong = next(f for f in found if f.code == "KLA082")
+    assert wrong.message == (f"events-1 on broker 2 is in {dst} but the metadata log places it in {src} "
+                             f"(directory ID {wrong.evidence[0]['directory_id']})")

@@ -58,6 +58,8 @@ class PartitionMoves:
     """topic name -> its current topic ID."""
     brokers: dict[int, list[str]] = field(default_factory=dict)
     """broker -> its registered log-dir IDs."""
+    dir_nodes: dict[str, int | None] = field(default_factory=dict)
+    """directory ID -> node id (meta.properties) of the audited log dirs."""
 
     @classmethod
     def from_log(cls, log) -> "PartitionMoves":
@@ -68,7 +70,13 @@ class PartitionMoves:
             for i, p in t.partitions.items():
                 view.assignments[(t.name, i)] = dict(zip(p.replicas, p.directories))
         view.brokers = {b.broker_id: list(b.log_dirs) for b in log.state.brokers.values()}
+        view.dir_nodes = {d: node for d, (node, _p) in log.dir_ids.items()}
         return view
+
+    def fully_audited(self, broker: int) -> bool:
+        """Every log dir the broker registered is among the audited log dirs (its absences mean something)."""
+        dirs = self.brokers.get(broker)
+        return bool(dirs) and all(d in self.dir_paths for d in dirs)
 
     def dir_path(self, dir_id: str | None) -> str | None:
         """The log dir path of a directory ID among the audited log dirs, else None."""
