@@ -25,7 +25,6 @@ from auditor.check_runner import worst
 from auditor.live_config import WANTED, fetch_topic_configs
 from auditor.cluster.consumer_groups import commit_rows, read_groups
 from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_metadata
-from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_metadata
 from auditor.cluster.metadata_log import MetadataLogNotFound, read_metadata_log
 from auditor.cluster.metadata_audit import PartitionMoves, effective_topic_configs
 from auditor.manifest import collect_manifest
@@ -61,8 +60,6 @@ class AuditRequest:
     """auto (small inputs on the driver, large ones on Spark: auditor.audit_local), local or spark."""
     state_dir: str | None = None
     """Incremental scans: the scan state dir (auditor.scan.state); the scan then runs in-process."""
-    remote_storage_dir: str | None = None
-    """Tiered storage: LocalTieredStorage's directory (the remote segments' files), for exact replay answers."""
     remote_storage_dir: str | None = None
     """Tiered storage: LocalTieredStorage's directory (the remote segments' files), for exact replay answers."""
 
@@ -241,16 +238,6 @@ def read_remote_storage(req: AuditRequest, ctx: AuditContext, progress: Callable
     ctx.remote_storage_dir = req.remote_storage_dir
 
 
-def read_remote_storage(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]) -> None:
-    """Step 2b, with --at: tiered storage (KIP-405): what ``__remote_log_metadata`` in the log dirs
-    says is in remote storage, for replay.safety (remote ranges are no gap; the answer there)."""
-    if req.at_ms is None or not req.log_dirs:
-        return
-    progress("reading __remote_log_metadata (tiered storage)")
-    ctx.remote_logs = read_remote_log_metadata(req.log_dirs)
-    ctx.remote_storage_dir = req.remote_storage_dir
-
-
 def run_tables(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]) -> TableOutcome:
     """Step 3: scan, aggregates, checks and Great Expectations, on the driver or on Spark."""
     engine, why = choose_engine(req)
@@ -294,7 +281,6 @@ def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: N
     started = time.monotonic()
     ctx = audit_context(req, progress)
     groups = read_consumer_groups(req, ctx, progress)
-    read_remote_storage(req, ctx, progress)
     read_remote_storage(req, ctx, progress)
     tables = run_tables(req, ctx, progress)
     worst_severity = worst(tables.findings)
