@@ -122,9 +122,14 @@ def iter_log_dir(
     """
     if depth not in DEPTHS:
         raise ValueError(f"depth = {depth!r}, expected one of {', '.join(DEPTHS)}")
-    plan = plan_log_dir(log_dir)
-    state = _open_state(state_dir, plan, depth)
     care = PageCacheCare() if page_cache_care else None
+    if care is None:
+        plan = plan_log_dir(log_dir)
+    else:  # the log dir's own small files are read too: left as found like the segments
+        root = Path(os.path.abspath(log_dir))
+        header = [root / "meta.properties", *(root / name for name in OFFSET_CHECKPOINTS.values())]
+        plan = care.around(header, lambda: plan_log_dir(log_dir))
+    state = _open_state(state_dir, plan, depth)
     rate = ReadRate(max_read_rate_mib_s) if max_read_rate_mib_s else None
     try:
         for path in plan.partition_dirs:

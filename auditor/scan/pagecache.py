@@ -24,6 +24,9 @@ import mmap
 import os
 import time
 from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 PAGE = mmap.PAGESIZE
 _PROT_READ = 0x1
@@ -105,7 +108,8 @@ class PageCacheCare:
         self.dropped_bytes = 0
         self.files = 0
 
-    def around(self, paths: Iterable[str | os.PathLike], scan: Callable[[], dict]) -> dict:
+    def around(self, paths: Iterable[str | os.PathLike], scan: Callable[[], T]) -> T:
+        """Runs ``scan()``, then drops the pages of ``paths`` it brought into the page cache."""
         held = []
         for path in paths:
             try:

@@ -96,7 +96,11 @@ def scan_partition_dir(
                 on_progress(progress)
 
     prow = _partition_row(rows, location, depth, snapshots, checkpoints_by_tp)
-    _read_partition_files(path, prow, pnotes)
+    if care is None:
+        _read_partition_files(path, prow, pnotes)
+    else:
+        care.around([path / "leader-epoch-checkpoint", path / "partition.metadata"],
+                    lambda: _read_partition_files(path, prow, pnotes))
     prow["notes"] = pnotes
     return rows, prow
 
