@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 from auditor.cli.common import DEPTH_HELP, FORMATTER, CliError, input_exit_code, progress_printer, wants_progress
-from auditor.manifest import CollectError, collect_manifest
+from auditor.manifest import NICE_READ_RATE_MIB_S, CollectError, collect_manifest
+from auditor.scan.state import StateDirError
 from auditor.schema import DEPTHS
 
 
@@ -28,7 +29,20 @@ def register(sub) -> None:
                          help="manifest directory to write (refused inside a scanned log dir)")
     collect.add_argument("--depth", choices=DEPTHS, default="index", help="see above (default: index)")
     collect.add_argument("--nice", action="store_true",
-                         help="lowest CPU priority (nice 19) and idle I/O class (Linux ioprio)")
+                         help="lowest CPU priority (nice 19) and idle I/O class (Linux ioprio); also leaves the "
+                              "page cache as found and reads at most --max-read-rate (default with --nice: "
+                              f"{NICE_READ_RATE_MIB_S:g} MiB/s)")
+    collect.add_argument("--state", metavar="DIR",
+                         help="incremental scan: keep each log dir's closed-segment rows in DIR (outside every log "
+                              "dir) and read only what changed since the last run (the active segment, new, "
+                              "cleaned, truncated or re-indexed segments)")
+    collect.add_argument("--max-read-rate", type=float, metavar="MiB/s",
+                         help="read at most this many MiB/s (0: unlimited)")
+    care = collect.add_mutually_exclusive_group()
+    care.add_argument("--page-cache-care", dest="page_cache_care", action="store_true", default=None,
+                      help="drop from the page cache the pages the scan brought in (mincore before, "
+                           "posix_fadvise DONTNEED after), so the broker's hot pages stay (default with --nice)")
+    care.add_argument("--no-page-cache-care", dest="page_cache_care", action="store_false")
     collect.add_argument("--progress", dest="progress", action="store_true", default=None)
     collect.add_argument("--no-progress", dest="progress", action="store_false")
     collect.set_defaults(func=run)
@@ -41,13 +55,20 @@ def run(args) -> int:
     show_progress = wants_progress(args)
     try:
         res = collect_manifest(args.log_dirs, args.out, args.depth, nice=args.nice,
-                               on_progress=progress_printer() if show_progress else None)
-    except CollectError as exc:
+                               on_progress=progress_printer() if show_progress else None,
+                               state_dir=args.state, page_cache_care=args.page_cache_care,
+                               max_read_rate_mib_s=args.max_read_rate)
+    except (CollectError, StateDirError) as exc:
         raise CliError(str(exc)) from exc
     if show_progress:
         sys.stderr.write("\n")
     for line in res.priority:
         sys.stderr.write(f"priority: {line}\n")
+    for info in res.log_dirs:
+        if info.get("scan_state"):
+            st = info["scan_state"]
+            sys.stderr.write(f"state: {info['log_dir']}: {st['reused']:,} closed segments from the state, "
+                             f"{st['read']:,} read, {st['kept']:,} kept ({st['file']})\n")
     sys.stderr.write(
         f"wrote manifest {res.out}: {res.segments} segments, {res.partitions} partition dirs, "
         f"{len(res.log_dirs)} log dirs in {res.elapsed_s:.1f} s\n"
