@@ -116,6 +116,19 @@ def opt_int(value: Any) -> int | None:
     return int(value)
 
 
+def metadata_partition_rows(data: "CheckInput", ctx: Any):
+    """The partition dirs on disk (live ones) with the KRaft metadata log's view of the cluster,
+    for the metadata.* checks: yields ``(moves, row, topic, partition, broker_id)``; nothing when
+    no metadata log was read or no partition row is there."""
+    moves = getattr(ctx, "partition_moves", None)
+    parts = data.partitions
+    if moves is None or parts is None or not len(parts):
+        return
+    live = parts[parts["dir_kind"] == "live"]
+    for row in live.to_dict("records"):
+        yield moves, row, row["topic"], opt_int(row["partition"]), opt_int(row["broker_id"])
+
+
 def cells(value: Any) -> list:
     """A list cell (numpy array, list or None/NaN) as a plain list."""
     if value is None or (isinstance(value, float) and value != value):

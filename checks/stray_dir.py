@@ -30,7 +30,7 @@ Options:
 
 from __future__ import annotations
 
-from checks.base import Check, CheckInput, opt_int, severity_option
+from checks.base import Check, CheckInput, metadata_partition_rows, opt_int, severity_option
 from auditor.units import human_bytes
 
 
@@ -44,14 +44,8 @@ class StrayDir(Check):
     }
 
     def run(self, data: CheckInput, ctx, opts):
-        moves = getattr(ctx, "partition_moves", None)
-        parts = data.partitions
-        if moves is None or parts is None or not len(parts):
-            return []
-        live = parts[parts["dir_kind"] == "live"]
         out = []
-        for row in live.to_dict("records"):
-            topic, partition, broker = row["topic"], opt_int(row["partition"]), opt_int(row["broker_id"])
+        for moves, row, topic, partition, broker in metadata_partition_rows(data, ctx):
             if topic is None or partition is None or topic == "__cluster_metadata":
                 continue
             reasons = self._reasons(moves, topic, partition, broker, row.get("topic_id"))

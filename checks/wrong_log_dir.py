@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 
-from checks.base import Check, CheckInput, opt_int, severity_option
+from checks.base import Check, CheckInput, metadata_partition_rows, severity_option
 
 
 class WrongLogDir(Check):
@@ -43,14 +43,8 @@ class WrongLogDir(Check):
     }
 
     def run(self, data: CheckInput, ctx, opts):
-        moves = getattr(ctx, "partition_moves", None)
-        parts = data.partitions
-        if moves is None or parts is None or not len(parts):
-            return []
-        live = parts[parts["dir_kind"] == "live"]
         out = []
-        for row in live.to_dict("records"):
-            topic, partition, broker = row["topic"], opt_int(row["partition"]), opt_int(row["broker_id"])
+        for moves, row, topic, partition, broker in metadata_partition_rows(data, ctx):
             dir_id = moves.assignments.get((topic, partition), {}).get(broker)
             expected = moves.dir_path(dir_id)
             if expected is None or os.path.abspath(expected) == os.path.abspath(row["log_dir"]):
