@@ -396,13 +396,12 @@ def predict(views: Sequence[SegmentView], target_ms: int, *, log_start_offset: i
     if log_end_offset is None and views and views[-1].last_offset is not None:
         log_end_offset = views[-1].last_offset + 1
     lso = log_start_offset if log_start_offset is not None else (views[0].base_offset if views else None)
-    if remote is not None and lso is not None and leader_epochs and min(o for _, o in leader_epochs) > lso:
-        # the broker truncates its leader-epoch cache to the log start offset when it moves; the
-        # log-start-offset-checkpoint is only rewritten every minute or so: the cache is newer
-        notes.append(f"log-start-offset-checkpoint says {lso}, the leader-epoch-checkpoint starts at "
-                     f"{min(o for _, o in leader_epochs)}: the log start offset moved since the checkpoint; "
-                     f"the latter is used")
-        lso = min(o for _, o in leader_epochs)
+    if lso is not None and leader_epochs:
+        start = log_start(views, lso, leader_epochs)  # a deleteRecords the checkpoint does not show yet
+        if start.source == LOG_START_LEADER_EPOCH:
+            notes.append(f"log-start-offset-checkpoint says {lso}, the leader-epoch-checkpoint starts at "
+                         f"{start.offset}: the log start offset moved since the checkpoint; the latter is used")
+            lso = start.offset
     # The on-disk high watermark is a checkpoint written every few seconds and lags the live one;
     # a settled replica's live high watermark is its log end offset, so that bounds the answer.
     fetchable = log_end_offset if log_end_offset is not None else high_watermark
