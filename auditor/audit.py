@@ -28,6 +28,8 @@ from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_meta
 from auditor.cluster.metadata_log import MetadataLogNotFound, read_metadata_log
 from auditor.cluster.metadata_audit import PartitionMoves, effective_topic_configs
 from auditor.manifest import collect_manifest
+from auditor.manifest import read_cluster_metadata as read_manifest_metadata
+from auditor.manifest import read_remote_log_metadata as read_manifest_remote
 from auditor.units import iso_utc
 from checks import REGISTRY
 from checks.base import AuditContext, Finding, Severity
@@ -166,7 +168,16 @@ def _spark_timelines(segments, keys: list[tuple[str, int]]) -> dict[str, list[di
 
 
 def read_cluster_metadata(req: AuditRequest, progress: Callable[[str], None]):
-    """The KRaft metadata log under the audited log dirs, with its history (None: none there)."""
+    """The KRaft metadata log under the audited log dirs, with its history, or the copy the
+    manifests carry (the most advanced one; auditor.manifest). None: none there."""
+    if req.manifests:
+        log, notes = read_manifest_metadata(req.manifests)
+        for note in notes:
+            progress(f"metadata log copy not used: {note}")
+        if log is not None:
+            progress(f"metadata log {log.metadata_dir} (from a manifest): {len(log.state.topics)} topics, "
+                     f"{len(log.history)} changes")
+        return log
     if not req.log_dirs:
         return None
     try:
@@ -230,11 +241,14 @@ def read_consumer_groups(req: AuditRequest, ctx: AuditContext, progress: Callabl
 
 def read_remote_storage(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]) -> None:
     """Step 2b, with --at: tiered storage (KIP-405): what ``__remote_log_metadata`` in the log dirs
-    says is in remote storage, for replay.safety (remote ranges are no gap; the answer there)."""
-    if req.at_ms is None or not req.log_dirs:
+    (or the manifests' copy) says is in remote storage, for replay.safety (remote ranges are no gap; the answer there)."""
+    if req.at_ms is None or not (req.log_dirs or req.manifests):
         return
-    progress("reading __remote_log_metadata (tiered storage)")
-    ctx.remote_logs = read_remote_log_metadata(req.log_dirs)
+    if req.manifests:   # the copy collect wrote (None: the manifests carry none; as before)
+        ctx.remote_logs = read_manifest_remote(req.manifests)[0]
+    else:
+        progress("reading __remote_log_metadata (tiered storage)")
+        ctx.remote_logs = read_remote_log_metadata(req.log_dirs)
     ctx.remote_storage_dir = req.remote_storage_dir
 
 

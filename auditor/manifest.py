@@ -11,6 +11,16 @@ A manifest is a directory::
     OUT/log_dirs.parquet     LOG_DIRS_SCHEMA: one row per log dir (broker id, problems,
                              host, collection start and end times)
 
+When the broker's log dirs hold them, a manifest also carries what the cluster records about
+itself, decoded (:mod:`auditor.cluster.portable`; docs/manifests.md)::
+
+    OUT/cluster_metadata.jsonl.gz     the KRaft metadata log: state, history, notes
+    OUT/remote_log_metadata.jsonl.gz  __remote_log_metadata: remote segments per partition, notes
+
+:func:`read_cluster_metadata` and :func:`read_remote_log_metadata` give the audit and
+``replay-check --manifest`` what disk mode reads from those files (None for manifests without
+them: older manifests, or brokers without a metadata log / tiered storage).
+
 Every file also carries key-value metadata (``kafka_audit.*``: table, tool version, depth,
 host, collection start time, log dirs). Files are written under a temporary name and renamed
 into place, so a reader never sees half a manifest file. :func:`find_manifests` is the one rule
@@ -34,6 +44,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from auditor import __version__
+from auditor.cluster import portable
+from auditor.cluster.metadata_log import MetadataLog, MetadataLogNotFound, read_metadata_log
+from auditor.cluster.metadata_state import Note
+from auditor.cluster.remote_storage import METADATA_TOPIC as REMOTE_METADATA_TOPIC
+from auditor.cluster.remote_storage import RemoteLogMetadata
+from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_dirs
 from auditor.scan import Progress, iter_log_dir
 from auditor.scan.state import check_state_dir
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
@@ -41,6 +57,10 @@ from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
 SEGMENTS_FILE = "segments.parquet"
 PARTITIONS_FILE = "partitions.parquet"
 LOG_DIRS_FILE = "log_dirs.parquet"
+CLUSTER_METADATA_FILE = "cluster_metadata.jsonl.gz"
+REMOTE_LOG_METADATA_FILE = "remote_log_metadata.jsonl.gz"
+MANIFEST_FORMAT = 2
+"""2: may carry CLUSTER_METADATA_FILE / REMOTE_LOG_METADATA_FILE (1: the three Parquet files only)."""
 FLUSH_ROWS = 8192
 NICE_READ_RATE_MIB_S = 64.0
 """``collect --nice`` reads at most this many MiB/s unless ``--max-read-rate`` says otherwise."""
@@ -73,6 +93,8 @@ class CollectResult:
     log_dirs: list[dict] = field(default_factory=list)
     priority: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    cluster_parts: list[str] = field(default_factory=list)
+    """One line per cluster part written or not (metadata log, remote log metadata), for the CLI."""
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -137,6 +159,7 @@ def _metadata(table: str, depth: str, started_ms: int, log_dirs: list[str]) -> d
         b"kafka_audit.host": socket.gethostname().encode(),
         b"kafka_audit.collected_at_ms": str(started_ms).encode(),
         b"kafka_audit.log_dirs": "\n".join(log_dirs).encode(),
+        b"kafka_audit.manifest_format": str(MANIFEST_FORMAT).encode(),
     }
 
 
@@ -229,11 +252,61 @@ def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, 
             if sink.tmp.exists():
                 sink.abort()
         raise
-    result.segments = sinks["segments"].count
-    result.partitions = sinks["partitions"].count
+    result.cluster_parts = collect_cluster_parts(log_dirs, out_dir)
+    result.segments, result.partitions = sinks["segments"].count, sinks["partitions"].count
     result.log_dirs = infos
     result.elapsed_s = time.monotonic() - started
     return result
+
+
+def _write_part(path: Path, write, what) -> int:
+    """One cluster part under a temporary name, renamed into place; lines written."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as out:
+            lines = write(what, out)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return lines
+
+
+def collect_cluster_parts(log_dirs: list[str | os.PathLike], out_dir: Path) -> list[str]:
+    """Writes what the log dirs hold of the cluster's own record (read-only, as disk mode reads it):
+    the KRaft metadata log with its history, and ``__remote_log_metadata``. Says what it did."""
+    said = []
+    log_dirs = [os.path.abspath(d) for d in log_dirs]     # the paths the scan's rows carry
+    try:
+        log = read_metadata_log(log_dirs, history=True)
+    except MetadataLogNotFound:
+        (out_dir / CLUSTER_METADATA_FILE).unlink(missing_ok=True)   # a re-collect must not keep an old one
+        said.append("metadata log: none in these log dirs (not written)")
+    else:
+        _write_part(out_dir / CLUSTER_METADATA_FILE, portable.write_metadata, log)
+        said.append(f"metadata log: {log.metadata_dir} up to offset {log.state.last_offset}, "
+                    f"{len(log.state.topics)} topics, {len(log.history)} changes, {len(log.notes)} notes "
+                    f"-> {CLUSTER_METADATA_FILE}")
+    has_remote = any(Path(d, name).is_dir() for d in log_dirs for name in _listing(d)
+                     if name.startswith(REMOTE_METADATA_TOPIC + "-"))
+    if not has_remote:
+        (out_dir / REMOTE_LOG_METADATA_FILE).unlink(missing_ok=True)
+        said.append(f"remote log metadata: no {REMOTE_METADATA_TOPIC} in these log dirs (not written)")
+        return said
+    meta = read_remote_log_dirs(log_dirs)
+    _write_part(out_dir / REMOTE_LOG_METADATA_FILE, portable.write_remote, meta)
+    segments = sum(len(rp.segments) for rp in meta.partitions.values())
+    said.append(f"remote log metadata: {len(meta.metadata_partitions)} {REMOTE_METADATA_TOPIC} partitions, "
+                f"{len(meta.partitions)} partitions, {segments} remote segments, {len(meta.notes)} notes "
+                f"-> {REMOTE_LOG_METADATA_FILE}")
+    return said
+
+
+def _listing(log_dir) -> list[str]:
+    try:
+        return os.listdir(log_dir)
+    except OSError:
+        return []
 
 
 def read_manifest(path: str | os.PathLike) -> tuple[pa.Table, pa.Table, pa.Table]:
@@ -267,3 +340,100 @@ def find_manifests(paths: Iterable[str | os.PathLike]) -> list[str]:
     if not found:
         raise FileNotFoundError(f"no manifest ({SEGMENTS_FILE}) found under {', '.join(paths)}")
     return sorted(dict.fromkeys(found))
+
+
+def _open_part(manifest: str, name: str):
+    """A manifest file opened for reading (local path or a URL pyarrow's file systems know), or
+    None when it is absent."""
+    if "://" in manifest:
+        from pyarrow import fs as pafs
+
+        filesystem, root = pafs.FileSystem.from_uri(manifest.rstrip("/"))
+        path = f"{root}/{name}"
+        if filesystem.get_file_info(path).type == pafs.FileType.NotFound:
+            return None
+        return filesystem.open_input_stream(path, compression=None)
+    path = Path(manifest, name)
+    return open(path, "rb") if path.is_file() else None
+
+
+def _part_of(manifest: str, name: str, read) -> tuple[object | None, Note | None]:
+    """(what ``read`` made of one manifest's part, or None; a note when it was there but unreadable)."""
+    label = f"{manifest.rstrip('/')}/{name}"
+    try:
+        source = _open_part(manifest, name)
+        if source is None:
+            return None, None
+        with source:
+            return read(source, label), None
+    except portable.PortableError as exc:
+        return None, Note(label, None, None, f"not used: {exc}")
+    except (OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
+        return None, Note(label, None, None, f"not used: {type(exc).__name__}: {exc}")
+
+
+def manifest_dir_ids(manifests: Iterable[str]) -> dict[str, tuple[int | None, Path]]:
+    """``directory.id`` -> (broker id, log dir) of every log dir the manifests cover (their
+    log_dirs tables: the same map disk mode makes from each log dir's meta.properties)."""
+    out: dict[str, tuple[int | None, Path]] = {}
+    for m in manifests:
+        try:
+            rows = pq.read_table(f"{m.rstrip('/')}/{LOG_DIRS_FILE}",
+                                 columns=["log_dir", "broker_id", "directory_id"]).to_pylist()
+        except (OSError, ValueError, KeyError):
+            continue
+        for r in rows:
+            if r["directory_id"] and r["directory_id"] not in out:
+                out[r["directory_id"]] = (r["broker_id"], Path(r["log_dir"]))
+    return out
+
+
+def read_cluster_metadata(paths: Iterable[str | os.PathLike]) -> tuple[MetadataLog | None, list[Note]]:
+    """The KRaft metadata log the manifests carry, as disk mode reads it from all their log dirs,
+    and the notes on copies that were there but unreadable (also added to the log's notes).
+
+    Of several copies (one per broker) the most advanced is used (highest snapshot or segment
+    offset, the rule ``read_metadata_log`` picks by; ties: the first manifest), the others are
+    listed in ``other_metadata_dirs``; directory IDs are mapped through every manifest's log dirs.
+    None when no manifest carries a readable one (manifests older than format 2, brokers without a
+    metadata log): the audit then goes on as before.
+    """
+    manifests = find_manifests(paths)
+    headers, notes = [], []
+    for m in manifests:
+        header, note = _part_of(m, CLUSTER_METADATA_FILE, portable.read_metadata_header)
+        if header is not None:
+            headers.append((header.get("advance", -1), -len(headers), m, header))
+        if note is not None:
+            notes.append(note)
+    chosen = None
+    for _advance, _order, m, _header in sorted(headers, key=lambda h: h[:2], reverse=True):
+        chosen, note = _part_of(m, CLUSTER_METADATA_FILE, portable.read_metadata)
+        if chosen is not None:
+            chosen.other_metadata_dirs += [Path(h[3]["metadata_dir"]) for h in headers if h[2] != m]
+            break
+        notes.append(note)
+    if chosen is None:
+        return None, notes
+    chosen.dir_ids = {**chosen.dir_ids, **manifest_dir_ids(manifests)}
+    chosen.notes += notes
+    return chosen, notes
+
+
+def read_remote_log_metadata(paths: Iterable[str | os.PathLike]) -> tuple[RemoteLogMetadata | None, list[str]]:
+    """What ``__remote_log_metadata`` said, from every manifest carrying it, merged by the rule
+    disk mode reads several log dirs with (each metadata partition from the first manifest that
+    read it), and the notes on copies there but unreadable (also in its notes). None when no
+    manifest carries it: replay predictions are then as before (no remote knowledge)."""
+    parts, notes = [], []
+    for m in find_manifests(paths):
+        meta, note = _part_of(m, REMOTE_LOG_METADATA_FILE, portable.read_remote)
+        if meta is not None:
+            parts.append(meta)
+        if note is not None:
+            notes.append(str(note))
+    if not parts:
+        return None, notes
+    merged = portable.merge_remote(parts)
+    merged.notes += notes
+    return merged, notes

@@ -348,3 +348,111 @@ def test_audit_at_agrees_and_the_report_shows_local_and_remote(tiered, tmp_path)
         assert f"remote {e['remote_start_offset']}..{e['remote_end_offset']}" in html
     assert "nothing was ever deleted (log start offset 0)" in html
     assert f"offsets 0..{TieredScenario.deleted_to - 1} were deleted" in html
+
+
+# ---------------------------------------------------------------------------------------------
+# Manifests carry __remote_log_metadata (issue 14: disk mode, manifests and audit --at agree)
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiered_manifest(tiered, tmp_path_factory):
+    """``kafka-audit collect`` of the tiered broker's log dir (in-process, as the CLI runs it)."""
+    from auditor.manifest import collect_manifest
+    out = tmp_path_factory.mktemp("tiered-manifest") / "broker-1"
+    res = collect_manifest([tiered.log_dir], out, "headers")
+    return SimpleNamespace(dir=out, result=res)
+
+
+def _replay_check_inproc(*args):
+    """``kafka-audit replay-check ... --api modern --json`` in-process: (exit code, findings by partition)."""
+    import contextlib
+    import io
+
+    from auditor.cli import main as kafka_audit_main
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        rc = kafka_audit_main(["replay-check", *map(str, args), "--api", "modern", "--json"])
+    assert rc in (0, 1), out.getvalue()[-2000:] + err.getvalue()[-3000:]
+    doc = json.loads(out.getvalue())
+    return rc, {f["partition"]: f for f in doc["partitions"]}, doc["problems"]
+
+
+def test_collect_carries_the_remote_log_metadata(tiered, tiered_manifest):
+    """The manifest's copy of __remote_log_metadata equals what disk mode reads from the log dir:
+    every remote segment (offsets, epochs, max timestamp, size, state and its history), what is
+    unknown, the notes, the inferred partition counts."""
+    from auditor.manifest import REMOTE_LOG_METADATA_FILE, read_remote_log_metadata
+    t, m = tiered, tiered_manifest
+    assert (m.dir / REMOTE_LOG_METADATA_FILE).is_file()
+    assert any(line.startswith("remote log metadata:") and "-> remote_log_metadata" in line
+               for line in m.result.cluster_parts), m.result.cluster_parts
+    ours, notes = read_remote_log_metadata([m.dir])
+    disk = rs.read_log_dirs([t.log_dir])
+    assert notes == [] and ours.notes == disk.notes
+    assert set(ours.partitions) == set(disk.partitions) and ours.incomplete == disk.incomplete
+    assert (ours.partition_counts, ours.metadata_partitions, ours.records) == (
+        disk.partition_counts, disk.metadata_partitions, disk.records)
+    for key, rp in disk.partitions.items():
+        mine = ours.partitions[key]
+        assert mine.segments == rp.segments and mine.metadata_partitions == rp.metadata_partitions
+        assert (mine.topic_id, mine.delete_state, mine.notes) == (rp.topic_id, rp.delete_state, rp.notes)
+    assert sum(len(rp.segments) for rp in ours.partitions.values()) >= 20
+
+
+def test_replay_check_from_the_manifest_equals_disk_mode_and_the_broker(tiered, tiered_manifest):
+    """replay-check --manifest for every target of the scenario (before, inside, at the edges of
+    and between every remote-only, remote-and-local and local segment, and after): the same
+    verdicts, messages and evidence as --log-dir, with and without --remote-storage-dir, and the
+    predicted offset equal to the broker's offsets_for_times (exact with the remote storage dir,
+    else a range holding it). Before this, a remote-range target was WARN 'cannot tell' from a
+    manifest."""
+    t, m = tiered, tiered_manifest
+    by_target: dict[int, dict[int, int]] = {}
+    for p, pairs in t.answers.items():
+        for target, broker in pairs:
+            by_target.setdefault(target, {})[p] = broker
+    counts = {"targets": 0, "compared": 0, "exact": 0, "range": 0, "remote": 0}
+    for i, (target, brokers) in enumerate(sorted(by_target.items())):
+        with_dir = ("--remote-storage-dir", t.remote_dir)
+        runs = [with_dir] + ([()] if i % 3 == 0 else [])  # metadata-only answers: every third target
+        for extra in runs:
+            rc_disk, disk, _ = _replay_check_inproc("--topic", t.sc.topic, f"--at={target}", "--log-dir", t.log_dir, *extra)
+            rc_man, man, problems = _replay_check_inproc("--topic", t.sc.topic, f"--at={target}",
+                                                         "--manifest", m.dir, *extra)
+            assert problems == [] and rc_man == rc_disk
+            for p, broker in brokers.items():
+                assert man[p] == disk[p], (target, p, man[p]["message"], disk[p]["message"])
+                e = man[p]["evidence"][0]
+                got = e["modern_offset"] if e["modern_offset"] is not None else -1
+                if e["modern_exact"]:
+                    assert got == broker, (target, p, e)
+                    counts["exact"] += 1
+                else:
+                    assert extra == () and e["modern_offset"] <= broker <= e["modern_upper_offset"], (target, p, e)
+                    counts["range"] += 1
+                counts["remote"] += e.get("modern_tier") == "remote"
+                counts["compared"] += 1
+        counts["targets"] += 1
+    print(f"\nreplay-check --manifest = --log-dir on {counts['compared']} partition answers for "
+          f"{counts['targets']} targets: {counts['exact']} exact = offsets_for_times, {counts['range']} ranges "
+          f"holding it (no --remote-storage-dir), {counts['remote']} answered from remote segments")
+    assert counts["targets"] >= 100 and counts["remote"] >= 100 and counts["range"] >= 20
+
+
+def test_an_old_manifest_without_remote_metadata_reads_as_before(tiered, tiered_manifest, tmp_path):
+    """A manifest without the remote part (format 1, or a copy with it removed) still reads:
+    replay-check --manifest runs, and a remote-only target is WARN 'cannot tell' (as before)."""
+    from auditor.manifest import CLUSTER_METADATA_FILE, REMOTE_LOG_METADATA_FILE, read_remote_log_metadata
+    t = tiered
+    old = tmp_path / "old"
+    shutil.copytree(tiered_manifest.dir, old,
+                    ignore=shutil.ignore_patterns(REMOTE_LOG_METADATA_FILE, CLUSTER_METADATA_FILE))
+    assert read_remote_log_metadata([old]) == (None, [])
+    stamps = t.sc.group_stamps[0]
+    target = (stamps[3][0] + stamps[3][-1]) // 2
+    rc, found, problems = _replay_check_inproc("--topic", t.sc.topic, f"--at={target}", "--manifest", old)
+    assert problems == []
+    for p in range(t.sc.partitions):
+        assert found[p]["severity"] == "WARN" and "cannot tell" in found[p]["message"], found[p]["message"]
+    rc, found, _ = _replay_check_inproc("--topic", t.sc.topic, f"--at={target}", "--manifest", tiered_manifest.dir)
+    assert rc == 0 and all(f["severity"] == "PASS" for f in found.values())

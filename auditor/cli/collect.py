@@ -18,7 +18,11 @@ def register(sub) -> None:
         help="on a broker: write a Parquet manifest of its log dirs (no Spark, no JVM)",
         description=(
             "Scan log dirs (read-only) into a Parquet manifest directory: segments.parquet,\n"
-            "partitions.parquet, log_dirs.parquet (broker id, host, collection time).\n"
+            "partitions.parquet, log_dirs.parquet (broker id, host, collection time), and what the\n"
+            "cluster records about itself when these log dirs hold it, decoded: the KRaft metadata\n"
+            "log (cluster_metadata.jsonl.gz: topics, configs, replica moves) and tiered storage's\n"
+            "__remote_log_metadata (remote_log_metadata.jsonl.gz), so that `audit --manifest` and\n"
+            "`replay-check --manifest` know what they know from the log dirs (docs/manifests.md).\n"
             "Pure Python, for brokers; `kafka-audit scan --engine spark --manifest` reads them.\n\n"
             + DEPTH_HELP
         ),
@@ -69,6 +73,8 @@ def run(args) -> int:
             st = info["scan_state"]
             sys.stderr.write(f"state: {info['log_dir']}: {st['reused']:,} closed segments from the state, "
                              f"{st['read']:,} read, {st['kept']:,} kept ({st['file']})\n")
+    for line in res.cluster_parts:
+        sys.stderr.write(f"cluster: {line}\n")
     sys.stderr.write(
         f"wrote manifest {res.out}: {res.segments} segments, {res.partitions} partition dirs, "
         f"{len(res.log_dirs)} log dirs in {res.elapsed_s:.1f} s\n"

@@ -4,7 +4,8 @@ Disk mode (``--log-dir``) scans only the asked topics' partition directories at 
 ``headers`` and predicts, per partition, the broker's answer for both lookups
 (``auditor/replay.py``; the modern one exact, from the files). Manifest mode reads
 ``kafka-audit collect`` manifests (answers from the rows; exact when the files are also
-reachable at the recorded paths). Protocol mode (``--bootstrap-server``) asks the cluster
+reachable at the recorded paths; tiered storage from the ``__remote_log_metadata`` copy the
+manifests carry, as disk mode reads it from the log dirs). Protocol mode (``--bootstrap-server``) asks the cluster
 itself: the modern answer (ListOffsets by timestamp), the earliest offset and its record's
 timestamp, and the offset of the largest timestamp; it cannot know mtimes, so it judges the
 modern lookup only.
@@ -20,7 +21,7 @@ from auditor.check_runner import GROUP, as_frame, run_partition_checks
 from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError, write_json
 from auditor.cluster import remote_storage
 from auditor.formats import filenames
-from auditor.manifest import find_manifests, read_manifest
+from auditor.manifest import find_manifests, read_manifest, read_remote_log_metadata
 from auditor.replay import LegacyAnswer, LogStart, ModernAnswer, ReplayPrediction, ReplicaPrediction
 from auditor.scan import plan_log_dir, scan_partition_dir
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, json_envelope
@@ -105,6 +106,14 @@ def _rows_from_manifests(paths: list[str], topics: set[str]) -> tuple[list[dict]
         segments += [r for r in seg.to_pylist() if r["topic"] in topics]
         partitions += [r for r in part.to_pylist() if r["topic"] in topics]
     return segments, partitions, []
+
+
+def _remote_from_manifests(args, ctx) -> list[str]:
+    """Tiered storage: the ``__remote_log_metadata`` copy collect wrote into the manifests, as disk
+    mode reads it from the log dirs (none carried: no remote knowledge, as before); its notes."""
+    ctx.remote_logs, notes = read_remote_log_metadata(args.manifest)
+    ctx.remote_storage_dir = args.remote_storage_dir
+    return list(ctx.remote_logs.notes) if ctx.remote_logs is not None else notes
 
 
 def _disk_findings(segments, partitions, ctx) -> list[Finding]:
@@ -225,6 +234,7 @@ def run(args) -> int:
             problems += ctx.remote_logs.notes
         else:
             segments, partitions, problems = _rows_from_manifests(args.manifest, set(topics))
+            problems += _remote_from_manifests(args, ctx)
         found = {r["topic"] for r in partitions}
         missing = [t for t in topics if t not in found]
         if missing:
