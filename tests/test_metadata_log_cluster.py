@@ -395,3 +395,67 @@ def test_absent_replica_and_wrong_log_dir_checks(scenario, tmp_path):
     wrong = next(f for f in found if f.code == "KLA082")
     assert wrong.message == (f"events-1 on broker 2 is in {dst} but the metadata log places it in {src} "
                              f"(directory ID {wrong.evidence[0]['directory_id']})")
+
+
+METADATA_CODES = ("KLA020", "KLA080", "KLA081", "KLA082", "KLA083")
+
+
+def _metadata_findings(outcome) -> list[tuple]:
+    return sorted((f.code, f.severity.name, f.topic or "", -1 if f.partition is None else f.partition,
+                   -1 if f.broker_id is None else f.broker_id, f.log_dir or "", f.message,
+                   repr(f.evidence)) for f in outcome.findings if f.code in METADATA_CODES)
+
+
+def test_audit_from_manifests_knows_what_disk_mode_knows(scenario, tmp_path):
+    """Manifests carry the metadata log (issue 11 part 5): `collect` on each broker (on a copy of
+    the cluster's six log dirs taken at one moment, so both sides read the same bytes), then the
+    audit from the three manifests gives the same topic configs and config sources, the same
+    KLA020 wording naming the reassignment and the log-dir move with their metadata offsets, the
+    same KLA080-083 findings and notes as the disk-mode audit of the same log dirs, on the driver
+    and on Spark. The most advanced of the three metadata copies is used, as in disk mode."""
+    from auditor.audit import AuditRequest, run_audit
+    from auditor.manifest import CLUSTER_METADATA_FILE, collect_manifest, read_cluster_metadata
+    kc = scenario["kc"]
+    dirs = []
+    for node_id, node in kc.nodes.items():
+        for d in node.log_dirs:
+            c = tmp_path / f"node-{node_id}" / d.name
+            shutil.copytree(d, c)
+            dirs.append(c)
+    manifests = []
+    for node_id in kc.nodes:
+        out = tmp_path / "manifests" / f"broker-{node_id}"
+        res = collect_manifest(sorted((tmp_path / f"node-{node_id}").iterdir()), out, "headers")
+        assert (out / CLUSTER_METADATA_FILE).is_file(), res.cluster_parts
+        manifests.append(str(out))
+    disk_log = ml.read_metadata_log(dirs, history=True)
+    log, notes = read_cluster_metadata(manifests)
+    assert notes == [] and log.metadata_dir == disk_log.metadata_dir
+    assert set(log.other_metadata_dirs) == set(disk_log.other_metadata_dirs)
+    assert log.state == disk_log.state and log.history == disk_log.history
+    assert {k: (n, str(p)) for k, (n, p) in log.dir_ids.items()} == {
+        k: (n, str(p)) for k, (n, p) in disk_log.dir_ids.items()}
+    config = tmp_path / "audit.yaml"
+    config.write_text("checks:\n  mtime.reset:\n    min_record_span_ms: 4000\n    replica_skew_ms: 3000\n"
+                      "    packed_ratio: 0.2\n")
+    now_ms = int(time.time() * 1000)
+    common = dict(config_path=str(config), now_ms=now_ms, depth="headers")
+    disk = run_audit(AuditRequest(log_dirs=[str(d) for d in dirs], engine="local", **common))
+    local = run_audit(AuditRequest(manifests=manifests, engine="local", **common))
+    assert disk.topic_config_sources["orders"]["retention.ms"] == "metadata log: topic config"
+    assert disk.topic_config_sources["gone"]["retention.ms"] == "metadata log: cluster default"
+    found = _metadata_findings(disk)
+    codes = {f[0] for f in found}
+    assert {"KLA020", "KLA080", "KLA083"} <= codes, found   # KLA080: the planted leftover of 'gone'
+    moves = [f for f in found if f[0] == "KLA020" and f[6].startswith(("reassigned from", "moved from log dir"))]
+    assert len(moves) >= 2 and all("metadata_offset" in f[7] for f in moves), found
+    assert local.topic_config_sources == disk.topic_config_sources
+    assert local.metadata_notes == disk.metadata_notes
+    assert _metadata_findings(local) == found
+    spark = run_audit(AuditRequest(manifests=manifests, engine="spark", master="local[1]", **common))
+    assert spark.topic_config_sources == disk.topic_config_sources
+    assert _metadata_findings(spark) == found
+    print(f"\naudit from 3 manifests = disk mode: {len(found)} metadata findings "
+          f"({', '.join(sorted(codes))}), configs of {len(disk.topic_config_sources)} topics with their sources")
+    for f in found:
+        print(f"  {f[0]} {f[2]}-{f[3]} broker {f[4]}: {f[6]}")

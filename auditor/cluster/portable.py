@@ -9,7 +9,7 @@ segment rows, the two records the broker keeps about the cluster, already decode
 * the tiered-storage metadata (:mod:`auditor.cluster.remote_storage`): the remote segments per
   partition, what cannot be known, and the notes.
 
-Each is one gzip-compressed JSON Lines file (one JSON object per line, ``kind`` first): a
+Each is one gzip-compressed JSON Lines file (one JSON object per line, its type in ``line``): a
 ``header`` line (``format``, ``version``, what was read), the content, and an ``end`` line with
 the count of lines before it, so a cut-off file is told from a complete one. Written and read one
 line at a time: memory beyond the decoded state itself stays small. The layout is documented in
@@ -56,7 +56,7 @@ def _dump_lines(out: IO[bytes], lines: Iterable[dict]) -> int:
             text.write(json.dumps(line, separators=(",", ":"), ensure_ascii=False))
             text.write("\n")
             count += 1
-        text.write(json.dumps({"kind": "end", "lines": count}) + "\n")
+        text.write(json.dumps({"line": "end", "lines": count}) + "\n")
         text.flush()
         text.detach()
     return count
@@ -78,7 +78,7 @@ def _load_lines(source: IO[bytes], label: str, fmt: str) -> Iterator[dict]:
                     raise PortableError(f"{label}: line {number} is not a JSON object")
                 if number == 1:
                     _check_header(line, label, fmt)
-                if line.get("kind") == "end":
+                if line.get("line") == "end":
                     if line.get("lines") != count:
                         raise PortableError(f"{label}: the end line counts {line.get('lines')} lines, "
                                             f"{count} were read")
@@ -93,8 +93,8 @@ def _load_lines(source: IO[bytes], label: str, fmt: str) -> Iterator[dict]:
 
 
 def _check_header(line: dict, label: str, fmt: str) -> None:
-    if line.get("kind") != "header" or line.get("format") != fmt:
-        raise PortableError(f"{label}: not a {fmt} file (its first line is kind={line.get('kind')!r}, "
+    if line.get("line") != "header" or line.get("format") != fmt:
+        raise PortableError(f"{label}: not a {fmt} file (its first line is line={line.get('line')!r}, "
                             f"format={line.get('format')!r})")
     version = line.get("version")
     if not isinstance(version, int) or version > VERSION:
@@ -133,7 +133,7 @@ def metadata_advance(log: MetadataLog) -> int:
 
 def _metadata_lines(log: MetadataLog) -> Iterator[dict]:
     st = log.state
-    yield {"kind": "header", "format": METADATA_FORMAT, "version": VERSION, "tool_version": __version__,
+    yield {"line": "header", "format": METADATA_FORMAT, "version": VERSION, "tool_version": __version__,
            "metadata_dir": str(log.metadata_dir), "node_id": log.node_id, "advance": metadata_advance(log),
            "base_snapshot": None if log.base_snapshot is None else str(log.base_snapshot),
            "base_offset": log.base_offset, "snapshots": [str(p) for p in log.snapshots],
@@ -142,18 +142,18 @@ def _metadata_lines(log: MetadataLog) -> Iterator[dict]:
            "dir_ids": {d: [node, str(p)] for d, (node, p) in log.dir_ids.items()},
            "last_offset": st.last_offset, "last_timestamp_ms": st.last_timestamp_ms, "features": st.features}
     for b in st.brokers.values():
-        yield {"kind": "broker", **_plain(b)}
+        yield {"line": "broker", **_plain(b)}
     for t in st.topics.values():
-        yield {"kind": "topic", "name": t.name, "topic_id": t.topic_id, "created_offset": t.created_offset,
+        yield {"line": "topic", "name": t.name, "topic_id": t.topic_id, "created_offset": t.created_offset,
                "created_ms": t.created_ms}
         for p in t.partitions.values():
-            yield {"kind": "partition", **_plain(p)}
+            yield {"line": "partition", **_plain(p)}
     for (rtype, name), cfg in st.configs.items():
-        yield {"kind": "config", "resource_type": rtype, "resource_name": name, "configs": cfg}
+        yield {"line": "config", "resource_type": rtype, "resource_name": name, "configs": cfg}
     for c in log.history:
-        yield {"kind": "change", **_plain(c)}
+        yield {"line": "change", **_plain(c)}
     for n in log.notes:
-        yield {"kind": "note", **_plain(n)}
+        yield {"line": "note", **_plain(n)}
 
 
 def write_metadata(log: MetadataLog, out: IO[bytes]) -> int:
@@ -176,7 +176,7 @@ def read_metadata(source: IO[bytes], label: str) -> MetadataLog:
     history: list[Change] = []
     notes: list[Note] = []
     for line in lines:
-        kind = line.get("kind")
+        kind = line.get("line")
         if kind == "broker":
             b = _make(Broker, line)
             st.brokers[b.broker_id] = b
@@ -209,19 +209,19 @@ def read_metadata(source: IO[bytes], label: str) -> MetadataLog:
 # ---------------------------------------------------------------------------------------------
 
 def _remote_lines(meta: RemoteLogMetadata) -> Iterator[dict]:
-    yield {"kind": "header", "format": REMOTE_FORMAT, "version": VERSION, "tool_version": __version__,
+    yield {"line": "header", "format": REMOTE_FORMAT, "version": VERSION, "tool_version": __version__,
            "records": meta.records, "metadata_dirs": list(meta.metadata_dirs),
            "metadata_partitions": sorted(meta.metadata_partitions), "partition_counts": list(meta.partition_counts)}
     for k, whys in sorted(meta.incomplete.items()):
-        yield {"kind": "incomplete", "metadata_partition": k, "why": list(whys)}
+        yield {"line": "incomplete", "metadata_partition": k, "why": list(whys)}
     for rp in meta.partitions.values():
-        yield {"kind": "partition", "topic": rp.topic, "partition": rp.partition, "topic_id": rp.topic_id,
+        yield {"line": "partition", "topic": rp.topic, "partition": rp.partition, "topic_id": rp.topic_id,
                "delete_state": rp.delete_state, "notes": list(rp.notes),
                "metadata_partitions": sorted(rp.metadata_partitions)}
         for seg in rp.segments.values():
-            yield {"kind": "segment", **_plain(seg)}
+            yield {"line": "segment", **_plain(seg)}
     for text in meta.notes:
-        yield {"kind": "note", "text": text}
+        yield {"line": "note", "text": text}
 
 
 def write_remote(meta: RemoteLogMetadata, out: IO[bytes]) -> int:
@@ -237,7 +237,7 @@ def read_remote(source: IO[bytes], label: str) -> RemoteLogMetadata:
                              metadata_partitions=set(h.get("metadata_partitions", [])),
                              records=h.get("records", 0), partition_counts=list(h.get("partition_counts", [])))
     for line in lines:
-        kind = line.get("kind")
+        kind = line.get("line")
         if kind == "incomplete":
             meta.incomplete[line["metadata_partition"]] = list(line["why"])
         elif kind == "partition":
