@@ -367,7 +367,7 @@ def _part_of(manifest: str, name: str, read) -> tuple[object | None, Note | None
         with source:
             return read(source, label), None
     except portable.PortableError as exc:
-        return None, Note(label, None, None, f"not used: {exc}")
+        return None, Note(label, None, None, f"not used: {str(exc).removeprefix(label + ': ')}")
     except (OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
         return None, Note(label, None, None, f"not used: {type(exc).__name__}: {exc}")
 
