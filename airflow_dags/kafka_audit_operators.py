@@ -72,17 +72,23 @@ class ReplayCheckOperator(BaseOperator):
 
     ``at``: ISO-8601 with zone, epoch ms or relative (``-6h``); templated, so ``{{ params.at }}``
     or a timestamp from an upstream task works. One of ``log_dirs``, ``manifests`` or
-    ``bootstrap_server``. XCom: ``replay_check`` = the command's JSON (safe, worst, partitions).
+    ``bootstrap_server``. ``remote_storage_dir`` (tiered storage, optional): LocalTieredStorage's
+    directory, passed as ``--remote-storage-dir`` so answers in remote ranges are exact (without
+    it they are the remote segment's offset range). XCom: ``replay_check`` = the command's JSON
+    (safe, worst, partitions).
     """
 
-    template_fields = ("topics", "at", "log_dirs", "manifests", "bootstrap_server", "api", "fail_on", "config")
+    template_fields = ("topics", "at", "log_dirs", "manifests", "bootstrap_server", "api", "fail_on", "config",
+                       "remote_storage_dir")
 
     def __init__(self, *, topics, at, log_dirs=None, manifests=None, bootstrap_server=None, api: str = "both",
-                 fail_on: str = "FAIL", config: str | None = None, timeout_s: float = 600, **kwargs):
+                 fail_on: str = "FAIL", config: str | None = None, timeout_s: float = 600,
+                 remote_storage_dir: str | None = None, **kwargs):
         kwargs.setdefault("retries", 0)  # an unsafe answer does not get safer by retrying
         super().__init__(**kwargs)
         self.topics, self.at, self.log_dirs, self.manifests = topics, at, log_dirs, manifests
         self.bootstrap_server, self.api, self.fail_on, self.config = bootstrap_server, api, fail_on, config
+        self.remote_storage_dir = remote_storage_dir
         self.timeout_s = timeout_s
 
     def execute(self, context) -> dict:
@@ -90,6 +96,8 @@ class ReplayCheckOperator(BaseOperator):
                 "--fail-on", self.fail_on, "--json"]
         if self.config:
             args += ["--config", self.config]
+        if self.remote_storage_dir:
+            args += ["--remote-storage-dir", self.remote_storage_dir]
         sources = 0
         for d in _as_list(self.log_dirs):
             args += ["--log-dir", d]

@@ -1,8 +1,9 @@
 """Pre-replay gate: refuse to start a replay that would silently miss data or crash old clients.
 
 Trigger with config, e.g. ``{"topics": ["orders"], "at": "2024-05-01T00:00:00Z",
-"log_dirs": ["/data/kafka"]}`` (or ``bootstrap_server`` for clusters whose disks the worker
-cannot read). The ``replay_gate`` task runs ``kafka-audit replay-check``; when unsafe it fails
+"log_dirs": ["/data/kafka"]}`` (or ``manifests`` from ``kafka-audit collect``, or
+``bootstrap_server`` for clusters whose disks the worker cannot read; with tiered storage,
+``remote_storage_dir`` for exact answers in remote ranges). The ``replay_gate`` task runs ``kafka-audit replay-check``; when unsafe it fails
 with the reasons in its log and in XCom (key ``replay_check``), and ``start_replay`` (replace it
 with your replay job) never runs. Copy the pattern into your own DAGs with
 ``airflow_dags.kafka_audit_operators.ReplayCheckOperator``.
@@ -30,6 +31,9 @@ with DAG(
         "log_dirs": Param([], type="array"),
         "manifests": Param([], type="array"),
         "bootstrap_server": Param("", type="string"),
+        "remote_storage_dir": Param("", type="string",
+                                    description="tiered storage: LocalTieredStorage's directory, for exact answers "
+                                                "in remote ranges (empty: from the remote log metadata alone)"),
         "api": Param("both", enum=["modern", "legacy", "both"]),
         "fail_on": Param("FAIL", enum=["WARN", "FAIL"]),
         "recipients": Param([], type="array"),
@@ -43,6 +47,7 @@ with DAG(
         log_dirs="{{ params.log_dirs | join(',') }}",
         manifests="{{ params.manifests | join(',') }}",
         bootstrap_server="{{ params.bootstrap_server }}",
+        remote_storage_dir="{{ params.remote_storage_dir }}",
         api="{{ params.api }}",
         fail_on="{{ params.fail_on }}",
         execution_timeout=timedelta(minutes=15),

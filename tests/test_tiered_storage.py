@@ -31,6 +31,7 @@ from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
 from auditor.scan import plan_log_dir, scan_partition_dir
 from tests.harness.rlm_dump import dump_remote_log_metadata
+from test_airflow_dags import airflow_env, run_dag  # noqa: F401 (a module-scoped fixture, the DAG runner)
 from tests.harness.tiered import (OffsetsForTimes, TieredScenario, highest_tiered_offset, local_log_start,
                                   tiered_cluster)
 
@@ -456,3 +457,25 @@ def test_an_old_manifest_without_remote_metadata_reads_as_before(tiered, tiered_
         assert found[p]["severity"] == "WARN" and "cannot tell" in found[p]["message"], found[p]["message"]
     rc, found, _ = _replay_check_inproc("--topic", t.sc.topic, f"--at={target}", "--manifest", tiered_manifest.dir)
     assert rc == 0 and all(f["severity"] == "PASS" for f in found.values())
+
+
+def test_pre_replay_dag_passes_the_remote_storage_dir(tiered, tiered_manifest, airflow_env):
+    """The pre-replay DAG (real Airflow, dag.test()) on the broker's manifest with the
+    ``remote_storage_dir`` param: the gate's answers in the remote range are exact and equal the
+    broker's offsets_for_times; a target before partition 1's deleted records fails the gate (FAIL:
+    the remote files show the real gap; without the directory it would be WARN 'cannot tell')."""
+    t, m = tiered, tiered_manifest
+    env = airflow_env
+    stamps = t.sc.group_stamps[0]
+    target = (stamps[3][0] + stamps[3][-1]) // 2
+    base = {"topics": [t.sc.topic], "manifests": [str(m.dir)], "api": "modern", "remote_storage_dir": str(t.remote_dir)}
+    safe = run_dag(env, "kafka_pre_replay_check", {**base, "at": str(target)})
+    assert safe["tasks"] == {"replay_gate": "success", "start_replay": "success"}, safe
+    for f in safe["xcom"]["replay_gate.replay_check"]["partitions"]:
+        e = f["evidence"][0]
+        assert e["modern_exact"] and e["modern_tier"] == "remote", e
+        assert e["modern_offset"] == dict(t.answers[f["partition"]])[target]
+    unsafe = run_dag(env, "kafka_pre_replay_check", {**base, "at": str(t.sc.first_ms - 1)})
+    assert unsafe["tasks"] == {"replay_gate": "failed", "start_replay": "upstream_failed"}, unsafe
+    found = {f["partition"]: f for f in unsafe["xcom"]["replay_gate.replay_check"]["partitions"]}
+    assert found[1]["severity"] == "FAIL" and found[1]["evidence"][0]["modern_offset"] == TieredScenario.deleted_to
