@@ -32,8 +32,8 @@ def register(sub) -> None:
             "Spark (see --engine). The exit code follows the worst finding (see --fail-on).\n\n"
             "Topic configs the checks use (retention.ms, segment.bytes, message.timestamp.*, cleanup.policy\n"
             "...), highest precedence first: the live cluster (--bootstrap-server); the KRaft metadata log\n"
-            "(__cluster_metadata-0 under the given log dirs: the topic's dynamic config, else the dynamic\n"
-            "cluster default); the config file's kafka: block; Kafka's defaults. The JSON names where each\n"
+            "(__cluster_metadata-0 under the given log dirs, or the most advanced copy the manifests carry:\n"
+            "the topic's dynamic config, else the dynamic cluster default); the config file's kafka: block; Kafka's defaults. The JSON names where each\n"
             "came from (inputs.topic_config_sources)."
         ),
         epilog=(
