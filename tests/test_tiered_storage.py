@@ -479,3 +479,34 @@ def test_pre_replay_dag_passes_the_remote_storage_dir(tiered, tiered_manifest, a
     assert unsafe["tasks"] == {"replay_gate": "failed", "start_replay": "upstream_failed"}, unsafe
     found = {f["partition"]: f for f in unsafe["xcom"]["replay_gate.replay_check"]["partitions"]}
     assert found[1]["severity"] == "FAIL" and found[1]["evidence"][0]["modern_offset"] == TieredScenario.deleted_to
+
+
+def test_audit_at_from_the_manifest_equals_the_log_dir_audit(tiered, tiered_manifest, tmp_path):
+    """audit --at (the pipeline, driver engine) from the manifest and from the log dir: the same
+    replay findings for the tiered partitions (remote-range target: PASS, exact, the broker's
+    answer), with and without --remote-storage-dir."""
+    from auditor.audit import AuditRequest, run_audit
+    t, m = tiered, tiered_manifest
+    stamps = t.sc.group_stamps[0]
+    target = (stamps[3][0] + stamps[3][-1]) // 2
+    config = tmp_path / "audit.yaml"
+    config.write_text("checks:\n  replay.safety:\n    api: modern\n")
+    for remote_dir in (str(t.remote_dir), None):
+        common = dict(at_ms=target, topics=[t.sc.topic], engine="local", config_path=str(config),
+                      remote_storage_dir=remote_dir, now_ms=t.sc.first_ms + 10**9)
+        replays = []
+        for req in (AuditRequest(log_dirs=[str(t.log_dir)], depth="headers", **common),
+                    AuditRequest(manifests=[str(m.dir)], **common)):
+            out = run_audit(req)
+            replays.append({f.partition: f for f in out.findings if f.code == "KLA010" and f.topic == t.sc.topic})
+        disk, man = replays
+        assert set(man) == {0, 1}
+        for p, f in man.items():
+            assert (f.severity, f.message, f.evidence) == (disk[p].severity, disk[p].message, disk[p].evidence)
+            e = f.evidence[0]
+            assert f.severity.name == "PASS" and e["modern_tier"] == "remote", f.message
+            broker = dict(t.answers[p])[target]
+            if remote_dir:
+                assert e["modern_exact"] and e["modern_offset"] == broker
+            else:
+                assert e["modern_offset"] <= broker <= e["modern_upper_offset"]
