@@ -45,12 +45,13 @@ import pyarrow.parquet as pq
 
 from auditor import __version__
 from auditor.cluster import portable
-from auditor.cluster.metadata_log import MetadataLog, MetadataLogNotFound, read_metadata_log
+from auditor.cluster.metadata_log import MetadataLog, find_metadata_dirs, read_metadata_log
 from auditor.cluster.metadata_state import Note
 from auditor.cluster.remote_storage import METADATA_TOPIC as REMOTE_METADATA_TOPIC
 from auditor.cluster.remote_storage import RemoteLogMetadata
 from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_dirs
 from auditor.scan import Progress, iter_log_dir
+from auditor.scan.pagecache import PageCacheCare
 from auditor.scan.state import check_state_dir
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
 
@@ -252,7 +253,7 @@ def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, 
             if sink.tmp.exists():
                 sink.abort()
         raise
-    result.cluster_parts = collect_cluster_parts(log_dirs, out_dir)
+    result.cluster_parts = collect_cluster_parts(log_dirs, out_dir, page_cache_care=care)
     result.segments, result.partitions = sinks["segments"].count, sinks["partitions"].count
     result.log_dirs = infos
     result.elapsed_s = time.monotonic() - started
@@ -272,34 +273,45 @@ def _write_part(path: Path, write, what) -> int:
     return lines
 
 
-def collect_cluster_parts(log_dirs: list[str | os.PathLike], out_dir: Path) -> list[str]:
+def collect_cluster_parts(log_dirs: list[str | os.PathLike], out_dir: Path, *, page_cache_care: bool = False
+                          ) -> list[str]:
     """Writes what the log dirs hold of the cluster's own record (read-only, as disk mode reads it):
-    the KRaft metadata log with its history, and ``__remote_log_metadata``. Says what it did."""
+    the KRaft metadata log with its history, and ``__remote_log_metadata``. Says what it did.
+    ``page_cache_care``: the pages these reads bring into the page cache are dropped after."""
     said = []
     log_dirs = [os.path.abspath(d) for d in log_dirs]     # the paths the scan's rows carry
-    try:
-        log = read_metadata_log(log_dirs, history=True)
-    except MetadataLogNotFound:
+    care = PageCacheCare() if page_cache_care else None
+    metadata_dirs = [str(d) for d in find_metadata_dirs(log_dirs)]
+    if not metadata_dirs:
         (out_dir / CLUSTER_METADATA_FILE).unlink(missing_ok=True)   # a re-collect must not keep an old one
         said.append("metadata log: none in these log dirs (not written)")
     else:
+        log = _read_with_care(care, metadata_dirs, lambda: read_metadata_log(log_dirs, history=True))
         _write_part(out_dir / CLUSTER_METADATA_FILE, portable.write_metadata, log)
         said.append(f"metadata log: {log.metadata_dir} up to offset {log.state.last_offset}, "
                     f"{len(log.state.topics)} topics, {len(log.history)} changes, {len(log.notes)} notes "
                     f"-> {CLUSTER_METADATA_FILE}")
-    has_remote = any(Path(d, name).is_dir() for d in log_dirs for name in _listing(d)
-                     if name.startswith(REMOTE_METADATA_TOPIC + "-"))
-    if not has_remote:
+    remote_dirs = [os.path.join(d, name) for d in log_dirs for name in _listing(d)
+                   if name.startswith(REMOTE_METADATA_TOPIC + "-") and os.path.isdir(os.path.join(d, name))]
+    if not remote_dirs:
         (out_dir / REMOTE_LOG_METADATA_FILE).unlink(missing_ok=True)
         said.append(f"remote log metadata: no {REMOTE_METADATA_TOPIC} in these log dirs (not written)")
         return said
-    meta = read_remote_log_dirs(log_dirs)
+    meta = _read_with_care(care, remote_dirs, lambda: read_remote_log_dirs(log_dirs))
     _write_part(out_dir / REMOTE_LOG_METADATA_FILE, portable.write_remote, meta)
     segments = sum(len(rp.segments) for rp in meta.partitions.values())
     said.append(f"remote log metadata: {len(meta.metadata_partitions)} {REMOTE_METADATA_TOPIC} partitions, "
                 f"{len(meta.partitions)} partitions, {segments} remote segments, {len(meta.notes)} notes "
                 f"-> {REMOTE_LOG_METADATA_FILE}")
     return said
+
+
+def _read_with_care(care, dirs: list[str], read):
+    """``read()``, with the pages it brings in of the files in ``dirs`` dropped after (``care``)."""
+    if care is None:
+        return read()
+    files = [os.path.join(d, name) for d in dirs for name in _listing(d) if os.path.isfile(os.path.join(d, name))]
+    return care.around(files, read)
 
 
 def _listing(log_dir) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from auditor.cluster import portable
 from auditor.cluster.remote_storage import RemoteLogMetadata, RemotePartition, RemoteSegment
 from auditor.manifest import (CLUSTER_METADATA_FILE, REMOTE_LOG_METADATA_FILE, collect_manifest,
                               read_cluster_metadata, read_remote_log_metadata)
+from auditor.scan.pagecache import file_residency
 from realdata import LOG_DIRS, REAL
 
 REAL_METADATA = REAL / "metadata" / "kraft-transactional"
@@ -168,3 +170,29 @@ def test_remote_parts_round_trip_and_merge_first_copy_wins():
     assert merged.partitions[("t", 1)].segments == {"s2": a.partitions[("t", 1)].segments["s2"]}
     assert ("u", 0) in merged.partitions and merged.incomplete == {1: ["bad record"]}
     assert merged.notes.count("bad record") == 1
+
+
+def _cold(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def test_collect_page_cache_care_covers_the_metadata_log(tmp_path):
+    """collect --page-cache-care: reading the metadata log for the manifest leaves its files'
+    page-cache residency as it was (a plain collect, for contrast, leaves them cached)."""
+    log_dir = tmp_path / "broker"
+    shutil.copytree(REAL_METADATA, log_dir)
+    files = sorted(p for p in (log_dir / ml.METADATA_DIR_NAME).iterdir() if p.is_file())
+    for p in files:
+        _cold(p)
+    before = [file_residency(p) for p in files]
+    assert sum(total for _, total in before) >= 10 and sum(r for r, _ in before) == 0
+    res = collect_manifest([log_dir], tmp_path / "m-care", "index", page_cache_care=True)
+    assert (tmp_path / "m-care" / CLUSTER_METADATA_FILE).is_file(), res.cluster_parts
+    assert [file_residency(p) for p in files] == before
+    collect_manifest([log_dir], tmp_path / "m-plain", "index")
+    assert sum(r for r, _ in (file_residency(p) for p in files)) > 0
