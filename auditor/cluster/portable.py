@@ -52,8 +52,9 @@ def _dump_lines(out: IO[bytes], lines: Iterable[dict]) -> int:
     count = 0
     with gzip.GzipFile(fileobj=out, mode="wb", compresslevel=6) as gz:
         text = io.TextIOWrapper(gz, encoding="utf-8", newline="\n")
+        encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
         for line in lines:
-            text.write(json.dumps(line, separators=(",", ":"), ensure_ascii=False))
+            text.write(encode(line))
             text.write("\n")
             count += 1
         text.write(json.dumps({"line": "end", "lines": count}) + "\n")
@@ -69,9 +70,10 @@ def _load_lines(source: IO[bytes], label: str, fmt: str) -> Iterator[dict]:
     ended = False
     try:
         with gzip.GzipFile(fileobj=source, mode="rb") as gz:
+            decode = json.JSONDecoder().decode
             for number, raw in enumerate(io.TextIOWrapper(gz, encoding="utf-8"), start=1):
                 try:
-                    line = json.loads(raw)
+                    line = decode(raw)
                 except ValueError as exc:
                     raise PortableError(f"{label}: line {number} is not JSON ({exc})") from None
                 if not isinstance(line, dict):
@@ -102,14 +104,29 @@ def _check_header(line: dict, label: str, fmt: str) -> None:
                             f"(kafka-audit {__version__} reads version {VERSION} and older)")
 
 
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _names(cls: type) -> tuple[str, ...]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(cls))
+    return names
+
+
 def _make(cls, line: dict):
-    """A dataclass from a line, ignoring keys it does not know (later additions)."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return cls(**{k: v for k, v in line.items() if k in names})
+    """A dataclass from a line (its ``line`` key dropped), ignoring keys it does not know (later
+    additions)."""
+    line.pop("line", None)
+    try:
+        return cls(**line)
+    except TypeError:
+        names = _names(cls)
+        return cls(**{k: v for k, v in line.items() if k in names})
 
 
 def _plain(obj) -> dict:
-    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    return {name: getattr(obj, name) for name in _names(type(obj))}
 
 
 # ---------------------------------------------------------------------------------------------
