@@ -360,7 +360,8 @@ def _open_part(manifest: str, name: str):
     if "://" in manifest:
         from pyarrow import fs as pafs
 
-        filesystem, root = pafs.FileSystem.from_uri(manifest.rstrip("/"))
+        uri = "s3://" + manifest[len("s3a://"):] if manifest.startswith("s3a://") else manifest  # Hadoop's name
+        filesystem, root = pafs.FileSystem.from_uri(uri.rstrip("/"))
         path = f"{root}/{name}"
         if filesystem.get_file_info(path).type == pafs.FileType.NotFound:
             return None
@@ -381,7 +382,8 @@ def _part_of(manifest: str, name: str, read) -> tuple[object | None, Note | None
     except portable.PortableError as exc:
         return None, Note(label, None, None, f"not used: {str(exc).removeprefix(label + ': ')}")
     except (OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
-        return None, Note(label, None, None, f"not used: {type(exc).__name__}: {exc}")
+        first = (str(exc).strip().splitlines() or [""])[0][:300]   # (pyarrow's libjvm errors run to pages)
+        return None, Note(label, None, None, f"not used: {type(exc).__name__}: {first}")
 
 
 def manifest_dir_ids(manifests: Iterable[str]) -> dict[str, tuple[int | None, Path]]:

@@ -46,6 +46,8 @@ def test_the_real_metadata_log_round_trips(manifest):
     assert (len(log.state.topics), log.state.partition_count) == (9, 139)
     assert (log.metadata_dir, log.base_snapshot, log.base_offset, log.snapshots, log.segments) == (
         disk.metadata_dir, disk.base_snapshot, disk.base_offset, disk.snapshots, disk.segments)
+    by_url, notes = read_cluster_metadata([manifest.as_uri()])   # a URL: through pyarrow's file systems
+    assert notes == [] and by_url.state == disk.state and by_url.history == disk.history
     assert not (manifest / REMOTE_LOG_METADATA_FILE).exists()
     assert read_remote_log_metadata([manifest]) == (None, [])
 
