@@ -29,6 +29,7 @@ from auditor.cluster.metadata_log import MetadataLogNotFound, read_metadata_log
 from auditor.cluster.metadata_audit import PartitionMoves, effective_topic_configs
 from auditor.manifest import collect_manifest
 from auditor.manifest import read_cluster_metadata as read_manifest_metadata
+from auditor.manifest import read_consumer_groups as read_manifest_groups
 from auditor.manifest import read_remote_log_metadata as read_manifest_remote
 from auditor.units import iso_utc
 from checks import REGISTRY
@@ -230,12 +231,18 @@ def audit_context(req: AuditRequest, progress: Callable[[str], None]) -> AuditCo
 
 def read_consumer_groups(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]):
     """Step 2: the consumer groups' committed offsets, for the groups.* checks (__consumer_offsets
-    on disk); None for manifests."""
-    if not req.log_dirs:
+    on disk, or the copy the manifests carry); None when there is none."""
+    if req.manifests:
+        groups, notes = read_manifest_groups(req.manifests)
+        for note in notes:
+            progress(f"consumer groups copy not used: {note}")
+    elif req.log_dirs:
+        progress("reading consumer groups from __consumer_offsets")
+        groups = read_groups(req.log_dirs)
+    else:
         return None
-    progress("reading consumer groups from __consumer_offsets")
-    groups = read_groups(req.log_dirs)
-    ctx.group_offsets = commit_rows(groups)
+    if groups is not None:
+        ctx.group_offsets = commit_rows(groups)
     return groups
 
 
@@ -282,7 +289,8 @@ class AuditOutcome:
     check_titles: dict[str, str]
     """Every registered check's title by name, so the document carries them (reports never read the registry)."""
     groups: object | None = None
-    """The consumer groups read from disk (``auditor.cluster.consumer_groups``), None for manifests."""
+    """The consumer groups read from disk or carried by the manifests (``auditor.cluster.consumer_groups``),
+    None when there were none."""
     topic_config_sources: dict = field(default_factory=dict)
     """{topic: {config: "live cluster" | "metadata log: topic config" | "metadata log: cluster default"}};
     a config absent here came from the config file's kafka: block or Kafka's defaults."""

@@ -45,6 +45,8 @@ import pyarrow.parquet as pq
 
 from auditor import __version__
 from auditor.cluster import portable
+from auditor.cluster.consumer_groups import OFFSETS_TOPIC, GroupsResult, offsets_partition_dirs
+from auditor.cluster.consumer_groups import read_groups as read_offsets_groups
 from auditor.cluster.metadata_log import MetadataLog, find_metadata_dirs, read_metadata_log
 from auditor.cluster.metadata_state import Note
 from auditor.cluster.remote_storage import METADATA_TOPIC as REMOTE_METADATA_TOPIC
@@ -60,8 +62,10 @@ PARTITIONS_FILE = "partitions.parquet"
 LOG_DIRS_FILE = "log_dirs.parquet"
 CLUSTER_METADATA_FILE = "cluster_metadata.jsonl.gz"
 REMOTE_LOG_METADATA_FILE = "remote_log_metadata.jsonl.gz"
+CONSUMER_GROUPS_FILE = "consumer_groups.jsonl.gz"
 MANIFEST_FORMAT = 2
-"""2: may carry CLUSTER_METADATA_FILE / REMOTE_LOG_METADATA_FILE (1: the three Parquet files only)."""
+"""2: may carry CLUSTER_METADATA_FILE / REMOTE_LOG_METADATA_FILE / CONSUMER_GROUPS_FILE (1: the three
+Parquet files only)."""
 FLUSH_ROWS = 8192
 NICE_READ_RATE_MIB_S = 64.0
 """``collect --nice`` reads at most this many MiB/s unless ``--max-read-rate`` says otherwise."""
@@ -291,27 +295,41 @@ def collect_cluster_parts(log_dirs: list[str | os.PathLike], out_dir: Path, *, p
         said.append(f"metadata log: {log.metadata_dir} up to offset {log.state.last_offset}, "
                     f"{len(log.state.topics)} topics, {len(log.history)} changes, {len(log.notes)} notes "
                     f"-> {CLUSTER_METADATA_FILE}")
+    said.append(_collect_remote(log_dirs, out_dir, care))
+    said.append(_collect_groups(log_dirs, out_dir, care))
+    return said
+
+
+def _collect_remote(log_dirs: list[str], out_dir: Path, care) -> str:
     remote_dirs = [os.path.join(d, name) for d in log_dirs for name in _listing(d)
                    if name.startswith(REMOTE_METADATA_TOPIC + "-") and os.path.isdir(os.path.join(d, name))]
     if not remote_dirs:
         (out_dir / REMOTE_LOG_METADATA_FILE).unlink(missing_ok=True)
-        said.append(f"remote log metadata: no {REMOTE_METADATA_TOPIC} in these log dirs (not written)")
-        return said
+        return f"remote log metadata: no {REMOTE_METADATA_TOPIC} in these log dirs (not written)"
     meta = _read_with_care(care, remote_dirs, lambda: read_remote_log_dirs(log_dirs))
     _write_part(out_dir / REMOTE_LOG_METADATA_FILE, portable.write_remote, meta)
     segments = sum(len(rp.segments) for rp in meta.partitions.values())
-    said.append(f"remote log metadata: {len(meta.metadata_partitions)} {REMOTE_METADATA_TOPIC} partitions, "
-                f"{len(meta.partitions)} partitions, {segments} remote segments, {len(meta.notes)} notes "
-                f"-> {REMOTE_LOG_METADATA_FILE}")
-    return said
+    return (f"remote log metadata: {len(meta.metadata_partitions)} {REMOTE_METADATA_TOPIC} partitions, "
+            f"{len(meta.partitions)} partitions, {segments} remote segments, {len(meta.notes)} notes "
+            f"-> {REMOTE_LOG_METADATA_FILE}")
+
+
+def _collect_groups(log_dirs: list[str], out_dir: Path, care) -> str:
+    dirs = [str(d) for ds in offsets_partition_dirs(log_dirs).values() for d in ds]
+    if not dirs:
+        (out_dir / CONSUMER_GROUPS_FILE).unlink(missing_ok=True)
+        return f"consumer groups: no {OFFSETS_TOPIC} in these log dirs (not written)"
+    result = _read_with_care(care, dirs, lambda: read_offsets_groups(log_dirs))
+    _write_part(out_dir / CONSUMER_GROUPS_FILE, portable.write_groups, result)
+    return (f"consumer groups: {len(result.partitions)} {OFFSETS_TOPIC} partitions, {len(result.live)} live groups, "
+            f"{sum(len(g.offsets) for g in result.live.values())} committed offsets, {len(result.notes)} notes "
+            f"-> {CONSUMER_GROUPS_FILE}")
 
 
 def _read_with_care(care, dirs: list[str], read):
     """``read()``, with the pages it brings in of the files in ``dirs`` dropped after (``care``)."""
-    if care is None:
-        return read()
     files = [os.path.join(d, name) for d in dirs for name in _listing(d) if os.path.isfile(os.path.join(d, name))]
-    return care.around(files, read)
+    return read() if care is None else care.around(files, read)
 
 
 def _listing(log_dir) -> list[str]:
@@ -449,5 +467,34 @@ def read_remote_log_metadata(paths: Iterable[str | os.PathLike]) -> tuple[Remote
     if not parts:
         return None, notes
     merged = portable.merge_remote(parts)
+    merged.notes += notes
+    return merged, notes
+
+
+def _offsets_log_ends(manifest: str) -> dict[int, int]:
+    """__consumer_offsets partition -> its live replica's log end offset in one manifest's rows."""
+    try:
+        rows = pq.read_table(f"{manifest.rstrip('/')}/{PARTITIONS_FILE}",
+                             columns=["topic", "partition", "log_end_offset", "dir_kind"]).to_pylist()
+    except (OSError, ValueError, KeyError):
+        return {}
+    return {r["partition"]: r["log_end_offset"] or -1 for r in rows if r["topic"] == OFFSETS_TOPIC and r["dir_kind"] == "live"}
+
+
+def read_consumer_groups(paths: Iterable[str | os.PathLike]) -> tuple[GroupsResult | None, list[str]]:
+    """The consumer groups the manifests carry (``__consumer_offsets`` as ``read_groups`` read it on
+    each broker): of several brokers' replicas of an offsets partition, the one whose log end
+    offset (in the manifests' rows) is highest, as disk mode reads the furthest replica; the notes
+    on copies there but unreadable (also in its notes). None when no manifest carries them."""
+    parts, notes = [], []
+    for m in find_manifests(paths):
+        result, note = _part_of(m, CONSUMER_GROUPS_FILE, portable.read_groups)
+        if result is not None:
+            parts.append((result, _offsets_log_ends(m)))
+        if note is not None:
+            notes.append(str(note))
+    if not parts:
+        return None, notes
+    merged = portable.merge_groups(parts)
     merged.notes += notes
     return merged, notes

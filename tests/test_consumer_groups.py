@@ -269,3 +269,31 @@ def test_groups_and_replay_check_from_a_manifest(groups_cluster, kafka_classpath
     doc = json.loads(proc.stdout)
     assert doc["mode"] == "manifest"
     assert {(p["topic"], p["partition"]): p["reset_offset"] for p in doc["group"]["partitions"]} == theirs
+
+
+def test_audit_from_a_manifest_has_the_groups_disk_mode_has(groups_cluster, tmp_path):
+    """Manifests carry __consumer_offsets decoded (consumer_groups.jsonl.gz): the groups read back
+    equal read_groups on the log dir (every group, live and deleted, every committed offset), and
+    the audit from the manifest gives the same groups.* findings (KLA060/061/062) as the audit of
+    the log dir. Before, an audit from manifests had no consumer groups at all."""
+    import time
+    from auditor.audit import AuditRequest, run_audit
+    from auditor.manifest import CONSUMER_GROUPS_FILE, collect_manifest, read_consumer_groups
+    kc, _scenario, _ = groups_cluster
+    manifest = tmp_path / "manifest"
+    res = collect_manifest(kc.log_dirs(1), manifest, "headers")
+    assert (manifest / CONSUMER_GROUPS_FILE).is_file(), res.cluster_parts
+    disk = read_groups(kc.log_dirs(1))
+    carried, notes = read_consumer_groups([manifest])
+    assert notes == [] and carried.notes == disk.notes and carried.partitions == disk.partitions
+    assert {g: grp.to_dict() for g, grp in carried.groups.items()} == {g: grp.to_dict() for g, grp in disk.groups.items()}
+    assert len(carried.live) >= 20
+    now_ms = int(time.time() * 1000)
+    codes = ("KLA060", "KLA061", "KLA062")
+    outcomes = [run_audit(AuditRequest(engine="local", now_ms=now_ms, depth="headers", **src))
+                for src in ({"log_dirs": [str(d) for d in kc.log_dirs(1)]}, {"manifests": [str(manifest)]})]
+    found = [sorted((f.code, f.severity.name, f.topic or "", f.partition if f.partition is not None else -1,
+                     f.message, repr(f.evidence)) for f in o.findings if f.code in codes) for o in outcomes]
+    assert found[1] == found[0]
+    assert {f[0] for f in found[0] if f[1] != "PASS"} >= {"KLA060", "KLA061"}, found[0]
+    assert len(outcomes[1].groups.live) == len(outcomes[0].groups.live)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Iterable, Iterator
 
 from auditor import __version__
+from auditor.cluster.consumer_groups import OFFSETS_TOPIC, CommittedOffset, Group, GroupsResult
 from auditor.cluster.metadata_log import MetadataLog
 from auditor.cluster.metadata_state import Broker, Change, ClusterState, Note, Partition, Topic
 from auditor.cluster.remote_storage import (MAX_METADATA_PARTITIONS, METADATA_TOPIC, RemoteLogMetadata,
@@ -35,6 +36,7 @@ from auditor.formats.filenames import parse_metadata_snapshot_file, parse_segmen
 
 METADATA_FORMAT = "kafka-audit.cluster-metadata"
 REMOTE_FORMAT = "kafka-audit.remote-log-metadata"
+GROUPS_FORMAT = "kafka-audit.consumer-groups"
 VERSION = 1
 """The layout version both files are written in; a reader refuses (with a note) a higher one."""
 
@@ -314,3 +316,69 @@ def merge_remote(parts: list[RemoteLogMetadata]) -> RemoteLogMetadata:
 def _dir_partition(path: str) -> int | None:
     tail = Path(path).name.rsplit("-", 1)[-1]
     return int(tail) if tail.isdigit() else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Consumer groups: __consumer_offsets
+# ---------------------------------------------------------------------------------------------
+
+def _groups_lines(result: GroupsResult) -> Iterator[dict]:
+    yield {"line": "header", "format": GROUPS_FORMAT, "version": VERSION, "tool_version": __version__,
+           "records": result.records, "partitions": {str(k): d for k, d in sorted(result.partitions.items())}}
+    for grp in result.groups.values():
+        line = {"line": "group", **_plain(grp)}
+        line["offsets"] = [_plain(c) for c in grp.offsets.values()]
+        yield line
+    for text in result.notes:
+        yield {"line": "note", "text": text}
+
+
+def write_groups(result: GroupsResult, out: IO[bytes]) -> int:
+    """Every group ``consumer_groups.read_groups`` found (live and deleted, with their committed
+    offsets) as a :data:`GROUPS_FORMAT` file; lines written."""
+    return _dump_lines(out, _groups_lines(result))
+
+
+def read_groups(source: IO[bytes], label: str) -> GroupsResult:
+    """A :class:`GroupsResult` as it was read on the broker. PortableError when not whole."""
+    lines = _load_lines(source, label, GROUPS_FORMAT)
+    h = next(lines)
+    out = GroupsResult({}, [], {int(k): d for k, d in (h.get("partitions") or {}).items()}, h.get("records", 0))
+    for line in lines:
+        kind = line.get("line")
+        if kind == "group":
+            offsets = [_make(CommittedOffset, c) for c in line.pop("offsets", [])]
+            grp = _make(Group, line)
+            grp.offsets = {(c.topic, c.partition): c for c in offsets}
+            out.groups[grp.group] = grp
+        elif kind == "note":
+            out.notes.append(line["text"])
+    return out
+
+
+def merge_groups(parts: list[tuple[GroupsResult, dict[int, int]]]) -> GroupsResult:
+    """Several brokers' groups as one: each ``__consumer_offsets`` partition from the broker whose
+    replica reaches furthest (the given log end offsets per partition; ties: the first), its
+    groups from that broker, as ``read_groups`` picks the furthest replica among log dirs."""
+    if len(parts) == 1:
+        return parts[0][0]
+    owner: dict[int, int] = {}
+    for i, (res, ends) in enumerate(parts):
+        for k in res.partitions:
+            if k not in owner or ends.get(k, -1) > parts[owner[k]][1].get(k, -1):
+                owner[k] = i
+    out = GroupsResult({}, [], {}, 0)
+    for k, i in sorted(owner.items()):
+        out.partitions[k] = parts[i][0].partitions[k]
+        held = [res.partitions[k] for res, _ in parts if k in res.partitions]
+        if len(held) > 1:
+            out.notes.append(f"{OFFSETS_TOPIC}-{k}: {len(held)} replicas ({', '.join(held)}); "
+                             f"read {out.partitions[k]} (the furthest)")
+    for i, (res, _ends) in enumerate(parts):
+        if i in owner.values():
+            out.records += res.records
+            out.notes += [n for n in res.notes if n not in out.notes]
+        for name, grp in res.groups.items():
+            if owner.get(grp.offsets_partition, i) == i and name not in out.groups:
+                out.groups[name] = grp
+    return out
