@@ -20,8 +20,9 @@ def register(sub) -> None:
             "Scan log dirs (read-only) into a Parquet manifest directory: segments.parquet,\n"
             "partitions.parquet, log_dirs.parquet (broker id, host, collection time), and what the\n"
             "cluster records about itself when these log dirs hold it, decoded: the KRaft metadata\n"
-            "log (cluster_metadata.jsonl.gz: topics, configs, replica moves) and tiered storage's\n"
-            "__remote_log_metadata (remote_log_metadata.jsonl.gz), so that `audit --manifest` and\n"
+            "log (cluster_metadata.jsonl.gz: topics, configs, replica moves), tiered storage's\n"
+            "__remote_log_metadata (remote_log_metadata.jsonl.gz) and the consumer groups of\n"
+            "__consumer_offsets (consumer_groups.jsonl.gz), so that `audit --manifest` and\n"
             "`replay-check --manifest` know what they know from the log dirs (docs/manifests.md).\n"
             "Pure Python, for brokers; `kafka-audit scan --engine spark --manifest` reads them.\n\n"
             + DEPTH_HELP
