@@ -8,18 +8,18 @@ A manifest is a directory::
 
     OUT/segments.parquet     SEGMENT_SCHEMA rows (auditor.schema), broker_id is a column
     OUT/partitions.parquet   PARTITION_SCHEMA rows
-    OUT/log_dirs.parquet     LOG_DIRS_SCHEMA: one row per log dir (broker id, problems,
-                             host, collection start and end times)
+    OUT/log_dirs.parquet     LOG_DIRS_SCHEMA: one row per log dir (broker id, problems, host, times)
 
 When the broker's log dirs hold them, a manifest also carries what the cluster records about
 itself, decoded (:mod:`auditor.cluster.portable`; docs/manifests.md)::
 
     OUT/cluster_metadata.jsonl.gz     the KRaft metadata log: state, history, notes
     OUT/remote_log_metadata.jsonl.gz  __remote_log_metadata: remote segments per partition, notes
+    OUT/consumer_groups.jsonl.gz      __consumer_offsets: groups and their committed offsets, notes
 
-:func:`read_cluster_metadata` and :func:`read_remote_log_metadata` give the audit and
-``replay-check --manifest`` what disk mode reads from those files (None for manifests without
-them: older manifests, or brokers without a metadata log / tiered storage).
+:func:`read_cluster_metadata`, :func:`read_remote_log_metadata` and :func:`read_consumer_groups`
+give the audit and ``replay-check --manifest`` what disk mode reads from those files (None for
+manifests without them: older manifests, or brokers without them).
 
 Every file also carries key-value metadata (``kafka_audit.*``: table, tool version, depth,
 host, collection start time, log dirs). Files are written under a temporary name and renamed

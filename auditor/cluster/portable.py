@@ -2,12 +2,14 @@
 
 ``kafka-audit collect`` (:mod:`auditor.manifest`) runs on a broker; the audit and ``replay-check``
 may run elsewhere. So that they know what disk mode knows, a manifest carries, next to its
-segment rows, the two records the broker keeps about the cluster, already decoded:
+segment rows, the records the broker keeps about the cluster, already decoded:
 
 * the KRaft metadata log (:mod:`auditor.cluster.metadata_log`): the state as of the newest
   snapshot + log, the history the checks use and the notes from decoding;
 * the tiered-storage metadata (:mod:`auditor.cluster.remote_storage`): the remote segments per
-  partition, what cannot be known, and the notes.
+  partition, what cannot be known, and the notes;
+* the consumer groups (:mod:`auditor.cluster.consumer_groups`): every group with its committed
+  offsets, and the notes.
 
 Each is one gzip-compressed JSON Lines file (one JSON object per line, its type in ``line``): a
 ``header`` line (``format``, ``version``, what was read), the content, and an ``end`` line with
