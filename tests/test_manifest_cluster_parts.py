@@ -198,3 +198,27 @@ def test_collect_page_cache_care_covers_the_metadata_log(tmp_path):
     assert [file_residency(p) for p in files] == before
     collect_manifest([log_dir], tmp_path / "m-plain", "index")
     assert sum(r for r, _ in (file_residency(p) for p in files)) > 0
+
+
+def _group(name: str, part: int, offset: int):
+    from auditor.cluster.consumer_groups import CommittedOffset, Group
+    c = CommittedOffset(name, "t", 0, offset, None, "", 1, None, 5, part, False, 3)
+    return Group(name, "classic", "consumer", "Empty", 1, 0, None, None, False, part, {("t", 0): c})
+
+
+def test_groups_round_trip_and_merge_takes_the_furthest_replica():
+    from auditor.cluster.consumer_groups import GroupsResult
+    a = GroupsResult({"g1": _group("g1", 0, 10), "g2": _group("g2", 1, 20)}, ["note a"],
+                     {0: "/b1/__consumer_offsets-0", 1: "/b1/__consumer_offsets-1"}, 7)
+    buf = io.BytesIO()
+    portable.write_groups(a, buf)
+    back = portable.read_groups(io.BytesIO(buf.getvalue()), "x")
+    assert back.groups == a.groups and back.partitions == a.partitions and back.notes == a.notes
+    # broker 2 holds a replica of partition 1 that reaches further (log end 50 > 40): its g2 wins
+    b = GroupsResult({"g2": _group("g2", 1, 25)}, [], {1: "/b2/__consumer_offsets-1"}, 3)
+    merged = portable.merge_groups([(back, {0: 100, 1: 40}), (b, {1: 50})])
+    assert merged.groups["g2"].offsets[("t", 0)].offset == 25 and merged.groups["g1"].offsets[("t", 0)].offset == 10
+    assert merged.partitions == {0: "/b1/__consumer_offsets-0", 1: "/b2/__consumer_offsets-1"}
+    assert any("2 replicas" in n and "read /b2/__consumer_offsets-1" in n for n in merged.notes)
+    tie = portable.merge_groups([(back, {1: 50}), (b, {1: 50})])
+    assert tie.groups["g2"].offsets[("t", 0)].offset == 20
