@@ -13,6 +13,8 @@ topic), ``__consumer_offsets`` rolled and compacted by the cleaner. Oracles:
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, offsets_partition_dirs, read_groups
@@ -297,3 +299,35 @@ def test_audit_from_a_manifest_has_the_groups_disk_mode_has(groups_cluster, tmp_
     assert found[1] == found[0]
     assert {f[0] for f in found[0] if f[1] != "PASS"} >= {"KLA060", "KLA061"}, found[0]
     assert len(outcomes[1].groups.live) == len(outcomes[0].groups.live)
+
+
+def test_group_commands_from_a_manifest_need_no_offsets_files(groups_cluster, kafka_classpath, tmp_path):
+    """replay-check --group and groups from a manifest that carries the groups, with the
+    __consumer_offsets files no longer reachable at the recorded paths (collected from a copy of
+    the log dir, then the copy's __consumer_offsets dirs removed): the resets equal Kafka's
+    kafka-consumer-groups --reset-offsets --to-datetime --dry-run, the groups equal the log dir's."""
+    import json
+    from auditor.manifest import collect_manifest
+    from harness.groups import ConsumerGroupsTool
+    kc, scenario, _ = groups_cluster
+    copy = tmp_path / "copy" / kc.log_dirs(1)[0].name
+    shutil.copytree(kc.log_dirs(1)[0], copy)
+    manifest = tmp_path / "manifest"
+    collect_manifest([copy], manifest, "headers")
+    for d in copy.glob(f"{OFFSETS_TOPIC}-*"):
+        shutil.rmtree(d)
+    target = scenario.t0_ms + 21 * 60_000 + 250
+    theirs = ConsumerGroupsTool(kafka_classpath, kc.bootstrap_servers).reset_to_datetime_dry_run("simple-6", target)
+    proc = _cli("replay-check", "--group", "simple-6", "--at", target, "--manifest", manifest, "--json")
+    assert proc.returncode in (0, 1), proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["mode"] == "manifest"
+    assert {(p["topic"], p["partition"]): p["reset_offset"] for p in doc["group"]["partitions"]} == theirs
+    proc = _cli("groups", "--manifest", manifest, "--json")
+    assert proc.returncode == 0, proc.stderr
+    from_disk = json.loads(_cli("groups", *kc.log_dirs(1), "--json").stdout)["groups"]
+    committed = {g: {t: {p: e["committed_offset"] for p, e in parts.items()} for t, parts in d["topics"].items()}
+                 for g, d in json.loads(proc.stdout)["groups"].items()}
+    assert committed == {g: {t: {p: e["committed_offset"] for p, e in parts.items()} for t, parts in d["topics"].items()}
+                         for g, d in from_disk.items()}
+    assert _cli("replay-check", "--group", "no-such-group", "--at", target, "--manifest", manifest).returncode == 3

@@ -18,7 +18,7 @@ from pathlib import Path
 from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, FORMATTER, CliError, write_json
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, GroupsResult, read_groups
 from auditor.formats import filenames
-from auditor.manifest import find_manifests, read_manifest
+from auditor.manifest import find_manifests, read_consumer_groups, read_manifest
 from auditor.replay import offset_position, segment_views
 from auditor.scan import plan_log_dir, scan_partition_dir
 from auditor.schema import json_envelope
@@ -160,8 +160,10 @@ def run(args) -> int:
     for d in args.log_dirs or args.manifest:
         if not Path(d).exists():
             raise CliError(f"{d}: does not exist")
-    log_dirs = args.log_dirs or offsets_log_dirs_from_manifests(args.manifest)
-    result = read_groups(log_dirs)
+    # manifests: the groups collect carried (consumer_groups.jsonl.gz), else the files at the recorded paths
+    result = read_consumer_groups(args.manifest)[0] if args.manifest else None
+    if result is None:
+        result = read_groups(args.log_dirs or offsets_log_dirs_from_manifests(args.manifest))
     if not result.partitions:
         where = ", ".join(args.log_dirs) if args.log_dirs else "the log dirs the manifests recorded (reachable here)"
         sys.stderr.write(f"kafka-audit: error: no {OFFSETS_TOPIC} partition under {where}\n")

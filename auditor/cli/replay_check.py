@@ -21,7 +21,7 @@ from auditor.check_runner import GROUP, as_frame, run_partition_checks
 from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError, write_json
 from auditor.cluster import remote_storage
 from auditor.formats import filenames
-from auditor.manifest import find_manifests, read_manifest, read_remote_log_metadata
+from auditor.manifest import find_manifests, read_consumer_groups, read_manifest, read_remote_log_metadata
 from auditor.replay import LegacyAnswer, LogStart, ModernAnswer, ReplayPrediction, ReplicaPrediction
 from auditor.scan import plan_log_dir, scan_partition_dir
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, json_envelope
@@ -287,17 +287,18 @@ def _group_from_files(args, target: int, now: int, config) -> tuple:
     for d in args.log_dir or args.manifest:
         if not Path(d).exists():
             raise CliError(f"{d}: does not exist")
-    if args.log_dir:
-        dirs = args.log_dir
+    carried = _carried_group(args.manifest, args.group, rg.GroupNotFound) if args.manifest else None
+    if carried is not None:
+        committed, facts, problems = carried
     else:
-        # the committed offsets come from the __consumer_offsets files at the paths the manifests
-        # recorded (a manifest holds segment rows, not records)
-        _, offsets_rows, _ = _rows_from_manifests(args.manifest, {"__consumer_offsets"})
-        dirs = sorted({r["log_dir"] for r in offsets_rows if r.get("log_dir") and Path(r["log_dir"]).is_dir()})
-        if not dirs:
-            raise rg.GroupNotFound("the manifests list no reachable __consumer_offsets log dir: the group's "
-                                   "committed offsets are read from those files")
-    committed, facts, problems = rg.group_offsets_from_disk(dirs, args.group)
+        dirs = args.log_dir
+        if not dirs:  # a manifest without the groups part: the __consumer_offsets files at the recorded paths
+            _, offsets_rows, _ = _rows_from_manifests(args.manifest, {"__consumer_offsets"})
+            dirs = sorted({r["log_dir"] for r in offsets_rows if r.get("log_dir") and Path(r["log_dir"]).is_dir()})
+            if not dirs:
+                raise rg.GroupNotFound("the manifests list no reachable __consumer_offsets log dir: the group's "
+                                       "committed offsets are read from those files")
+        committed, facts, problems = rg.group_offsets_from_disk(dirs, args.group)
     committed = {k: v for k, v in committed.items() if only is None or k[0] in only}
     topics = sorted({t for t, _ in committed})
     if args.log_dir:
@@ -310,6 +311,21 @@ def _group_from_files(args, target: int, now: int, config) -> tuple:
     findings = _disk_findings(segments, partitions, ctx)
     resets = rg.resets_from_rows(segments, partitions, committed, target, now)
     return resets, facts, findings, "disk" if args.log_dir else "manifest", problems + more
+
+
+def _carried_group(manifests: list[str], group: str, not_found) -> tuple[dict, dict, list[str]] | None:
+    """--group from manifests that carry the consumer groups (collect's consumer_groups.jsonl.gz):
+    (committed offsets, group facts, notes) as from the files; None when none carries them."""
+    result, _notes = read_consumer_groups(manifests)
+    if result is None:
+        return None
+    grp = result.live.get(group)
+    if grp is None:
+        raise not_found(f"group {group!r} is {'deleted (tombstoned)' if group in result.groups else 'not'} in the "
+                        f"__consumer_offsets the manifests carry")
+    facts = {"group": group, "protocol": grp.protocol, "state": grp.state, "members": grp.members,
+             "offsets_partition": grp.offsets_partition}
+    return {k: c.offset for k, c in grp.offsets.items()}, facts, result.notes
 
 
 def _run_group(args, target: int, now: int, fail_on: Severity) -> int:
