@@ -51,8 +51,8 @@ def register(sub) -> None:
     p.add_argument("log_dirs", nargs="*", metavar="LOG_DIR", help="a broker log dir (read-only)")
     p.add_argument("--manifest", action="append", metavar="PATH",
                    help="instead of log dirs: `kafka-audit collect` manifests (repeatable); the committed offsets "
-                        "are read from the __consumer_offsets files at the paths they recorded, log start/end "
-                        "offsets from the manifests' rows")
+                        "from the groups they carry (older manifests: from the __consumer_offsets files at the "
+                        "paths they recorded), log start/end offsets from the manifests' rows")
     p.add_argument("--group", action="append", metavar="G", help="only these groups (repeatable)")
     p.add_argument("--json", action="store_true", help="print JSON (exact bytes and epoch ms beside UTC times)")
     p.set_defaults(func=run)
