@@ -290,6 +290,14 @@ def test_bad_remote_metadata_says_what_it_cannot_know(tiered, tmp_path):
         assert found[1]["severity"] == "WARN" and "cannot tell" in found[1]["message"], found[1]["message"]
     else:
         assert found[1]["severity"] == "PASS", found[1]["message"]
+    # a manifest of the damaged copy carries what cannot be known: the same verdicts and the note
+    from auditor.manifest import collect_manifest
+    collect_manifest([copy], tmp_path / "manifest", "headers")
+    _rc, carried, problems = _replay_check_inproc("--topic", t.sc.topic, f"--at={target}", "--manifest",
+                                                  tmp_path / "manifest")
+    assert {p: (f["severity"], f["message"]) for p, f in carried.items()} == {
+        p: (f["severity"], f["message"]) for p, f in found.items()}
+    assert any(str(log) in p and "version" in p for p in problems), problems
 
 
 def test_values_cut_short_or_unknown_are_errors_not_crashes(tiered):
