@@ -296,6 +296,9 @@ class AuditOutcome:
     a config absent here came from the config file's kafka: block or Kafka's defaults."""
     metadata_notes: list = field(default_factory=list)
     """Problems met reading the KRaft metadata log (file, offset, what)."""
+    topic_configs: dict = field(default_factory=dict)
+    """{topic: {config: value}} as the cluster gave them (live cluster or metadata log), the values
+    behind ``topic_config_sources`` (the report's "Topic configs" table)."""
 
 
 def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: None) -> AuditOutcome:
@@ -313,4 +316,4 @@ def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: N
         exit_code=1 if worst_severity >= fail_on and fail_on > Severity.PASS else 0,
         check_titles={**{name: check.title for name, check in REGISTRY.items()}, GX_CHECK: "segment table"},
         groups=groups, topic_config_sources=ctx.__dict__.get("topic_config_sources", {}),
-        metadata_notes=ctx.__dict__.get("metadata_notes", []))
+        metadata_notes=ctx.__dict__.get("metadata_notes", []), topic_configs=dict(ctx.topic_configs or {}))

@@ -10,10 +10,12 @@ import sys
 from pathlib import Path
 
 from auditor.json_stream import write_document
+from auditor.live_config import WANTED
 from auditor.schema import json_envelope
 from auditor.units import iso_utc
 from reports import history as hist
 from reports.html import render
+from checks.config import INTERNAL_TOPIC_DEFAULTS, KAFKA_DEFAULTS
 
 SCHEMA_VERSION = 1
 SEVERITIES = ("PASS", "INFO", "WARN", "FAIL")
@@ -38,6 +40,7 @@ def build_document(outcome) -> dict:
                 "log_dir_problems": [p for i in tables.log_dirs for p in (i.get("problems") or [])],
                 "consumer_group_notes": list(outcome.groups.notes) if outcome.groups is not None else [],
                 "topic_config_sources": getattr(outcome, "topic_config_sources", {}),
+                "topic_configs": topic_config_rows(outcome),
                 "metadata_log_notes": list(getattr(outcome, "metadata_notes", []))},
         replay=({"at_ms": req.at_ms, "at_utc": iso_utc(req.at_ms), "topics": req.topics or None}
                 if req.at_ms is not None else None),
@@ -50,6 +53,29 @@ def build_document(outcome) -> dict:
         findings=[f.to_dict() for f in outcome.findings],
         tables={"partition_stats": [_jsonable(s) for s in tables.stats], "timelines": tables.timelines},
     )
+
+
+def topic_config_rows(outcome) -> list[dict]:
+    """Per audited topic and config the checks read: its value and where it came from ("live
+    cluster", "metadata log: ...", "config file", "Kafka default"), by the audit's precedence. A
+    value equal to Kafka's default that no cluster source gave is called "Kafka default" even when
+    the config file repeats it."""
+    sources = getattr(outcome, "topic_config_sources", {}) or {}
+    values = getattr(outcome, "topic_configs", {}) or {}
+    topics = sorted({s["topic"] for s in outcome.tables.stats if s.get("topic") is not None} | set(values))
+    rows = []
+    for topic in topics:
+        for key in WANTED:
+            source = sources.get(topic, {}).get(key)
+            value = values.get(topic, {}).get(key) if source else None
+            if source is None or value is None:
+                value = outcome.config.kafka_setting(topic, key)
+                default = INTERNAL_TOPIC_DEFAULTS.get(topic, {}).get(key) or KAFKA_DEFAULTS.get(key)
+                source = "Kafka default" if value == default else "config file"
+            if value is None:
+                continue
+            rows.append({"topic": topic, "config": key, "value": str(value), "source": source})
+    return rows
 
 
 def _totals(stats: list[dict], log_dirs: list[dict], groups) -> dict:

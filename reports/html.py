@@ -101,6 +101,27 @@ def _replay_rows(findings: Sequence[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (-r["rank"], r["partition"]))
 
 
+#: The report lists this many topic configs that did not come from Kafka's defaults; the JSON has all.
+MAX_CONFIG_ROWS = 500
+
+
+def _config_table(doc: dict) -> dict:
+    """The "Topic configs" section: each config a cluster source or the config file gave (topic,
+    config, value, source), then the Kafka defaults every other topic config fell back to, with
+    how many topics each; sources counted for the heading."""
+    rows = (doc.get("inputs") or {}).get("topic_configs") or []
+    given = [r for r in rows if r["source"] != "Kafka default"]
+    defaults: dict[tuple[str, str], int] = {}
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["source"]] = counts.get(r["source"], 0) + 1
+        if r["source"] == "Kafka default":
+            defaults[(r["config"], r["value"])] = defaults.get((r["config"], r["value"]), 0) + 1
+    return {"rows": sorted(given, key=lambda r: (r["topic"], r["config"]))[:MAX_CONFIG_ROWS], "total_given": len(given),
+            "defaults": [{"config": c, "value": v, "topics": n} for (c, v), n in sorted(defaults.items())],
+            "counts": sorted(counts.items()), "any": bool(rows)}
+
+
 def build_charts(doc: dict) -> list[tuple[str, str]]:
     tables = doc.get("tables") or {}
     stats = tables.get("partition_stats") or []
@@ -136,6 +157,7 @@ def render(doc: dict, history: Sequence[dict] = ()) -> str:
         summary=summary, groups=_groups(doc["findings"], doc.get("check_titles") or {}), replay_rows=_replay_rows(doc["findings"]),
         charts=build_charts(doc), expectations={"gx_version": gx.get("gx_version", ""), "results": gx_results},
         trend_chart=charts.trends(history) if history else None,
+        topic_configs=_config_table(doc),
     )
 
 

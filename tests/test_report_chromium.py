@@ -136,3 +136,32 @@ def test_strings_from_the_data_are_escaped(demo, browser, tmp_path):
     assert page.locator("text=<script>alert('x')</script>").count() >= 1  # shown as text
     assert page.locator("#injected").count() == 0 and page.locator("img[src=x]").count() == 0
     assert not problems, problems  # no dialog fired, no request to "x"
+
+
+def test_topic_configs_section_in_chromium(demo, browser):
+    """The demo's topic configs come from its KRaft metadata log: the report's "Topic configs"
+    section shows each of them (topic, config, value, source) as the findings JSON has them, and
+    the Kafka defaults the other topic configs fell back to."""
+    out, _ = demo
+    doc = json.loads((out / "findings.json").read_text())
+    given = sorted((r["topic"], r["config"], r["value"], r["source"])
+                   for r in doc["inputs"]["topic_configs"] if r["source"] != "Kafka default")
+    assert len(given) >= 5 and {s for *_, s in given} == {"metadata log: topic config"}, given
+    assert ("payments", "retention.ms", "3600000", "metadata log: topic config") in given
+    page, problems = _open(browser, out / "report.html", "demo-report-topic-configs")
+    table = page.locator("#topic-config-table")
+    table.scroll_into_view_if_needed()
+    assert table.is_visible() and page.locator("#topic-configs").is_visible()
+    shown = page.eval_on_selector_all(
+        "#topic-config-table tbody tr", "rows => rows.map(r => Array.from(r.cells).map(c => c.innerText.trim()))")
+    assert sorted(tuple(r) for r in shown) == given
+    page.click("#topic-config-defaults summary")
+    defaults = page.eval_on_selector_all(
+        "#topic-config-defaults tr", "rows => rows.slice(1).map(r => Array.from(r.cells).map(c => c.innerText.trim()))")
+    expected = {}
+    for r in doc["inputs"]["topic_configs"]:
+        if r["source"] == "Kafka default":
+            expected[(r["config"], r["value"])] = expected.get((r["config"], r["value"]), 0) + 1
+    assert {(c, v): int(n) for c, v, n in defaults} == expected
+    table.screenshot(path=str(ARTIFACTS / "demo-report-topic-configs-table.png"))
+    assert not problems, problems

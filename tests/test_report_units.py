@@ -32,3 +32,40 @@ def test_rows_per_check_and_evidence_are_capped_worst_first():
 def test_small_documents_are_not_capped():
     html = render(_doc(10))
     assert len(re.findall(r'<tr class="finding"', html)) == 10 and "Showing the" not in html
+
+
+def test_topic_configs_section_names_every_source(tmp_path):
+    """Each audited topic's config with the source the audit's precedence gave it: live cluster >
+    metadata log > config file (global or topic block) > Kafka default; the HTML lists all but the
+    defaults row by row, and the defaults with how many topics use each."""
+    from types import SimpleNamespace
+
+    from checks.config import Config
+    from reports.document import topic_config_rows
+
+    cfg = tmp_path / "audit.yaml"
+    cfg.write_text("kafka: {segment.ms: 60000}\ntopics:\n  'pay*': {kafka: {retention.bytes: 1024}}\n")
+    outcome = SimpleNamespace(
+        config=Config.load(cfg),
+        tables=SimpleNamespace(stats=[{"topic": "payments"}, {"topic": "orders"}, {"topic": None}]),
+        topic_configs={"orders": {"retention.ms": "1000", "message.timestamp.type": "LogAppendTime"}},
+        topic_config_sources={"orders": {"retention.ms": "live cluster",
+                                         "message.timestamp.type": "metadata log: topic config"}})
+    rows = {(r["topic"], r["config"]): (r["value"], r["source"]) for r in topic_config_rows(outcome)}
+    assert rows[("orders", "retention.ms")] == ("1000", "live cluster")
+    assert rows[("orders", "message.timestamp.type")] == ("LogAppendTime", "metadata log: topic config")
+    assert rows[("orders", "segment.ms")] == ("60000", "config file")
+    assert rows[("payments", "segment.ms")] == ("60000", "config file")
+    assert rows[("payments", "retention.bytes")] == ("1024", "config file")
+    assert rows[("orders", "retention.bytes")] == ("-1", "Kafka default")
+    assert rows[("payments", "retention.ms")] == ("604800000", "Kafka default")
+    assert {t for t, _ in rows} == {"orders", "payments"}
+    doc = _doc(1)
+    doc["inputs"]["topic_configs"] = topic_config_rows(outcome)
+    html = render(doc)
+    section = html[html.index('id="topic-configs"'):html.index('id="charts"')]
+    shown = re.findall(r'<tr data-source="([^"]+)"><td>([^<]+)</td><td>([^<]+)</td><td>([^<]+)</td><td>([^<]+)</td></tr>', section)
+    assert sorted((t, c, v, s) for _, t, c, v, s in shown) == sorted(
+        (t, c, v, s) for (t, c), (v, s) in rows.items() if s != "Kafka default")
+    assert "<tr><td>retention.ms</td><td>604800000</td><td class=\"num\">1</td></tr>" in section
+    assert "live cluster: 1" in section and "config file: 3" in section
