@@ -46,6 +46,9 @@ REPO = Path(__file__).resolve().parents[1]
 ROLL_CONFIG = {"segment.ms": "1000", "segment.jitter.ms": "0"}
 ROUNDS = 9
 MAX_OFFSETS = (1, 10)
+#: ``replay-check --legacy-max-offsets 10`` is compared on every 4th target (each run scans the dir).
+CLI_LIST_EVERY = 4
+CLI_LISTS = [0, 0]  # CLI runs with max offsets 10, and how many of them listed more than one offset
 HOUR = 3_600_000
 TOTALS: dict[str, int] = {}
 """case -> targets compared (each with max offsets 1 and 10, the Python API and the CLI)."""
@@ -102,14 +105,19 @@ def _targets(mtimes: list[int], now_ms: int) -> list[int]:
     return sorted(t for t in targets if t > 0 and not now_ms <= t <= now_ms + 60_000)
 
 
-def _cli_legacy(log_dir: Path, topic: str, target: int) -> tuple[int, int | None]:
-    """``kafka-audit replay-check --api legacy --json`` in disk mode: (exit code, legacy offset)."""
+def _cli_legacy(log_dir: Path, topic: str, target: int, max_n: int | None = None) -> tuple[int, int | None]:
+    """``kafka-audit replay-check --api legacy --json`` in disk mode: (exit code, legacy offset);
+    with ``max_n``, (exit code, the v0 list ``--legacy-max-offsets max_n`` printed)."""
     out = io.StringIO()
+    extra = ["--legacy-max-offsets", str(max_n)] if max_n is not None else []
     with contextlib.redirect_stdout(out):
         rc = kafka_audit_main(["replay-check", "--topic", topic, "--at", str(target), "--log-dir", str(log_dir),
-                               "--api", "legacy", "--json"])
+                               "--api", "legacy", "--json", *extra])
     doc = json.loads(out.getvalue())
     (part,) = doc["partitions"]
+    if max_n is not None:
+        assert part["evidence"][0]["legacy_max_offsets"] == max_n
+        return rc, part["evidence"][0]["legacy_offsets"]
     return rc, part["evidence"][0]["legacy_offset"]
 
 
@@ -133,6 +141,12 @@ def _compare(cluster: KafkaCluster, topic: str, leader: int, case: str, extra_mt
                     now_ms=now, max_num_offsets=max_n, high_watermark=prow["log_end_offset"])
                 if mine != answer.offsets:
                     mismatches.append((target, max_n, mine, answer.offsets))
+                if cli and max_n > 1 and targets.index(target) % CLI_LIST_EVERY == 0:
+                    rc, listed = _cli_legacy(log_dir, topic, target, max_n)
+                    CLI_LISTS[0] += 1
+                    CLI_LISTS[1] += len(listed) > 1
+                    if listed != answer.offsets or rc != (0 if answer.offsets else 1):
+                        mismatches.append((target, f"replay-check --legacy-max-offsets {max_n}", rc, listed, answer.offsets))
                 if max_n == 1:
                     empties += not answer.offsets
                     pred = replay.predict(views, target, log_start_offset=prow["log_start_offset"],
@@ -262,6 +276,20 @@ def test_cli_subprocess_agrees(legacy_cluster):
             (part,) = json.loads(proc.stdout)["partitions"]
             offset = part["evidence"][0]["legacy_offset"]
             assert ([offset] if offset is not None else []) == answer.offsets
+    # the table form prints the v0 list too; flags it cannot answer are usage errors (exit 2)
+    target = mtimes[-1] + 1
+    with ListOffsetsV0Client(kc.nodes[1].port) as client:
+        listed = client.ask("v0-logdir", 0, target, 10).offsets
+    assert len(listed) > 1
+    base = [sys.executable, "-m", "auditor.cli", "replay-check", "--topic", "v0-logdir", "--at", str(target),
+            "--log-dir", str(log_dir)]
+    proc = subprocess.run([*base, "--api", "legacy", "--legacy-max-offsets", "10"], capture_output=True, text=True,
+                          cwd=REPO, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert f"legacy v0 answer with max offsets 10: {listed}" in proc.stdout, proc.stdout
+    for bad in (["--api", "modern", "--legacy-max-offsets", "3"], ["--legacy-max-offsets", "0"]):
+        proc = subprocess.run([*base, *bad], capture_output=True, text=True, cwd=REPO, timeout=300)
+        assert proc.returncode == 2 and "--legacy-max-offsets" in proc.stderr, (bad, proc.returncode, proc.stderr)
 
 
 def test_totals(capsys):
@@ -271,3 +299,7 @@ def test_totals(capsys):
               + "; ".join(f"{k}: {v} targets" + (f" ({DETAILS[k]})" if k in DETAILS else "") for k, v in TOTALS.items())
               + f"; {total} targets, each with max offsets 1 and 10")
     assert len(TOTALS) == 8 and total >= 100
+    with capsys.disabled():
+        print(f"replay-check --legacy-max-offsets 10 = the broker's max-10 answer on {CLI_LISTS[0]} targets "
+              f"({CLI_LISTS[1]} with more than one offset)")
+    assert CLI_LISTS[0] >= 25 and CLI_LISTS[1] >= 10

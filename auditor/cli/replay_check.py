@@ -22,7 +22,8 @@ from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_UNSAFE, FORMATT
 from auditor.cluster import remote_storage
 from auditor.formats import filenames
 from auditor.manifest import find_manifests, read_consumer_groups, read_manifest, read_remote_log_metadata
-from auditor.replay import LegacyAnswer, LogStart, ModernAnswer, ReplayPrediction, ReplicaPrediction
+from auditor.replay import (LegacyAnswer, LogStart, ModernAnswer, ReplayPrediction, ReplicaPrediction,
+                            predict_legacy_offsets, predict_replicas)
 from auditor.scan import plan_log_dir, scan_partition_dir
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, json_envelope
 from auditor.units import human_bytes, iso_utc, parse_time
@@ -72,6 +73,11 @@ def register(sub) -> None:
                    help="tiered storage: LocalTieredStorage's directory (the remote segments' files), for exact "
                         "answers in remote ranges; without it they are the remote segment's offset range")
     p.add_argument("--api", choices=API_CHOICES, default="both", help="lookup(s) to judge (default both)")
+    p.add_argument("--legacy-max-offsets", type=_max_offsets, metavar="N",
+                   help="also print the whole ListOffsets v0 answer a client asking for up to N offsets\n"
+                        "gets (old clients asked several to step back segment by segment): the\n"
+                        "newest N (.log mtime <= --at) segment offsets, largest first; in the table\n"
+                        "and as evidence legacy_offsets in --json. Disk and manifest modes, --topic")
     p.add_argument("--fail-on", default="FAIL", metavar="SEVERITY",
                    help="unsafe from this severity on: WARN also fails on redundant re-reads (default FAIL)")
     p.add_argument("--config", metavar="FILE", help="audit config (replay.safety thresholds)")
@@ -80,6 +86,7 @@ def register(sub) -> None:
 
 
 def _topics(args) -> list[str]:
+    _legacy_list_usable(args)
     return [t for chunk in args.topic for t in chunk.split(",") if t]
 
 
@@ -116,7 +123,45 @@ def _remote_from_manifests(args, ctx) -> list[str]:
     return list(ctx.remote_logs.notes) if ctx.remote_logs is not None else notes
 
 
-def _disk_findings(segments, partitions, ctx) -> list[Finding]:
+def _legacy_list_usable(args) -> None:
+    """--legacy-max-offsets is answered from the files' mtimes: --topic in disk or manifest mode,
+    with the legacy lookup judged; anything else is a usage error (exit 2), never ignored."""
+    if getattr(args, "legacy_max_offsets", None) is None:
+        return
+    if args.group or args.bootstrap_server or args.api == "modern":
+        raise CliError("--legacy-max-offsets needs --topic, --api legacy or both, and --log-dir or --manifest "
+                       "(the protocol mode cannot see mtimes; --group prints no v0 lists)")
+
+
+def _max_offsets(text: str) -> int:
+    """--legacy-max-offsets: an integer >= 1 (argparse turns the ValueError into exit 2)."""
+    n = int(text)
+    if n < 1:
+        raise ValueError(text)
+    return n
+
+
+def _legacy_lists(findings: list[Finding], segments, partitions, ctx, max_offsets: int) -> None:
+    """Adds to each partition's evidence the v0 answer with up to ``max_offsets`` offsets
+    (``legacy_offsets``, ``legacy_max_offsets``) of the replica the verdict judged (the most
+    complete one, as replay.safety picks it), answered as its leader answers a consumer."""
+    seg, part = as_frame(segments, SEGMENT_SCHEMA), as_frame(partitions, PARTITION_SCHEMA)
+    for f in findings:
+        if not f.evidence or "legacy_offset" not in f.evidence[0]:
+            continue
+        replicas = predict_replicas(f.topic, f.partition, seg[(seg["topic"] == f.topic) & (seg["partition"] == f.partition)],
+                                    part[(part["topic"] == f.topic) & (part["partition"] == f.partition)], ctx,
+                                    search_files=False)
+        if not replicas:
+            continue
+        pred = replicas[0].prediction
+        f.evidence[0]["legacy_offsets"] = predict_legacy_offsets(
+            replicas[0].views, ctx.replay_at_ms, pred.log_start_offset, pred.log_end_offset, ctx.now_ms,
+            max_offsets, high_watermark=pred.log_end_offset)
+        f.evidence[0]["legacy_max_offsets"] = max_offsets
+
+
+def _disk_findings(segments, partitions, ctx, legacy_max_offsets: int | None = None) -> list[Finding]:
     """replay.safety per partition through the check runner: the replay search (reading the chosen
     segment's files) first, its result handed to the check."""
     seg = as_frame(segments, SEGMENT_SCHEMA)
@@ -128,6 +173,8 @@ def _disk_findings(segments, partitions, ctx) -> list[Finding]:
     for key in keys:
         out += run_partition_checks(seg_groups.get(key, seg.iloc[0:0]), part_groups.get(key, part.iloc[0:0]), ctx,
                                     names=[ReplaySafety.name])
+    if legacy_max_offsets is not None and ctx.config.checks["replay.safety"].get("api") != "modern":
+        _legacy_lists(out, segments, partitions, ctx, legacy_max_offsets)
     return out
 
 
@@ -241,7 +288,7 @@ def run(args) -> int:
             sys.stderr.write(f"kafka-audit: error: no partition of {', '.join(missing)} under the given "
                              f"{'log dirs' if args.log_dir else 'manifests'}\n")
             return EXIT_INPUT_PROBLEM
-        findings = _disk_findings(segments, partitions, ctx)
+        findings = _disk_findings(segments, partitions, ctx, args.legacy_max_offsets)
         mode = "disk" if args.log_dir else "manifest"
     findings.sort(key=lambda f: (f.topic, f.partition))
     worst = max((f.severity for f in findings), default=Severity.PASS)
@@ -331,6 +378,7 @@ def _carried_group(manifests: list[str], group: str, not_found) -> tuple[dict, d
 def _run_group(args, target: int, now: int, fail_on: Severity) -> int:
     """``--group G``: the group's committed partitions, what --reset-offsets --to-datetime sets
     (auditor.replay.group_reset), re-read/skipped records and bytes, and the usual verdicts."""
+    _legacy_list_usable(args)
     from auditor.cli import replay_group as rg
 
     config = Config.load(args.config)
@@ -379,6 +427,8 @@ def _print_table(findings: list[Finding], target: int, mode: str, api: str) -> N
         print(f"{f.topic + '-' + str(f.partition):28s} {f.severity.name:7s} {str(iso_utc(e.get('oldest_timestamp_ms'))):24s} "
               f"{_log_start_text(e):>20s} {(str(modern) if modern is not None else '-1'):>10s} {legacy_txt:>10s} {gap_txt:>14s}  "
               f"{'' if f.severity == Severity.PASS else f.message}")
+        if e.get("legacy_max_offsets") is not None:
+            print(f"{'':28s} legacy v0 answer with max offsets {e['legacy_max_offsets']}: {e.get('legacy_offsets')}")
         tiers = _tier_line(e)
         if tiers:
             print(f"{'':28s} {tiers}")
