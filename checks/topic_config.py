@@ -6,7 +6,9 @@ What it checks:
     from Kafka's defaults in a way the timestamp checks depend on: ``message.timestamp.type`` =
     LogAppendTime (record timestamps are the broker's append times: KLA030 does not judge the
     topic), and ``message.timestamp.before.max.ms`` / ``after.max.ms`` other than the defaults
-    (KLA030's limits follow them). Configs from the config file alone are not reported.
+    (KLA030's limits follow them). Configs from the config file alone are not reported. The
+    finding names where the value came from when the audit knows it (the topic's own config in
+    the metadata log, the metadata log's cluster-wide default, the live cluster).
 
 Why it matters:
     A reader of the report must know why a topic got no timestamp findings, or different limits
@@ -39,6 +41,14 @@ WATCHED = {
     "message.timestamp.after.max.ms": "KLA030's future limit follows it",
 }
 
+#: How a finding names the source ``auditor.audit.topic_config_layers`` recorded (None: not known).
+SOURCE_TEXT = {
+    None: "the cluster's topic config",
+    "metadata log: topic config": "the cluster's topic config",
+    "metadata log: cluster default": "the cluster-wide default in the metadata log",
+    "live cluster": "the live cluster's config",
+}
+
 
 class TopicConfig(Check):
     code = "KLA083"
@@ -54,16 +64,20 @@ class TopicConfig(Check):
         if parts is None or not len(parts) or not ctx.topic_configs:
             return []
         out = []
+        sources = getattr(ctx, "topic_config_sources", None) or {}  # set by auditor.audit; absent: unknown
         for topic in sorted({t for t in parts["topic"] if t is not None}):
             recorded = ctx.topic_configs.get(topic, {})
             for key, effect in WATCHED.items():
                 value, default = recorded.get(key), KAFKA_DEFAULTS.get(key)
                 if value is None or value == default:
                     continue
+                source = sources.get(topic, {}).get(key)
                 out.append(self.finding(
                     opts["severity"],
-                    f"{topic}: {key} = {value} (the cluster's topic config; Kafka's default {default}): {effect}",
-                    "Nothing if intended; otherwise reset the topic config with kafka-configs --delete-config.",
-                    evidence=[{"topic": topic, "config": key, "value": value, "kafka_default": default}],
+                    f"{topic}: {key} = {value} ({SOURCE_TEXT.get(source, SOURCE_TEXT[None])}; Kafka's default {default}): {effect}",
+                    "Nothing if intended; otherwise reset the topic config with kafka-configs --delete-config "
+                    "(or the cluster-wide default with --entity-default).",
+                    evidence=[{"topic": topic, "config": key, "value": value, "kafka_default": default,
+                               "source": source}],
                     topic=topic))
         return out

@@ -7,6 +7,7 @@ A case file holds a list of cases::
       replay_at: ...                      # optional target time for replay checks
       config: {checks: {...}}             # optional, as in the config file
       topic_configs: {t: {retention.ms: '1000'}}   # optional, as if read from the cluster
+      topic_config_sources: {t: {retention.ms: 'metadata log: topic config'}}  # optional: where from
       segments: [{base_offset: 0, crc_failures: 1, ...}]      # partial segment rows
       partitions: [{...}]                                      # partial partition rows
       stats: {partition_stats: [...], topic_stats: [...], broker_stats: [...], log_dir_stats: [...]}
@@ -15,6 +16,7 @@ A case file holds a list of cases::
       checks: [integrity.crc]             # optional: which checks run (default: the file's check)
       groups: [{group: g, topic: t, partition: 0, committed_offset: 5}]  # optional: groups' committed offsets
       metadata: {t: {id: TOPICID, partitions: {0: [1, 2]}}}   # optional: the KRaft metadata log's assignment
+      metadata_history: [{kind: partition-created, topic: t, partition: 0, offset: 4, timestamp_ms: ...}]  # its changes
       # (replicas as a list, or {broker: directory ID}); metadata_dirs: {ID: [node, path]} the audited dirs
 
 Partial rows are completed with the column defaults below; ``expect`` must match exactly (same
@@ -93,7 +95,10 @@ def test_check_case(check_name, case):
                        replay_at_ms=_ms(case.get("replay_at")),
                        replay_topics=tuple(case["replay_topics"]) if case.get("replay_topics") else None,
                        group_offsets=tuple(_time_fields(g) for g in case.get("groups") or ()),
-                       partition_moves=_partition_moves(case.get("metadata"), case.get("metadata_dirs")))
+                       partition_moves=_partition_moves(case.get("metadata"), case.get("metadata_dirs"),
+                                                        case.get("metadata_history")))
+    if case.get("topic_config_sources"):  # as auditor.audit.audit_context records them
+        ctx.__dict__["topic_config_sources"] = case["topic_config_sources"]
     stats = None
     if "stats" in case:
         stats = {k: pd.DataFrame([_time_fields(r) for r in v]) for k, v in case["stats"].items()}
@@ -112,16 +117,22 @@ def test_check_case(check_name, case):
         assert all(f.severity == Severity.PASS for f in findings)
 
 
-def _partition_moves(metadata, dirs=None):
-    """A metadata log's view (topics, IDs, replicas per partition, audited dirs) from a case."""
+def _partition_moves(metadata, dirs=None, history=None):
+    """A metadata log's view (topics, IDs, replicas per partition, audited dirs; ``history``: its
+    changes, as ``auditor.cluster.metadata_state.Change`` fields) from a case."""
     if metadata is None:
         return None
     from auditor.cluster.metadata_audit import PartitionMoves
+    from auditor.cluster.metadata_state import Change
+    by_partition: dict = {}
+    for h in history or ():
+        c = Change(file="<case>", **_time_fields(h))
+        by_partition.setdefault((c.topic, c.partition), []).append(c)
     dirs = dirs or {}
     brokers: dict = {}
     for d, (node, _path) in dirs.items():
         brokers.setdefault(node, []).append(d)
-    return PartitionMoves(by_partition={}, dir_paths={d: p for d, (_n, p) in dirs.items()}, metadata_dir="<case>",
+    return PartitionMoves(by_partition=by_partition, dir_paths={d: p for d, (_n, p) in dirs.items()}, metadata_dir="<case>",
                           assignments={(t, int(p)): (dict(reps) if isinstance(reps, dict) else {b: None for b in reps})
                                        for t, d in metadata.items() for p, reps in (d.get("partitions") or {}).items()},
                           topic_ids={t: d["id"] for t, d in metadata.items()}, brokers=brokers,

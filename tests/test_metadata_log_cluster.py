@@ -459,3 +459,48 @@ def test_audit_from_manifests_knows_what_disk_mode_knows(scenario, tmp_path):
           f"({', '.join(sorted(codes))}), configs of {len(disk.topic_config_sources)} topics with their sources")
     for f in found:
         print(f"  {f[0]} {f[2]}-{f[3]} broker {f[4]}: {f[6]}")
+
+
+def test_topic_config_check_on_the_cluster(scenario):
+    """KLA083 on the real cluster, from disk: the audit's own config step reads the metadata log
+    (no --bootstrap-server) and the check names the topic whose message.timestamp.type was altered
+    to LogAppendTime (value, Kafka's default, where it came from) and no other topic; then a
+    cluster-wide default set with Kafka's ConfigCommand (log.message.timestamp.after.max.ms) is
+    found on every topic, named as the metadata log's cluster default."""
+    from auditor.audit import AuditRequest, audit_context
+    from auditor.check_runner import run_local
+    from auditor.scan import scan_log_dirs
+    from checks.base import Severity
+    kc = scenario["kc"]
+    dirs = _all_log_dirs(kc)
+    result = scan_log_dirs(dirs, "stat")
+
+    def kla083():
+        ctx = audit_context(AuditRequest(log_dirs=[str(d) for d in dirs]), lambda m: None)
+        return sorted(((f.topic, f.evidence[0]["config"], f.evidence[0]["value"], f.evidence[0]["kafka_default"],
+                        f.evidence[0]["source"]), f.message)
+                      for f in run_local(result.segments, result.partitions, ctx, stats={}, names=["metadata.topic_config"])
+                      if f.severity != Severity.PASS)
+
+    found = kla083()
+    assert [k for k, _ in found] == [
+        ("orders", "message.timestamp.type", "LogAppendTime", "CreateTime", "metadata log: topic config")], found
+    assert found[0][1].startswith("orders: message.timestamp.type = LogAppendTime (the cluster's topic config; "
+                                  "Kafka's default CreateTime)")
+    _config_command(kc, "--entity-type", "brokers", "--entity-default", "--alter",
+                    "--add-config", "log.message.timestamp.after.max.ms=7200000")
+    try:
+        _wait(lambda: len(kla083()) > 1, "the cluster default in the metadata log")
+        found = kla083()
+        in_log = {t.name for t in ml.read_metadata_log(dirs).state.topics.values()}
+        topics = sorted({p["topic"] for p in result.partitions if p["topic"] in in_log})
+        assert {"orders", "events", "gone"} <= set(topics)
+        assert [k for k, _ in found] == sorted(
+            [("orders", "message.timestamp.type", "LogAppendTime", "CreateTime", "metadata log: topic config")]
+            + [(t, "message.timestamp.after.max.ms", "7200000", "3600000", "metadata log: cluster default")
+               for t in topics]), found
+        assert all("(the cluster-wide default in the metadata log; Kafka's default 3600000)" in m
+                   for k, m in found if k[1] == "message.timestamp.after.max.ms")
+    finally:
+        _config_command(kc, "--entity-type", "brokers", "--entity-default", "--alter",
+                        "--delete-config", "log.message.timestamp.after.max.ms")
