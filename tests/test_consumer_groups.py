@@ -14,6 +14,7 @@ topic), ``__consumer_offsets`` rolled and compacted by the cleaner. Oracles:
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -125,6 +126,8 @@ def test_groups_command_json(groups_cluster):
     proc = _cli("groups", *kc.log_dirs(1), "--json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
+    import jsonschema  # the published schema of `groups --json` (reports/groups.schema.json)
+    jsonschema.validate(doc, json.loads((Path(__file__).resolve().parents[1] / "reports" / "groups.schema.json").read_text()))
     live = doc["groups"]
     assert "deleted-group" not in live and "deleted-group" in doc["deleted_groups"]
     listed = list_committed_offsets(kc, sorted(live))
