@@ -248,6 +248,24 @@ def test_group_checks_on_the_real_cluster(groups_cluster):
     assert [f for f in findings if f.code == "KLA062"] == []
     assert {f.code for f in findings} == {"KLA060", "KLA061"}
 
+    # KLA062's two sources on the same real files, with the 'lagging' topic's dirs left out of the
+    # rows (as if its broker were not audited): the scanned dirs call its partitions missing and say
+    # so; the broker's own KRaft metadata log knows they exist and finds nothing
+    from auditor.cluster.metadata_audit import PartitionMoves
+    from auditor.cluster.metadata_log import read_metadata_log
+    rows = [r for r in scan.partitions if r["topic"] != "lagging"]
+    segs = [r for r in scan.segments if r["topic"] != "lagging"]
+    by_dirs = [f for f in run_local(segs, rows, ctx, stats={}, names=["groups.missing_partition"])
+               if f.severity != Severity.PASS]
+    assert [(f.evidence[0]["group"], sorted((e["topic"], e["partition"]) for e in f.evidence)) for f in by_dirs] == \
+        [("lagging-group", [("lagging", 0), ("lagging", 1)])], [f.message for f in by_dirs]
+    assert "no KRaft metadata log was readable" in by_dirs[0].message
+    assert {e["source"] for e in by_dirs[0].evidence} == {"scanned partition dirs"}
+    ctx.partition_moves = PartitionMoves.from_log(read_metadata_log(kc.log_dirs(1), history=True))
+    assert ("lagging", 0) in ctx.partition_moves.assignments
+    assert [f for f in run_local(segs, rows, ctx, stats={}, names=["groups.missing_partition"])
+            if f.severity != Severity.PASS] == []
+
 
 def test_groups_and_replay_check_from_a_manifest(groups_cluster, kafka_classpath, tmp_path):
     """The same answers from a `kafka-audit collect` manifest (committed offsets from the
