@@ -452,18 +452,24 @@ def read_cluster_metadata(paths: Iterable[str | os.PathLike]) -> tuple[MetadataL
     return chosen, notes
 
 
+def _parts_of(paths, file_name: str, reader, with_manifest: bool = False) -> tuple[list, list[str]]:
+    """A cluster part from every manifest carrying it (with its manifest if asked); unreadable copies' notes."""
+    parts, notes = [], []
+    for m in find_manifests(paths):
+        part, note = _part_of(m, file_name, reader)
+        if part is not None:
+            parts.append((m, part) if with_manifest else part)
+        if note is not None:
+            notes.append(str(note))
+    return parts, notes
+
+
 def read_remote_log_metadata(paths: Iterable[str | os.PathLike]) -> tuple[RemoteLogMetadata | None, list[str]]:
     """What ``__remote_log_metadata`` said, from every manifest carrying it, merged by the rule
     disk mode reads several log dirs with (each metadata partition from the first manifest that
     read it), and the notes on copies there but unreadable (also in its notes). None when no
     manifest carries it: replay predictions are then as before (no remote knowledge)."""
-    parts, notes = [], []
-    for m in find_manifests(paths):
-        meta, note = _part_of(m, REMOTE_LOG_METADATA_FILE, portable.read_remote)
-        if meta is not None:
-            parts.append(meta)
-        if note is not None:
-            notes.append(str(note))
+    parts, notes = _parts_of(paths, REMOTE_LOG_METADATA_FILE, portable.read_remote)
     if not parts:
         return None, notes
     merged = portable.merge_remote(parts)
@@ -486,15 +492,9 @@ def read_consumer_groups(paths: Iterable[str | os.PathLike]) -> tuple[GroupsResu
     each broker): of several brokers' replicas of an offsets partition, the one whose log end
     offset (in the manifests' rows) is highest, as disk mode reads the furthest replica; the notes
     on copies there but unreadable (also in its notes). None when no manifest carries them."""
-    parts, notes = [], []
-    for m in find_manifests(paths):
-        result, note = _part_of(m, CONSUMER_GROUPS_FILE, portable.read_groups)
-        if result is not None:
-            parts.append((result, _offsets_log_ends(m)))
-        if note is not None:
-            notes.append(str(note))
+    parts, notes = _parts_of(paths, CONSUMER_GROUPS_FILE, portable.read_groups, with_manifest=True)
     if not parts:
         return None, notes
-    merged = portable.merge_groups(parts)
+    merged = portable.merge_groups([(result, _offsets_log_ends(m)) for m, result in parts])
     merged.notes += notes
     return merged, notes
