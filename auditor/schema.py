@@ -218,6 +218,7 @@ EVIDENCE_INSTANTS = (
     "target_ms", "at_ms", "timestamp_ms", "oldest_timestamp_ms", "newest_timestamp_ms", "modern_timestamp_ms",
     "largest_timestamp_ms", "commit_timestamp_ms", "audit_time_ms", "generated_at_ms", "deletion_time_ms",
     "deletable_at_ms", "due_ms", "appended_before_ms", "appended_after_ms", "mtime_first_ms", "mtime_last_ms",
+    "created_timestamp_ms",
 )
 """Keys of findings' evidence and thresholds that hold an instant (epoch ms), besides the columns
 above; every other ``*_ms`` key there is a duration (gap_ms, excess_ms, retention_ms ...)."""

@@ -69,3 +69,13 @@ def test_topic_configs_section_names_every_source(tmp_path):
         (t, c, v, s) for (t, c), (v, s) in rows.items() if s != "Kafka default")
     assert "<tr><td>retention.ms</td><td>604800000</td><td class=\"num\">1</td></tr>" in section
     assert "live cluster: 1" in section and "config file: 3" in section
+
+
+def test_evidence_instants_get_a_utc_twin_and_durations_do_not():
+    from auditor.schema import with_utc
+
+    # KLA062's evidence names when the partition's current incarnation was created (an instant);
+    # retention_ms beside it is a duration and must stay bare.
+    row = with_utc({"created_timestamp_ms": 1704067200000, "retention_ms": 604800000})
+    assert row["created_timestamp_utc"] == "2024-01-01T00:00:00.000Z"
+    assert "retention_utc" not in row
