@@ -13,6 +13,18 @@ setup(
             sources=["auditor/formats/_cwalk.c"],
             extra_compile_args=["-O2"],
             optional=True,
-        )
+        ),
+        Extension(  # the replay of plain __consumer_offsets batches (Python fallback: offsets_records.py)
+            "auditor.formats._coffsets",
+            sources=["auditor/formats/_coffsets.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
+        Extension(  # Kafka messages decoded from the spec tables' programs (Python fallback: kafka_message.py)
+            "auditor.formats._cmessage",
+            sources=["auditor/formats/_cmessage.c"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
     ]
 )

@@ -36,15 +36,12 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Iterable
 
+# OFFSETS_TOPIC, live_segments and offsets_partition_dirs are this module's names too (their callers import them here)
+from auditor.cluster.offsets_segments import OFFSETS_TOPIC, live_segments, offsets_partition_dirs, replay_partition_dir
 from auditor.formats import offsets_records as orec
 from auditor.formats.errors import FormatError
-from auditor.formats.filenames import parse_partition_dir, parse_segment_file
-from auditor.formats.log_reader import CHUNK_BYTES, LogReader
-
-OFFSETS_TOPIC = "__consumer_offsets"
 
 #: Record types (key versions) of ``__consumer_offsets`` whose meaning the fold uses.
 OFFSET_COMMIT_TYPES = (0, 1)
@@ -159,7 +156,7 @@ class OffsetsFold:
         else:
             self.records += orec.fold_records_into(self.store, header, batch_bytes, False, where, bad, label=where[0])
         for rec_off in bad:
-            self._bad_key(rec_off, None, where)
+            self.bad_key(rec_off, None, where)
 
     def control(self, producer_id: int, control_type: int | None) -> None:
         """A transaction marker of ``producer_id``: COMMIT applies its pending records, ABORT drops them."""
@@ -184,7 +181,7 @@ class OffsetsFold:
                               f"UTF-8 ({exc.reason} at byte {exc.start} of the name); kept as {group!r}, the name "
                               f"Kafka's own decoder gives it")
 
-    def _bad_key(self, rec_off: int, key, where) -> None:
+    def bad_key(self, rec_off: int, key, where) -> None:
         self.notes.append(f"{where[0]}: byte {where[1]}: record {rec_off}: key = {key!r}, expected a coordinator "
                           f"key (int16 version + fields); record ignored")
 
@@ -326,116 +323,10 @@ class Decoder:
         return orec.record_family(name)
 
 
-# ------------------------------------------------------------------------------------ files
-
-
-def offsets_partition_dirs(log_dirs: Iterable[str | os.PathLike]) -> dict[int, list[Path]]:
-    """__consumer_offsets partition -> its live replica dirs found under ``log_dirs``."""
-    out: dict[int, list[Path]] = {}
-    for ld in log_dirs:
-        try:
-            entries = sorted(os.scandir(ld), key=lambda e: e.name)
-        except OSError:
-            continue
-        for e in entries:
-            if not e.name.startswith(OFFSETS_TOPIC + "-") or not e.is_dir(follow_symlinks=False):
-                continue
-            pd = parse_partition_dir(e.name)
-            if pd is None or pd.topic != OFFSETS_TOPIC or pd.kind != "live":
-                continue
-            out.setdefault(pd.partition, []).append(Path(e.path))
-    return out
-
-
-def live_segments(partition_dir: Path) -> list[tuple[int, Path]]:
-    """(base offset, .log path) of the live segments, by base offset (no .deleted/.cleaned/.swap)."""
-    segs = []
-    for e in os.scandir(partition_dir):
-        sf = parse_segment_file(e.name)
-        if sf is not None and sf.suffix == "log" and sf.state is None:
-            segs.append((sf.base_offset, Path(e.path)))
-    return sorted(segs)
-
-
-class _Window:
-    """Read-ahead window over one .log (its own O_RDONLY descriptor, pread only): the batches'
-    bytes are sliced from windows of CHUNK_BYTES, one pread per window instead of one per batch
-    (__consumer_offsets holds many small batches). Memory: one window, or one batch if larger."""
-
-    __slots__ = ("fd", "size", "start", "buf")
-
-    def __init__(self, path: Path):
-        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-        self.size = os.fstat(self.fd).st_size
-        self.start = 0
-        self.buf = b""
-
-    def batch(self, reader: LogReader, batch) -> bytes:
-        pos, size = batch.position, batch.size_bytes
-        start = self.start
-        if pos < start or pos + size > start + len(self.buf):
-            if size > CHUNK_BYTES:
-                return bytes(reader.read_batch_bytes(batch))
-            want = min(CHUNK_BYTES, self.size - pos)
-            buf = os.pread(self.fd, want, pos)
-            if len(buf) < size:
-                raise OSError(f"{reader.label}: byte {pos}: read returned {len(buf)} bytes, expected at least "
-                              f"{size} (the file shrank while being read)")
-            self.start, self.buf, start = pos, buf, pos
-        return self.buf[pos - start:pos - start + size]
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-
 def fold_partition_dir(partition_dir: str | os.PathLike, partition: int | None = None) -> OffsetsFold:
     """Replay every live segment of one __consumer_offsets replica dir (read-only)."""
-    pdir = Path(partition_dir)
     fold = OffsetsFold(partition)
-    iter_kv = orec.iter_key_values
-    for _, log in live_segments(pdir):
-        try:
-            reader = LogReader(log)
-        except OSError as exc:
-            fold.notes.append(f"{log}: cannot open: {exc.strerror or exc}; segment not read")
-            continue
-        label = str(log)
-        try:
-            window = _Window(log)
-        except OSError as exc:
-            reader.close()
-            fold.notes.append(f"{log}: cannot open: {exc.strerror or exc}; segment not read")
-            continue
-        try:
-            store = fold.store
-            fold_into = orec.fold_records_into
-            bad: list[int] = []
-            get_bytes = window.batch
-            for batch in reader.batches():
-                where = (label, batch.position)
-                try:
-                    data = get_bytes(reader, batch)
-                    if batch.is_control:
-                        for rec in iter_kv(batch, data, label=label):
-                            fold.control(batch.producer_id, orec.control_type(rec[2]))
-                    elif batch.is_transactional or fold.pending:
-                        fold.add_batch(batch, data, where)
-                    else:   # the common case, inlined: a plain batch and no open transaction
-                        fold.records += fold_into(store, batch, data, False, where, bad, label=label)
-                        if bad:
-                            for rec_off in bad:
-                                fold._bad_key(rec_off, None, where)
-                            bad.clear()
-                except (FormatError, OSError) as exc:
-                    fold.notes.append(f"{exc}; batch at byte {batch.position} (offsets {batch.base_offset}.."
-                                      f"{batch.last_offset}) not folded")
-            if reader.stop_reason is not None and reader.stop_reason != "zero-tail":
-                fold.notes.append(reader.stop_detail or f"{label}: walk stopped ({reader.stop_reason})")
-        finally:
-            reader.close()
-            window.close()
+    replay_partition_dir(partition_dir, fold)
     return fold
 
 

@@ -36,6 +36,14 @@ from auditor.formats.errors import FormatError
 from auditor.formats.record_batch import BatchHeader
 from auditor.formats.varint import read_varint, read_varlong
 
+try:  # optional C replay of plain v2 batches (setup.py builds it when a compiler is there)
+    from auditor.formats import _coffsets
+except ImportError:  # pragma: no cover - exercised by the C/Python equality test
+    _coffsets = None
+
+#: True when the C replay of plain batches (:func:`fold_plain_batches`) is built.
+HAVE_C_FOLD = _coffsets is not None
+
 #: Every coordinator key and value starts with an int16 version.
 VERSION_LENGTH = 2
 #: Control record key: version:int16, type:int16 (``ControlRecordType``).
@@ -369,6 +377,22 @@ def fold_records_into(store: dict, header: BatchHeader, batch_bytes, transaction
     return count
 
 
+def fold_plain_batches(fd: int, start: int, size: int, store: dict, label: str) -> tuple[int, int] | None:
+    """The C twin of :func:`fold_records_into` over a run of batches (``_coffsets.fold_plain``).
+
+    From byte ``start`` of an open ``.log`` (descriptor ``fd``, read with pread only, up to
+    ``size``), every plain batch (v2, uncompressed, CreateTime, neither transactional nor control)
+    whose every record the Python fold would store without a note is stored as that fold stores
+    it: ``store[key] = (offset, timestamp_ms, value, False, (label, batch position))``. Returns
+    ``(stop_position, records)``: ``stop_position`` is ``size`` at a clean end, else the first
+    entry the Python path must read (a batch is stored whole or not at all). None when the
+    extension is not built.
+    """
+    if _coffsets is None:
+        return None
+    return _coffsets.fold_plain(fd, start, size, store, label)
+
+
 def _fpos(base_pos: int | None, pos: int) -> int:
     return base_pos + pos if base_pos is not None else pos
 
@@ -405,5 +429,6 @@ def _legacy_key_value(header: BatchHeader, data, label: str):
     yield (header.last_offset, header.max_timestamp_ms, key, value)
 
 
-__all__ = ["iter_key_values", "fold_records_into", "decode_key", "decode_value", "known_record_types",
-           "record_family", "key_version", "control_type", "VERSION_LENGTH", "CONTROL_ABORT", "CONTROL_COMMIT"]
+__all__ = ["iter_key_values", "fold_records_into", "fold_plain_batches", "HAVE_C_FOLD", "decode_key", "decode_value",
+           "known_record_types", "record_family", "key_version", "control_type", "VERSION_LENGTH", "CONTROL_ABORT",
+           "CONTROL_COMMIT"]
