@@ -222,3 +222,16 @@ def test_index_depth_in_c_on_real_dirs(monkeypatch):
     pure = [{k: v for k, v in r.items() if k not in IGNORED}
             for r in (monkeypatch.setattr(scan_segment_module, "USE_C_WALK", False) or scan_log_dirs(LOG_DIRS, "index")).segments]
     assert with_c == pure and len(with_c) >= 7
+
+
+def test_walk_v2_last_position_is_the_python_walkers_last_batch():
+    """``last_position`` (where an incremental scan verifies the last batch next run: auditor.scan.resume)
+    is the position of the last batch the C fold took, as the Python walker finds it."""
+    checked = 0
+    for log in sorted(p for d in LOG_DIRS for p in Path(d).rglob("*.log")):
+        with log_reader.LogReader(log) as reader:
+            folded = reader.fold_v2_headers(0)
+            positions = [b.position for b in reader.batches(0) if b.position < folded["stop_position"]]
+        assert folded["last_position"] == (positions[-1] if positions else None), log
+        checked += bool(positions)
+    assert checked > 5

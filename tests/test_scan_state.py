@@ -7,6 +7,12 @@ scan without it; every row of a segment that did not change between the two must
 every column but ``scanned_at_ms`` (the time it was really read), and the state must have been
 used (closed segments taken from it, not read). State files for another log dir, version or
 depth, and corrupt ones, are ignored with a note; a state dir inside a log dir is refused.
+
+Active segments are continued where the last run's walk stopped (auditor.scan.resume): a topic
+appended to between runs (plain, compressed and transactional batches, an aborted transaction
+for its .txnindex), then rolled, must give rows equal to a full scan column by column, with the
+bytes the last run walked not read again (``skipped_bytes``). tests/test_scan_resume.py covers
+the changes that must not be trusted (truncation, rewrite, new inode, rebuilt index) on copies.
 """
 
 from __future__ import annotations
@@ -67,7 +73,7 @@ def _assert_state_rows_equal_full_scan(cluster, state_dir: Path, busy_topic: str
     for k in pa_:  # the broker rewrites its offset checkpoints every few seconds: those columns move
         diff = {c for c in pa_[k] if pa_[k][c] != pb[k][c]} - CHECKPOINT_COLUMNS
         assert not diff, f"{k}: partition rows differ in {diff}"
-    counts = {"reused": 0, "read": 0, "kept": 0}
+    counts = {"reused": 0, "read": 0, "continued": 0, "kept": 0}
     for info in with_state.log_dirs:
         for name in counts:
             counts[name] += info["scan_state"][name]
@@ -104,6 +110,7 @@ def cluster(kafka_cluster_factory):
     kc.create_topic("compacted", config={**ROLL, "cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01",
                                          "min.compaction.lag.ms": str(86_400_000), "delete.retention.ms": "0"})
     kc.create_topic("mover", config=ROLL)
+    kc.create_topic("growing", config={"segment.bytes": str(64 << 20)})
     return kc
 
 
@@ -144,7 +151,9 @@ def test_state_rows_equal_full_scans_while_the_broker_works(cluster, tmp_path):
         first = _assert_state_rows_equal_full_scan(cluster, state, "busy")
         assert first["reused"] == 0 and first["kept"] > 10, first
         second = _assert_state_rows_equal_full_scan(cluster, state, "busy")
-        assert second["reused"] >= first["kept"] - 2, (first, second)  # all closed ones, but what rolled/changed
+        # all closed ones from their proof, the active ones continued, but what rolled/changed
+        assert second["reused"] + second["continued"] >= first["kept"] - 2, (first, second)
+        assert second["continued"] > 0, second
 
         # more data: new segments are read, old ones come from the state
         cluster.roll_segments("aged", 0, segments=3, records_per_segment=30, base_timestamp_ms=now - 3_000_000,
@@ -183,6 +192,63 @@ def test_state_rows_equal_full_scans_while_the_broker_works(cluster, tmp_path):
         producer.stop_event.set()
         producer.join(30)
     assert producer.error is None, producer.error
+
+
+def _growing_rows(res) -> dict:
+    return {r["base_offset"]: r for r in res.segments if r["topic"] == "growing"}
+
+
+def _assert_growing_equal(cluster, state: Path) -> tuple[dict, dict]:
+    """A scan with the state then a full one: every column of every 'growing' row equal."""
+    with_state = scan_log_dirs(_log_dirs(cluster), DEPTH, state_dir=state)
+    full = scan_log_dirs(_log_dirs(cluster), DEPTH)
+    a, b = _growing_rows(with_state), _growing_rows(full)
+    assert a.keys() == b.keys() and a
+    for base in a:
+        for column in a[base]:
+            if column not in IGNORED:
+                assert a[base][column] == b[base][column], f"growing {base} {column}: {a[base][column]!r} != {b[base][column]!r}"
+    counts = {"continued": 0, "skipped_bytes": 0, "read": 0}
+    for info in with_state.log_dirs:
+        for name in counts:
+            counts[name] += info["scan_state"][name]
+    return counts, a
+
+
+def _grow(cluster, n: int, tag: str) -> None:
+    cluster.produce("growing", [(f"k{i % 7}", f"{tag}-{i}-" + "x" * 300) for i in range(n)], linger_ms=20)
+    cluster.produce("growing", [(f"z{i}", f"{tag}-{i}-" + "y" * 300) for i in range(n // 2)], compression="gzip")
+    cluster.transaction("growing", [(f"t{i}", f"{tag}-{i}") for i in range(5)], commit=True)
+    cluster.transaction("growing", [(f"a{i}", f"{tag}-{i}") for i in range(5)], commit=False)
+
+
+def test_active_segments_continue_where_the_last_run_stopped(cluster, tmp_path):
+    state = tmp_path / "state"
+    _grow(cluster, 4000, "one")
+    first, rows = _assert_growing_equal(cluster, state)
+    (active,) = [r for r in rows.values() if r["is_active"]]
+    assert active["batch_count"] > 3 and active["abort_markers"] == 1 and active["aborted_txns"] == 1, active
+    walked = active["log_size_bytes"]
+    assert walked > 500_000, walked
+
+    # appended between runs: plain, gzip and transactional batches, another aborted transaction
+    _grow(cluster, 2000, "two")
+    second, rows = _assert_growing_equal(cluster, state)
+    assert second["continued"] >= 1 and second["skipped_bytes"] >= walked, second
+    (active,) = [r for r in rows.values() if r["is_active"]]
+    assert active["log_size_bytes"] > walked and active["abort_markers"] == 2 and active["aborted_txns"] == 2
+    assert active["codecs"] == ["gzip", "none"] and active["commit_markers"] == 2, active
+
+    # the active segment rolls (record time past segment.ms): the closed one continues, then is kept closed
+    grown = active["log_size_bytes"]
+    cluster.alter_topic_config("growing", {"segment.ms": "1000"})
+    time.sleep(2)
+    _grow(cluster, 100, "three")
+    _wait(lambda: len(list(cluster.partition_dir("growing", 0).glob("*.log"))) >= 2, "'growing' to roll")
+    third, rows = _assert_growing_equal(cluster, state)
+    closed = [r for r in rows.values() if not r["is_active"]]
+    assert closed and third["skipped_bytes"] >= grown, (third, closed)
+    _assert_growing_equal(cluster, state)  # the closed one now comes from its proof
 
 
 def test_untrusted_states_are_ignored_with_a_note(cluster, tmp_path):

@@ -3,7 +3,9 @@
  *
  * walk_v2(fd, start, size) walks consecutive v2 record batch headers of one .log file from byte
  * `start`, reading windows with pread (never mmap: a segment truncated by the broker under a
- * mapping would SIGBUS the process; never a write), and folds them into per-segment totals.
+ * mapping would SIGBUS the process; never a write), and folds them into per-segment totals,
+ * with the position of the last batch folded (an incremental scan checks that batch's header
+ * next run before continuing after it: auditor/scan/resume.py).
  *
  * It stops, and returns the position, at the first entry that is not a well-formed v2 batch
  * that fits in the file: fewer than 61 bytes left, a size field below 49 or above
@@ -78,7 +80,7 @@ static inline uint16_t be16(const unsigned char *p) { return (uint16_t)((p[0] <<
 typedef struct {
     int64_t stop;
     int64_t batches, records, transactional;
-    int64_t first_base_offset, first_max_ts, last_offset, last_max_ts;
+    int64_t first_base_offset, first_max_ts, last_offset, last_max_ts, last_pos;
     int64_t max_ts, min_first_ts;
     int has_max_ts, has_min_first_ts;
     unsigned codec_mask, timestamp_type_mask;
@@ -133,6 +135,7 @@ static void walk(int fd, int64_t pos, int64_t size, unsigned char *buf, totals_t
         }
         t->last_offset = last;
         t->last_max_ts = max_ts;
+        t->last_pos = pos;
         t->batches++;
         t->records += count;
         if (max_ts != NO_TIMESTAMP && (!t->has_max_ts || max_ts > t->max_ts)) {
@@ -201,7 +204,7 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
     free(t.control_positions);
     int any = t.batches > 0;
     return Py_BuildValue(
-        "{s:L,s:L,s:L,s:L,s:N,s:N,s:N,s:N,s:N,s:N,s:I,s:I,s:N}",
+        "{s:L,s:L,s:L,s:L,s:N,s:N,s:N,s:N,s:N,s:N,s:I,s:I,s:N,s:N}",
         "stop_position", (long long)t.stop,
         "batch_count", (long long)t.batches,
         "record_count", (long long)t.records,
@@ -214,7 +217,8 @@ static PyObject *walk_v2(PyObject *self, PyObject *args) {
         "min_first_timestamp_ms", opt_int(t.has_min_first_ts, t.min_first_ts),
         "codec_mask", t.codec_mask,
         "timestamp_type_mask", t.timestamp_type_mask,
-        "control_positions", controls);
+        "control_positions", controls,
+        "last_position", opt_int(any, t.last_pos));
 }
 
 /* ---- index depth ------------------------------------------------------------------------ */
@@ -396,13 +400,57 @@ static PyObject *index_ends(PyObject *self, PyObject *args) {
         opt_int(has, max_ts));
 }
 
+/* ---- incremental scans: a closed segment's proof ---------------------------------------- */
+
+/* segment_proof(log, index, timeindex, txnindex) -> str or None: what proves a closed segment
+ * unchanged (auditor/scan/state.py segment_proof, whose text this is byte for byte): lstat of
+ * the .log (device, inode, size, mtime ns) and of each index (size, mtime ns, "-" when None).
+ * None when the .log is None, or a file cannot be lstat-ed or is not a regular file. */
+static PyObject *segment_proof(PyObject *self, PyObject *args) {
+    PyObject *objs[4];
+    if (!PyArg_ParseTuple(args, "OOOO", &objs[0], &objs[1], &objs[2], &objs[3])) return NULL;
+    char out[256];
+    size_t len = 0;
+    for (int k = 0; k < 4; k++) {
+        if (k > 0) out[len++] = '|';
+        if (objs[k] == Py_None) {
+            if (k == 0) Py_RETURN_NONE;
+            out[len++] = '-';
+            continue;
+        }
+        PyObject *encoded = NULL;
+        if (!PyUnicode_FSConverter(objs[k], &encoded)) return NULL;
+        struct stat st;
+        int ok = lstat(PyBytes_AS_STRING(encoded), &st) == 0 && S_ISREG(st.st_mode);
+        Py_DECREF(encoded);
+        if (!ok) Py_RETURN_NONE;
+        long long mtime = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+        int n;
+        if (k == 0)
+            n = snprintf(out + len, sizeof out - len, "%llu:%llu:%lld:%lld", (unsigned long long)st.st_dev,
+                         (unsigned long long)st.st_ino, (long long)st.st_size, mtime);
+        else
+            n = snprintf(out + len, sizeof out - len, "%lld:%lld", (long long)st.st_size, mtime);
+        if (n < 0 || (size_t)n >= sizeof out - len - 2) {
+            PyErr_SetString(PyExc_OverflowError, "segment proof longer than its buffer");
+            return NULL;
+        }
+        len += (size_t)n;
+    }
+    return PyUnicode_FromStringAndSize(out, (Py_ssize_t)len);
+}
+
 static PyMethodDef methods[] = {
     {"walk_v2", walk_v2, METH_VARARGS,
      "walk_v2(fd, start, size) -> dict: fold consecutive well-formed v2 batch headers from byte "
-     "start; stop_position is where the Python walker must take over (== size at a clean end)."},
+     "start; stop_position is where the Python walker must take over (== size at a clean end), "
+     "last_position the last folded batch's (None when none)."},
     {"index_ends", index_ends, METH_VARARGS,
      "index_ends(log, index, timeindex, base_offset) -> tuple or None: one segment's 'index' depth "
      "facts (see scan.py INDEX_ENDS_FIELDS), None when the Python path must scan it."},
+    {"segment_proof", segment_proof, METH_VARARGS,
+     "segment_proof(log, index, timeindex, txnindex) -> str or None: a closed segment's proof for "
+     "incremental scans (auditor/scan/state.py segment_proof), from lstat alone."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -148,6 +148,7 @@ def iter_log_dir(
     if state is not None:
         state.commit()
         plan.info["scan_state"] = {"file": str(state.path), "reused": state.reused, "read": state.scanned,
+                                   "continued": state.continued, "skipped_bytes": state.skipped_bytes,
                                    "kept": state.stored}
     if care is not None or rate is not None:
         plan.info["page_cache"] = {"dropped_bytes": care.dropped_bytes if care else 0,

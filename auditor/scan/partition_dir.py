@@ -139,10 +139,10 @@ def _segment_row(files: SegmentFiles, depth: str, is_active: bool, location: dic
                  care: PageCacheCare | None) -> dict:
     paths = list(files.paths.values())
 
-    def scan() -> dict:
-        if care is None:
-            return scan_segment(files, depth, is_active=is_active, location=location)
-        return care.around(paths, lambda: scan_segment(files, depth, is_active=is_active, location=location))
+    def scan(resume: tuple | None = None, out: dict | None = None) -> dict:
+        def one() -> dict:
+            return scan_segment(files, depth, is_active=is_active, location=location, resume=resume, resume_out=out)
+        return one() if care is None else care.around(paths, one)
 
     return scan() if state is None else state.row(files, is_active, scan)
 

@@ -21,6 +21,7 @@ from auditor.formats.record_batch import CONTROL_ABORT, CONTROL_COMMIT, CREATE_T
 from auditor.formats.time_index import read_time_index
 from auditor.formats.txn_index import read_txn_index
 from auditor.scan.files import lstat_or_note
+from auditor.scan.resume import record_end, same_index_files, verified_end
 from auditor.schema import SEGMENT_COLUMNS, empty_row
 
 
@@ -112,8 +113,14 @@ def scan_segment(
     is_active: bool,
     location: dict,
     notes: list[str] | None = None,
+    resume: tuple[dict, dict] | None = None,
+    resume_out: dict | None = None,
 ) -> dict:
-    """One segment's row. Never raises for bad input: problems become notes."""
+    """One segment's row. Never raises for bad input: problems become notes.
+
+    ``resume`` (headers depth, :mod:`auditor.scan.resume`): where the last run's walk of this
+    segment stopped and its row then; the walk continues there when the segment verifies (else
+    it reads the whole segment). ``resume_out`` receives where this walk stopped, for the next run."""
     row = empty_row(SEGMENT_COLUMNS)
     row.update(location)
     row["base_offset"] = files.base_offset
@@ -127,22 +134,7 @@ def scan_segment(
         row["notes"] = notes
         return row
 
-    for suffix in ("log", "index", "timeindex", "txnindex"):
-        path = files.paths.get(suffix)
-        if path is None:
-            continue
-        st = lstat_or_note(path, notes, f".{suffix} file")
-        if st is None:
-            files.paths.pop(suffix)
-            continue
-        if not stat.S_ISREG(st.st_mode):
-            # a FIFO or device would block or misbehave on open; Kafka never writes one
-            notes.append(f"{path}: not a regular file (mode {stat.filemode(st.st_mode)}): not read")
-            files.paths.pop(suffix)
-            continue
-        row[f"{suffix}_size_bytes"] = st.st_size
-        if suffix != "txnindex":
-            row[f"{suffix}_mtime_ms"] = _ms(st)
+    inodes = _stat_files(row, files, notes)
 
     log_path = files.paths.get("log")
     if log_path is None:
@@ -159,9 +151,35 @@ def scan_segment(
     if depth != "stat":
         _scan_indexes(row, files, depth, notes)
         if log_path is not None:
-            _scan_log(row, files, log_path, depth, notes)
+            if resume is not None and not same_index_files(resume[0], inodes):
+                resume = None  # an index rebuilt (recovery): the whole segment is read again
+            _scan_log(row, files, log_path, depth, notes, resume, resume_out, inodes)
     row["notes"] = notes
     return row
+
+
+def _stat_files(row: dict, files: SegmentFiles, notes: list[str]) -> dict[str, tuple[int, int]]:
+    """Sizes and mtimes of the segment's files into the row (a file that cannot be read is dropped
+    from ``files.paths`` with a note); returns each file's (device, inode)."""
+    inodes: dict[str, tuple[int, int]] = {}
+    for suffix in ("log", "index", "timeindex", "txnindex"):
+        path = files.paths.get(suffix)
+        if path is None:
+            continue
+        st = lstat_or_note(path, notes, f".{suffix} file")
+        if st is None:
+            files.paths.pop(suffix)
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            # a FIFO or device would block or misbehave on open; Kafka never writes one
+            notes.append(f"{path}: not a regular file (mode {stat.filemode(st.st_mode)}): not read")
+            files.paths.pop(suffix)
+            continue
+        row[f"{suffix}_size_bytes"] = st.st_size
+        inodes[suffix] = (st.st_dev, st.st_ino)
+        if suffix != "txnindex":
+            row[f"{suffix}_mtime_ms"] = _ms(st)
+    return inodes
 
 
 #: What ``_cwalk.index_ends`` returns, in order (sizes and mtimes as lstat saw them).
@@ -229,7 +247,9 @@ def _scan_indexes(row: dict, files: SegmentFiles, depth: str, notes: list[str]) 
             notes.append(f"{txn_path}: unreadable: {exc}")
 
 
-def _scan_log(row: dict, files: SegmentFiles, log_path: Path, depth: str, notes: list[str]) -> None:
+def _scan_log(row: dict, files: SegmentFiles, log_path: Path, depth: str, notes: list[str],
+              resume: tuple[dict, dict] | None = None, resume_out: dict | None = None,
+              inodes: dict | None = None) -> None:
     try:
         reader = LogReader(log_path)
     except FileNotFoundError:
@@ -242,7 +262,15 @@ def _scan_log(row: dict, files: SegmentFiles, log_path: Path, depth: str, notes:
         if depth == "index":
             _scan_log_ends(row, reader, notes)
         else:
-            _scan_log_all(row, reader, depth, notes)
+            start = verified_end(reader, resume[0]) if resume is not None and depth == "headers" else None
+            last = _scan_log_all(row, reader, depth, notes, resume[1] if start is not None else None, start or 0)
+            if last is None and start is not None:
+                last = resume[0]["pos"]  # nothing appended: the last batch is the one verified
+            if resume_out is not None:
+                if start is not None:
+                    resume_out["continued_from"] = start
+                if depth == "headers":
+                    record_end(row, reader, last, inodes or {}, resume_out)
     finally:
         reader.close()
     if reader.stop_reason is not None:
@@ -302,8 +330,14 @@ USE_C_WALK = True
 # long function: the Python walker's per-batch fold (the C walker's fallback and the 'deep' path); its
 # totals stay in locals because it runs once per batch, and a call per batch cost a measurable share
 # of the 'headers' depth (benchmarks/README.md)
-def _scan_log_all(row: dict, reader: LogReader, depth: str, notes: list[str]) -> None:
-    """Every batch header folded into the row ('headers'), and every record at 'deep'.
+def _scan_log_all(row: dict, reader: LogReader, depth: str, notes: list[str], seed: dict | None = None,
+                  start: int = 0) -> int | None:
+    """Every batch header folded into the row ('headers'), and every record at 'deep'; returns the
+    last batch's position (None when there is none).
+
+    With ``seed`` (the row of the last run, whose walk ended at byte ``start``: see
+    :mod:`auditor.scan.resume`) the totals start from that row's and only the batches from
+    ``start`` on are walked: a row equal to a walk from byte 0.
 
     The per-batch fold keeps its totals in locals, not in the row dict: it runs once per batch
     (hundreds of thousands per segment) and dominated the headers depth's profile. At 'headers'
@@ -317,22 +351,36 @@ def _scan_log_all(row: dict, reader: LogReader, depth: str, notes: list[str]) ->
     deep_state = {"records": 0, "unreadable": 0, "running_max_ms": None, "running_max_offset": None}
     if deep:
         row["crc_failures"] = 0
-    first_offset = first_max = last_offset = last_max = None
+    first_offset = first_max = last_offset = last_max = last_pos = None
     batch_count = record_count = transactional = control = 0
     count_unknown = False
     max_ts = min_first_ts = None
     timestamp_types: set = set()
     magics: set = set()
     codecs: set = set()
-    start = 0
-    folded = reader.fold_v2_headers(0) if (USE_C_WALK and not deep) else None
+    if seed is not None:  # the last run's totals (a clean v2-only walk: see auditor.scan.resume)
+        first_offset, last_offset = seed["first_offset"], seed["last_offset"]
+        first_max, last_max = _raw_ts(seed["first_batch_max_timestamp_ms"]), _raw_ts(seed["last_batch_max_timestamp_ms"])
+        batch_count, record_count, transactional = seed["batch_count"], seed["record_count"], seed["transactional_batches"]
+        control, max_ts, min_first_ts = seed["control_batches"], seed["max_timestamp_ms"], seed["min_batch_timestamp_ms"]
+        row["abort_markers"], row["commit_markers"] = seed["abort_markers"], seed["commit_markers"]
+        timestamp_types, magics, codecs = set(seed["timestamp_types"]), set(seed["magics"]), set(seed["codecs"])
+    folded = reader.fold_v2_headers(start) if (USE_C_WALK and not deep) else None
     if folded is not None and folded["batch_count"]:
         start = folded["stop_position"]
-        first_offset, first_max = folded["first_base_offset"], folded["first_max_timestamp_ms"]
+        if first_offset is None:
+            first_offset, first_max = folded["first_base_offset"], folded["first_max_timestamp_ms"]
         last_offset, last_max = folded["last_offset"], folded["last_max_timestamp_ms"]
-        batch_count, record_count = folded["batch_count"], folded["record_count"]
-        transactional = folded["transactional_batches"]
-        max_ts, min_first_ts = folded["max_timestamp_ms"], folded["min_first_timestamp_ms"]
+        last_pos = folded["last_position"]
+        batch_count += folded["batch_count"]
+        record_count += folded["record_count"]
+        transactional += folded["transactional_batches"]
+        ts = folded["max_timestamp_ms"]
+        if ts is not None and (max_ts is None or ts > max_ts):
+            max_ts = ts
+        ts = folded["min_first_timestamp_ms"]
+        if ts is not None and (min_first_ts is None or ts < min_first_ts):
+            min_first_ts = ts
         magics.add(2)
         codecs.update(name for bit, name in enumerate(CODEC_NAMES) if folded["codec_mask"] >> bit & 1)
         timestamp_types.update(name for bit, name in enumerate((CREATE_TIME, LOG_APPEND_TIME))
@@ -345,7 +393,7 @@ def _scan_log_all(row: dict, reader: LogReader, depth: str, notes: list[str]) ->
     for batch in reader.batches(start):
         if first_offset is None:
             first_offset, first_max = batch.base_offset, batch.max_timestamp_ms
-        last_offset, last_max = batch.last_offset, batch.max_timestamp_ms
+        last_offset, last_max, last_pos = batch.last_offset, batch.max_timestamp_ms, batch.position
         batch_count += 1
         count = batch.record_count
         if count is None:
@@ -400,4 +448,10 @@ def _scan_log_all(row: dict, reader: LogReader, depth: str, notes: list[str]) ->
     row["magics"] = sorted(magics)
     row["codecs"] = sorted(codecs)
     row["trailing_bytes"] = reader.size_bytes - reader.stop_position
+    return last_pos
+
+
+def _raw_ts(value: int | None) -> int:
+    """The inverse of :func:`_ts`: a row's absent timestamp is Kafka's NO_TIMESTAMP in the fold."""
+    return NO_TIMESTAMP if value is None else value
 

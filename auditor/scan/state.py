@@ -11,11 +11,14 @@ The proof (:func:`segment_proof`), from ``lstat`` alone (nothing is opened):
 * the base offset and directory name (in the state's key);
 * size and mtime of each of ``.index``, ``.timeindex``, ``.txnindex`` (or their absence).
 
-What is never taken from the state: the active segment (the largest base offset without a
-file-state suffix: it is being appended to), files with a suffix (``.deleted``, ``.cleaned``,
+What is never taken from the state as it is: the active segment (the largest base offset without
+a file-state suffix: it is being appended to), files with a suffix (``.deleted``, ``.cleaned``,
 ``.swap``: transient), segments whose proof changed or whose files are new, and rows whose
 scan met an operating-system error (``errno`` in a note: perhaps transient). Those are
-scanned as usual. A row is stored only if its proof was the same before and after its scan
+scanned as usual, but at ``headers`` depth a segment that was active in the last run (still
+active, or rolled since) is continued where that run's walk ended when its bytes up to there
+verify (:mod:`auditor.scan.resume`: same inode and indexes, not smaller, the last batch's header
+unchanged), so a nightly run reads only what the broker appended. A row is stored only if its proof was the same before and after its scan
 (a file changing under the scan is read again next time). ``scanned_at_ms`` keeps when the
 row was really read; every other column equals what a full scan gives
 (``tests/test_scan_state.py`` proves it on a live broker producing, rolling, deleting,
@@ -23,7 +26,8 @@ compacting and moving replicas between log dirs).
 
 One state file per log dir and depth, in the state dir (never inside a log dir: refused like
 ``collect --out``): a Parquet file with one row per kept segment (directory name, base offset,
-proof, and the segment row as JSON: decoded by the C decoder on a hit and written back unchanged),
+proof, the segment row as JSON: decoded by the C decoder on a hit and written back unchanged, and
+for an active segment where its walk ended),
 written whole under a temporary name, fsynced and renamed into place. Its metadata names the state
 format, the tool version, the log dir, its ``directory.id``/cluster/broker and the depth: a state
 written by another version, for another log dir or depth, or one that cannot be read is ignored
@@ -46,14 +50,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from auditor import __version__
+from auditor.scan.resume import can_seed
 from auditor.scan.segment import SegmentFiles
 from auditor.schema import SEGMENT_FIELDS
 
-STATE_FORMAT = "kafka-audit-scan-state/2"
+STATE_FORMAT = "kafka-audit-scan-state/3"
 STATE_SCHEMA = pa.schema([("dir_name", pa.string()), ("base_offset", pa.int64()), ("proof", pa.string()),
-                          ("row", pa.string())])
-"""One row per kept segment: where, its proof, and its row as JSON (decoded by the C decoder on a
-hit and written back unchanged: Arrow's row conversion both ways was most of a second run)."""
+                          ("row", pa.string()), ("resume", pa.string())])
+"""One row per kept segment: where, its proof (closed segments), its row as JSON (decoded by the C
+decoder on a hit and written back unchanged: Arrow's row conversion both ways was most of a second
+run), and for an active segment where its walk ended (:mod:`auditor.scan.resume`, JSON)."""
 FLUSH_ROWS = 8192
 INDEX_SUFFIXES = ("index", "timeindex", "txnindex")
 _META = "kafka_audit.state."
@@ -119,28 +125,53 @@ class PartitionState:
 
     log_dir_state: "LogDirState"
     dir_name: str
-    old: dict[int, tuple[str, str]]
+    old: dict[int, tuple[str | None, str, str | None]]
 
-    def row(self, files: SegmentFiles, is_active: bool, scan: Callable[[], dict]) -> dict:
-        """The segment's row: from the state when its proof holds, else ``scan()`` (remembered
-        for the next run when the segment is closed and did not change during the scan)."""
+    def row(self, files: SegmentFiles, is_active: bool, scan: Callable[[tuple | None, dict | None], dict]) -> dict:
+        """The segment's row: from the state when its proof holds, else ``scan(resume, out)``
+        (remembered for the next run when the segment is closed and did not change during the
+        scan; an active one with where its walk ended, to be continued from there)."""
         lds = self.log_dir_state
-        if files.state is not None or is_active:
+        if files.state is not None:
             lds.scanned += 1
-            return scan()
-        proof = segment_proof(files)
-        hit = self.old.get(files.base_offset) if proof is not None else None
-        if hit is not None and hit[0] == proof:
-            row = json.loads(hit[1])
-            if tuple(row) == SEGMENT_FIELDS:  # the columns of this version
-                lds.reused += 1
-                lds.keep(self.dir_name, files.base_offset, proof, hit[1])
-                return row
-        lds.scanned += 1
-        row = scan()
-        if proof is not None and _reusable(row) and segment_proof(files) == proof:
-            lds.keep(self.dir_name, files.base_offset, proof, json.dumps(row))
+            return scan(None, None)
+        hit = self.old.get(files.base_offset)
+        proof = None
+        if not is_active:
+            proof = segment_proof(files)
+            if hit is not None and proof is not None and hit[0] == proof:
+                row = json.loads(hit[1])
+                if tuple(row) == SEGMENT_FIELDS:  # the columns of this version
+                    lds.reused += 1
+                    lds.keep(self.dir_name, files.base_offset, proof, hit[1])
+                    return row
+        out: dict | None = {} if lds.continues else None
+        row = scan(_resume(hit) if out is not None else None, out)
+        if out and "continued_from" in out:
+            lds.continued += 1
+            lds.skipped_bytes += out["continued_from"]
+        else:
+            lds.scanned += 1
+        if not is_active:
+            if proof is not None and _reusable(row) and segment_proof(files) == proof:
+                lds.keep(self.dir_name, files.base_offset, proof, json.dumps(row))
+        elif out and "resume" in out and can_seed(row):
+            lds.keep(self.dir_name, files.base_offset, None, json.dumps(row), json.dumps(out["resume"]))
         return row
+
+
+def _resume(hit: tuple | None) -> tuple[dict, dict] | None:
+    """(where the last walk ended, the row then) of a segment that was active in the last run."""
+    if hit is None or hit[2] is None:
+        return None
+    try:
+        row = json.loads(hit[1])
+        info = json.loads(hit[2])
+    except ValueError:
+        return None
+    if tuple(row) != SEGMENT_FIELDS or not can_seed(row) or not isinstance(info, dict):
+        return None
+    return info, row
 
 
 @dataclass
@@ -149,11 +180,13 @@ class LogDirState:
 
     path: Path
     identity: dict[str, str]
-    by_dir: dict[str, dict[int, tuple[str, str]]] = field(default_factory=dict)
+    by_dir: dict[str, dict[int, tuple[str | None, str, str | None]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     reused: int = 0
     scanned: int = 0
     stored: int = 0
+    continued: int = 0
+    skipped_bytes: int = 0
     _rows: list[tuple] = field(default_factory=list)
     _writer: pq.ParquetWriter | None = None
     _tmp: Path | None = None
@@ -173,7 +206,9 @@ class LogDirState:
         if not self.path.exists():  # the first run: nothing to say
             return
         try:
-            table = pq.read_table(self.path)
+            # ParquetFile, not read_table: read_table imports pyarrow.dataset (9 MB of reads, a third
+            # of a second), which a second run that reads almost nothing else would pay
+            table = pq.ParquetFile(self.path).read()
             meta = {k.decode()[len(_META):]: v.decode() for k, v in (table.schema.metadata or {}).items()
                     if k.decode().startswith(_META)}
         except (OSError, pa.ArrowException, UnicodeDecodeError, ValueError) as exc:
@@ -190,14 +225,21 @@ class LogDirState:
                               "every segment is read")
             return
         columns = [table.column(name).to_pylist() for name in STATE_SCHEMA.names]
-        for dir_name, base_offset, proof, row in zip(*columns):
-            self.by_dir.setdefault(dir_name, {})[base_offset] = (proof, row)
+        for dir_name, base_offset, proof, row, resume in zip(*columns):
+            self.by_dir.setdefault(dir_name, {})[base_offset] = (proof, row, resume)
+
+    @property
+    def continues(self) -> bool:
+        """Active segments are continued where the last walk ended: headers depth only (see
+        :mod:`auditor.scan.resume`; 'deep' columns need every record, 'index' reads little)."""
+        return self.identity["depth"] == "headers"
 
     def partition(self, dir_name: str) -> PartitionState:
         return PartitionState(self, dir_name, self.by_dir.pop(dir_name, {}))
 
-    def keep(self, dir_name: str, base_offset: int, proof: str, row_json: str) -> None:
-        self._rows.append((dir_name, base_offset, proof, row_json))
+    def keep(self, dir_name: str, base_offset: int, proof: str | None, row_json: str,
+             resume_json: str | None = None) -> None:
+        self._rows.append((dir_name, base_offset, proof, row_json, resume_json))
         self.stored += 1
         if len(self._rows) >= FLUSH_ROWS:
             self._flush()
@@ -232,4 +274,5 @@ class LogDirState:
 
     def summary(self) -> str:
         return (f"scan state {self.path.name}: {self.reused:,} closed segments taken from the state, "
-                f"{self.scanned:,} read, {self.stored:,} kept for the next run")
+                f"{self.continued:,} continued where the last run stopped ({self.skipped_bytes:,} bytes not "
+                f"read again), {self.scanned:,} read whole, {self.stored:,} kept for the next run")

@@ -1,0 +1,94 @@
+"""Continuing an active segment's walk where the last run stopped (``--state``, headers depth).
+
+The broker only appends to its active segment (or truncates it, or replaces it: recovery, the
+cleaner, a replica moved between log dirs). A nightly scan with ``--state`` need not read the
+bytes it already folded: the state keeps, per active segment, where the last walk ended, the
+position and the 61 header bytes of the last batch walked (its CRC among them: the CRC covers the
+whole batch), the ``(device, inode)`` of the ``.log`` and of its indexes, and the row then.
+
+The next run continues from that end, with the row's totals as the start of the fold, only when
+all of this holds (:func:`verified_end`, :func:`same_index_files`):
+
+* the ``.log`` open for the walk is the same file: same device and inode (a cleaner rewrite, a
+  move between log dirs or a re-created segment is another inode);
+* it is not smaller than where the last walk ended (a truncation below it is caught; one above it
+  cut only bytes the last run never counted);
+* the batch header at the recorded position is byte for byte the recorded one, and ends where
+  the last walk ended (a truncation followed by new appends writes other batches there);
+* the ``.index`` and ``.timeindex`` are the same files, present or absent as before (a rebuilt
+  index is a new file), and a ``.txnindex`` that was there still is;
+* the last run's row was clean: no note, no stop reason, only v2 batches (what a seed needs).
+
+Anything else reads the whole segment, as without state. The columns taken from the files
+around the walk are never carried over: sizes and mtimes (``lstat``), every index-derived
+column (``index_entries``, ``last_index_*``, ``timeindex_entries``, ``last_timeindex_*``: the
+indexes are read whole at headers depth, as a full scan reads them), ``aborted_txns`` (the
+``.txnindex``), ``trailing_bytes`` and ``stop_reason`` (this walk's end), the notes (the index
+readers' and this walk's), ``is_active`` and ``scanned_at_ms``. Carried over and merged: first
+batch (offset, max timestamp), last batch (replaced when batches were appended), counts of
+batches, records, transactional and control batches, ABORT/COMMIT markers, the largest record
+timestamp and the smallest first-record timestamp, timestamp types, magics and codecs. Columns of
+the ``deep`` depth (record timestamps' offsets, backward jumps, CRC failures) need every record:
+a ``deep`` state never continues a segment.
+"""
+
+from __future__ import annotations
+
+import os
+
+from auditor.formats.record_batch import RECORD_BATCH_OVERHEAD
+
+LENGTH_AT = 8
+"""Byte of the batch length field (after the 8-byte base offset)."""
+
+
+def _inode(inodes: dict, suffix: str) -> list[int] | None:
+    found = inodes.get(suffix)
+    return list(found) if found is not None else None
+
+
+def same_index_files(info: dict, inodes: dict) -> bool:
+    """The segment's indexes are the files the last run read (see the module doc)."""
+    for suffix in ("index", "timeindex"):
+        if info.get(suffix) != _inode(inodes, suffix):
+            return False
+    txn = info.get("txnindex")
+    return txn is None or txn == _inode(inodes, "txnindex")
+
+
+def verified_end(reader, info: dict) -> int | None:
+    """Where the last run's walk ended, when the open ``.log`` proves its bytes up to there are the
+    ones that run folded; None otherwise (the whole segment is read)."""
+    try:
+        st = os.fstat(reader._fd)  # the descriptor the walk reads: what is checked is what is read
+        if [st.st_dev, st.st_ino] != info["log"] or reader.size_bytes < info["end"]:
+            return None
+        head = bytes(reader._read(info["pos"], RECORD_BATCH_OVERHEAD))
+    except (OSError, KeyError, TypeError, ValueError):
+        return None
+    if head.hex() != info["head"]:
+        return None
+    if info["pos"] + 12 + int.from_bytes(head[LENGTH_AT:LENGTH_AT + 4], "big", signed=True) != info["end"]:
+        return None
+    return info["end"]
+
+
+def record_end(row: dict, reader, last_pos: int | None, inodes: dict, out: dict) -> None:
+    """Fills ``out["resume"]`` with where this walk ended, when the next run may continue from there."""
+    if (last_pos is None or reader.stop_reason is not None or row["magics"] != [2]
+            or row["record_count"] is None or reader.stop_position != reader.size_bytes):
+        return
+    try:
+        st = os.fstat(reader._fd)
+        head = bytes(reader._read(last_pos, RECORD_BATCH_OVERHEAD))
+    except OSError:
+        return
+    out["resume"] = {"log": [st.st_dev, st.st_ino], "pos": last_pos, "end": reader.stop_position, "head": head.hex(),
+                     **{suffix: _inode(inodes, suffix) for suffix in ("index", "timeindex", "txnindex")}}
+
+
+def can_seed(row: dict) -> bool:
+    """A last run's row that a walk may continue from: clean, v2 only, at headers depth."""
+    return (row.get("depth") == "headers" and not row.get("notes") and row.get("stop_reason") is None
+            and row.get("magics") == [2] and row.get("record_count") is not None and not row.get("trailing_bytes")
+            and row.get("file_state") is None)

@@ -1,0 +1,158 @@
+"""Continuing an active segment where the last ``--state`` run stopped, on copies of real broker files.
+
+A real broker's log dir (fixtures/real, v2 batches) is copied; each partition's last segment is
+cut at a batch boundary (what the last run saw), scanned with a state, then changed the way a
+broker changes it: the cut bytes appended (continued: only they are read), or a change that must
+not be trusted (cut below the recorded batch and other batches appended, the recorded header
+rewritten in place, a smaller file, a new inode, a rebuilt index): then the whole segment is read.
+Every time, every column of every row equals a full scan's (but ``scanned_at_ms``), with the C
+walker and with the pure-Python one. The live-broker proof is tests/test_scan_state.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import auditor.scan.segment as scan_segment_module
+from auditor.scan import scan_log_dirs
+from auditor.scan.state import LogDirState
+
+FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "real" / "broker-dirs" / "kafka-2018-v2" / "kafka-logs"
+DEPTH = "headers"
+
+
+def _batch_starts(data: bytes) -> list[int]:
+    starts, pos = [], 0
+    while pos + 12 <= len(data):
+        starts.append(pos)
+        pos += 12 + int.from_bytes(data[pos + 8:pos + 12], "big")
+    return starts
+
+
+def _cut_copy(tmp_path: Path) -> tuple[Path, dict[Path, bytes]]:
+    """A copy of the fixture with each partition's last .log cut at about half its batches."""
+    log_dir = tmp_path / "logs"
+    shutil.copytree(FIXTURE, log_dir)
+    cut = {}
+    for part in sorted(p for p in log_dir.iterdir() if p.is_dir()):
+        log = sorted(part.glob("*.log"))[-1]
+        data = log.read_bytes()
+        starts = _batch_starts(data)
+        assert len(starts) >= 3, f"{log}: the fixture needs batches to cut"
+        at = starts[len(starts) // 2]
+        cut[log] = data
+        os.truncate(log, at)
+    return log_dir, cut
+
+
+def _counts(res) -> dict:
+    return res.log_dirs[0]["scan_state"]
+
+
+def _assert_equal_to_full_scan(res, log_dir: Path) -> None:
+    full = scan_log_dirs([log_dir], DEPTH)
+    a = {(r["dir_name"], r["base_offset"]): r for r in res.segments}
+    b = {(r["dir_name"], r["base_offset"]): r for r in full.segments}
+    assert a.keys() == b.keys()
+    for key in a:
+        for column in a[key]:
+            if column != "scanned_at_ms":
+                assert a[key][column] == b[key][column], f"{key} {column}: {a[key][column]!r} != {b[key][column]!r}"
+
+
+def _append_rest(log: Path, whole: bytes) -> None:
+    with open(log, "ab") as fh:
+        fh.write(whole[log.stat().st_size:])
+
+
+def _other_batches_after_cut(log: Path, whole: bytes) -> None:
+    """Cut below the last batch the first run walked, then append batches (real ones, from further on
+    in the file) so that another batch sits where that run's last batch was: a truncate + re-append."""
+    size = log.stat().st_size
+    starts = [s for s in _batch_starts(whole) if s < size]
+    os.truncate(log, starts[len(starts) // 2])
+    with open(log, "ab") as fh:
+        fh.write(whole[size:])
+    assert log.stat().st_size > size
+
+
+def _rewrite_recorded_header(log: Path, whole: bytes) -> None:
+    """The last walked batch's CRC field changed in place (same inode, same size), then the rest appended."""
+    size = log.stat().st_size
+    last = [s for s in _batch_starts(whole) if s < size][-1]
+    with open(log, "r+b") as fh:
+        fh.seek(last + 17)
+        crc = fh.read(4)
+        fh.seek(last + 17)
+        fh.write(bytes(b ^ 0xFF for b in crc))
+    _append_rest(log, whole)
+
+
+def _smaller(log: Path, whole: bytes) -> None:
+    size = log.stat().st_size
+    os.truncate(log, [s for s in _batch_starts(whole) if s < size][-1])
+
+
+def _new_inode(path: Path) -> None:
+    tmp = path.with_name(path.name + ".copy")
+    shutil.copy2(path, tmp)
+    os.replace(tmp, path)
+
+
+def _replaced(log: Path, whole: bytes) -> None:
+    _append_rest(log, whole)
+    _new_inode(log)
+
+
+def _index_rebuilt(log: Path, whole: bytes) -> None:
+    _append_rest(log, whole)
+    _new_inode(log.with_suffix(".index"))
+
+
+@pytest.mark.parametrize("use_c", [True, False], ids=["c", "python"])
+def test_appended_bytes_only_are_read_and_rows_equal_a_full_scan(use_c, tmp_path, monkeypatch):
+    monkeypatch.setattr(scan_segment_module, "USE_C_WALK", use_c)
+    log_dir, cut = _cut_copy(tmp_path)
+    state = tmp_path / "state"
+    first = scan_log_dirs([log_dir], DEPTH, state_dir=state)
+    assert _counts(first)["kept"] == len(cut) and _counts(first)["continued"] == 0
+    walked = sum(log.stat().st_size for log in cut)
+    for log, whole in cut.items():
+        _append_rest(log, whole)
+    second = scan_log_dirs([log_dir], DEPTH, state_dir=state)
+    assert _counts(second)["continued"] == len(cut) and _counts(second)["read"] == 0, _counts(second)
+    assert _counts(second)["skipped_bytes"] == walked
+    _assert_equal_to_full_scan(second, log_dir)
+    # nothing appended since: continued again, nothing walked, same rows
+    third = scan_log_dirs([log_dir], DEPTH, state_dir=state)
+    assert _counts(third)["continued"] == len(cut)
+    assert _counts(third)["skipped_bytes"] == sum(len(whole) for whole in cut.values())
+    _assert_equal_to_full_scan(third, log_dir)
+
+
+@pytest.mark.parametrize("change", [_other_batches_after_cut, _rewrite_recorded_header, _smaller, _replaced,
+                                    _index_rebuilt])
+def test_a_segment_that_does_not_verify_is_read_whole(change, tmp_path):
+    log_dir, cut = _cut_copy(tmp_path)
+    state = tmp_path / "state"
+    scan_log_dirs([log_dir], DEPTH, state_dir=state)
+    log, whole = next(iter(cut.items()))
+    change(log, whole)
+    res = scan_log_dirs([log_dir], DEPTH, state_dir=state)
+    assert _counts(res)["continued"] == len(cut) - 1 and _counts(res)["read"] == 1, _counts(res)
+    _assert_equal_to_full_scan(res, log_dir)
+
+
+def test_other_depths_never_continue(tmp_path):
+    log_dir, cut = _cut_copy(tmp_path)
+    for depth in ("index", "deep"):
+        state = tmp_path / f"state-{depth}"
+        scan_log_dirs([log_dir], depth, state_dir=state)
+        res = scan_log_dirs([log_dir], depth, state_dir=state)
+        assert _counts(res)["continued"] == 0
+    info = {"log_dir": str(log_dir), "broker_id": None, "cluster_id": None, "directory_id": None}
+    assert LogDirState.open(tmp_path / "state-deep", info, "deep").continues is False
