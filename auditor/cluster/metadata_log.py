@@ -153,45 +153,61 @@ def read_entries(path: str | os.PathLike, notes: list[Note], *, start_offset: in
         for batch in reader.batches():
             if batch.last_offset < start_offset:
                 continue
-            try:
-                data = reader.read_batch_bytes(batch)
-                kvs = list(mr.iter_records(batch, data, label=label))
-            except (FormatError, OSError) as e:
-                notes.append(Note(label, batch.position, batch.base_offset,
-                                  f"batch unreadable, its records skipped: {e}"))
-                continue
-            pos = batch.position
-            if batch.is_control:
-                for offset, ts, key, value in kvs:
-                    if offset >= start_offset:
-                        entry = _control_entry(label, pos, offset, ts, key, value, notes)
-                        if entry is not None:
-                            yield entry
-                continue
-            frames = _FRAMES
-            for offset, ts, key, value in kvs:
-                if offset < start_offset:
-                    continue
-                # the usual frame (one byte each: frame version 1, api key, version) of a known type
-                hit = None
-                if value is not None and len(value) > 2 and value[0] == 1 and value[1] < 0x80 and value[2] < 0x80:
-                    hit = frames.get(value[1] << 7 | value[2])
-                if hit is None:
-                    entry = _metadata_entry(label, pos, offset, ts, key, value, notes)
-                else:
-                    try:
-                        entry = MetadataEntry(label, pos, offset, ts, False, hit[0], value[2],
-                                              hit[1](value, 3, None, label, pos))
-                    except FormatError as e:
-                        notes.append(Note(label, pos, offset, f"metadata record undecodable, skipped: {e}"))
-                        entry = None
-                if entry is not None:
-                    yield entry
+            yield from _batch_entries(reader, batch, label, notes, start_offset)
         if reader.stop_reason is not None:
             notes.append(Note(label, reader.stop_position, None,
                               f"reading stopped ({reader.stop_reason}): {reader.stop_detail}"))
     finally:
         reader.close()
+
+
+def _batch_entries(reader, batch, label, notes, start_offset) -> Iterator[MetadataEntry]:
+    """The entries of one batch: a data batch framed and decoded in C when the extension is built
+    (mr.c_metadata_batch; the records it cannot take, and whole batches it cannot frame, through
+    the Python path below, which names every problem), else record by record in Python."""
+    pos = batch.position
+    try:
+        data = reader.read_batch_bytes(batch)
+        fast = None if batch.is_control else mr.c_metadata_batch(batch, data, MetadataEntry, label=label,
+                                                                 position=pos, start_offset=start_offset)
+        if fast is not None and not fast[1]:
+            yield from fast[0]
+            return
+        kvs = fast[0] if fast is not None else list(mr.iter_records(batch, data, label=label))
+    except (FormatError, OSError) as e:
+        notes.append(Note(label, batch.position, batch.base_offset,
+                          f"batch unreadable, its records skipped: {e}"))
+        return
+    if batch.is_control:
+        for offset, ts, key, value in kvs:
+            if offset >= start_offset:
+                entry = _control_entry(label, pos, offset, ts, key, value, notes)
+                if entry is not None:
+                    yield entry
+        return
+    frames = _FRAMES[km.use_c]
+    for kv in kvs:
+        if kv.__class__ is not tuple:          # decoded in C
+            yield kv
+            continue
+        offset, ts, key, value = kv
+        if offset < start_offset:
+            continue
+        # the usual frame (one byte each: frame version 1, api key, version) of a known type
+        hit = None
+        if value is not None and len(value) > 2 and value[0] == 1 and value[1] < 0x80 and value[2] < 0x80:
+            hit = frames.get(value[1] << 7 | value[2])
+        if hit is None:
+            entry = _metadata_entry(label, pos, offset, ts, key, value, notes)
+        else:
+            try:
+                entry = MetadataEntry(label, pos, offset, ts, False, hit[0], value[2],
+                                      hit[1](value, 3, None, label, pos))
+            except FormatError as e:
+                notes.append(Note(label, pos, offset, f"metadata record undecodable, skipped: {e}"))
+                entry = None
+        if entry is not None:
+            yield entry
 
 
 def _control_entry(label, pos, offset, ts, key, value, notes) -> MetadataEntry | None:
@@ -205,8 +221,8 @@ def _control_entry(label, pos, offset, ts, key, value, notes) -> MetadataEntry |
     return MetadataEntry(label, pos, offset, ts, True, name, version, fields)
 
 
-#: (apiKey << 7 | version) of the usual 3-byte frame -> (record type, its decoder)
-_FRAMES: dict[int, tuple[str, object]] = {}
+#: km.use_c -> {(apiKey << 7 | version) of the usual 3-byte frame: (record type, its decoder)}
+_FRAMES: dict[bool, dict[int, tuple[str, object]]] = {False: {}, True: {}}
 
 
 def _metadata_entry(label, pos, offset, ts, key, value, notes) -> MetadataEntry | None:
@@ -226,7 +242,8 @@ def _metadata_entry(label, pos, offset, ts, key, value, notes) -> MetadataEntry 
             return None
         reader = spec.reader(frame.version)
         if frame.body_position == 3:
-            _FRAMES[frame.api_key << 7 | frame.version] = (spec.name, reader)
+            _FRAMES[km.use_c][frame.api_key << 7 | frame.version] = (spec.name, reader)
+            mr.remember_frame(frame.api_key, frame.version, spec.name, reader)
         fields = reader(value, frame.body_position, len(value), label, pos)
     except FormatError as e:
         notes.append(Note(label, pos, offset, f"metadata record undecodable, skipped: {e}"))

@@ -34,6 +34,7 @@ import struct
 from dataclasses import dataclass, field as dc_field
 from typing import Callable
 
+from auditor.formats import message_program
 from auditor.formats.errors import FormatError
 from auditor.formats.message_codegen import (FIXED, MAX_STRING_BYTES, MAX_VARINT_BYTES,  # noqa: F401 (API)
                                              UNKNOWN_TAGGED_FIELDS, VARIABLE, ZERO_UUID, Compiler,
@@ -46,6 +47,11 @@ from auditor.formats.specs import (kafka_clients, kafka_group_coordinator, kafka
 #: The generated table modules, searched in this order by :func:`spec`.
 SPEC_MODULES = (kafka_metadata, kafka_clients, kafka_group_coordinator, kafka_storage,
                 kafka_transaction_coordinator, kafka_share_coordinator)
+
+#: Decode through the C extension (auditor/formats/_cmessage.c, programs from the same tables) when
+#: it is built. Same dicts, same errors either way: the C decoder hands anything irregular to the
+#: Python reader. Tests switch it off to compare both paths.
+use_c = message_program.C_AVAILABLE
 
 
 # --------------------------------------------------------------------------------------------
@@ -124,12 +130,17 @@ class MessageSpec:
 
         Returns the decoded dict when ``exact`` (the message must end exactly at ``end``), else
         ``(dict, end_position)``. ``file`` and ``base`` (the byte position of ``buf[0]`` in that
-        file) only label errors. Raises :class:`FormatError`.
+        file) only label errors. Raises :class:`FormatError`. With :data:`use_c` (the extension
+        built), a ``_cmessage.Decoder`` whose ``fallback`` is the Python reader.
         """
-        key = (version, exact)
+        c = use_c
+        key = (version, exact, c)
         r = self._readers.get(key)
         if r is None:
-            r = self._readers[key] = self._make_reader(version, exact)
+            r = self._make_reader(version, exact)
+            if c and self.has_version(version):
+                r = message_program.c_reader(self, version, exact, r) or r
+            self._readers[key] = r
         return r
 
     def decode(self, data, version: int, *, pos: int = 0, end: int | None = None,

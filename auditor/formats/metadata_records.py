@@ -31,6 +31,11 @@ from auditor.formats import offsets_records as orec
 from auditor.formats import record_batch as v2
 from auditor.formats.errors import FormatError
 
+try:  # optional C framing + decoding of whole batches (setup.py builds it when a compiler is there)
+    from auditor.formats import _cmessage
+except ImportError:  # pragma: no cover - the pure-Python path is tested by switching C off
+    _cmessage = None
+
 #: ``AbstractApiMessageSerde.DEFAULT_FRAME_VERSION``: the only frame version Kafka writes.
 FRAME_VERSION = 1
 #: Control record key: version:int16 type:int16.
@@ -229,3 +234,37 @@ def _fast_records(header, data) -> list:
     if pos != end:
         raise _Irregular
     return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Whole batches in C (auditor/formats/_cmessage.c)
+# ----------------------------------------------------------------------------------------------
+
+#: (api key << 7 | version) of the usual 3-byte frame -> (type, version, C decoder), filled by
+#: :func:`remember_frame` as the Python path meets each (type, version); read by the C batch path.
+C_FRAMES: list = [None] * (128 * 128)
+
+
+def remember_frame(api_key: int, version: int, name: str, reader) -> None:
+    """Let the C batch path decode records of this frame with ``reader`` (a C decoder; others are
+    ignored, and so the records of a frame not yet met go through the Python path once)."""
+    if (_cmessage is not None and isinstance(reader, _cmessage.Decoder) and reader.exact
+            and 0 <= api_key < 128 and 0 <= version < 128):
+        C_FRAMES[api_key << 7 | version] = (name, version, reader)
+
+
+def c_metadata_batch(header, batch_bytes, factory, *, label: str, position: int, start_offset: int = 0):
+    """The records of one data batch of a metadata log, framed and decoded in C: ``(items,
+    fallbacks)``, items in record order (records below ``start_offset`` left out), each
+    ``factory(label, position, offset, timestamp_ms, False, type, version, fields)`` or, for a
+    record the Python path must read (another frame, a type or version not met yet, anything
+    irregular in its body), the ``(offset, timestamp_ms, key, value)`` of :func:`iter_records`;
+    ``fallbacks`` counts those. None when the extension is not used or the batch is not what
+    :func:`iter_records`' fast path takes (the caller then reads it with iter_records)."""
+    if (not km.use_c or _cmessage is None or header.magic != v2.MAGIC_VALUE_V2
+            or len(batch_bytes) != header.size_bytes or header.record_count is None
+            or batch_bytes[v2.ATTRIBUTES_OFFSET + 1] & v2.COMPRESSION_CODEC_MASK):
+        return None
+    log_append = header.max_timestamp_ms if header.timestamp_type == v2.LOG_APPEND_TIME else None
+    return _cmessage.metadata_batch(batch_bytes, header.record_count, header.base_offset, header.base_timestamp_ms,
+                                    log_append, start_offset, C_FRAMES, factory, label, position)

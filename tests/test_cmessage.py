@@ -1,0 +1,321 @@
+"""The C message decoder (auditor/formats/_cmessage.c) gives exactly what the Python decoder of
+kafka_message gives: same dicts (keys, key order, value types), same notes and errors.
+
+The C side decodes only regular input and hands everything else to the Python reader; these
+tests prove (1) that it really decodes the real records itself (not a silent fallback), (2) that
+what it decodes equals the Python path, value type by value type, on every record of the three
+real metadata snapshots, the real __consumer_offsets records and generated messages of every
+spec and version, and (3) that damaged input (cut, flipped bytes, unknown api key, newer version,
+a body cut short, a truncated snapshot, a batch whose framing breaks) gives the same entries and
+the same notes with the extension and without it (``kafka_message.use_c`` switched off).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import struct
+from pathlib import Path
+
+import crc32c
+import pytest
+
+from auditor.cluster import metadata_log as ml
+from auditor.formats import kafka_message as km
+from auditor.formats import message_program
+from auditor.formats import metadata_records as mr
+from auditor.formats import offsets_records as orec
+from auditor.formats.errors import FormatError
+from auditor.formats.log_reader import LogReader
+from auditor.formats.message_codegen import FIXED, in_versions
+from auditor.formats.record_batch import ATTRIBUTES_OFFSET, CRC_OFFSET, RECORDS_COUNT_OFFSET
+from realdata import BROKER_DIRS, REAL
+from test_metadata_log import _rewrite_record
+
+METADATA = REAL / "metadata" / "kraft-transactional" / ml.METADATA_DIR_NAME
+SNAPSHOTS = sorted(METADATA.glob("*.checkpoint"))
+
+
+def same(a, b) -> bool:
+    """Equal and of the same types all the way down (True is not 1; dict key order counts)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float):
+        return struct.pack(">d", a) == struct.pack(">d", b)      # NaN payloads too
+    return a == b
+
+
+def outcome(reader, *args, **kwargs):
+    try:
+        return "ok", reader(*args, **kwargs)
+    except Exception as e:   # FormatError, or whatever the Python reader raises
+        return type(e).__name__, str(e)
+
+
+def entries_and_notes(path, use_c: bool, monkeypatch, **kw):
+    monkeypatch.setattr(km, "use_c", use_c)
+    notes: list[ml.Note] = []
+    entries = [(e.file, e.position, e.offset, e.timestamp_ms, e.control, e.type, e.version, e.data)
+               for e in ml.read_entries(path, notes, **kw)]
+    monkeypatch.setattr(km, "use_c", True)
+    return entries, [str(n) for n in notes]
+
+
+def assert_same_both_ways(path, monkeypatch, **kw):
+    with_c = entries_and_notes(path, True, monkeypatch, **kw)
+    pure = entries_and_notes(path, False, monkeypatch, **kw)
+    assert with_c[1] == pure[1]
+    assert len(with_c[0]) == len(pure[0])
+    for a, b in zip(*(with_c[0], pure[0])):
+        assert same(a, b), (a, b)
+    return with_c
+
+
+def test_extension_is_built():
+    # CI builds it with the machine's gcc (setup.py); a silent fallback would hide a 3x slowdown
+    assert message_program.C_AVAILABLE, "auditor/formats/_cmessage.c was not built: `pip install -e .` with gcc"
+    assert km.use_c
+    assert isinstance(km.spec("PartitionRecord").reader(1), message_program._cmessage.Decoder)
+    assert mr._cmessage is not None
+
+
+# ------------------------------------------------------------------ real records ----------------
+
+def _metadata_values(path):
+    reader = LogReader(path)
+    for batch in reader.batches():
+        if not batch.is_control:
+            for offset, _ts, _key, value in mr.iter_records(batch, reader.read_batch_bytes(batch)):
+                yield offset, value
+    reader.close()
+
+
+@pytest.mark.parametrize("path", SNAPSHOTS, ids=lambda p: p.name)
+def test_real_snapshot_records_decoded_by_c_alone_equal_python(path, monkeypatch):
+    count = 0
+    for offset, value in _metadata_values(path):
+        frame = mr.read_frame(value)
+        dec = frame.spec.reader(frame.version)
+        got = dec.c_decode(value, frame.body_position)
+        assert got is not None, (path, offset, frame.spec.name)            # C itself, no fallback
+        assert same(got, dec.fallback(value, frame.body_position, len(value))), (offset, got)
+        count += 1
+    assert count == {7364: 163, 21265: 163, 60500: 169}[int(path.name.split("-")[0])]
+    entries, notes = assert_same_both_ways(path, monkeypatch)
+    assert notes == [] and len(entries) == count + 2                           # + header, footer
+    # the whole-batch C path took every data record (the frame table filled by the pass above)
+    reader = LogReader(path)
+    for batch in reader.batches():
+        if not batch.is_control:
+            items, fallbacks = mr.c_metadata_batch(batch, reader.read_batch_bytes(batch), ml.MetadataEntry,
+                                                   label=str(path), position=batch.position)
+            assert fallbacks == 0 and len(items) == batch.last_offset - batch.base_offset + 1
+    reader.close()
+
+
+def test_real_consumer_offsets_records_equal_python(monkeypatch):
+    dirs = sorted(BROKER_DIRS.glob("*/*/__consumer_offsets-*"))
+    assert dirs
+    decoded_in_c = 0
+    for seg in sorted(p for d in dirs for p in d.glob("*.log")):
+        reader = LogReader(seg)
+        for batch in reader.batches():
+            if batch.magic != 2 or batch.is_control:
+                continue
+            for _o, _t, key, value in orec.iter_key_values(batch, reader.read_batch_bytes(batch)):
+                rtype = orec.key_version(key)
+                results = []
+                for use_c in (True, False):
+                    monkeypatch.setattr(km, "use_c", use_c)
+                    k = outcome(orec.decode_key, key)
+                    v = outcome(orec.decode_value, rtype, value) if value is not None else None
+                    results.append((k, v))
+                assert same(results[0], results[1]), (seg, results)
+                spec = km.by_api_key(orec.VALUE_SPEC_TYPE, rtype)
+                if value is not None and spec is not None:
+                    monkeypatch.setattr(km, "use_c", True)
+                    version = struct.unpack_from(">h", value)[0]
+                    if spec.has_version(version) and spec.reader(version).c_decode(value, 2) is not None:
+                        decoded_in_c += 1
+        reader.close()
+    assert decoded_in_c > 100
+
+
+# ------------------------------------------------------------------ every spec and version ------
+
+def uv(n: int) -> bytes:
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+class Encoder:
+    """Random valid messages of one spec at one version, encoded from the spec tables as Kafka's
+    MessageDataGenerator writes them (nulls, tagged fields present or not, unknown tags)."""
+
+    def __init__(self, spec, version, rnd):
+        self.s, self.v, self.rnd = spec, version, rnd
+        self.flexible = in_versions(spec.flexible_versions, version)
+
+    def struct(self, fields) -> bytes:
+        present = [f for f in fields if in_versions(f.get("versions"), self.v)]
+        tagged = [f for f in present if self.flexible and in_versions(f.get("taggedVersions"), self.v)]
+        out = b"".join(self.value(f, False) for f in present if f not in tagged)
+        if not self.flexible:
+            return out
+        items = [(int(f["tag"]), self.value(f, True)) for f in tagged if self.rnd.random() < 0.6]
+        if self.rnd.random() < 0.25:
+            items.append((self.rnd.choice([90, 200, 5000]), self.rnd.randbytes(self.rnd.randint(0, 4))))
+        items.sort(key=lambda t: t[0])
+        return out + uv(len(items)) + b"".join(uv(t) + uv(len(d)) + d for t, d in items)
+
+    def value(self, f, tagged: bool) -> bytes:
+        t, rnd = f["type"], self.rnd
+        nullable = in_versions(f.get("nullableVersions"), self.v)
+        flex = True if tagged else (in_versions(f["flexibleVersions"], self.v) if "flexibleVersions" in f
+                                    else self.flexible)
+        if t.startswith("[]"):
+            if nullable and rnd.random() < 0.15:
+                return uv(0) if flex else struct.pack(">i", -1)
+            n = rnd.choice([0, 1, 2, 3, 33] if t[2:] in FIXED else [0, 1, 2])
+            head = uv(n + 1) if flex else struct.pack(">i", n)
+            return head + b"".join(self.scalar(t[2:], f, flex, False, tagged) for _ in range(n))
+        return self.scalar(t, f, flex, nullable, tagged)
+
+    def scalar(self, t, f, flex, nullable, tagged) -> bytes:
+        rnd = self.rnd
+        if t in FIXED:
+            return bytes([rnd.choice([0, 1, 2])]) if t == "bool" else rnd.randbytes(FIXED[t][1])
+        if t in ("string", "bytes", "records"):
+            width = ">h" if t == "string" else ">i"
+            if nullable and rnd.random() < 0.2:
+                return uv(0) if flex else struct.pack(width, -1)
+            data = (rnd.choice(["", "a", "topic-ü", "€" * 30]).encode() if t == "string"
+                    else rnd.randbytes(rnd.randint(0, 40)))
+            return (uv(len(data) + 1) if flex else struct.pack(width, len(data))) + data
+        body = self.struct(self.s.struct_fields(f))
+        if nullable and not tagged:
+            return b"\xff" if rnd.random() < 0.2 else b"\x01" + body
+        return body
+
+
+def _every_spec_version():
+    return [(s, v) for s in km.specs() for v in range(s.valid_versions[0], s.valid_versions[1] + 1)]
+
+
+def test_generated_messages_of_every_spec_and_version_and_their_damaged_copies():
+    rnd = random.Random(11)
+    pairs = _every_spec_version()
+    assert len(pairs) > 100
+    for spec, version in pairs:
+        dec = spec.reader(version)
+        prefix = spec.reader(version, exact=False)
+        assert isinstance(dec, message_program._cmessage.Decoder), spec.name
+        for _ in range(6):
+            buf = Encoder(spec, version, rnd).struct(spec.fields)
+            got = dec.c_decode(buf)
+            assert got is not None, (spec.name, version, buf.hex())
+            assert same(got, dec.fallback(buf)), (spec.name, version)
+            assert same(outcome(prefix, buf + b"xy"), outcome(prefix.fallback, buf + b"xy"))
+            damaged = [buf[:rnd.randrange(len(buf))] for _ in range(4)] if buf else [b""]
+            for _ in range(4):
+                flipped = bytearray(buf + b"\x00")
+                flipped[rnd.randrange(len(flipped))] ^= 1 << rnd.randrange(8)
+                damaged.append(bytes(flipped))
+            for bad in damaged:
+                assert same(outcome(dec, bad, 0, None, "f", 7), outcome(dec.fallback, bad, 0, None, "f", 7)), \
+                    (spec.name, version, bad.hex())
+
+
+def test_call_forms_and_buffer_types_equal_python():
+    spec = km.spec("RegisterBrokerRecord")
+    value = next(v for _o, v in _metadata_values(SNAPSHOTS[-1]) if v[1] == spec.api_key)
+    dec, version = spec.reader(value[2]), value[2]
+    want = dec.fallback(value, 3, len(value), "f", 0)
+    for buf in (value, bytearray(value), memoryview(value)):
+        assert same(dec(buf, 3), want) and same(dec(buf, pos=3, end=len(buf), file="f", base=9), want)
+    assert same(dec.c_decode(memoryview(value), 3), want)
+    padded = b"zz" + value + b"tail"
+    assert same(dec(padded, 5, 2 + len(value)), want)
+    assert same(spec.reader(version, exact=False)(padded, 5), (want, 2 + len(value)))
+    for args in [(value, 3, len(value) + 1), (value, -1), (value, 4, 3), (None,), (value, "3")]:
+        assert outcome(dec, *args) == outcome(dec.fallback, *args)
+        assert dec.c_decode(*args[:3]) is None if args[0] is not None else True
+    # invalid UTF-8 is left to Python, which replaces it as Java does
+    topic = km.spec("TopicRecord")
+    bad = uv(3) + b"a\xff" + bytes(16) + b"\x00"
+    assert topic.reader(0).c_decode(bad) is None and topic.decode(bad, 0)["name"] == "a\ufffd"
+
+
+# ------------------------------------------------------------------ damaged metadata files ------
+
+def _copy(tmp_path) -> Path:
+    d = tmp_path / "logdir" / ml.METADATA_DIR_NAME
+    shutil.copytree(METADATA, d)
+    return d
+
+
+def _set_record_count(path: Path, batch_index: int, delta: int) -> None:
+    data = bytearray(path.read_bytes())
+    reader = LogReader(path)
+    batch = [b for b in reader.batches()][batch_index]
+    reader.close()
+    at = batch.position + RECORDS_COUNT_OFFSET
+    struct.pack_into(">i", data, at, struct.unpack_from(">i", data, at)[0] + delta)
+    crc = crc32c.crc32c(bytes(data[batch.position + ATTRIBUTES_OFFSET: batch.position + batch.size_bytes]))
+    struct.pack_into(">I", data, batch.position + CRC_OFFSET, crc)
+    path.write_bytes(bytes(data))
+
+
+def test_damaged_snapshot_same_entries_and_notes_with_and_without_c(tmp_path, monkeypatch):
+    d = _copy(tmp_path)
+    newest = d / SNAPSHOTS[-1].name
+    types = {e.offset: e.type for e in ml.read_entries(newest, [])}
+    topics = sorted(o for o, t in types.items() if t == "TopicRecord")
+    parts = sorted(o for o, t in types.items() if t == "PartitionRecord")
+    _rewrite_record(newest, topics[0], lambda v: v[:1] + bytes([99]) + v[2:])      # unknown api key 99
+    _rewrite_record(newest, parts[0], lambda v: v[:2] + bytes([9]) + v[3:])        # PartitionRecord v9
+    _rewrite_record(newest, parts[1], lambda v: v[:23] + b"\x7f" + v[24:])         # Replicas: past the end
+    _rewrite_record(newest, parts[2], lambda v: v[:-1] + b"\x01")                  # a tagged field past the end
+    _rewrite_record(newest, topics[1], lambda v: v[:4] + b"\xff" + v[5:])          # name: invalid UTF-8
+    entries, notes = assert_same_both_ways(newest, monkeypatch)
+    assert len(notes) == 4 and len(entries) == 171 - 4, notes
+    assert "unknown metadata record type: api key 99" in notes[0] and "version 9 is newer" in notes[1]
+    assert "PartitionRecord.Replicas = 126" in notes[2] and "PartitionRecord._taggedFields = 1" in notes[3]
+    assert any(e[2] == topics[1] and "\ufffd" in e[7]["name"] for e in entries)
+    assert_same_both_ways(newest, monkeypatch, start_offset=parts[3])              # mid-batch start
+    # a record count beyond the batch's records: the C framing gives the batch back to Python
+    _set_record_count(newest, 1, +1)
+    entries, notes = assert_same_both_ways(newest, monkeypatch)
+    assert any("batch unreadable" in n for n in notes) and len(entries) == 2
+    # a truncated snapshot: the same notes from read_metadata_log either way
+    data = newest.read_bytes()
+    newest.write_bytes(data[: len(data) // 2])
+    assert_same_both_ways(newest, monkeypatch)
+    logs = []
+    for use_c in (True, False):
+        monkeypatch.setattr(km, "use_c", use_c)
+        log = ml.read_metadata_log([d.parent])
+        logs.append(([str(n) for n in log.notes], log.state, log.records_read))
+    assert logs[0] == logs[1] and logs[0][1].partition_count == 134
+
+
+def test_control_batches_and_other_frames_still_read_by_python(monkeypatch):
+    """The C batch path is for data batches: control batches, and a frame it has not met, go the
+    Python way; the entries of a whole snapshot stay the same (covered above) and the Python
+    frame cache is per mode, so switching modes never reuses the other mode's readers."""
+    monkeypatch.setattr(km, "use_c", False)
+    list(ml.read_entries(SNAPSHOTS[0], []))
+    monkeypatch.setattr(km, "use_c", True)
+    list(ml.read_entries(SNAPSHOTS[0], []))
+    assert all(not isinstance(r, message_program._cmessage.Decoder) for _n, r in ml._FRAMES[False].values())
+    assert all(isinstance(r, message_program._cmessage.Decoder) for _n, r in ml._FRAMES[True].values())
+    with pytest.raises(FormatError):
+        km.spec("TopicRecord").reader(0)(b"\x02a", 0, None, "f", 0)
