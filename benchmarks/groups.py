@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/groups.py                 # build .cache/bench/groups/ once, then measure
     .venv/bin/python benchmarks/groups.py --no-kafka      # skip Kafka's DumpLogSegments beside ours
     .venv/bin/python benchmarks/groups.py --prepare-only
+    .venv/bin/python benchmarks/groups.py --replay-only   # only the commits replayed per second (C and pure Python)
 
 Prints figures; asserts nothing. Targets are printed beside the measured values with PASS/MISS.
 
@@ -160,20 +161,26 @@ _CHILD = r"""
 import json, os, sys, time
 os.sched_setaffinity(0, {{{cpu}}})
 sys.path.insert(0, {root!r})
+from auditor.cluster import offsets_segments
 from auditor.cluster.consumer_groups import read_groups
+from auditor.formats.offsets_records import HAVE_C_FOLD
+offsets_segments.USE_C_FOLD = {use_c!r}
 t0 = time.perf_counter(); p0 = time.process_time()
 res = read_groups([{log_dir!r}])
 wall = time.perf_counter() - t0; proc = time.process_time() - p0
 print(json.dumps({{"wall_s": wall, "proc_s": proc, "records": res.records, "groups": len(res.live),
-                  "offsets": sum(len(g.offsets) for g in res.live.values()), "notes": len(res.notes)}}))
+                  "offsets": sum(len(g.offsets) for g in res.live.values()), "notes": len(res.notes),
+                  "c_fold": HAVE_C_FOLD and {use_c!r}}}))
 """
 
 
-def measure_fold(log_dir: Path, runs: int) -> dict:
+def measure_fold(log_dir: Path, runs: int, use_c: bool = True) -> dict:
+    """``use_c=False``: the pure-Python replay, as on a machine where the C extension was not built."""
     cpu = sorted(os.sched_getaffinity(0))[-1]
     results = []
     for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", _CHILD.format(cpu=cpu, root=str(ROOT), log_dir=str(log_dir))],
+        code = _CHILD.format(cpu=cpu, root=str(ROOT), log_dir=str(log_dir), use_c=use_c)
+        out = subprocess.run([sys.executable, "-c", code],
                              capture_output=True, text=True, check=True)
         results.append(json.loads(out.stdout.strip().splitlines()[-1]))
     wall = statistics.median(r["wall_s"] for r in results)
@@ -276,6 +283,7 @@ def main() -> None:
     ap.add_argument("--no-kafka", action="store_true", help="skip DumpLogSegments beside ours")
     ap.add_argument("--prepare-only", action="store_true")
     ap.add_argument("--rebuild", action="store_true")
+    ap.add_argument("--replay-only", action="store_true", help="only the commits replayed per second, no replay-check")
     args = ap.parse_args()
     info = prepare(args.rebuild)
     print(f"data: {BENCH}")
@@ -290,14 +298,23 @@ def main() -> None:
     print(f"{'data':8s} {'records':>10s} {'wall s':>8s} {'rec/s (wall)':>14s} {'rec/s (cpu)':>13s} {'kafka s':>9s}  target")
     for name in ("single", "multi"):
         log_dir = BENCH / name
-        m = measure_fold(log_dir, args.runs)
-        kafka = "-" if args.no_kafka else f"{measure_kafka(log_dir / '__consumer_offsets-0' / f'{0:020d}.log'):.1f}"
-        verdict = "PASS" if m["per_s"] >= TARGET_COMMITS_PER_S else "MISS"
-        print(f"{name:8s} {m['records']:>10,} {m['wall_s']:>8.2f} {m['per_s']:>14,.0f} {m['per_proc_s']:>13,.0f} "
-              f"{kafka:>9s}  {verdict} ({m['groups']} groups, {m['offsets']} offsets, {m['notes']} notes)")
+        for use_c in (True, False):
+            m = measure_fold(log_dir, args.runs, use_c)
+            kafka = "-"
+            if use_c and not args.no_kafka:
+                kafka = f"{measure_kafka(log_dir / '__consumer_offsets-0' / f'{0:020d}.log'):.1f}"
+            verdict = "PASS" if m["per_s"] >= TARGET_COMMITS_PER_S else "MISS"
+            label = name + (" C" if m["c_fold"] else " py")
+            print(f"{label:9s}{m['records']:>10,} {m['wall_s']:>8.2f} {m['per_s']:>14,.0f} {m['per_proc_s']:>13,.0f} "
+                  f"{kafka:>9s}  {verdict} ({m['groups']} groups, {m['offsets']} offsets, {m['notes']} notes)")
+    print("  C = runs of plain batches replayed by auditor/formats/_coffsets.c; py = the pure-Python replay (no "
+          "extension built)")
     d = measure_decode_all(BENCH / "multi" / "__consumer_offsets-0" / f"{0:020d}.log")
     print(f"for comparison, every record's key and value decoded into fields (no folding, first {d['records']:,} of "
           f"multi): {d['per_s']:,.0f}/s wall, {d['per_proc_s']:,.0f}/s cpu")
+    if args.replay_only:
+        print(f"(load average now: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs)")
+        return
     wide = info["wide"]
     at = str(wide["t0_ms"] + 7 * 60_000 + 500)
     print(f"\nreplay-check --group wide-group --at T on {wide['partitions']:,} partitions (whole command, "
