@@ -156,3 +156,48 @@ def test_other_depths_never_continue(tmp_path):
         assert _counts(res)["continued"] == 0
     info = {"log_dir": str(log_dir), "broker_id": None, "cluster_id": None, "directory_id": None}
     assert LogDirState.open(tmp_path / "state-deep", info, "deep").continues is False
+
+
+def test_segment_proof_in_c_equals_python(tmp_path):
+    """The C proof (one call, three lstats) is the Python proof's text, or None where it is None."""
+    from realdata import LOG_DIRS
+
+    from auditor.formats.log_reader import c_segment_proof
+    from auditor.scan.segment import SegmentFiles
+    from auditor.scan.state import segment_proof, segment_proof_py
+
+    assert c_segment_proof is not None, "auditor/formats/_cwalk.c was not built"
+    cases = []
+    for log in sorted(p for d in [*LOG_DIRS, FIXTURE] for p in Path(d).rglob("*.log")):
+        paths = {s: str(log.with_suffix(f".{s}")) for s in ("index", "timeindex", "txnindex")
+                 if log.with_suffix(f".{s}").exists()}
+        cases.append(SegmentFiles(0, None, {"log": str(log), **paths}))
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    os.mkfifo(odd / "fifo.index")
+    (odd / "a.log").write_bytes(b"x")
+    os.symlink(odd / "a.log", odd / "link.log")
+    cases += [SegmentFiles(0, None, {"log": str(odd / "a.log"), "index": str(odd / "fifo.index")}),
+              SegmentFiles(0, None, {"log": str(odd / "gone.log")}),
+              SegmentFiles(0, None, {"log": str(odd / "link.log")}),
+              SegmentFiles(0, None, {"log": odd / "a.log", "timeindex": str(odd / "gone.timeindex")}),
+              SegmentFiles(0, None, {"index": str(odd / "a.log")})]
+    proofs = [(segment_proof(files), segment_proof_py(files)) for files in cases]
+    assert all(c == py for c, py in proofs), [p for p in proofs if p[0] != p[1]]
+    assert sum(c is not None for c, _ in proofs) > 5 and [c for c, _ in proofs[-5:]] == [None] * 5
+
+
+def test_state_rows_keep_the_scan_rows_column_order(tmp_path):
+    """Rows from the state are the scan's rows: same columns, same order, same values."""
+    from auditor.schema import SEGMENT_FIELDS
+
+    from realdata import LOG_DIRS
+
+    state = tmp_path / "state"
+    first = scan_log_dirs(LOG_DIRS, DEPTH, state_dir=state)
+    second = scan_log_dirs(LOG_DIRS, DEPTH, state_dir=state)
+    assert sum(info["scan_state"]["reused"] for info in second.log_dirs) > 0
+    assert sum(info["scan_state"]["continued"] for info in second.log_dirs) > 0
+    for a, b in zip(first.segments, second.segments):
+        assert tuple(a) == tuple(b) == SEGMENT_FIELDS
+        assert {k: v for k, v in a.items() if k != "scanned_at_ms"} == {k: v for k, v in b.items() if k != "scanned_at_ms"}

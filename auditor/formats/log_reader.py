@@ -65,7 +65,13 @@ def c_index_ends(log_path, index_path, timeindex_path, base_offset: int):
         return None
     return _cwalk.index_ends(log_path, index_path, timeindex_path, base_offset)
 
-__all__ = ["LogReader", "BatchHeader", "Record", "CHUNK_BYTES", "DEFAULT_MAX_BATCH_BYTES", "c_index_ends"]
+
+#: ``(log, index, timeindex, txnindex) -> str | None``: a closed segment's proof for incremental scans
+#: in one C call (the text of auditor.scan.state.segment_proof); None when the extension is not built.
+c_segment_proof = _cwalk.segment_proof if _cwalk is not None else None
+
+__all__ = ["LogReader", "BatchHeader", "Record", "CHUNK_BYTES", "DEFAULT_MAX_BATCH_BYTES", "c_index_ends",
+           "c_segment_proof"]
 
 #: Window size of the shallow walk and of chunked reads.
 CHUNK_BYTES = 1 << 20

@@ -39,9 +39,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from array import array
+from itertools import accumulate
 import os
 import re
 import stat as stat_mod
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +53,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from auditor import __version__
+from auditor.formats.log_reader import c_segment_proof
 from auditor.scan.resume import can_seed
 from auditor.scan.segment import SegmentFiles
 from auditor.schema import SEGMENT_FIELDS
@@ -57,9 +61,16 @@ from auditor.schema import SEGMENT_FIELDS
 STATE_FORMAT = "kafka-audit-scan-state/3"
 STATE_SCHEMA = pa.schema([("dir_name", pa.string()), ("base_offset", pa.int64()), ("proof", pa.string()),
                           ("row", pa.string()), ("resume", pa.string())])
-"""One row per kept segment: where, its proof (closed segments), its row as JSON (decoded by the C
-decoder on a hit and written back unchanged: Arrow's row conversion both ways was most of a second
-run), and for an active segment where its walk ended (:mod:`auditor.scan.resume`, JSON)."""
+"""One row per kept segment: where, its proof (closed segments), its row (a JSON array of
+STORED_FIELDS: decoded by the C decoder on a hit and written back unchanged; Arrow's row conversion
+both ways was most of a second run, and a JSON object with its keys four times as long to decode),
+and for an active segment where its walk ended (:mod:`auditor.scan.resume`, JSON)."""
+LOCATION_FIELDS = ("broker_id", "cluster_id", "log_dir", "topic", "partition", "dir_kind", "dir_name")
+"""The row's first columns: where the segment is. The scan knows them from the partition directory
+(the state is per log dir and keyed by directory name), so the state does not keep them."""
+STORED_FIELDS = SEGMENT_FIELDS[len(LOCATION_FIELDS):]
+COLUMNS_DIGEST = hashlib.sha256(",".join(SEGMENT_FIELDS).encode()).hexdigest()[:16]
+"""In the state's identity: a state written with other row columns is not trusted."""
 FLUSH_ROWS = 8192
 INDEX_SUFFIXES = ("index", "timeindex", "txnindex")
 _META = "kafka_audit.state."
@@ -90,9 +101,50 @@ def state_file_name(log_dir: str, depth: str) -> str:
     return f"{readable}-{digest}.{depth}.state.parquet"
 
 
+def _strings(values) -> pa.Array:
+    """A string column built from its buffers ("" for None: a proof or resume never is empty).
+    Not ``pa.array``: its first call imports pandas (0.8 s, more than a whole second run)."""
+    if sys.byteorder != "little":  # Arrow's buffers are little-endian
+        return pa.array([v or "" for v in values], type=pa.string())
+    data = [(v or "").encode() for v in values]
+    offsets = array("i", [0, *accumulate(map(len, data))])
+    return pa.StringArray.from_buffers(len(data), pa.py_buffer(offsets), pa.py_buffer(b"".join(data)))
+
+
+def encode_row(row: dict) -> str:
+    """A row as the state keeps it: the values of STORED_FIELDS, a JSON array."""
+    return json.dumps([row[name] for name in STORED_FIELDS])
+
+
+def decode_row(text: str, location: dict) -> dict | None:
+    """The row of :func:`encode_row` with the scan's ``location`` (LOCATION_FIELDS, in that order):
+    the same columns in the same order as a scan's row; None when the values do not fit."""
+    try:
+        values = json.loads(text)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(values, list) or len(values) != len(STORED_FIELDS):
+        return None
+    row = dict(location)
+    row.update(zip(STORED_FIELDS, values))
+    return row
+
+
 def segment_proof(files: SegmentFiles) -> str | None:
     """What proves a segment unchanged, from lstat alone; None when a file cannot be stat-ed or
-    is not a regular file (the scan then writes its note)."""
+    is not a regular file (the scan then writes its note). One C call when the extension is
+    built (tests/test_scan_resume.py proves it gives :func:`segment_proof_py`'s text)."""
+    if c_segment_proof is None:
+        return segment_proof_py(files)
+    paths = files.paths
+    try:
+        return c_segment_proof(paths.get("log"), paths.get("index"), paths.get("timeindex"), paths.get("txnindex"))
+    except (OSError, ValueError):
+        return None
+
+
+def segment_proof_py(files: SegmentFiles) -> str | None:
+    """:func:`segment_proof` in Python (the extension's fallback)."""
     log = files.paths.get("log")
     if log is None:
         return None
@@ -127,7 +179,8 @@ class PartitionState:
     dir_name: str
     old: dict[int, tuple[str | None, str, str | None]]
 
-    def row(self, files: SegmentFiles, is_active: bool, scan: Callable[[tuple | None, dict | None], dict]) -> dict:
+    def row(self, files: SegmentFiles, is_active: bool, scan: Callable[[tuple | None, dict | None], dict],
+            location: dict) -> dict:
         """The segment's row: from the state when its proof holds, else ``scan(resume, out)``
         (remembered for the next run when the segment is closed and did not change during the
         scan; an active one with where its walk ended, to be continued from there)."""
@@ -140,13 +193,13 @@ class PartitionState:
         if not is_active:
             proof = segment_proof(files)
             if hit is not None and proof is not None and hit[0] == proof:
-                row = json.loads(hit[1])
-                if tuple(row) == SEGMENT_FIELDS:  # the columns of this version
+                row = decode_row(hit[1], location)
+                if row is not None:
                     lds.reused += 1
                     lds.keep(self.dir_name, files.base_offset, proof, hit[1])
                     return row
         out: dict | None = {} if lds.continues else None
-        row = scan(_resume(hit) if out is not None else None, out)
+        row = scan(_resume(hit, location) if out is not None else None, out)
         if out and "continued_from" in out:
             lds.continued += 1
             lds.skipped_bytes += out["continued_from"]
@@ -154,22 +207,22 @@ class PartitionState:
             lds.scanned += 1
         if not is_active:
             if proof is not None and _reusable(row) and segment_proof(files) == proof:
-                lds.keep(self.dir_name, files.base_offset, proof, json.dumps(row))
+                lds.keep(self.dir_name, files.base_offset, proof, encode_row(row))
         elif out and "resume" in out and can_seed(row):
-            lds.keep(self.dir_name, files.base_offset, None, json.dumps(row), json.dumps(out["resume"]))
+            lds.keep(self.dir_name, files.base_offset, None, encode_row(row), json.dumps(out["resume"]))
         return row
 
 
-def _resume(hit: tuple | None) -> tuple[dict, dict] | None:
+def _resume(hit: tuple | None, location: dict) -> tuple[dict, dict] | None:
     """(where the last walk ended, the row then) of a segment that was active in the last run."""
     if hit is None or hit[2] is None:
         return None
+    row = decode_row(hit[1], location)
     try:
-        row = json.loads(hit[1])
         info = json.loads(hit[2])
-    except ValueError:
+    except (TypeError, ValueError):
         return None
-    if tuple(row) != SEGMENT_FIELDS or not can_seed(row) or not isinstance(info, dict):
+    if row is None or not can_seed(row) or not isinstance(info, dict):
         return None
     return info, row
 
@@ -195,7 +248,8 @@ class LogDirState:
     def open(cls, state_dir: str | os.PathLike, info: dict, depth: str) -> "LogDirState":
         """The state for the log dir ``info`` describes (the scanner's log-dir info row)."""
         log_dir = str(info["log_dir"])
-        identity = {"format": STATE_FORMAT, "version": __version__, "log_dir": log_dir, "depth": depth,
+        identity = {"format": STATE_FORMAT, "version": __version__, "columns": COLUMNS_DIGEST, "log_dir": log_dir,
+                    "depth": depth,
                     "directory_id": str(info.get("directory_id")), "cluster_id": str(info.get("cluster_id")),
                     "broker_id": str(info.get("broker_id"))}
         state = cls(Path(state_dir) / state_file_name(log_dir, depth), identity)
@@ -226,7 +280,7 @@ class LogDirState:
             return
         columns = [table.column(name).to_pylist() for name in STATE_SCHEMA.names]
         for dir_name, base_offset, proof, row, resume in zip(*columns):
-            self.by_dir.setdefault(dir_name, {})[base_offset] = (proof, row, resume)
+            self.by_dir.setdefault(dir_name, {})[base_offset] = (proof or None, row, resume or None)
 
     @property
     def continues(self) -> bool:
@@ -251,7 +305,10 @@ class LogDirState:
             schema = STATE_SCHEMA.with_metadata({f"{_META}{k}": v for k, v in self.identity.items()})
             self._writer = pq.ParquetWriter(self._tmp, schema, compression="zstd")
         if self._rows:
-            columns = [pa.array(list(values), type=f.type) for values, f in zip(zip(*self._rows), STATE_SCHEMA)]
+            dir_names, base_offsets, proofs, rows, resumes = zip(*self._rows)
+            columns = [_strings(dir_names), pa.Array.from_buffers(pa.int64(), len(base_offsets),
+                                                                  [None, pa.py_buffer(array("q", base_offsets))]),
+                       _strings(proofs), _strings(rows), _strings(resumes)]
             self._writer.write_table(pa.Table.from_arrays(columns, schema=self._writer.schema))
             self._rows = []
 
