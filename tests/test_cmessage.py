@@ -319,3 +319,24 @@ def test_control_batches_and_other_frames_still_read_by_python(monkeypatch):
     assert all(isinstance(r, message_program._cmessage.Decoder) for _n, r in ml._FRAMES[True].values())
     with pytest.raises(FormatError):
         km.spec("TopicRecord").reader(0)(b"\x02a", 0, None, "f", 0)
+
+
+def test_randomly_damaged_batches_same_entries_and_notes(tmp_path, monkeypatch):
+    """Bytes overwritten anywhere in the records of the newest snapshot's data batch (framing,
+    frames, bodies): the same entries and notes with and without C, whichever path each takes."""
+    raw = SNAPSHOTS[-1].read_bytes()
+    reader = LogReader(SNAPSHOTS[-1])
+    batch = next(b for b in reader.batches() if not b.is_control)
+    reader.close()
+    lo, hi = batch.position + 61, batch.position + batch.size_bytes
+    path = tmp_path / SNAPSHOTS[-1].name
+    rnd = random.Random(3)
+    kinds = {"clean": 0, "record": 0, "batch": 0}
+    for _ in range(120):
+        data = bytearray(raw)
+        for _ in range(rnd.randint(1, 3)):
+            data[rnd.randrange(lo, hi)] = rnd.choice([0, 1, 2, 0x7F, 0x80, 0xFF, rnd.randrange(256)])
+        path.write_bytes(bytes(data))
+        _entries, notes = assert_same_both_ways(path, monkeypatch)
+        kinds["clean" if not notes else "batch" if any("batch unreadable" in n for n in notes) else "record"] += 1
+    assert min(kinds.values()) >= 10, kinds          # every kind of outcome was exercised

@@ -25,6 +25,11 @@ Errors: every break is a :class:`FormatError` naming the file, byte position, fi
 found and what was expected. Lengths are checked against the bytes that remain before anything
 is read or allocated. The fast path does only the checks that keep memory bounded; when it
 fails, the same message is decoded again by a checked variant that pinpoints the field.
+
+With the optional C extension built, :meth:`MessageSpec.reader` returns a ``_cmessage.Decoder``
+that decodes regular messages from a program built out of the same tables
+(:mod:`auditor.formats.message_program`) and hands anything irregular to the Python reader
+above, so results and errors are the same with it and without it (:data:`use_c`).
 """
 
 from __future__ import annotations
