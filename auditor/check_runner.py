@@ -8,14 +8,15 @@ never reaches the driver), cluster-scope checks once on the small aggregate tabl
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
-
-import pandas as pd
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from auditor import replay
 from auditor.schema import FINDING_FIELDS, FINDING_SCHEMA, PARTITION_SCHEMA, SEGMENT_SCHEMA, to_table
 from checks import REGISTRY
 from checks.base import AuditContext, Check, CheckInput, Finding, Severity
+
+if TYPE_CHECKING:
+    import pandas as pd  # imported where used: replay-check runs replay.safety on plain rows, without pandas
 
 GROUP = ["topic", "partition"]
 
@@ -40,14 +41,41 @@ def run_partition_checks(segments: pd.DataFrame, partitions: pd.DataFrame, ctx: 
     topic, partition = frame["topic"].iloc[0], int(frame["partition"].iloc[0])
     data = CheckInput(topic=topic, partition=partition, segments=segments.reset_index(drop=True),
                       partitions=partitions.reset_index(drop=True))
-    checks = _checks("partition", names)
+    return _search_then_run(_checks("partition", names), data, ctx)
+
+
+def replay_safety_on_rows(segments: Iterable[dict], partitions: Iterable[dict], ctx: AuditContext,
+                          searches: dict | None = None) -> list[Finding]:
+    """replay.safety per topic-partition on plain row dicts (replay-check: no pandas), in
+    (topic, partition) order: the same search and check as :func:`run_partition_checks` with
+    ``names=["replay.safety"]``, the check handed each partition's rows as lists of dicts.
+    ``searches``: filled with (topic, partition) -> the replay search the check was handed."""
+    seg_by: dict[tuple, list[dict]] = {}
+    part_by: dict[tuple, list[dict]] = {}
+    for rows, by in ((segments, seg_by), (partitions, part_by)):
+        for r in rows:
+            if r.get("topic") is not None and r.get("partition") is not None:  # as groupby drops null keys
+                by.setdefault((r["topic"], int(r["partition"])), []).append(r)
+    checks = _checks("partition", [REPLAY_CHECK])
+    out: list[Finding] = []
+    for topic, partition in sorted(set(seg_by) | set(part_by)):
+        data = CheckInput(topic=topic, partition=partition, segments=seg_by.get((topic, partition), []),
+                          partitions=part_by.get((topic, partition), []))
+        out += _search_then_run(checks, data, ctx)
+        if searches is not None:
+            searches[(topic, partition)] = data.replay
+    return out
+
+
+def _search_then_run(checks: list[type[Check]], data: CheckInput, ctx: AuditContext) -> list[Finding]:
+    """The replay search (when replay.safety is to run), then the checks on its result."""
     out: list[Finding] = []
     try:
         data.replay = replay_search(data, ctx, checks)
     except Exception as e:  # noqa: BLE001 - a failed search must not hide the other checks
         safety = REGISTRY[REPLAY_CHECK]
         checks = [c for c in checks if c is not safety]
-        out.append(_error_finding(safety, e, topic, partition))
+        out.append(_error_finding(safety, e, data.topic, data.partition))
     return out + _run_checks(checks, data, ctx)
 
 
@@ -95,6 +123,8 @@ def as_frame(rows, schema) -> pd.DataFrame:
     """Rows as pandas the way Spark hands them to applyInPandas (Arrow's default conversion:
     nullable integers become float64 with NaN, lists become numpy arrays), so a check sees the
     same dtypes on both engines."""
+    import pandas as pd
+
     if isinstance(rows, pd.DataFrame):
         return rows
     return to_table(list(rows), schema).to_pandas()
@@ -103,6 +133,8 @@ def as_frame(rows, schema) -> pd.DataFrame:
 def _groups(frame: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
     """Rows per (topic, partition), a null key included as its own group (None), as Spark's groupBy
     does: a row without a topic reaches the checks on both engines."""
+    import pandas as pd
+
     if not len(frame):
         return {}
     return {tuple(None if pd.isna(v) else v for v in key): rows
@@ -139,6 +171,8 @@ def with_pass_summaries(findings: list[Finding], names: Sequence[str] | None = N
 
 def spark_partition_findings(segments_df, partitions_df, ctx: AuditContext, names: Sequence[str] | None = None):
     """Partition-scope checks distributed over Spark: a DataFrame of FINDING_SCHEMA rows."""
+    import pandas as pd
+
     from auditor.schema import spark_schema
 
     def per_partition(seg_pdf: pd.DataFrame, part_pdf: pd.DataFrame) -> pd.DataFrame:

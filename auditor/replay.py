@@ -360,25 +360,39 @@ def _get(row, key):
 def segment_views(rows: Iterable) -> list[SegmentView]:
     """Live, normal segments of one replica (one partition dir), in base-offset order."""
     views = []
+    dirs: dict[tuple, str] = {}
     for row in rows:
         if _get(row, "file_state") is not None or _get(row, "log_size_bytes") is None:
             continue
-        directory = Path(_get(row, "log_dir") or "") / (_get(row, "dir_name") or "")
-        name = f"{int(_get(row, 'base_offset')):020d}"
+        where = (_get(row, "log_dir") or "", _get(row, "dir_name") or "")
+        directory = dirs.get(where)
+        if directory is None:  # one Path per partition dir, not three per segment
+            directory = dirs[where] = _dir_prefix(Path(where[0]) / where[1])
+        base = int(_get(row, "base_offset"))
+        name = f"{directory}{base:020d}"
+        min_ts = _get(row, "min_timestamp_ms")
         views.append(SegmentView(
-            base_offset=int(_get(row, "base_offset")),
+            base_offset=base,
             largest_timestamp_ms=_get(row, "max_timestamp_ms"),
             log_mtime_ms=_get(row, "log_mtime_ms"),
             log_size_bytes=_get(row, "log_size_bytes"),
             first_offset=_get(row, "first_offset"),
             last_offset=_get(row, "last_offset"),
-            min_timestamp_ms=_get(row, "min_timestamp_ms") if _get(row, "min_timestamp_ms") is not None
-            else _get(row, "min_batch_timestamp_ms"),
-            log_path=str(directory / f"{name}.log"),
-            index_path=str(directory / f"{name}.index"),
-            timeindex_path=str(directory / f"{name}.timeindex"),
+            min_timestamp_ms=min_ts if min_ts is not None else _get(row, "min_batch_timestamp_ms"),
+            log_path=f"{name}.log",
+            index_path=f"{name}.index",
+            timeindex_path=f"{name}.timeindex",
         ))
     return sorted(views, key=lambda v: v.base_offset)
+
+
+def _dir_prefix(directory: Path) -> str:
+    """What ``str(directory / name)`` puts before a plain file name: '' for '.', else the path and
+    a separator (none after a root)."""
+    text = str(directory)
+    if text == ".":
+        return ""
+    return text if text.endswith("/") else text + "/"
 
 
 def predict(views: Sequence[SegmentView], target_ms: int, *, log_start_offset: int | None,
@@ -785,12 +799,32 @@ def epoch_starts(prow) -> list[tuple[int, int]]:
     return [(int(e["epoch"]), int(e["start_offset"])) for e in epochs]
 
 
-def _live_partition_row(partitions, broker: int | None, log_dir: str | None) -> dict | None:
-    if partitions is None or not len(partitions):
+def _records(rows) -> list:
+    """Rows as a list of dicts: a DataFrame (the engines hand the checks pandas) converted once,
+    plain rows (replay-check, manifests) as they are. Nulls may be None or NaN: read with _int/_text."""
+    if rows is None:
+        return []
+    return rows.to_dict("records") if hasattr(rows, "to_dict") else list(rows)
+
+
+def _text(value) -> str | None:
+    return None if value is None or (isinstance(value, float) and value != value) else value
+
+
+def _replica_order(key: tuple) -> tuple:
+    """(broker id, log dir) ascending, unknown ones last (as pandas' sorted groupby puts NaN)."""
+    broker, log_dir = key
+    return (broker is None, broker or 0, log_dir is None, log_dir or "")
+
+
+def _live_partition_row(partitions: list, broker: int | None, log_dir: str | None) -> dict | None:
+    """The first live partition-dir row of this replica; None when its broker or log dir is unknown."""
+    if broker is None or log_dir is None:
         return None
-    match = partitions[(partitions["broker_id"] == broker) & (partitions["log_dir"] == log_dir)
-                       & (partitions["dir_kind"] == "live")]
-    return match.iloc[0].to_dict() if len(match) else None
+    for p in partitions:
+        if p.get("dir_kind") == "live" and _int(p.get("broker_id")) == broker and p.get("log_dir") == log_dir:
+            return p
+    return None
 
 
 def predict_replicas(topic: str, partition: int, segments, partitions, ctx, *,
@@ -798,19 +832,22 @@ def predict_replicas(topic: str, partition: int, segments, partitions, ctx, *,
     """Both answers for every live replica of one topic-partition, the most complete replica
     (highest log end offset) first; [] when no live segment was scanned.
 
-    ``segments`` / ``partitions``: the partition's rows as the checks get them (pandas);
-    ``ctx``: the audit context (``replay_at_ms``, ``now_ms``, tiered storage: ``remote_partition``, ``remote_storage_dir``). ``search_files``: read
+    ``segments`` / ``partitions``: the partition's rows, as the checks get them (pandas) or as
+    plain dicts (replay-check: no pandas); ``ctx``: the audit context (``replay_at_ms``, ``now_ms``, tiered storage: ``remote_partition``, ``remote_storage_dir``). ``search_files``: read
     the chosen segment's files for the exact modern answer. The pipeline searches (check_runner,
     replay-check) and hands the result to the replay.safety check; without it the check answers
     from the rows alone, reading nothing.
     """
+    by_replica: dict[tuple, list[dict]] = {}
+    for row in _records(segments):
+        if row.get("dir_kind") == "live":
+            by_replica.setdefault((_int(row.get("broker_id")), _text(row.get("log_dir"))), []).append(row)
     replicas = []
-    if segments is not None and len(segments):
-        live = segments[segments["dir_kind"] == "live"]
-        for (broker, log_dir), rows in live.groupby(["broker_id", "log_dir"], dropna=False, sort=True):
-            views = segment_views(rows.to_dict("records"))
-            if views:
-                replicas.append((_int(broker), log_dir, views))
+    for broker, log_dir in sorted(by_replica, key=_replica_order):
+        views = segment_views(by_replica[(broker, log_dir)])
+        if views:
+            replicas.append((broker, log_dir, views))
+    partitions = _records(partitions)
     out = []
     for broker, log_dir, views in replicas:
         prow = _live_partition_row(partitions, broker, log_dir)

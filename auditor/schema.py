@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from auditor import __version__
 from auditor.json_stream import Encoded
@@ -245,6 +244,8 @@ _ISO_MIN_MS, _ISO_MAX_MS = -62_135_596_800_000, 253_402_300_799_999
 def _utc_twin_texts(rows: list[dict], keys: list[str]) -> dict[str, list[str | None]]:
     """Per instant column, every row's ISO-8601 twin (None where with_utc adds none), formatted by
     Arrow in one call per column; values outside iso_utc's range keep iso_utc's own text."""
+    import pyarrow.compute as pc  # here: ~0.1 s of import that commands not printing rows skip (replay-check)
+
     twins = {}
     for key in keys:
         values = [r.get(key) for r in rows]

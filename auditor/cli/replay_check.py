@@ -17,15 +17,14 @@ import sys
 import time
 from pathlib import Path
 
-from auditor.check_runner import GROUP, as_frame, run_partition_checks
+from auditor.check_runner import replay_safety_on_rows
 from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError, write_json
 from auditor.cluster import remote_storage
 from auditor.formats import filenames
-from auditor.manifest import find_manifests, read_consumer_groups, read_manifest, read_remote_log_metadata
 from auditor.replay import (LegacyAnswer, LogStart, ModernAnswer, ReplayPrediction, ReplicaPrediction,
                             predict_legacy_offsets, predict_replicas)
 from auditor.scan import plan_log_dir, scan_partition_dir
-from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, json_envelope
+from auditor.schema import json_envelope
 from auditor.units import human_bytes, iso_utc, parse_time
 from checks.base import AuditContext, CheckInput, Finding, Severity
 from checks.config import Config
@@ -107,6 +106,8 @@ def _rows_from_log_dirs(log_dirs: list[str], topics: set[str]) -> tuple[list[dic
 
 
 def _rows_from_manifests(paths: list[str], topics: set[str]) -> tuple[list[dict], list[dict], list[str]]:
+    from auditor.manifest import find_manifests, read_manifest  # manifest mode only (pyarrow.parquet)
+
     segments, partitions = [], []
     for d in find_manifests(paths):
         seg, part, _ = read_manifest(d)
@@ -145,12 +146,12 @@ def _legacy_lists(findings: list[Finding], segments, partitions, ctx, max_offset
     """Adds to each partition's evidence the v0 answer with up to ``max_offsets`` offsets
     (``legacy_offsets``, ``legacy_max_offsets``) of the replica the verdict judged (the most
     complete one, as replay.safety picks it), answered as its leader answers a consumer."""
-    seg, part = as_frame(segments, SEGMENT_SCHEMA), as_frame(partitions, PARTITION_SCHEMA)
+    seg_by, part_by = _by_partition(segments), _by_partition(partitions)
     for f in findings:
         if not f.evidence or "legacy_offset" not in f.evidence[0]:
             continue
-        replicas = predict_replicas(f.topic, f.partition, seg[(seg["topic"] == f.topic) & (seg["partition"] == f.partition)],
-                                    part[(part["topic"] == f.topic) & (part["partition"] == f.partition)], ctx,
+        key = (f.topic, f.partition)
+        replicas = predict_replicas(f.topic, f.partition, seg_by.get(key, []), part_by.get(key, []), ctx,
                                     search_files=False)
         if not replicas:
             continue
@@ -161,18 +162,19 @@ def _legacy_lists(findings: list[Finding], segments, partitions, ctx, max_offset
         f.evidence[0]["legacy_max_offsets"] = max_offsets
 
 
-def _disk_findings(segments, partitions, ctx, legacy_max_offsets: int | None = None) -> list[Finding]:
-    """replay.safety per partition through the check runner: the replay search (reading the chosen
-    segment's files) first, its result handed to the check."""
-    seg = as_frame(segments, SEGMENT_SCHEMA)
-    part = as_frame(partitions, PARTITION_SCHEMA)
-    keys = sorted({(r["topic"], r["partition"]) for r in partitions} | {(r["topic"], r["partition"]) for r in segments})
-    seg_groups = dict(iter(seg.groupby(GROUP))) if len(seg) else {}
-    part_groups = dict(iter(part.groupby(GROUP))) if len(part) else {}
-    out = []
-    for key in keys:
-        out += run_partition_checks(seg_groups.get(key, seg.iloc[0:0]), part_groups.get(key, part.iloc[0:0]), ctx,
-                                    names=[ReplaySafety.name])
+def _by_partition(rows) -> dict[tuple, list[dict]]:
+    out: dict[tuple, list[dict]] = {}
+    for r in rows:
+        out.setdefault((r["topic"], r["partition"]), []).append(r)
+    return out
+
+
+def _disk_findings(segments, partitions, ctx, legacy_max_offsets: int | None = None,
+                   searches: dict | None = None) -> list[Finding]:
+    """replay.safety per partition through the check runner, on the plain rows (no pandas): the
+    replay search (reading the chosen segment's files) first, its result handed to the check (and
+    kept in ``searches`` when given)."""
+    out = replay_safety_on_rows(segments, partitions, ctx, searches)
     if legacy_max_offsets is not None and ctx.config.checks["replay.safety"].get("api") != "modern":
         _legacy_lists(out, segments, partitions, ctx, legacy_max_offsets)
     return out
@@ -355,14 +357,19 @@ def _group_from_files(args, target: int, now: int, config) -> tuple:
     segments = [r for r in segments if (r["topic"], r["partition"]) in committed]
     partitions = [r for r in partitions if (r["topic"], r["partition"]) in committed]
     ctx = AuditContext(now_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
-    findings = _disk_findings(segments, partitions, ctx)
-    resets = rg.resets_from_rows(segments, partitions, committed, target, now)
+    searches: dict = {}
+    findings = _disk_findings(segments, partitions, ctx, searches=searches)
+    # the resets use the same lookup where it read the files: each partition's files searched once
+    searched = {k: v for k, v in searches.items() if v and ctx.options(ReplaySafety, k[0])["read_files"]}
+    resets = rg.resets_from_rows(segments, partitions, committed, target, now, searched)
     return resets, facts, findings, "disk" if args.log_dir else "manifest", problems + more
 
 
 def _carried_group(manifests: list[str], group: str, not_found) -> tuple[dict, dict, list[str]] | None:
     """--group from manifests that carry the consumer groups (collect's consumer_groups.jsonl.gz):
     (committed offsets, group facts, notes) as from the files; None when none carries them."""
+    from auditor.manifest import read_consumer_groups
+
     result, _notes = read_consumer_groups(manifests)
     if result is None:
         return None

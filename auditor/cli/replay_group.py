@@ -20,7 +20,7 @@ from __future__ import annotations
 import uuid
 
 from auditor.cluster.consumer_groups import GroupsResult, read_groups
-from auditor.replay import GroupReset, group_reset, predict, segment_views
+from auditor.replay import GroupReset, ReplayPrediction, group_reset, predict, segment_views
 from auditor.units import human_bytes
 
 TOTAL_KEYS = ("records_reread", "records_skipped", "bytes_reread", "bytes_skipped")
@@ -45,9 +45,14 @@ def group_offsets_from_disk(log_dirs: list[str], group: str) -> tuple[dict, dict
     return {k: c.offset for k, c in grp.offsets.items()}, facts, result.notes
 
 
-def resets_from_rows(segments: list[dict], partitions: list[dict], committed: dict, target_ms: int, now_ms: int
-                     ) -> list[GroupReset]:
-    """Per committed partition: the furthest live replica's prediction and the group's reset."""
+def resets_from_rows(segments: list[dict], partitions: list[dict], committed: dict, target_ms: int, now_ms: int,
+                     searched: dict | None = None) -> list[GroupReset]:
+    """Per committed partition: the furthest live replica's prediction and the group's reset.
+
+    ``searched``: (topic, partition) -> the replay search replay.safety was handed
+    (``auditor.replay.predict_replicas`` with the files read, for the same target and time); a
+    replica's prediction there is used instead of searching its files again when it is the one
+    ``predict`` gives here (:func:`_same_search`)."""
     by_replica: dict[tuple, list[dict]] = {}
     for r in segments:
         if r.get("dir_kind", "live") == "live":
@@ -68,11 +73,33 @@ def resets_from_rows(segments: list[dict], partitions: list[dict], committed: di
                                   None, None, None, None))
             continue
         views = segment_views(by_replica.get((topic, part, p.get("broker_id"), p.get("log_dir")), []))
-        pred = predict(views, target_ms, log_start_offset=p.get("log_start_offset"),
-                       log_end_offset=p.get("log_end_offset"), high_watermark=p.get("high_watermark"),
-                       now_ms=now_ms, read_files=True)
+        pred = _same_search((searched or {}).get((topic, part)), p, views)
+        if pred is None:
+            pred = predict(views, target_ms, log_start_offset=p.get("log_start_offset"),
+                           log_end_offset=p.get("log_end_offset"), high_watermark=p.get("high_watermark"),
+                           now_ms=now_ms, read_files=True)
         out.append(group_reset(views, pred, topic, part, offset, read_files=True))
     return out
+
+
+def _same_search(replicas, prow: dict, views: list) -> ReplayPrediction | None:
+    """The searched prediction of this replica when ``predict(views, ..., read_files=True)`` with the
+    row's log start and end offsets would compute the very same one: the same segments, no remote
+    storage in it (``tiers`` None), the same log start offset (not raised by a leader-epoch entry)
+    and the same, known, log end offset (the last fetchable offset then); else None."""
+    if not replicas or not views:
+        return None
+    lso = prow.get("log_start_offset")
+    lso = views[0].base_offset if lso is None else lso
+    leo = prow.get("log_end_offset")
+    if leo is None and views[-1].last_offset is not None:
+        leo = views[-1].last_offset + 1
+    for r in replicas:
+        pred = r.prediction
+        if (r.broker_id == prow.get("broker_id") and r.log_dir == prow.get("log_dir") and pred.tiers is None
+                and leo is not None and pred.log_start_offset == lso and pred.log_end_offset == leo and r.views == views):
+            return pred
+    return None
 
 
 def resets_from_protocol(bootstrap: str, group: str, target_ms: int) -> tuple[list[GroupReset], dict]:

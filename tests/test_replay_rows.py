@@ -1,0 +1,236 @@
+"""replay-check without pandas: replay.safety on plain row dicts gives the very findings the engines'
+path (pandas DataFrames per partition, ``run_partition_checks``) gives; the group resets reuse the
+replay search where it is the same lookup and equal a fresh search everywhere; the command imports
+no pandas, matplotlib, Great Expectations or Spark.
+
+On the real broker dirs of ../shared/fixtures/real (every partition, targets from before the
+oldest record to after the newest) and on damaged rows: a second replica whose files are not
+there, a replica without broker id or partition row, a deleted segment file, a leader-epoch
+entry above the log start offset.
+"""
+
+from __future__ import annotations
+
+import copy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from auditor import replay
+from auditor.check_runner import GROUP, as_frame, replay_safety_on_rows, run_partition_checks
+from auditor.cli import replay_check as rc
+from auditor.cli import replay_group as rg
+from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
+from checks.base import AuditContext
+from checks.config import Config
+from realdata import LOG_DIRS
+
+ROOT = Path(__file__).resolve().parents[1]
+NOW_MS = 1_900_000_000_000
+
+
+def _rows(log_dir: Path) -> tuple[list[dict], list[dict]]:
+    seg, part, _ = rc._rows_from_log_dirs([str(log_dir)], _topics(log_dir))
+    return seg, part
+
+
+def _topics(log_dir: Path) -> set[str]:
+    return {p.name.rpartition("-")[0] for p in log_dir.iterdir() if p.is_dir()}
+
+
+def _targets(segments: list[dict]) -> list[int]:
+    """Before the oldest record, every segment's oldest and newest timestamp and mtime, after all."""
+    stamps = set()
+    for r in segments:
+        for key in ("min_batch_timestamp_ms", "max_timestamp_ms", "log_mtime_ms"):
+            if r.get(key) is not None:
+                stamps |= {r[key] - 1, r[key], r[key] + 1}
+    ordered = sorted(stamps)
+    step = max(len(ordered) // 12, 1)
+    return [ordered[0] - 86_400_000] + ordered[::step] + [ordered[-1] + 86_400_000]
+
+
+def _ctx(target: int) -> AuditContext:
+    return AuditContext(now_ms=NOW_MS, config=Config(None), replay_at_ms=target, replay_topics=None)
+
+
+def _int(value):
+    return None if value is None or (isinstance(value, float) and value != value) else int(value)
+
+
+def _pandas_predict_replicas(topic, partition, segments, partitions, ctx, *, search_files):
+    """The oracle: auditor.replay.predict_replicas as it was on pandas (masks, groupby, iloc) before
+    it read plain rows (commit 2b29fe3), kept here verbatim but for the names it imports."""
+    replicas = []
+    if segments is not None and len(segments):
+        live = segments[segments["dir_kind"] == "live"]
+        for (broker, log_dir), rows in live.groupby(["broker_id", "log_dir"], dropna=False, sort=True):
+            views = replay.segment_views(rows.to_dict("records"))
+            if views:
+                replicas.append((_int(broker), log_dir, views))
+    out = []
+    for broker, log_dir, views in replicas:
+        prow = None
+        if partitions is not None and len(partitions):
+            match = partitions[(partitions["broker_id"] == broker) & (partitions["log_dir"] == log_dir)
+                               & (partitions["dir_kind"] == "live")]
+            prow = match.iloc[0].to_dict() if len(match) else None
+        lso = _int(prow.get("log_start_offset")) if prow else None
+        start = replay.log_start(views, lso if prow and prow.get("log_start_offset_source") == "checkpoint" else None,
+                                 replay.epoch_starts(prow))
+        if start.source == replay.LOG_START_LEADER_EPOCH:
+            lso = start.offset
+        pred = replay.predict(views, ctx.replay_at_ms, log_start_offset=lso,
+                              log_end_offset=_int(prow.get("log_end_offset")) if prow else None,
+                              high_watermark=_int(prow.get("high_watermark")) if prow else None,
+                              now_ms=ctx.now_ms, read_files=search_files,
+                              remote=ctx.remote_partition(topic, partition, prow.get("topic_id") if prow else None),
+                              leader_epochs=replay.epoch_starts(prow),
+                              remote_storage_dir=ctx.remote_storage_dir if search_files else None)
+        pred.log_start = start
+        out.append(replay.ReplicaPrediction(broker, log_dir, views, pred))
+    out.sort(key=lambda r: (-(r.prediction.log_end_offset or -1), r.broker_id if r.broker_id is not None else 1 << 30))
+    return out
+
+
+def _via_frames(segments: list[dict], partitions: list[dict], ctx) -> list[dict]:
+    """What replay-check did before: Arrow-typed pandas frames, grouped, run_partition_checks, the
+    replay search on pandas (the oracle above)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(replay, "predict_replicas", _pandas_predict_replicas)
+        return _via_frames_now(segments, partitions, ctx)
+
+
+def _via_frames_now(segments: list[dict], partitions: list[dict], ctx) -> list[dict]:
+    seg, part = as_frame(segments, SEGMENT_SCHEMA), as_frame(partitions, PARTITION_SCHEMA)
+    keys = sorted({(r["topic"], r["partition"]) for r in partitions} | {(r["topic"], r["partition"]) for r in segments})
+    seg_groups = dict(iter(seg.groupby(GROUP))) if len(seg) else {}
+    part_groups = dict(iter(part.groupby(GROUP))) if len(part) else {}
+    out = []
+    for key in keys:
+        out += run_partition_checks(seg_groups.get(key, seg.iloc[0:0]), part_groups.get(key, part.iloc[0:0]), ctx,
+                                    names=["replay.safety"])
+    return [f.to_dict() for f in out]
+
+
+def _damaged(segments: list[dict], partitions: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The same rows plus: a second replica, the furthest (broker 7, another log dir: its files are
+    absent, so both lookups fall back to the rows), a replica with no broker id and no partition
+    row, one on the same broker in another log dir, a deleted segment file, a -future partition row, and on the first partition's broker-7 row a leader-epoch entry
+    above its log start offset (replay.safety raises the log start, the reset's lookup does not)."""
+    seg, part = copy.deepcopy(segments), copy.deepcopy(partitions)
+    for r in segments:
+        seg.append(dict(r, broker_id=7, log_dir="/nowhere/broker-7"))
+        seg.append(dict(r, broker_id=None, log_dir="/nowhere/unknown"))
+        seg.append(dict(r, log_dir="/nowhere/same-broker"))  # ties the scanned replica: log-dir order decides
+        seg.append(dict(r, file_state="deleted", base_offset=r["base_offset"] + 1))
+    for p in partitions:
+        part.append(dict(p, broker_id=7, log_dir="/nowhere/broker-7",
+                         log_end_offset=(p["log_end_offset"] or 0) + 5))
+    raised = part[len(partitions)]
+    raised["leader_epochs"] = [{"epoch": 3, "start_offset": (raised["log_start_offset"] or 0) + 2}]
+    raised["log_start_offset_source"] = "checkpoint"
+    # a -future copy's row of the same replica first: only the live row counts
+    part.insert(0, dict(partitions[0], dir_kind="future", log_start_offset=1, log_end_offset=10**9))
+    return seg, part
+
+
+@pytest.mark.parametrize("log_dir", LOG_DIRS, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("damaged", [False, True], ids=["as-scanned", "damaged"])
+def test_rows_give_the_findings_of_the_pandas_path(log_dir, damaged):
+    segments, partitions = _rows(log_dir)
+    assert segments and partitions
+    if damaged:
+        segments, partitions = _damaged(segments, partitions)
+    compared = 0
+    for target in _targets(segments):
+        ctx = _ctx(target)
+        expected = _via_frames(segments, partitions, ctx)
+        got = [f.to_dict() for f in replay_safety_on_rows(segments, partitions, ctx)]
+        assert got == expected, f"target {target}"
+        assert _via_frames_now(segments, partitions, ctx) == expected, f"engines' path, target {target}"
+        compared += len(got)
+    assert compared >= 10
+
+
+def test_the_comparison_can_fail():
+    # a different target changes the evidence: equal findings above are not equal by accident
+    log_dir = next(p for p in LOG_DIRS if p.parent.name == "kafka-2018-v2")
+    segments, partitions = _rows(log_dir)
+    targets = _targets(segments)
+    assert _via_frames(segments, partitions, _ctx(targets[0])) != _via_frames(segments, partitions, _ctx(targets[-1]))
+
+
+def _committed(partitions: list[dict]) -> dict:
+    out = {}
+    for p in partitions:
+        lso, leo = p["log_start_offset"] or 0, p["log_end_offset"] or 0
+        out[(p["topic"], p["partition"])] = (lso + leo) // 2
+    return out
+
+
+@pytest.mark.parametrize("log_dir", LOG_DIRS, ids=lambda p: p.parent.name)
+@pytest.mark.parametrize("damaged", [False, True], ids=["as-scanned", "damaged"])
+def test_group_resets_reuse_the_search_and_equal_a_fresh_one(log_dir, damaged, monkeypatch):
+    segments, partitions = _rows(log_dir)
+    if damaged:
+        segments, partitions = _damaged(segments, partitions)
+    committed = _committed(partitions)
+    calls = []
+    real_predict = rg.predict
+
+    def counted(*args, **kwargs):
+        calls.append(args[0])
+        return real_predict(*args, **kwargs)
+
+    monkeypatch.setattr(rg, "predict", counted)
+    for target in _targets(segments):
+        fresh = rg.resets_from_rows(segments, partitions, committed, target, NOW_MS)
+        assert len(calls) == len([r for r in fresh if r.reset_source != "partition not found"])
+        searches: dict = {}
+        replay_safety_on_rows(segments, partitions, _ctx(target), searches)
+        calls.clear()
+        reused = rg.resets_from_rows(segments, partitions, committed, target, NOW_MS, searches)
+        assert reused == fresh, f"target {target}"
+        if not damaged:
+            assert calls == [], "every partition's search was the same lookup: none should be searched again"
+        else:
+            # the first partition's search raised its log start: not the reset's lookup, searched again
+            assert (partitions[0]["topic"], partitions[0]["partition"]) in {(r.topic, r.partition) for r in fresh}
+            assert calls, "a search that is not the reset's lookup must not be reused"
+        calls.clear()
+
+
+_IMPORTS = """
+import sys
+from auditor.cli import main
+rc = main(sys.argv[1:])
+heavy = sorted({m.split('.')[0] for m in sys.modules} & {'pandas', 'matplotlib', 'great_expectations', 'pyspark',
+                                                          'py4j', 'reports', 'jinja2'})
+print('HEAVY', heavy)
+sys.exit(10 + rc if heavy else rc)
+"""
+
+
+@pytest.mark.parametrize("args", [
+    ["--topic", "debug_topic"],
+    ["--group", "debug-consumer-group"],
+    ["--group", "debug-consumer-group", "--json"],
+], ids=["topic", "group", "group-json"])
+def test_replay_check_imports_no_pandas_nor_the_audit_stack(args):
+    log_dir = next(p for p in LOG_DIRS if p.parent.name == "kafka-2018-v2")
+    cmd = [sys.executable, "-c", _IMPORTS, "replay-check", *args, "--at", "2018-08-15T02:00:00Z",
+           "--log-dir", str(log_dir)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode in (0, 1), proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "HEAVY []" in proc.stdout
+
+
+def test_the_whole_help_still_lists_every_command():
+    proc = subprocess.run([sys.executable, "-m", "auditor.cli", "--help"], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+    assert proc.returncode == 0
+    for name in ("scan", "collect", "audit", "report", "demo", "replay-check", "groups", "metadata"):
+        assert f"\n    {name}" in proc.stdout, name
