@@ -201,3 +201,34 @@ def test_state_rows_keep_the_scan_rows_column_order(tmp_path):
     for a, b in zip(first.segments, second.segments):
         assert tuple(a) == tuple(b) == SEGMENT_FIELDS
         assert {k: v for k, v in a.items() if k != "scanned_at_ms"} == {k: v for k, v in b.items() if k != "scanned_at_ms"}
+
+
+def _zero_last_index_entry(log: Path, keep_mtime: bool) -> None:
+    index = log.with_suffix(".index")
+    st = index.stat()
+    data = index.read_bytes()
+    assert len(data) >= 16
+    with open(index, "r+b") as fh:
+        fh.seek(len(data) - 8)
+        fh.write(bytes(8))
+    if keep_mtime:
+        os.utime(index, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+@pytest.mark.parametrize("keep_mtime", [False, True], ids=["mtime-changed", "mtime-restored"])
+def test_an_index_changed_in_place_beside_a_quiet_log_is_read_again(keep_mtime, tmp_path):
+    """Nothing appended since the last run: the indexes are read at their ends only when they are as
+    they were; an entry changed in place (even with the old mtime put back) is seen, and the row equals
+    a full scan's."""
+    log_dir, cut = _cut_copy(tmp_path)
+    state = tmp_path / "state"
+    scan_log_dirs([log_dir], DEPTH, state_dir=state)
+    quiet = scan_log_dirs([log_dir], DEPTH, state_dir=state)
+    _assert_equal_to_full_scan(quiet, log_dir)
+    log = next(log for log in cut if log.with_suffix(".index").stat().st_size >= 16)
+    before = {r["dir_name"]: r["index_entries"] for r in quiet.segments}
+    _zero_last_index_entry(log, keep_mtime)
+    res = scan_log_dirs([log_dir], DEPTH, state_dir=state)
+    assert _counts(res)["continued"] == len(cut), _counts(res)
+    _assert_equal_to_full_scan(res, log_dir)
+    assert {r["dir_name"]: r["index_entries"] for r in res.segments}[log.parent.name] == before[log.parent.name] - 1

@@ -19,7 +19,14 @@ all of this holds (:func:`verified_end`, :func:`same_index_files`):
   index is a new file), and a ``.txnindex`` that was there still is;
 * the last run's row was clean: no note, no stop reason, only v2 batches (what a seed needs).
 
-Anything else reads the whole segment, as without state. The columns taken from the files
+Anything else reads the whole segment, as without state. When the ``.log`` has not grown and
+every index file has the inode, size and mtime it had (the nightly case of a quiet partition),
+the indexes are read at their ends only (the 'index' depth's O(log n) reads), and their columns
+must come out equal to the last run's, else they are read whole. Entries between an index's
+first and last are then not re-read: as for a closed segment's proof, a change that keeps a
+file's inode, size and mtime (and here its entry count and last entry) is not seen; the broker
+writes none (it appends; it trims on a roll and truncates to rebuild on recovery, both of which
+change the size or mtime; it deletes a corrupt index and writes a new file). The columns taken from the files
 around the walk are never carried over: sizes and mtimes (``lstat``), every index-derived
 column (``index_entries``, ``last_index_*``, ``timeindex_entries``, ``last_timeindex_*``: the
 indexes are read whole at headers depth, as a full scan reads them), ``aborted_txns`` (the
@@ -42,18 +49,28 @@ LENGTH_AT = 8
 """Byte of the batch length field (after the 8-byte base offset)."""
 
 
-def _inode(inodes: dict, suffix: str) -> list[int] | None:
-    found = inodes.get(suffix)
+def _stat(stats: dict, suffix: str) -> list[int] | None:
+    """[device, inode, size, mtime ns] of one of the segment's files as lstat saw it, or None."""
+    found = stats.get(suffix)
     return list(found) if found is not None else None
 
 
-def same_index_files(info: dict, inodes: dict) -> bool:
+def _same_file(recorded, now) -> bool:
+    return (recorded is None) == (now is None) and (recorded is None or recorded[:2] == now[:2])
+
+
+def same_index_files(info: dict, stats: dict) -> bool:
     """The segment's indexes are the files the last run read (see the module doc)."""
     for suffix in ("index", "timeindex"):
-        if info.get(suffix) != _inode(inodes, suffix):
+        if not _same_file(info.get(suffix), _stat(stats, suffix)):
             return False
     txn = info.get("txnindex")
-    return txn is None or txn == _inode(inodes, "txnindex")
+    return txn is None or _same_file(txn, _stat(stats, "txnindex"))
+
+
+def indexes_unchanged(info: dict, stats: dict) -> bool:
+    """Every index file has the inode, size and mtime it had at the last run (or is absent as then)."""
+    return all(info.get(suffix) == _stat(stats, suffix) for suffix in ("index", "timeindex", "txnindex"))
 
 
 def verified_end(reader, info: dict) -> int | None:
@@ -84,7 +101,7 @@ def record_end(row: dict, reader, last_pos: int | None, inodes: dict, out: dict)
     except OSError:
         return
     out["resume"] = {"log": [st.st_dev, st.st_ino], "pos": last_pos, "end": reader.stop_position, "head": head.hex(),
-                     **{suffix: _inode(inodes, suffix) for suffix in ("index", "timeindex", "txnindex")}}
+                     **{suffix: _stat(inodes, suffix) for suffix in ("index", "timeindex", "txnindex")}}
 
 
 def can_seed(row: dict) -> bool:

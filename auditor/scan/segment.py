@@ -21,7 +21,7 @@ from auditor.formats.record_batch import CONTROL_ABORT, CONTROL_COMMIT, CREATE_T
 from auditor.formats.time_index import read_time_index
 from auditor.formats.txn_index import read_txn_index
 from auditor.scan.files import lstat_or_note
-from auditor.scan.resume import record_end, same_index_files, verified_end
+from auditor.scan.resume import indexes_unchanged, record_end, same_index_files, verified_end
 from auditor.schema import SEGMENT_COLUMNS, empty_row
 
 
@@ -149,19 +149,51 @@ def scan_segment(
                 notes.append(f"{files.paths[suffix]}: empty .{suffix} for a non-empty segment")
 
     if depth != "stat":
-        _scan_indexes(row, files, depth, notes)
-        if log_path is not None:
-            if resume is not None and not same_index_files(resume[0], inodes):
-                resume = None  # an index rebuilt (recovery): the whole segment is read again
-            _scan_log(row, files, log_path, depth, notes, resume, resume_out, inodes)
+        _scan_contents(row, files, log_path, depth, notes, resume, resume_out, inodes)
     row["notes"] = notes
     return row
 
 
+#: The row's columns read from the index files (.index, .timeindex, .txnindex).
+INDEX_COLUMNS = ("index_entries", "last_index_offset", "last_index_position", "timeindex_entries",
+                 "last_timeindex_timestamp_ms", "last_timeindex_offset", "aborted_txns")
+
+
+def _scan_contents(row: dict, files: SegmentFiles, log_path, depth: str, notes: list[str],
+                   resume: tuple[dict, dict] | None, resume_out: dict | None, stats: dict) -> None:
+    """The indexes and the .log (depth 'index' and on). With ``resume`` (auditor.scan.resume) the
+    .log is walked from where the last run's walk ended, and indexes unchanged since that run, beside
+    a .log that did not grow, are read at their ends only (equal to the last run's: else read whole)."""
+    if resume is not None and not same_index_files(resume[0], stats):
+        resume = None  # an index rebuilt (recovery): the whole segment is read again
+    if resume is None or not _indexes_as_before(row, files, resume, stats, notes):
+        _scan_indexes(row, files, depth, notes)
+    if log_path is not None:
+        _scan_log(row, files, log_path, depth, notes, resume, resume_out, stats)
+
+
+def _indexes_as_before(row: dict, files: SegmentFiles, resume: tuple[dict, dict], stats: dict,
+                       notes: list[str]) -> bool:
+    """True with the index columns set when the .log has not grown since the last run, the index
+    files have the inode, size and mtime they had then, and their last entries and entry counts
+    (O(log n) reads, as the 'index' depth) are the last run's; False having set nothing otherwise."""
+    info, old = resume
+    if row["log_size_bytes"] != info.get("end") or not indexes_unchanged(info, stats):
+        return False
+    mark = len(notes)
+    _scan_indexes(row, files, "index", notes)
+    if len(notes) == mark and all(row[c] == old[c] for c in INDEX_COLUMNS):
+        return True
+    del notes[mark:]
+    for column in INDEX_COLUMNS:
+        row[column] = None
+    return False
+
+
 def _stat_files(row: dict, files: SegmentFiles, notes: list[str]) -> dict[str, tuple[int, int]]:
     """Sizes and mtimes of the segment's files into the row (a file that cannot be read is dropped
-    from ``files.paths`` with a note); returns each file's (device, inode)."""
-    inodes: dict[str, tuple[int, int]] = {}
+    from ``files.paths`` with a note); returns each file's (device, inode, size, mtime ns)."""
+    inodes: dict[str, tuple[int, int, int, int]] = {}
     for suffix in ("log", "index", "timeindex", "txnindex"):
         path = files.paths.get(suffix)
         if path is None:
@@ -176,7 +208,7 @@ def _stat_files(row: dict, files: SegmentFiles, notes: list[str]) -> dict[str, t
             files.paths.pop(suffix)
             continue
         row[f"{suffix}_size_bytes"] = st.st_size
-        inodes[suffix] = (st.st_dev, st.st_ino)
+        inodes[suffix] = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
         if suffix != "txnindex":
             row[f"{suffix}_mtime_ms"] = _ms(st)
     return inodes
