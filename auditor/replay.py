@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import bisect
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -516,7 +516,11 @@ class GroupReset:
     reset_position_bytes: int | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        # every field is a scalar: asdict's deep copy, 1,000 times per group, is not needed
+        return {f: getattr(self, f) for f in _GROUP_RESET_FIELDS}
+
+
+_GROUP_RESET_FIELDS = tuple(f.name for f in fields(GroupReset))
 
 
 def offset_position(views: Sequence[SegmentView], offset: int | None) -> tuple[int | None, bool]:
