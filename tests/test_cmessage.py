@@ -111,9 +111,9 @@ def test_real_snapshot_records_decoded_by_c_alone_equal_python(path, monkeypatch
     reader = LogReader(path)
     for batch in reader.batches():
         if not batch.is_control:
-            items, fallbacks = mr.c_metadata_batch(batch, reader.read_batch_bytes(batch), ml.MetadataEntry,
-                                                   label=str(path), position=batch.position)
-            assert fallbacks == 0 and len(items) == batch.last_offset - batch.base_offset + 1
+            it = mr.c_metadata_batch(batch, reader.read_batch_bytes(batch), ml.MetadataEntry, None,
+                                     label=str(path), position=batch.position)
+            assert len(list(it)) == it.count == batch.last_offset - batch.base_offset + 1 and it.fallbacks == 0
     reader.close()
 
 

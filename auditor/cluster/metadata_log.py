@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -166,48 +167,45 @@ def _batch_entries(reader, batch, label, notes, start_offset) -> Iterator[Metada
     (mr.c_metadata_batch; the records it cannot take, and whole batches it cannot frame, through
     the Python path below, which names every problem), else record by record in Python."""
     pos = batch.position
+    fast = None
     try:
         data = reader.read_batch_bytes(batch)
-        fast = None if batch.is_control else mr.c_metadata_batch(batch, data, MetadataEntry, label=label,
-                                                                 position=pos, start_offset=start_offset)
-        if fast is not None and not fast[1]:
-            yield from fast[0]
-            return
-        kvs = fast[0] if fast is not None else list(mr.iter_records(batch, data, label=label))
+        if not batch.is_control:
+            fast = mr.c_metadata_batch(batch, data, MetadataEntry, partial(_data_entry, label, pos, notes),
+                                       label=label, position=pos, start_offset=start_offset)
+        if fast is None:
+            kvs = list(mr.iter_records(batch, data, label=label))
     except (FormatError, OSError) as e:
         notes.append(Note(label, batch.position, batch.base_offset,
                           f"batch unreadable, its records skipped: {e}"))
         return
-    if batch.is_control:
-        for offset, ts, key, value in kvs:
-            if offset >= start_offset:
-                entry = _control_entry(label, pos, offset, ts, key, value, notes)
-                if entry is not None:
-                    yield entry
+    if fast is not None:
+        yield from fast
         return
-    frames = _FRAMES[km.use_c]
-    for kv in kvs:
-        if kv.__class__ is not tuple:          # decoded in C
-            yield kv
-            continue
-        offset, ts, key, value = kv
-        if offset < start_offset:
-            continue
-        # the usual frame (one byte each: frame version 1, api key, version) of a known type
-        hit = None
-        if value is not None and len(value) > 2 and value[0] == 1 and value[1] < 0x80 and value[2] < 0x80:
-            hit = frames.get(value[1] << 7 | value[2])
-        if hit is None:
-            entry = _metadata_entry(label, pos, offset, ts, key, value, notes)
-        else:
-            try:
-                entry = MetadataEntry(label, pos, offset, ts, False, hit[0], value[2],
-                                      hit[1](value, 3, None, label, pos))
-            except FormatError as e:
-                notes.append(Note(label, pos, offset, f"metadata record undecodable, skipped: {e}"))
-                entry = None
-        if entry is not None:
-            yield entry
+    for offset, ts, key, value in kvs:
+        if offset >= start_offset:
+            if batch.is_control:
+                entry = _control_entry(label, pos, offset, ts, key, value, notes)
+            else:
+                entry = _data_entry(label, pos, notes, offset, ts, key, value)
+            if entry is not None:
+                yield entry
+
+
+def _data_entry(label, pos, notes, offset, ts, key, value) -> MetadataEntry | None:
+    """One metadata record in Python: a frame met before through its cached decoder, else the
+    general frame reader (which fills the caches). None (and a note) when it cannot be read."""
+    # the usual frame (one byte each: frame version 1, api key, version) of a known type
+    hit = None
+    if value is not None and len(value) > 2 and value[0] == 1 and value[1] < 0x80 and value[2] < 0x80:
+        hit = _FRAMES[km.use_c].get(value[1] << 7 | value[2])
+    if hit is None:
+        return _metadata_entry(label, pos, offset, ts, key, value, notes)
+    try:
+        return MetadataEntry(label, pos, offset, ts, False, hit[0], value[2], hit[1](value, 3, None, label, pos))
+    except FormatError as e:
+        notes.append(Note(label, pos, offset, f"metadata record undecodable, skipped: {e}"))
+        return None
 
 
 def _control_entry(label, pos, offset, ts, key, value, notes) -> MetadataEntry | None:

@@ -17,12 +17,13 @@
  *
  * metadata_batch(...) frames the records of one uncompressed v2 batch exactly as
  * metadata_records._fast_records does (one- or two-byte varints, no headers, nothing after the
- * last record) and decodes each record value whose frame is the usual three bytes (frame version
- * 1, api key < 128, version < 128) of a known (api key, version) through its Decoder. It returns
- * None when the framing is irregular (the Python reader then takes the whole batch), else
- * (items, fallbacks): items are factory(label, position, offset, timestamp, False, type,
- * version, fields) for decoded records and (offset, timestamp, key, value) tuples for the
- * records Python must read (another frame, an unknown type or version, an irregular body).
+ * last record). It returns None when the framing is irregular (the Python reader then takes the
+ * whole batch), else an iterator that decodes the records one by one as they are asked for:
+ * a value whose frame is the usual three bytes (frame version 1, api key < 128, version < 128)
+ * of a known (api key, version) through its Decoder, giving factory(label, position, offset,
+ * timestamp, False, type, version, fields); any other record (another frame, an unknown type or
+ * version, an irregular body) goes to fallback(offset, timestamp, key, value), the Python path,
+ * whose entry it gives (None: skipped).
  *
  * Encoding (Kafka's MessageDataGenerator; kafka_message.py's docstring): fields in spec order;
  * big-endian fixed widths; in flexible versions lengths are unsigned varints + 1 (0 = null),
@@ -756,81 +757,165 @@ static PyObject *decoded_entry(const uint8_t *b, const Framed *r, PyObject *tabl
     return entry;
 }
 
-static PyObject *metadata_batch(PyObject *mod, PyObject *args) {
-    (void)mod;
+/* the records of one batch, framed up front, decoded one by one as they are asked for (so that
+ * each entry can die young: no batch-long list of decoded records for the collector to walk) */
+typedef struct {
+    PyObject_HEAD
     Py_buffer view;
-    long long count, base_offset, base_ts, start_offset, log_append = 0;
-    PyObject *log_append_obj, *table, *factory, *label, *position;
-    if (!PyArg_ParseTuple(args, "y*LLLOLO!OOO:metadata_batch", &view, &count, &base_offset, &base_ts,
-                          &log_append_obj, &start_offset, &PyList_Type, &table, &factory, &label, &position))
-        return NULL;
-    PyObject *items = NULL, *result = NULL;
-    const uint8_t *b = (const uint8_t *)view.buf;
-    Py_ssize_t pos = RECORDS_OFFSET, end = view.len, fallbacks = 0;
-    int has_log_append = log_append_obj != Py_None;
-    if (PyList_GET_SIZE(table) != FRAME_TABLE_SIZE) {
-        PyErr_SetString(PyExc_ValueError, "metadata_batch: the frame table must have 128 * 128 entries");
-        goto done;
-    }
-    if (has_log_append) {
-        log_append = PyLong_AsLongLong(log_append_obj);
-        if (log_append == -1 && PyErr_Occurred()) goto done;
-    }
-    if (count < 0 || end < RECORDS_OFFSET) {
-        result = Py_NewRef(Py_None);
-        goto done;
-    }
-    items = PyList_New(0);
-    if (!items) goto done;
-    for (long long k = 0; k < count; k++) {
-        Framed r;
-        if (frame_record(b, &pos, end, base_offset, base_ts, has_log_append, log_append, &r) < 0) {
-            result = Py_NewRef(Py_None);   /* the Python reader takes the whole batch */
-            goto done;
-        }
-        if (r.offset < start_offset) continue;
-        PyObject *offset = PyLong_FromLongLong(r.offset), *ts = PyLong_FromLongLong(r.timestamp), *item = NULL;
+    Framed *recs;
+    Py_ssize_t n, next, fallbacks;
+    long long start_offset;
+    PyObject *table, *factory, *fallback, *label, *position;
+} BatchIter;
+
+static PyTypeObject BatchIterType;
+
+static int BatchIter_traverse(BatchIter *it, visitproc visit, void *arg) {
+    Py_VISIT(it->table);
+    Py_VISIT(it->factory);
+    Py_VISIT(it->fallback);
+    Py_VISIT(it->label);
+    Py_VISIT(it->position);
+    return 0;
+}
+
+static int BatchIter_clear(BatchIter *it) {
+    Py_CLEAR(it->table);
+    Py_CLEAR(it->factory);
+    Py_CLEAR(it->fallback);
+    Py_CLEAR(it->label);
+    Py_CLEAR(it->position);
+    return 0;
+}
+
+static void BatchIter_dealloc(BatchIter *it) {
+    PyObject_GC_UnTrack(it);
+    BatchIter_clear(it);
+    if (it->view.obj) PyBuffer_Release(&it->view);
+    PyMem_Free(it->recs);
+    Py_TYPE(it)->tp_free((PyObject *)it);
+}
+
+/* the next entry: decoded here, or what fallback(offset, timestamp, key, value) makes of the
+ * record (None: skipped, the Python path noted why) */
+static PyObject *BatchIter_next(BatchIter *it) {
+    const uint8_t *b = (const uint8_t *)it->view.buf;
+    while (it->next < it->n) {
+        const Framed *r = &it->recs[it->next++];
+        if (r->offset < it->start_offset) continue;
+        PyObject *offset = PyLong_FromLongLong(r->offset), *ts = PyLong_FromLongLong(r->timestamp), *item = NULL;
         if (offset && ts) {
-            item = decoded_entry(b, &r, table, factory, label, position, offset, ts);
+            item = decoded_entry(b, r, it->table, it->factory, it->label, it->position, offset, ts);
             if (!item && irregular()) {
-                PyObject *key = slice_or_none(b, r.key_pos, r.key_size);
-                PyObject *value = slice_or_none(b, r.value_pos, r.value_size);
-                item = (key && value) ? PyTuple_Pack(4, offset, ts, key, value) : NULL;
+                PyObject *key = slice_or_none(b, r->key_pos, r->key_size);
+                PyObject *value = slice_or_none(b, r->value_pos, r->value_size);
+                if (key && value) {
+                    PyObject *args[4] = {offset, ts, key, value};
+                    item = PyObject_Vectorcall(it->fallback, args, 4, NULL);
+                }
                 Py_XDECREF(key);
                 Py_XDECREF(value);
-                fallbacks++;
+                it->fallbacks++;
             }
         }
         Py_XDECREF(offset);
         Py_XDECREF(ts);
-        if (!item) goto done;
-        int rc = PyList_Append(items, item);
+        if (item != Py_None) return item;   /* an entry, or NULL with the error set */
         Py_DECREF(item);
-        if (rc < 0) goto done;
     }
-    if (pos != end) {
-        result = Py_NewRef(Py_None);
-        goto done;
+    return NULL;
+}
+
+static PyMemberDef BatchIter_members[] = {
+    {"fallbacks", T_PYSSIZET, offsetof(BatchIter, fallbacks), READONLY, "records handed to fallback so far"},
+    {"count", T_PYSSIZET, offsetof(BatchIter, n), READONLY, "records in the batch"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyTypeObject BatchIterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "auditor.formats._cmessage.BatchIter",
+    .tp_basicsize = sizeof(BatchIter),
+    .tp_dealloc = (destructor)BatchIter_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "The entries of one metadata batch (metadata_batch).",
+    .tp_traverse = (traverseproc)BatchIter_traverse,
+    .tp_clear = (inquiry)BatchIter_clear,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)BatchIter_next,
+    .tp_members = BatchIter_members,
+};
+
+/* frame every record of the batch (as _fast_records): 0, or -1 when the framing is irregular */
+static int frame_batch(BatchIter *it, long long count, long long base_offset, long long base_ts, int has_log_append,
+                       long long log_append) {
+    const uint8_t *b = (const uint8_t *)it->view.buf;
+    Py_ssize_t pos = RECORDS_OFFSET, end = it->view.len;
+    /* a record takes at least 7 bytes: a count the bytes cannot hold is irregular (and bounds the array) */
+    if (count < 0 || end < RECORDS_OFFSET || count > (end - RECORDS_OFFSET) / 7) return -1;
+    it->recs = PyMem_Calloc(count ? (size_t)count : 1, sizeof(Framed));
+    if (!it->recs) {
+        PyErr_NoMemory();
+        return -2;
     }
-    result = Py_BuildValue("(On)", items, fallbacks);
-done:
-    Py_XDECREF(items);
-    PyBuffer_Release(&view);
-    return result;
+    for (long long k = 0; k < count; k++)
+        if (frame_record(b, &pos, end, base_offset, base_ts, has_log_append, log_append, &it->recs[k]) < 0) return -1;
+    it->n = (Py_ssize_t)count;
+    return pos == end ? 0 : -1;
+}
+
+static PyObject *metadata_batch(PyObject *mod, PyObject *args) {
+    (void)mod;
+    long long count, base_offset, base_ts, start_offset, log_append = 0;
+    PyObject *data, *log_append_obj, *table, *factory, *fallback, *label, *position;
+    if (!PyArg_ParseTuple(args, "OLLLOLO!OOOO:metadata_batch", &data, &count, &base_offset, &base_ts, &log_append_obj,
+                          &start_offset, &PyList_Type, &table, &factory, &fallback, &label, &position))
+        return NULL;
+    if (PyList_GET_SIZE(table) != FRAME_TABLE_SIZE) {
+        PyErr_SetString(PyExc_ValueError, "metadata_batch: the frame table must have 128 * 128 entries");
+        return NULL;
+    }
+    int has_log_append = log_append_obj != Py_None;
+    if (has_log_append) {
+        log_append = PyLong_AsLongLong(log_append_obj);
+        if (log_append == -1 && PyErr_Occurred()) return NULL;
+    }
+    BatchIter *it = PyObject_GC_New(BatchIter, &BatchIterType);
+    if (!it) return NULL;
+    memset(&it->view, 0, sizeof(Py_buffer));
+    it->recs = NULL;
+    it->n = it->next = it->fallbacks = 0;
+    it->start_offset = start_offset;
+    it->table = Py_NewRef(table);
+    it->factory = Py_NewRef(factory);
+    it->fallback = Py_NewRef(fallback);
+    it->label = Py_NewRef(label);
+    it->position = Py_NewRef(position);
+    PyObject_GC_Track(it);
+    if (PyObject_GetBuffer(data, &it->view, PyBUF_SIMPLE) < 0) {
+        it->view.obj = NULL;
+        Py_DECREF(it);
+        return NULL;
+    }
+    int rc = frame_batch(it, count, base_offset, base_ts, has_log_append, log_append);
+    if (rc == 0) return (PyObject *)it;
+    Py_DECREF(it);
+    if (rc == -2) return NULL;
+    Py_RETURN_NONE;   /* the Python reader takes the whole batch */
 }
 
 static PyMethodDef methods[] = {
     {"metadata_batch", metadata_batch, METH_VARARGS,
-     "metadata_batch(data, count, base_offset, base_ts, log_append_ts, start_offset, table, factory, label, "
-     "position): (items, fallbacks) for one uncompressed v2 batch of metadata records, None when its framing "
-     "needs the Python reader."},
+     "metadata_batch(data, count, base_offset, base_ts, log_append_ts, start_offset, table, factory, fallback, "
+     "label, position): an iterator over the entries of one uncompressed v2 batch of metadata records, None "
+     "when its framing needs the Python reader."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cmessage", NULL, -1, methods};
 
 PyMODINIT_FUNC PyInit__cmessage(void) {
-    if (PyType_Ready(&DecoderType) < 0) return NULL;
+    if (PyType_Ready(&DecoderType) < 0 || PyType_Ready(&BatchIterType) < 0) return NULL;
     UNKNOWN_TAGGED = PyUnicode_InternFromString("_unknownTaggedFields");
     if (!UNKNOWN_TAGGED) return NULL;
     PyObject *m = PyModule_Create(&module);

@@ -253,18 +253,19 @@ def remember_frame(api_key: int, version: int, name: str, reader) -> None:
         C_FRAMES[api_key << 7 | version] = (name, version, reader)
 
 
-def c_metadata_batch(header, batch_bytes, factory, *, label: str, position: int, start_offset: int = 0):
-    """The records of one data batch of a metadata log, framed and decoded in C: ``(items,
-    fallbacks)``, items in record order (records below ``start_offset`` left out), each
-    ``factory(label, position, offset, timestamp_ms, False, type, version, fields)`` or, for a
-    record the Python path must read (another frame, a type or version not met yet, anything
-    irregular in its body), the ``(offset, timestamp_ms, key, value)`` of :func:`iter_records`;
-    ``fallbacks`` counts those. None when the extension is not used or the batch is not what
-    :func:`iter_records`' fast path takes (the caller then reads it with iter_records)."""
+def c_metadata_batch(header, batch_bytes, factory, fallback, *, label: str, position: int, start_offset: int = 0):
+    """The records of one data batch of a metadata log, framed in C (all of them, up front, as
+    :func:`iter_records`' fast path frames them) and decoded in C as they are iterated: an
+    iterator of ``factory(label, position, offset, timestamp_ms, False, type, version, fields)``
+    in record order (records below ``start_offset`` left out); a record it does not decode
+    itself (another frame, a type or version not met yet, anything irregular in its body) is
+    ``fallback(offset, timestamp_ms, key, value)`` instead, left out when that returns None.
+    None when the extension is not used or the batch is not what :func:`iter_records`' fast path
+    takes (the caller then reads it with iter_records)."""
     if (not km.use_c or _cmessage is None or header.magic != v2.MAGIC_VALUE_V2
             or len(batch_bytes) != header.size_bytes or header.record_count is None
             or batch_bytes[v2.ATTRIBUTES_OFFSET + 1] & v2.COMPRESSION_CODEC_MASK):
         return None
     log_append = header.max_timestamp_ms if header.timestamp_type == v2.LOG_APPEND_TIME else None
     return _cmessage.metadata_batch(batch_bytes, header.record_count, header.base_offset, header.base_timestamp_ms,
-                                    log_append, start_offset, C_FRAMES, factory, label, position)
+                                    log_append, start_offset, C_FRAMES, factory, fallback, label, position)
