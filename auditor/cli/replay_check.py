@@ -119,6 +119,8 @@ def _rows_from_manifests(paths: list[str], topics: set[str]) -> tuple[list[dict]
 def _remote_from_manifests(args, ctx) -> list[str]:
     """Tiered storage: the ``__remote_log_metadata`` copy collect wrote into the manifests, as disk
     mode reads it from the log dirs (none carried: no remote knowledge, as before); its notes."""
+    from auditor.manifest import read_remote_log_metadata
+
     ctx.remote_logs, notes = read_remote_log_metadata(args.manifest)
     ctx.remote_storage_dir = args.remote_storage_dir
     return list(ctx.remote_logs.notes) if ctx.remote_logs is not None else notes
