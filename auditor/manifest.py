@@ -342,9 +342,29 @@ def _listing(log_dir) -> list[str]:
 def read_manifest(path: str | os.PathLike) -> tuple[pa.Table, pa.Table, pa.Table]:
     """One manifest's three tables with pyarrow (no Spark): segments, partitions, log dirs."""
     p = Path(path)
-    return (pq.read_table(p / SEGMENTS_FILE, schema=SEGMENT_SCHEMA),
-            pq.read_table(p / PARTITIONS_FILE, schema=PARTITION_SCHEMA),
-            pq.read_table(p / LOG_DIRS_FILE))
+    return (read_parquet(p / SEGMENTS_FILE, schema=SEGMENT_SCHEMA),
+            read_parquet(p / PARTITIONS_FILE, schema=PARTITION_SCHEMA),
+            read_parquet(p / LOG_DIRS_FILE))
+
+
+def read_parquet(path: str | os.PathLike, *, schema: pa.Schema | None = None,
+                 columns: list[str] | None = None) -> pa.Table:
+    """``pq.read_table`` of one file, for a local one without ``pyarrow.dataset`` (its import pulls
+    in pandas: ~0.3 s that replay-check does not need): with ``schema``, its columns in its order,
+    cast, the ones the file lacks null (an older manifest), as ``read_table(schema=)`` gives them.
+    A URL (``s3://`` ...) goes through ``read_table`` and its filesystems."""
+    if "://" in str(path):
+        return pq.read_table(str(path), schema=schema, columns=columns)
+    pf = pq.ParquetFile(path)
+    missing = [c for c in columns or () if c not in pf.schema_arrow.names]
+    if missing:  # read_table fails on them (ArrowInvalid, a ValueError); ParquetFile would leave them out
+        raise ValueError(f"{path}: no column {missing[0]!r}")
+    table = pf.read(columns=columns)
+    if schema is None:
+        return table
+    arrays = [table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+              for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def find_manifests(paths: Iterable[str | os.PathLike]) -> list[str]:
@@ -480,8 +500,8 @@ def read_remote_log_metadata(paths: Iterable[str | os.PathLike]) -> tuple[Remote
 def _offsets_log_ends(manifest: str) -> dict[int, int]:
     """__consumer_offsets partition -> its live replica's log end offset in one manifest's rows."""
     try:
-        rows = pq.read_table(f"{manifest.rstrip('/')}/{PARTITIONS_FILE}",
-                             columns=["topic", "partition", "log_end_offset", "dir_kind"]).to_pylist()
+        rows = read_parquet(f"{manifest.rstrip('/')}/{PARTITIONS_FILE}",
+                            columns=["topic", "partition", "log_end_offset", "dir_kind"]).to_pylist()
     except (OSError, ValueError, KeyError):
         return {}
     return {r["partition"]: r["log_end_offset"] or -1 for r in rows if r["topic"] == OFFSETS_TOPIC and r["dir_kind"] == "live"}
