@@ -162,29 +162,31 @@ def read_entries(path: str | os.PathLike, notes: list[Note], *, start_offset: in
         reader.close()
 
 
-def _batch_entries(reader, batch, label, notes, start_offset) -> Iterator[MetadataEntry]:
+def _batch_entries(reader, batch, label, notes, start_offset) -> Iterable[MetadataEntry]:
     """The entries of one batch: a data batch framed and decoded in C when the extension is built
-    (mr.c_metadata_batch; the records it cannot take, and whole batches it cannot frame, through
-    the Python path below, which names every problem), else record by record in Python."""
+    (mr.c_metadata_batch, iterated directly: one generator level less per record; the records it
+    cannot take, and whole batches it cannot frame, through the Python path, which names every
+    problem), else record by record in Python."""
     pos = batch.position
-    fast = None
     try:
         data = reader.read_batch_bytes(batch)
         if not batch.is_control:
             fast = mr.c_metadata_batch(batch, data, MetadataEntry, partial(_data_entry, label, pos, notes),
                                        label=label, position=pos, start_offset=start_offset)
-        if fast is None:
-            kvs = list(mr.iter_records(batch, data, label=label))
+            if fast is not None:
+                return fast
+        kvs = list(mr.iter_records(batch, data, label=label))
     except (FormatError, OSError) as e:
         notes.append(Note(label, batch.position, batch.base_offset,
                           f"batch unreadable, its records skipped: {e}"))
-        return
-    if fast is not None:
-        yield from fast
-        return
+        return ()
+    return _python_entries(kvs, batch.is_control, label, pos, notes, start_offset)
+
+
+def _python_entries(kvs, control, label, pos, notes, start_offset) -> Iterator[MetadataEntry]:
     for offset, ts, key, value in kvs:
         if offset >= start_offset:
-            if batch.is_control:
+            if control:
                 entry = _control_entry(label, pos, offset, ts, key, value, notes)
             else:
                 entry = _data_entry(label, pos, notes, offset, ts, key, value)
