@@ -53,7 +53,7 @@ from auditor.cluster.remote_storage import METADATA_TOPIC as REMOTE_METADATA_TOP
 from auditor.cluster.remote_storage import RemoteLogMetadata
 from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_dirs
 from auditor.scan import Progress, iter_log_dir
-from auditor.scan.pagecache import PageCacheCare
+from auditor.scan.pagecache import PageCacheCare, ReadRate
 from auditor.scan.state import check_state_dir
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
 
@@ -257,7 +257,7 @@ def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, 
             if sink.tmp.exists():
                 sink.abort()
         raise
-    result.cluster_parts = collect_cluster_parts(log_dirs, out_dir, page_cache_care=care)
+    result.cluster_parts = collect_cluster_parts(log_dirs, out_dir, page_cache_care=care, max_read_rate_mib_s=rate)
     result.segments, result.partitions = sinks["segments"].count, sinks["partitions"].count
     result.log_dirs = infos
     result.elapsed_s = time.monotonic() - started
@@ -277,11 +277,11 @@ def _write_part(path: Path, write, what) -> int:
     return lines
 
 
-def collect_cluster_parts(log_dirs: list[str | os.PathLike], out_dir: Path, *, page_cache_care: bool = False
-                          ) -> list[str]:
-    """Writes what the log dirs hold of the cluster's own record (read-only, as disk mode reads it):
-    the KRaft metadata log with its history, and ``__remote_log_metadata``. Says what it did.
-    ``page_cache_care``: the pages these reads bring into the page cache are dropped after."""
+def collect_cluster_parts(log_dirs: list[str | os.PathLike], out_dir: Path, *, page_cache_care: bool = False,
+                          max_read_rate_mib_s: float | None = None) -> list[str]:
+    """Writes the cluster's own record the log dirs hold (read-only, as disk mode reads it): the KRaft metadata
+    log with its history, ``__remote_log_metadata``, the consumer groups; says what it did. ``page_cache_care``:
+    the pages these reads bring in are dropped after; ``max_read_rate_mib_s`` paces ``__consumer_offsets``."""
     said = []
     log_dirs = [os.path.abspath(d) for d in log_dirs]     # the paths the scan's rows carry
     care = PageCacheCare() if page_cache_care else None
@@ -296,7 +296,7 @@ def collect_cluster_parts(log_dirs: list[str | os.PathLike], out_dir: Path, *, p
                     f"{len(log.state.topics)} topics, {len(log.history)} changes, {len(log.notes)} notes "
                     f"-> {CLUSTER_METADATA_FILE}")
     said.append(_collect_remote(log_dirs, out_dir, care))
-    said.append(_collect_groups(log_dirs, out_dir, care))
+    said.append(_collect_groups(log_dirs, out_dir, care, max_read_rate_mib_s and ReadRate(max_read_rate_mib_s)))
     return said
 
 
@@ -314,12 +314,12 @@ def _collect_remote(log_dirs: list[str], out_dir: Path, care) -> str:
             f"-> {REMOTE_LOG_METADATA_FILE}")
 
 
-def _collect_groups(log_dirs: list[str], out_dir: Path, care) -> str:
+def _collect_groups(log_dirs: list[str], out_dir: Path, care, rate: ReadRate | None) -> str:
     dirs = [str(d) for ds in offsets_partition_dirs(log_dirs).values() for d in ds]
     if not dirs:
         (out_dir / CONSUMER_GROUPS_FILE).unlink(missing_ok=True)
         return f"consumer groups: no {OFFSETS_TOPIC} in these log dirs (not written)"
-    result = _read_with_care(care, dirs, lambda: read_offsets_groups(log_dirs))
+    result = _read_with_care(care, dirs, lambda: read_offsets_groups(log_dirs, pace=rate.pace if rate else None))
     _write_part(out_dir / CONSUMER_GROUPS_FILE, portable.write_groups, result)
     return (f"consumer groups: {len(result.partitions)} {OFFSETS_TOPIC} partitions, {len(result.live)} live groups, "
             f"{sum(len(g.offsets) for g in result.live.values())} committed offsets, {len(result.notes)} notes "

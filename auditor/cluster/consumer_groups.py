@@ -323,25 +323,27 @@ class Decoder:
         return orec.record_family(name)
 
 
-def fold_partition_dir(partition_dir: str | os.PathLike, partition: int | None = None) -> OffsetsFold:
-    """Replay every live segment of one __consumer_offsets replica dir (read-only)."""
+def fold_partition_dir(partition_dir: str | os.PathLike, partition: int | None = None, pace=None) -> OffsetsFold:
+    """Replay every live segment of one __consumer_offsets replica dir (read-only); ``pace``: see
+    :func:`auditor.cluster.offsets_segments.replay_partition_dir`."""
     fold = OffsetsFold(partition)
-    replay_partition_dir(partition_dir, fold)
+    replay_partition_dir(partition_dir, fold, pace)
     return fold
 
 
-def read_groups(log_dirs: Iterable[str | os.PathLike], decoder: Decoder | None = None) -> GroupsResult:
+def read_groups(log_dirs: Iterable[str | os.PathLike], decoder: Decoder | None = None, *, pace=None) -> GroupsResult:
     """Every group recorded in the __consumer_offsets partitions under ``log_dirs``.
 
     When a partition has several replicas (several brokers' log dirs), the one with the most
-    records folded is used and the others are named in a note."""
+    records folded is used and the others are named in a note. ``pace()``, when given, is called
+    between reads (``collect --max-read-rate``)."""
     decoder = decoder or Decoder()
     groups: dict[str, Group] = {}
     notes: list[str] = []
     chosen: dict[int, str] = {}
     total = 0
     for part, dirs in sorted(offsets_partition_dirs(log_dirs).items()):
-        folds = [(fold_partition_dir(d, part), d) for d in dirs]
+        folds = [(fold_partition_dir(d, part, pace), d) for d in dirs]
         fold, d = max(folds, key=lambda fd: (max((r[0] for r in fd[0].store.values()), default=-1), fd[0].records))
         if len(folds) > 1:
             notes.append(f"{OFFSETS_TOPIC}-{part}: {len(folds)} replicas ({', '.join(str(x) for _, x in folds)}); "

@@ -10,6 +10,8 @@ goes through the Python path (:func:`_fold_batch`), which is the whole replay wi
 extension. Both give the same store and notes (tests/test_offsets_c_fold.py).
 
 Read-only: ``os.open(O_RDONLY)`` and pread (LogReader, :class:`_Window`, the C replay); no mmap.
+``pace`` (``collect --max-read-rate``: ``auditor.scan.pagecache.ReadRate.pace``) is called after
+about every ``PACE_BYTES`` read and after each segment.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ USE_C_FOLD = True
 #: The Python path's read-ahead window after the C replay hands a batch over (often one
 #: transaction's batch or two before the C replay takes over again: no MiB re-read per hand-over).
 HANDOVER_WINDOW_BYTES = 64 * 1024
+#: With a ``pace`` callback: bytes replayed between two calls of it (the scan paces per segment;
+#: a __consumer_offsets segment is up to 100 MiB by default, so the replay paces within one).
+PACE_BYTES = 8 * 1024 * 1024
 
 
 class _Window:
@@ -116,18 +121,23 @@ def _fold_batch(fold, reader: LogReader, window: _Window, batch, label: str) -> 
             fold.bad_key(rec_off, None, where)
 
 
-def _fold_segment_c(fold, reader: LogReader, window: _Window, label: str) -> None:
+def _fold_segment_c(fold, reader: LogReader, window: _Window, label: str, pace) -> None:
     """Runs of plain batches replayed in C (:func:`orec.fold_plain_batches`); each entry it hands
     over (transactional, control, compressed, a record the Python fold notes, a cut or corrupt
     tail, ...) is read by the Python path, which keeps the segment while a transaction is open."""
     size = reader.size_bytes
     pos = 0
+    budget = PACE_BYTES if pace is not None else 0
     while pos < size:
         if not fold.pending:
-            pos, n = orec.fold_plain_batches(window.fd, pos, size, fold.store, label)
+            start = pos
+            pos, n = orec.fold_plain_batches(window.fd, pos, size, fold.store, label, budget)
             fold.records += n
             if pos >= size:
                 return
+            if budget and pos - start >= budget:   # not a hand-over: the read budget is spent
+                pace()
+                continue
         batch = reader.batch_at(pos)
         if batch is None:   # the walk stops here: the full walk says why (reader.stop_reason)
             for batch in reader.batches(pos):
@@ -137,8 +147,19 @@ def _fold_segment_c(fold, reader: LogReader, window: _Window, label: str) -> Non
         pos = batch.position + batch.size_bytes
 
 
-def replay_partition_dir(partition_dir: str | os.PathLike, fold) -> None:
-    """Replay every live segment of one __consumer_offsets replica dir into ``fold`` (read-only)."""
+def _fold_segment_py(fold, reader: LogReader, window: _Window, label: str, pace) -> None:
+    """The whole segment by the Python path."""
+    paced_at = 0
+    for batch in reader.batches():
+        _fold_batch(fold, reader, window, batch, label)
+        if pace is not None and batch.position - paced_at >= PACE_BYTES:
+            pace()
+            paced_at = batch.position
+
+
+def replay_partition_dir(partition_dir: str | os.PathLike, fold, pace=None) -> None:
+    """Replay every live segment of one __consumer_offsets replica dir into ``fold`` (read-only);
+    ``pace()``, when given, is called between reads (about every ``PACE_BYTES``, and per segment)."""
     pdir = Path(partition_dir)
     use_c = USE_C_FOLD and orec.HAVE_C_FOLD
     for _, log in live_segments(pdir):
@@ -155,13 +176,11 @@ def replay_partition_dir(partition_dir: str | os.PathLike, fold) -> None:
             fold.notes.append(f"{log}: cannot open: {exc.strerror or exc}; segment not read")
             continue
         try:
-            if use_c:
-                _fold_segment_c(fold, reader, window, label)
-            else:
-                for batch in reader.batches():
-                    _fold_batch(fold, reader, window, batch, label)
+            (_fold_segment_c if use_c else _fold_segment_py)(fold, reader, window, label, pace)
             if reader.stop_reason is not None and reader.stop_reason != "zero-tail":
                 fold.notes.append(reader.stop_detail or f"{label}: walk stopped ({reader.stop_reason})")
         finally:
             reader.close()
             window.close()
+        if pace is not None:
+            pace()

@@ -1,7 +1,7 @@
 /*
  * _coffsets: the happy path of replaying __consumer_offsets in C.
  *
- * fold_plain(fd, start, size, store, label) walks consecutive v2 record batches of one .log file
+ * fold_plain(fd, start, size, store, label[, max_bytes]) walks consecutive v2 record batches of one .log file
  * from byte `start` (windowed pread only: never mmap, never a write) and, for every batch it can
  * replay exactly as auditor/formats/offsets_records.py fold_records_into does, stores each record
  * in `store` (a dict): store[key] = (record offset, timestamp_ms, value bytes | None, False,
@@ -10,6 +10,9 @@
  * (stop_position, records folded): stop_position == size at a clean end, else the start of the
  * first entry it did not fold, which the Python path (auditor/cluster/consumer_groups.py) then
  * reads, so every note, stop reason and edge case comes from the one Python implementation.
+ * With max_bytes > 0 it also returns at the first batch boundary at least max_bytes after start
+ * (the caller paces its reads there: --max-read-rate); such a stop is always >= start + max_bytes,
+ * a hand-over always below it.
  *
  * It folds a batch only when the Python walker would yield it as a v2 batch and the Python fold
  * would store every one of its records without a note or an error:
@@ -229,15 +232,16 @@ typedef struct {
     PyObject *store, *label;
     unsigned char *buf;
     scratch_t scratch;
-    int64_t pos, records;
+    int64_t pos, records, max_bytes;
 } fold_t;
 
 /* The whole walk. 0 on success (f->pos = where it stopped), -1 with a Python exception set. */
 static int walk(fold_t *f) {
     int64_t buf_start = f->pos, buf_end = f->pos;
-    int64_t window = FIRST_WINDOW_BYTES;
+    int64_t window = FIRST_WINDOW_BYTES, start = f->pos;
     while (f->size - f->pos >= RECORD_BATCH_OVERHEAD) {
         int64_t pos = f->pos;
+        if (f->max_bytes > 0 && pos - start >= f->max_bytes) return 0;
         if (pos + RECORD_BATCH_OVERHEAD > buf_end) {
             int64_t want = window < f->size - pos ? window : f->size - pos;
             if (read_window(f->fd, f->buf, want, pos) < 0) return 0;
@@ -281,14 +285,16 @@ static int walk(fold_t *f) {
 
 static PyObject *fold_plain(PyObject *self, PyObject *args) {
     fold_t f = {0};
-    long long start, size;
-    if (!PyArg_ParseTuple(args, "iLLO!U", &f.fd, &start, &size, &PyDict_Type, &f.store, &f.label)) return NULL;
+    long long start, size, max_bytes = 0;
+    if (!PyArg_ParseTuple(args, "iLLO!U|L", &f.fd, &start, &size, &PyDict_Type, &f.store, &f.label, &max_bytes))
+        return NULL;
     if (start < 0 || start > size) {
         PyErr_Format(PyExc_ValueError, "start = %lld, expected 0..%lld", start, size);
         return NULL;
     }
     f.pos = start;
     f.size = size;
+    f.max_bytes = max_bytes;
     f.buf = malloc(WINDOW_BYTES);
     if (f.buf == NULL) return PyErr_NoMemory();
     int rc = walk(&f);
@@ -300,9 +306,10 @@ static PyObject *fold_plain(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"fold_plain", fold_plain, METH_VARARGS,
-     "fold_plain(fd, start, size, store, label) -> (stop_position, records): replay the plain v2 batches "
-     "from byte start into store (key -> (offset, timestamp_ms, value, False, (label, batch position))); "
-     "stop_position is where the Python path must take over (== size at a clean end)."},
+     "fold_plain(fd, start, size, store, label[, max_bytes]) -> (stop_position, records): replay the plain "
+     "v2 batches from byte start into store (key -> (offset, timestamp_ms, value, False, (label, batch "
+     "position))); stop_position is where the Python path must take over (== size at a clean end), or, "
+     "with max_bytes > 0, the first batch boundary at least max_bytes after start."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -377,7 +377,8 @@ def fold_records_into(store: dict, header: BatchHeader, batch_bytes, transaction
     return count
 
 
-def fold_plain_batches(fd: int, start: int, size: int, store: dict, label: str) -> tuple[int, int] | None:
+def fold_plain_batches(fd: int, start: int, size: int, store: dict, label: str, max_bytes: int = 0
+                       ) -> tuple[int, int] | None:
     """The C twin of :func:`fold_records_into` over a run of batches (``_coffsets.fold_plain``).
 
     From byte ``start`` of an open ``.log`` (descriptor ``fd``, read with pread only, up to
@@ -385,12 +386,14 @@ def fold_plain_batches(fd: int, start: int, size: int, store: dict, label: str) 
     whose every record the Python fold would store without a note is stored as that fold stores
     it: ``store[key] = (offset, timestamp_ms, value, False, (label, batch position))``. Returns
     ``(stop_position, records)``: ``stop_position`` is ``size`` at a clean end, else the first
-    entry the Python path must read (a batch is stored whole or not at all). None when the
-    extension is not built.
+    entry the Python path must read (a batch is stored whole or not at all); with ``max_bytes``
+    > 0, it returns at the first batch boundary at least ``max_bytes`` after ``start`` too (a
+    stop at or beyond ``start + max_bytes`` is that one; a hand-over is always before it). None
+    when the extension is not built.
     """
     if _coffsets is None:
         return None
-    return _coffsets.fold_plain(fd, start, size, store, label)
+    return _coffsets.fold_plain(fd, start, size, store, label, max_bytes)
 
 
 def _fpos(base_pos: int | None, pos: int) -> int:
