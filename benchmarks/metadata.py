@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/metadata.py                  # 1,014,000 records, 100,000+ partitions
     .venv/bin/python benchmarks/metadata.py --copies 600     # a smaller run
+    .venv/bin/python benchmarks/metadata.py --pure-python    # also ours without the C extension
 
 Prints figures; asserts nothing. Targets (issue 11) are printed beside the figures with PASS/MISS.
 
@@ -18,7 +19,8 @@ Data, made from real bytes (built under the repo's ignored ``.cache/bench/metada
 
 Measured, each in a subprocess pinned to one CPU (``sched_setaffinity``), wall time inside it:
 ``ours``: every record of the decode file framed and decoded into fields
-(``metadata_log.read_entries``); ``DumpLogSegments --cluster-metadata-decoder --files <same
+(``metadata_log.read_entries``; with the C extension when it is built, and with ``--pure-python``
+also through the Python decoders alone, ``kafka_message.use_c = False``); ``DumpLogSegments --cluster-metadata-decoder --files <same
 file>`` (the JVM, its start included, output counted not stored; the JVM may use more than the
 pinned CPU for GC/JIT threads); ``state``: ``read_metadata_log`` of the state dir (decode +
 replay into topics/partitions).
@@ -111,7 +113,9 @@ import os, sys, time, json
 os.sched_setaffinity(0, {0})
 sys.path.insert(0, %(root)r)
 from auditor.cluster import metadata_log as ml
+from auditor.formats import kafka_message as km
 what, path = sys.argv[1], sys.argv[2]
+km.use_c = km.use_c and sys.argv[3] == "c"
 t = time.perf_counter()
 c = time.process_time()
 if what == "decode":
@@ -126,12 +130,13 @@ else:
            "partitions": log.state.partition_count, "notes": len(log.notes)}
 out["wall_s"] = time.perf_counter() - t
 out["cpu_s"] = time.process_time() - c
+out["c"] = km.use_c
 print(json.dumps(out))
 """
 
 
-def child(what: str, path: Path) -> dict:
-    proc = subprocess.run([sys.executable, "-c", CHILD % {"root": str(ROOT)}, what, str(path)],
+def child(what: str, path: Path, mode: str = "c") -> dict:
+    proc = subprocess.run([sys.executable, "-c", CHILD % {"root": str(ROOT)}, what, str(path), mode],
                           capture_output=True, text=True, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -160,6 +165,7 @@ def main() -> None:
     ap.add_argument("--copies", type=int, default=6000)
     ap.add_argument("--partitions", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--pure-python", action="store_true", help="also decode without the C extension")
     args = ap.parse_args()
     dec, state_dir, n_dec, n_parts = build(args.copies, args.partitions)
     size = dec.stat().st_size
@@ -183,6 +189,14 @@ def main() -> None:
     ratio, cpu_ratio = o_rate / d_rate, o_cpu / d_cpu
     print(f"  ratio: wall {ratio:.2f}x, CPU {cpu_ratio:.2f}x   (load average now: {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} CPUs: wall figures are only fair on an idle machine)")
+    print(f"  ours decoded with the C extension: {o['c']}")
+    if args.pure_python:
+        py = sorted((child("decode", dec, "py") for _ in range(args.runs)), key=lambda r: r["wall_s"])
+        p = py[len(py) // 2]
+        assert p["records"] == n_dec and p["notes"] == 0 and not p["c"], p
+        print(f"  ours, pure Python (use_c False):          wall {p['wall_s']:7.2f} s {n_dec / p['wall_s']:10,.0f}/s   "
+              f"CPU {p['cpu_s']:7.2f} s {n_dec / p['cpu_s']:10,.0f}/s   ratio: wall "
+              f"{n_dec / p['wall_s'] / d_rate:.2f}x, CPU {n_dec / p['cpu_s'] / d_cpu:.2f}x")
     print(f"\nstate rebuilt: {s['partitions']:,} partitions, {s['topics']:,} topics from {s['records']:,} records: "
           f"wall {s['wall_s']:.2f} s, CPU {s['cpu_s']:.2f} s (median of {args.runs}), notes {s['notes']}")
     print("\ntargets:")
