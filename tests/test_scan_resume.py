@@ -92,6 +92,11 @@ def _rewrite_recorded_header(log: Path, whole: bytes) -> None:
     _append_rest(log, whole)
 
 
+def _rewrite_recorded_header_only(log: Path, whole: bytes) -> None:
+    """As above, nothing appended: the file is as long as the last walk's end (the quiet path)."""
+    _rewrite_recorded_header(log, whole[:log.stat().st_size])
+
+
 def _smaller(log: Path, whole: bytes) -> None:
     size = log.stat().st_size
     os.truncate(log, [s for s in _batch_starts(whole) if s < size][-1])
@@ -134,8 +139,8 @@ def test_appended_bytes_only_are_read_and_rows_equal_a_full_scan(use_c, tmp_path
     _assert_equal_to_full_scan(third, log_dir)
 
 
-@pytest.mark.parametrize("change", [_other_batches_after_cut, _rewrite_recorded_header, _smaller, _replaced,
-                                    _index_rebuilt])
+@pytest.mark.parametrize("change", [_other_batches_after_cut, _rewrite_recorded_header, _rewrite_recorded_header_only,
+                                    _smaller, _replaced, _index_rebuilt])
 def test_a_segment_that_does_not_verify_is_read_whole(change, tmp_path):
     log_dir, cut = _cut_copy(tmp_path)
     state = tmp_path / "state"

@@ -17,16 +17,17 @@ the changes that must not be trusted (truncation, rewrite, new inode, rebuilt in
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+import zlib
 import time
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 
 from auditor.scan import scan_log_dirs
-from auditor.scan.state import STATE_FORMAT, StateDirError, check_state_dir, state_file_name
+from auditor.scan.state import STATE_FORMAT, StateDirError, check_state_dir, read_state_file, state_file_name
 from harness.moves import move_log_dir
 
 DEPTH = "headers"
@@ -262,27 +263,42 @@ def test_untrusted_states_are_ignored_with_a_note(cluster, tmp_path):
     scan_log_dirs([other], DEPTH, state_dir=tmp_path / "other")
     os.replace(tmp_path / "other" / state_file_name(str(other), DEPTH), path)
     res = scan_log_dirs([log_dir], DEPTH, state_dir=state)
-    assert res.log_dirs[0]["scan_state"]["reused"] == 0
+    assert res.log_dirs[0]["scan_state"]["reused"] == res.log_dirs[0]["scan_state"]["continued"] == 0
     assert any("scan state log_dir" in p and "ignored" in p for p in res.log_dirs[0]["problems"]), res.log_dirs[0]
-    # another version
-    table = pq.read_table(path)
-    meta = dict(table.schema.metadata)
-    meta[b"kafka_audit.state.version"] = b"0.0.1"
-    pq.write_table(table.replace_schema_metadata(meta), path)
+    # another version (a whole, well-formed file)
+    scan_log_dirs([log_dir], DEPTH, state_dir=state)
+    _rewrite_state(path, version="0.0.1")
     res = scan_log_dirs([log_dir], DEPTH, state_dir=state)
     assert any("scan state version = '0.0.1'" in p for p in res.log_dirs[0]["problems"]), res.log_dirs[0]
     assert res.log_dirs[0]["scan_state"]["reused"] == 0
-    # corrupt
-    path.write_bytes(b"PAR1 not really")
+    # other row columns
+    _rewrite_state(path, columns="0123456789abcdef")
     res = scan_log_dirs([log_dir], DEPTH, state_dir=state)
-    assert any("scan state unreadable" in p for p in res.log_dirs[0]["problems"]), res.log_dirs[0]
+    assert any("scan state columns = " in p for p in res.log_dirs[0]["problems"]), res.log_dirs[0]
+    # corrupt, torn (cut short), altered (one byte of a row changed: the CRC-32 differs)
+    whole = path.read_bytes()
+    at = whole.index(b"[") + 1
+    for bad in (b"PAR1 not really", whole[: len(whole) // 2], whole[:at] + b"7" + whole[at + 1:]):
+        assert bad != whole
+        path.write_bytes(bad)
+        res = scan_log_dirs([log_dir], DEPTH, state_dir=state)
+        assert any("scan state unreadable" in p for p in res.log_dirs[0]["problems"]), res.log_dirs[0]
+        assert res.log_dirs[0]["scan_state"]["reused"] == 0 and res.log_dirs[0]["scan_state"]["continued"] == 0
     # after the ignored one, a good state is written again and trusted
     res = scan_log_dirs([log_dir], DEPTH, state_dir=state)
-    assert res.log_dirs[0]["scan_state"]["reused"] > 0
-    assert pq.read_table(path).schema.metadata[b"kafka_audit.state.format"].decode() == STATE_FORMAT
+    assert res.log_dirs[0]["scan_state"]["reused"] + res.log_dirs[0]["scan_state"]["continued"] > 0
+    assert read_state_file(path)[1]["format"] == STATE_FORMAT
     # another depth has its own state file
     res = scan_log_dirs([log_dir], "index", state_dir=state)
     assert res.log_dirs[0]["scan_state"]["reused"] == 0
+
+
+def _rewrite_state(path: Path, **identity) -> None:
+    """The state file with its identity changed, whole and with a matching count and CRC-32."""
+    lines, meta = read_state_file(path)
+    text = json.dumps({**meta, **identity}, sort_keys=True) + "\n" + "".join(line + "\n" for line in lines)
+    body = text.encode()
+    path.write_bytes(body + f"end\t{len(lines)}\t{zlib.crc32(body):08x}\n".encode())
 
 
 def test_state_dir_inside_a_log_dir_is_refused(cluster, tmp_path):

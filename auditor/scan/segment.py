@@ -21,7 +21,8 @@ from auditor.formats.record_batch import CONTROL_ABORT, CONTROL_COMMIT, CREATE_T
 from auditor.formats.time_index import read_time_index
 from auditor.formats.txn_index import read_txn_index
 from auditor.scan.files import lstat_or_note
-from auditor.scan.resume import indexes_unchanged, record_end, same_index_files, verified_end
+from auditor.scan.resume import (INDEX_COLUMNS, indexes_unchanged, record_end, same_index_files, took_quiet_walk,
+                                 verified_end)
 from auditor.schema import SEGMENT_COLUMNS, empty_row
 
 
@@ -154,11 +155,6 @@ def scan_segment(
     return row
 
 
-#: The row's columns read from the index files (.index, .timeindex, .txnindex).
-INDEX_COLUMNS = ("index_entries", "last_index_offset", "last_index_position", "timeindex_entries",
-                 "last_timeindex_timestamp_ms", "last_timeindex_offset", "aborted_txns")
-
-
 def _scan_contents(row: dict, files: SegmentFiles, log_path, depth: str, notes: list[str],
                    resume: tuple[dict, dict] | None, resume_out: dict | None, stats: dict) -> None:
     """The indexes and the .log (depth 'index' and on). With ``resume`` (auditor.scan.resume) the
@@ -180,6 +176,16 @@ def _indexes_as_before(row: dict, files: SegmentFiles, resume: tuple[dict, dict]
     info, old = resume
     if row["log_size_bytes"] != info.get("end") or not indexes_unchanged(info, stats):
         return False
+    paths = files.paths
+    if USE_C_WALK and paths.keys() == {"log", "index", "timeindex"}:  # the index depth's one C call
+        facts = c_index_ends(paths["log"], paths["index"], paths["timeindex"], files.base_offset)
+        if facts is not None:
+            found = dict(zip(INDEX_ENDS_FIELDS, facts))
+            values = {column: found.get(column) for column in INDEX_COLUMNS}  # no .txnindex: aborted_txns None
+            if values != {column: old[column] for column in INDEX_COLUMNS}:
+                return False
+            row.update(values)
+            return True
     mark = len(notes)
     _scan_indexes(row, files, "index", notes)
     if len(notes) == mark and all(row[c] == old[c] for c in INDEX_COLUMNS):
@@ -282,6 +288,9 @@ def _scan_indexes(row: dict, files: SegmentFiles, depth: str, notes: list[str]) 
 def _scan_log(row: dict, files: SegmentFiles, log_path: Path, depth: str, notes: list[str],
               resume: tuple[dict, dict] | None = None, resume_out: dict | None = None,
               inodes: dict | None = None) -> None:
+    if resume is not None and depth == "headers" and took_quiet_walk(row, log_path, resume, resume_out, inodes or {}):
+        _note_below_base_offset(row, files, log_path, notes)
+        return
     try:
         reader = LogReader(log_path)
     except FileNotFoundError:
@@ -302,7 +311,8 @@ def _scan_log(row: dict, files: SegmentFiles, log_path: Path, depth: str, notes:
                 if start is not None:
                     resume_out["continued_from"] = start
                 if depth == "headers":
-                    record_end(row, reader, last, inodes or {}, resume_out)
+                    known = resume[0] if start is not None and last == resume[0]["pos"] else None
+                    record_end(row, reader, last, inodes or {}, resume_out, known)
     finally:
         reader.close()
     if reader.stop_reason is not None:
