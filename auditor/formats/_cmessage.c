@@ -743,17 +743,21 @@ static PyObject *decoded_entry(const uint8_t *b, const Framed *r, PyObject *tabl
     if (r->value_pos < 0 || r->value_size <= 2) return NULL;
     const uint8_t *v = b + r->value_pos;
     if (v[0] != METADATA_FRAME_VERSION || v[1] >= 0x80 || v[2] >= 0x80) return NULL;
+    if (PyList_GET_SIZE(table) != FRAME_TABLE_SIZE) return NULL;
     PyObject *hit = PyList_GET_ITEM(table, v[1] << 7 | v[2]);
-    if (hit == Py_None || !PyTuple_Check(hit) || PyTuple_GET_SIZE(hit) != 3) return NULL;
+    if (hit == Py_None || !PyTuple_CheckExact(hit) || PyTuple_GET_SIZE(hit) != 3) return NULL;
     PyObject *dec = PyTuple_GET_ITEM(hit, 2);
     if (Py_TYPE(dec) != &DecoderType || !((Decoder *)dec)->exact) return NULL;
+    Py_INCREF(hit);   /* held while the factory (Python code) runs */
     Py_ssize_t vend = r->value_pos + (Py_ssize_t)r->value_size;
-    PyObject *data = decode_span((Decoder *)dec, b, r->value_pos + 3, vend);
-    if (!data) return NULL;
-    PyObject *args[8] = {label, position, offset, ts, Py_False, PyTuple_GET_ITEM(hit, 0), PyTuple_GET_ITEM(hit, 1),
-                         data};
-    PyObject *entry = PyObject_Vectorcall(factory, args, 8, NULL);
-    Py_DECREF(data);
+    PyObject *data = decode_span((Decoder *)dec, b, r->value_pos + 3, vend), *entry = NULL;
+    if (data) {
+        PyObject *args[8] = {label, position, offset, ts, Py_False, PyTuple_GET_ITEM(hit, 0),
+                             PyTuple_GET_ITEM(hit, 1), data};
+        entry = PyObject_Vectorcall(factory, args, 8, NULL);
+        Py_DECREF(data);
+    }
+    Py_DECREF(hit);
     return entry;
 }
 
