@@ -69,6 +69,14 @@ def versions_text(rng) -> str:
     return f"{lo}+" if hi is None else (str(lo) if lo == hi else f"{lo}-{hi}")
 
 
+def field_flags(f: dict, version: int, flexible: bool, tagged: bool) -> tuple[bool, bool]:
+    """(nullable, lengths as varints) of field ``f`` at ``version`` of a message whose version is
+    ``flexible`` or not: the field's own flexibleVersions, when it has them, override the
+    message's, and a tagged value always has varint lengths."""
+    flex = in_versions(f["flexibleVersions"], version) if "flexibleVersions" in f else flexible
+    return in_versions(f.get("nullableVersions"), version), flex or tagged
+
+
 class DecodeFailure(Exception):
     """Where and why a checked decode failed (turned into a FormatError by kafka_message)."""
 
@@ -225,13 +233,7 @@ class Compiler:
 
     def read_value(self, f: dict, target: str, label: str, lines: list, tagged: bool):
         t = f["type"]
-        v = self.version
-        nullable = in_versions(f.get("nullableVersions"), v)
-        fflex = self.flexible
-        if "flexibleVersions" in f:
-            fflex = in_versions(f["flexibleVersions"], v)
-        if tagged:
-            fflex = True
+        nullable, fflex = field_flags(f, self.version, self.flexible, tagged)
         if _is_array(t):
             self.read_array(f, t[2:], target, label, lines, fflex, nullable)
             return

@@ -22,7 +22,7 @@ names the problem exactly as without the extension.
 
 from __future__ import annotations
 
-from auditor.formats.message_codegen import FIXED, VARIABLE, default_expr, in_versions, json_name
+from auditor.formats.message_codegen import FIXED, VARIABLE, default_expr, field_flags, in_versions, json_name
 
 try:  # optional C decoder (setup.py builds it when a compiler is there)
     from auditor.formats import _cmessage
@@ -77,13 +77,7 @@ class ProgramBuilder:
 
     def field(self, f: dict, tagged: bool) -> tuple:
         t = f["type"]
-        v = self.version
-        nullable = in_versions(f.get("nullableVersions"), v)
-        flex = self.flexible
-        if "flexibleVersions" in f:
-            flex = in_versions(f["flexibleVersions"], v)
-        if tagged:
-            flex = True
+        nullable, flex = field_flags(f, self.version, self.flexible, tagged)
         key = json_name(f["name"])
         if t.startswith("[]"):
             elem = t[2:]
