@@ -55,7 +55,7 @@ from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_dirs
 from auditor.scan import Progress, iter_log_dir
 from auditor.scan.pagecache import PageCacheCare, ReadRate
 from auditor.scan.state import check_state_dir
-from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
+from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, read_parquet
 
 SEGMENTS_FILE = "segments.parquet"
 PARTITIONS_FILE = "partitions.parquet"
@@ -345,26 +345,6 @@ def read_manifest(path: str | os.PathLike) -> tuple[pa.Table, pa.Table, pa.Table
     return (read_parquet(p / SEGMENTS_FILE, schema=SEGMENT_SCHEMA),
             read_parquet(p / PARTITIONS_FILE, schema=PARTITION_SCHEMA),
             read_parquet(p / LOG_DIRS_FILE))
-
-
-def read_parquet(path: str | os.PathLike, *, schema: pa.Schema | None = None,
-                 columns: list[str] | None = None) -> pa.Table:
-    """``pq.read_table`` of one file, for a local one without ``pyarrow.dataset`` (its import pulls
-    in pandas: ~0.3 s that replay-check does not need): with ``schema``, its columns in its order,
-    cast, the ones the file lacks null (an older manifest), as ``read_table(schema=)`` gives them.
-    A URL (``s3://`` ...) goes through ``read_table`` and its filesystems."""
-    if "://" in str(path):
-        return pq.read_table(str(path), schema=schema, columns=columns)
-    pf = pq.ParquetFile(path)
-    missing = [c for c in columns or () if c not in pf.schema_arrow.names]
-    if missing:  # read_table fails on them (ArrowInvalid, a ValueError); ParquetFile would leave them out
-        raise ValueError(f"{path}: no column {missing[0]!r}")
-    table = pf.read(columns=columns)
-    if schema is None:
-        return table
-    arrays = [table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
-              for f in schema]
-    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def find_manifests(paths: Iterable[str | os.PathLike]) -> list[str]:

@@ -13,6 +13,7 @@ the reports and the tests) takes its columns from here. Conventions:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -198,6 +199,29 @@ def empty_row(columns: tuple[Column, ...]) -> dict:
 
 def to_table(rows: list[dict], schema: pa.Schema) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=schema)
+
+
+def read_parquet(path: str | os.PathLike, *, schema: pa.Schema | None = None,
+                 columns: list[str] | None = None) -> pa.Table:
+    """``pq.read_table`` of one file (manifests' tables), for a local one without ``pyarrow.dataset``
+    (its import pulls in pandas: ~0.3 s that replay-check does not need): with ``schema``, its
+    columns in its order, cast, the ones the file lacks null (an older manifest), as
+    ``read_table(schema=)`` gives them; a column asked for and missing raises ValueError, as there.
+    A URL (``s3://`` ...) goes through ``read_table`` and its filesystems."""
+    import pyarrow.parquet as pq  # here: the scanner and the JSON writers need no Parquet
+
+    if "://" in str(path):
+        return pq.read_table(str(path), schema=schema, columns=columns)
+    pf = pq.ParquetFile(path)
+    missing = [c for c in columns or () if c not in pf.schema_arrow.names]
+    if missing:  # ParquetFile would leave them out
+        raise ValueError(f"{path}: no column {missing[0]!r}")
+    table = pf.read(columns=columns)
+    if schema is None:
+        return table
+    arrays = [table.column(f.name).cast(f.type) if f.name in table.column_names else pa.nulls(table.num_rows, f.type)
+              for f in schema]
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def spark_schema(schema: pa.Schema):

@@ -243,7 +243,7 @@ def test_manifest_tables_read_without_pyarrow_dataset_equal_read_table(manifest,
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from auditor.manifest import read_parquet
+    from auditor.schema import read_parquet
 
     for name, schema in (("segments.parquet", SEGMENT_SCHEMA), ("partitions.parquet", PARTITION_SCHEMA),
                          ("log_dirs.parquet", None)):
