@@ -24,6 +24,7 @@ import zlib
 import time
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from auditor.scan import scan_log_dirs
@@ -275,10 +276,12 @@ def test_untrusted_states_are_ignored_with_a_note(cluster, tmp_path):
     _rewrite_state(path, columns="0123456789abcdef")
     res = scan_log_dirs([log_dir], DEPTH, state_dir=state)
     assert any("scan state columns = " in p for p in res.log_dirs[0]["problems"]), res.log_dirs[0]
-    # corrupt, torn (cut short), altered (one byte of a row changed: the CRC-32 differs)
+    # corrupt, torn (cut short), altered (one byte of a row changed, recompressed: the CRC-32 differs)
     whole = path.read_bytes()
-    at = whole.index(b"[") + 1
-    for bad in (b"PAR1 not really", whole[: len(whole) // 2], whole[:at] + b"7" + whole[at + 1:]):
+    lines, meta = read_state_file(path)
+    plain = _state_text(meta, lines)
+    at = plain.index(b"[") + 1
+    for bad in (b"PAR1 not really", whole[: len(whole) // 2], _zstd(plain[:at] + b"7" + plain[at + 1:])):
         assert bad != whole
         path.write_bytes(bad)
         res = scan_log_dirs([log_dir], DEPTH, state_dir=state)
@@ -293,12 +296,23 @@ def test_untrusted_states_are_ignored_with_a_note(cluster, tmp_path):
     assert res.log_dirs[0]["scan_state"]["reused"] == 0
 
 
+def _state_text(meta: dict, lines: list[str]) -> bytes:
+    """A state file's text (before compression): identity, lines, end line with count and CRC-32."""
+    body = (json.dumps(meta, sort_keys=True) + "\n" + "".join(line + "\n" for line in lines)).encode()
+    return body + f"end\t{len(lines)}\t{zlib.crc32(body):08x}\n".encode()
+
+
+def _zstd(data: bytes) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.CompressedOutputStream(sink, "zstd") as out:
+        out.write(data)
+    return sink.getvalue().to_pybytes()
+
+
 def _rewrite_state(path: Path, **identity) -> None:
     """The state file with its identity changed, whole and with a matching count and CRC-32."""
     lines, meta = read_state_file(path)
-    text = json.dumps({**meta, **identity}, sort_keys=True) + "\n" + "".join(line + "\n" for line in lines)
-    body = text.encode()
-    path.write_bytes(body + f"end\t{len(lines)}\t{zlib.crc32(body):08x}\n".encode())
+    path.write_bytes(_zstd(_state_text({**meta, **identity}, lines)))
 
 
 def test_state_dir_inside_a_log_dir_is_refused(cluster, tmp_path):

@@ -48,6 +48,8 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO
 
+import pyarrow as pa
+
 from auditor import __version__
 from auditor.formats.log_reader import c_segment_proof
 from auditor.scan.resume import can_seed
@@ -62,7 +64,10 @@ depth, :mod:`auditor.scan.resume`, JSON, else empty), its row (a JSON array of S
 decoded by the C decoder on a hit and written back unchanged); then ``end``, the count of segment
 lines and the CRC-32 of everything before, hex. Plain lines, not Parquet: a second run reads and
 writes this file and little else, and Parquet's reader and writer cost more than the index depth's
-whole scan of a small log dir (big: 47 segments, 8 ms)."""
+whole scan of a small log dir (big: 47 segments, 8 ms). The whole file is one zstd stream (level 1:
+the state of 102,400 segments is 45 MB of text, 2 % of what a first headers run reads)."""
+CODEC = "zstd"
+WRITE_CHUNK = 1 << 20
 LOCATION_FIELDS = ("broker_id", "cluster_id", "log_dir", "topic", "partition", "dir_kind", "dir_name")
 """The row's first columns: where the segment is. The scan knows them from the partition directory
 (the state is per log dir and keyed by directory name), so the state does not keep them."""
@@ -99,9 +104,13 @@ def state_file_name(log_dir: str, depth: str) -> str:
 
 def read_state_file(path: Path) -> tuple[list[str], dict]:
     """A state file's segment lines and its identity; ValueError when it is not a whole state file
-    (no identity line, no end line, a count or CRC-32 that does not match: a torn or altered file)."""
-    with open(path, "rb") as fh:
-        data = fh.read()
+    (not a zstd stream, no identity line, no end line, a count or CRC-32 that does not match: a torn
+    or altered file)."""
+    try:
+        with pa.OSFile(str(path)) as raw, pa.CompressedInputStream(raw, CODEC) as fh:
+            data = fh.read()
+    except pa.ArrowException as exc:
+        raise ValueError(f"not a {CODEC} stream: {exc}") from exc
     head_end = data.find(b"\n")
     tail_start = data.rfind(b"\n", 0, len(data) - 1) + 1
     if head_end < 0 or not data.endswith(b"\n") or tail_start <= head_end:
@@ -249,6 +258,9 @@ class LogDirState:
     continued: int = 0
     skipped_bytes: int = 0
     _out: BinaryIO | None = None
+    _zout: "pa.CompressedOutputStream | None" = None
+    _pending: list = field(default_factory=list)
+    _pending_bytes: int = 0
     _crc: int = 0
     _tmp: Path | None = None
 
@@ -269,7 +281,7 @@ class LogDirState:
             return
         try:
             lines, meta = read_state_file(self.path)
-        except (OSError, UnicodeDecodeError, ValueError) as exc:
+        except (OSError, UnicodeDecodeError, ValueError, pa.ArrowException) as exc:
             self.notes.append(f"{self.path}: scan state unreadable ({type(exc).__name__}: {exc}): ignored, "
                               "every segment is read")
             return
@@ -300,30 +312,46 @@ class LogDirState:
             self._start()
         line = f"{dir_name}\t{base_offset}\t{proof or ''}\t{resume_json or ''}\t{row_json}\n".encode()
         self._crc = zlib.crc32(line, self._crc)
-        self._out.write(line)
+        self._write(line)
         self.stored += 1
+
+    def _write(self, data: bytes, flush: bool = False) -> None:
+        """Into the zstd stream a MiB at a time (one compressor call per line cost a tenth of a second run)."""
+        self._pending.append(data)
+        self._pending_bytes += len(data)
+        if flush or self._pending_bytes >= WRITE_CHUNK:
+            self._zout.write(b"".join(self._pending))
+            self._pending, self._pending_bytes = [], 0
 
     def _start(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
         self._out = open(self._tmp, "wb")  # noqa: SIM115 - closed by commit/abort
+        self._zout = pa.CompressedOutputStream(pa.PythonFile(self._out, mode="w"), CODEC)
         head = (json.dumps(self.identity, sort_keys=True) + "\n").encode()
         self._crc = zlib.crc32(head)
-        self._out.write(head)
+        self._write(head)
 
     def commit(self) -> None:
         """Writes the new state (every closed segment seen this run) and renames it into place."""
         if self._out is None:
             self._start()
-        self._out.write(f"{END_MARK}\t{self.stored}\t{self._crc:08x}\n".encode())
-        self._out.flush()
-        os.fsync(self._out.fileno())
-        self._out.close()
+        self._write(f"{END_MARK}\t{self.stored}\t{self._crc:08x}\n".encode(), flush=True)
+        self._zout.close()  # (closes the Python file too)
+        self._zout = None
+        with open(self._tmp, "rb") as fh:
+            os.fsync(fh.fileno())
         os.replace(self._tmp, self.path)
         self._out = None
         self.by_dir = {}
 
     def abort(self) -> None:
+        if self._zout is not None:
+            try:
+                self._zout.close()
+            except (OSError, pa.ArrowException):
+                pass
+            self._zout = None
         if self._out is not None:
             self._out.close()
             self._out = None
