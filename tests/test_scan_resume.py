@@ -237,3 +237,34 @@ def test_an_index_changed_in_place_beside_a_quiet_log_is_read_again(keep_mtime, 
     assert _counts(res)["continued"] == len(cut), _counts(res)
     _assert_equal_to_full_scan(res, log_dir)
     assert {r["dir_name"]: r["index_entries"] for r in res.segments}[log.parent.name] == before[log.parent.name] - 1
+
+
+@pytest.mark.parametrize("resume", ['{"log": 1}', '{"log": [0, 0], "pos": "x", "end": 5}', "[1, 2]", "not json"])
+def test_a_malformed_resume_record_reads_the_segment_whole(resume, tmp_path):
+    """A resume record that is whole (count and CRC-32 match) but not one this version writes is not
+    trusted and does not fail the scan."""
+    import json
+    import zlib
+
+    import pyarrow as pa
+
+    from auditor.scan.state import read_state_file
+
+    log_dir, cut = _cut_copy(tmp_path)
+    state = tmp_path / "state"
+    scan_log_dirs([log_dir], DEPTH, state_dir=state)
+    (path,) = state.iterdir()
+    lines, meta = read_state_file(path)
+    fields = lines[0].split("\t", 4)
+    assert fields[3], "the first line is an active segment's, with its resume record"
+    lines[0] = "\t".join([*fields[:3], resume, fields[4]])
+    body = (json.dumps(meta, sort_keys=True) + "\n" + "".join(line + "\n" for line in lines)).encode()
+    sink = pa.BufferOutputStream()
+    with pa.CompressedOutputStream(sink, "zstd") as out:
+        out.write(body + f"end\t{len(lines)}\t{zlib.crc32(body):08x}\n".encode())
+    path.write_bytes(sink.getvalue().to_pybytes())
+    for log, whole in cut.items():
+        _append_rest(log, whole)
+    res = scan_log_dirs([log_dir], DEPTH, state_dir=state)
+    assert _counts(res)["continued"] == len(cut) - 1 and _counts(res)["read"] == 1, _counts(res)
+    _assert_equal_to_full_scan(res, log_dir)

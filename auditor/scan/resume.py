@@ -83,7 +83,7 @@ def verified_end(reader, info: dict) -> int | None:
         head = bytes(reader._read(info["pos"], RECORD_BATCH_OVERHEAD))
     except (OSError, KeyError, TypeError, ValueError):
         return None
-    if head.hex() != info["head"]:
+    if head.hex() != info.get("head"):
         return None
     if info["pos"] + 12 + int.from_bytes(head[LENGTH_AT:LENGTH_AT + 4], "big", signed=True) != info["end"]:
         return None
@@ -116,7 +116,7 @@ def quiet_end(log_path, info: dict) -> bool:
         return False
     finally:
         os.close(fd)
-    return (head.hex() == info["head"]
+    return (head.hex() == info.get("head")
             and info["pos"] + 12 + int.from_bytes(head[LENGTH_AT:LENGTH_AT + 4], "big", signed=True) == info["end"])
 
 
