@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 import pyarrow.parquet as pq
 
 from auditor import __version__
-from auditor.check_runner import run_local
+from auditor.check_runner import as_frame, run_local
 from auditor.local_engine import LOCAL_MAX_SEGMENT_ROWS, aggregate_rows, frames
 from auditor.manifest import SEGMENTS_FILE, find_manifests, read_manifest
 from auditor.scan import plan_log_dir, scan_log_dirs
-from auditor.schema import SEGMENT_SCHEMA, to_table
+from auditor.schema import SEGMENT_SCHEMA
 from checks.base import AuditContext, Finding
 from checks.expectations import ExpectationsResult, run_expectations
 
@@ -93,11 +93,9 @@ def choose_engine(req, limit: int = LOCAL_MAX_SEGMENT_ROWS) -> tuple[str, str]:
     return "local", f"{rows:,} segments <= {limit:,}: checks and Great Expectations on the driver (pandas)"
 
 
-def _versions() -> dict[str, str]:
-    import great_expectations as gx
-
+def _versions(gx_version: str) -> dict[str, str]:
     return {"kafka-log-auditor": __version__, "python": platform.python_version(),
-            "great_expectations": gx.__version__, "engine": "local (pandas on the driver; no Spark)"}
+            "great_expectations": gx_version, "engine": "local (pandas on the driver; no Spark)"}
 
 
 def _read_inputs(req, progress: Callable[[str], None]) -> tuple[list[dict], list[dict], list[dict]]:
@@ -122,9 +120,10 @@ def run_tables_local(req, ctx: AuditContext, progress: Callable[[str], None],
     segments, partitions, infos = _read_inputs(req, progress)
     rows = aggregate_rows(segments, partitions)
     progress(f"running the checks ({len(segments):,} segment rows, on the driver)")
-    findings = run_local(segments, partitions, ctx, frames(rows))
+    segment_frame = as_frame(segments, SEGMENT_SCHEMA)  # converted once: the checks' and the suite's input
+    findings = run_local(segment_frame, partitions, ctx, frames(rows))
     progress("validating the segment table (Great Expectations, pandas)")
-    gx = run_expectations(to_table(segments, SEGMENT_SCHEMA).to_pandas(), ctx)
+    gx = run_expectations(segment_frame, ctx)
     findings = sorted(findings + gx.findings, key=Finding.sort_key)
     keys = set(timeline_keys(findings))
     timelines: dict[str, list[dict]] = {}
@@ -132,4 +131,4 @@ def run_tables_local(req, ctx: AuditContext, progress: Callable[[str], None],
         if (s["topic"], s["partition"]) in keys and s["file_state"] is None:
             timelines.setdefault(f"{s['topic']}-{s['partition']}", []).append({c: s[c] for c in timeline_columns})
     return TableOutcome(findings=findings, gx=gx, stats=rows["partition_stats"], timelines=timelines,
-                        versions=_versions(), log_dirs=infos)
+                        versions=_versions(gx.gx_version), log_dirs=infos)

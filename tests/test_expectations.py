@@ -103,3 +103,49 @@ def test_schema_drift_is_one_finding_and_the_size_bound_is_the_largest_segment_b
     assert "crc_failures" in json.dumps(res.findings[0].evidence), res.findings[0].evidence  # names the column
     json.dumps([r for r in res.results])  # JSON-serialisable as promised (reports embed it)
     json.dumps([f.to_dict() for f in res.findings])
+
+
+GX_IMPORT_PROBE = r"""
+import json, sys, time
+import pandas as pd
+from auditor.schema import SEGMENT_COLUMNS, SEGMENT_SCHEMA, empty_row, to_table
+from checks.base import AuditContext
+from checks.config import Config
+from checks.expectations import run_expectations
+row = empty_row(SEGMENT_COLUMNS)
+row.update(broker_id=1, cluster_id="c", log_dir="/d", topic="t", partition=0, dir_kind="live", dir_name="t-0",
+           base_offset=0, depth="headers", log_size_bytes=100, log_mtime_ms=1_700_000_000_000, first_offset=0,
+           last_offset=9, min_timestamp_ms=1_700_000_000_000, max_timestamp_ms=1_700_000_001_000, batch_count=1,
+           record_count=10, trailing_bytes=0)
+res = run_expectations(to_table([row, dict(row, base_offset=10, first_offset=10, last_offset=5)], SEGMENT_SCHEMA)
+                       .to_pandas(), AuditContext(now_ms=int(time.time() * 1000), config=Config.load(None)))
+out = {"failed": sorted(r["expectation"] + ":" + ",".join(r["columns"] or [r["column"]])
+                        for r in res.results if not r["success"]),
+       "loaded": {m: type(sys.modules.get(m)).__name__ for m in ("scipy.stats", "altair", "sqlalchemy", "pyspark.ml")}}
+from scipy.stats import entropy                      # the stand-ins give the real modules on first use
+import altair, sqlalchemy, pyspark.ml.feature
+out["after"] = [round(float(entropy([1, 2], [2, 1])), 6), altair.Chart.__name__, sqlalchemy.__name__,
+                pyspark.ml.feature.Bucketizer.__name__,
+                type(sys.modules["scipy.stats"]).__name__, type(sys.modules["altair"]).__name__]
+print(json.dumps(out))
+"""
+
+
+def test_gx_is_imported_without_what_the_suite_does_not_use():
+    """In a fresh process, as the CLI runs it: the pandas validation works and finds the planted
+    fault, GX's import left scipy.stats and altair as stand-ins (not loaded) and did not import
+    sqlalchemy or pyspark.ml; afterwards each is the real module for whoever uses it."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-c", GX_IMPORT_PROBE], capture_output=True, text=True, cwd=repo,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["failed"] == ["expect_column_pair_values_a_to_be_greater_than_b:last_offset,base_offset",
+                             "expect_column_pair_values_a_to_be_greater_than_b:last_offset,first_offset"], out
+    assert out["loaded"] == {"scipy.stats": "_Deferred", "altair": "_Deferred", "sqlalchemy": "NoneType",
+                             "pyspark.ml": "NoneType"}, out
+    assert out["after"] == [0.231049, "Chart", "sqlalchemy", "Bucketizer", "module", "module"], out
