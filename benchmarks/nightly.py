@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/nightly.py              # data from benchmarks/scan.py + a generated dir
     .venv/bin/python benchmarks/nightly.py --demo-runs 3 --skip-generated
+    .venv/bin/python benchmarks/nightly.py --only-cli --demo-runs 3 --live-audit-runs 3 --baseline REF
 
 One run prints, side by side:
 
@@ -17,7 +18,15 @@ One run prints, side by side:
   full ``headers`` scan, every file evicted first with ``posix_fadvise(POSIX_FADV_DONTNEED)`` (no root
   needed) and every other one read back; with ``PageCacheCare`` (``collect --nice``) and without it.
   Scan workers are pinned to one CPU (``WORKER_CPU``): compare CPU times on a shared machine.
-* **``kafka-audit demo``** end-to-end wall time (a fresh process each run).
+* **``kafka-audit demo``** end to end, a fresh process each run: wall and CPU time (user + sys of the
+  process tree), medians, the load average, and whether every run wrote the same findings document.
+* **``kafka-audit audit`` on 6 live log dirs** (``--live-audit-runs``): a real 3-broker cluster with
+  2 log dirs each, started here with the test harness (tests/harness), topics produced (replicated,
+  rolled, mixed codecs, skewed, old timestamps), audited while the brokers run (``--as-of`` fixed so
+  runs compare), then stopped.
+* ``--baseline GIT_REF`` runs both also with that ref's code (``git archive`` + this tree's built C
+  extensions, on ``PYTHONPATH``), interleaved with the current tree so both see the same load: the
+  before/after of a change, findings compared.
 
 Each scan runs in a fresh interpreter (``--worker``). Prints figures; asserts nothing.
 """
@@ -203,27 +212,148 @@ def residency(label: str, log_dir: Path, P) -> None:
           f"scan {r['wall_s']:.2f} s wall, {r['cpu_s']:.2f} s CPU)  {verdict}")
 
 
-def demo_runs(n: int, P) -> None:
-    walls = []
-    findings = None
+def baseline_tree(ref: str) -> Path:
+    """The files of git ``ref`` (``git archive``) plus this tree's built C extensions, to run the
+    code as it was (``PYTHONPATH``) with the same virtualenv, side by side with the current tree."""
+    tree = Path(tempfile.mkdtemp(prefix="kafka-audit-baseline-"))
+    archive = subprocess.run(["git", "archive", ref], cwd=REPO, check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    for so in REPO.glob("auditor/**/*.so"):
+        shutil.copy2(so, tree / so.relative_to(REPO))
+    return tree
+
+
+def cli_run(tree: Path | None, args: list[str]) -> tuple[float, float, subprocess.CompletedProcess]:
+    """``kafka-audit ARGS`` in a fresh process, from ``tree`` (None: this tree, its console
+    script): (wall s, CPU s = user + sys of the process and its children, the process)."""
+    import resource
+
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
+    if tree is None:
+        cmd = [str(REPO / ".venv" / "bin" / "kafka-audit"), *args]
+    else:  # sys.path: '' (the cwd, a neutral dir), then PYTHONPATH, before the editable install of REPO
+        env["PYTHONPATH"] = str(tree)
+        cmd = [str(REPO / ".venv" / "bin" / "python"), "-c",
+               "import sys; from auditor.cli import main; sys.exit(main(sys.argv[1:]))", *args]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, cwd=tempfile.gettempdir(), env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return wall, cpu, proc
+
+
+VOLATILE_KEYS = {"elapsed_s", "versions", "scanned_at_ms", "scanned_at_utc"}
+
+
+def normal_document(path: Path, root: Path | None = None):
+    """A findings JSON without what differs between two runs on the same input (the run's own
+    paths as ROOT, elapsed time, versions, scan times)."""
+    text = path.read_text()
+    if root is not None:
+        text = text.replace(str(root), "ROOT")
+
+    def strip(v):
+        if isinstance(v, dict):
+            return {k: strip(x) for k, x in v.items() if k not in VOLATILE_KEYS}
+        return [strip(x) for x in v] if isinstance(v, list) else v
+
+    return strip(json.loads(text))
+
+
+def side_by_side(label: str, n: int, trees: dict, make_args, P, same_key=None) -> None:
+    """``n`` rounds, each running every tree once (interleaved: both see the same load); prints
+    medians of wall and CPU time, the load average, and whether every run's document was equal."""
+    walls: dict = {k: [] for k in trees}
+    cpus: dict = {k: [] for k in trees}
+    docs = []
+    loads = [os.getloadavg()[0]]
     for _ in range(n):
-        out = Path(tempfile.mkdtemp(prefix="kafka-audit-demo-"))
-        t0 = time.perf_counter()
-        subprocess.run([str(REPO / ".venv" / "bin" / "kafka-audit"), "demo", "--out", str(out)], cwd=REPO,
-                       check=True, capture_output=True, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
-        walls.append(time.perf_counter() - t0)
-        doc = json.loads((out / "findings.json").read_text())
-        findings = (doc["counts"], doc.get("engine"))
-        shutil.rmtree(out, ignore_errors=True)
-    med = statistics.median(walls)
-    P(f"\nkafka-audit demo: median {med:.1f} s over {n} runs ({', '.join(f'{w:.1f}' for w in walls)}); "
-      f"counts {findings[0]}, engine {findings[1]}   target < 15 s: {'PASS' if med < 15 else 'MISS'}")
+        for name, tree in trees.items():
+            out = Path(tempfile.mkdtemp(prefix="kafka-audit-bench-"))
+            wall, cpu, proc = cli_run(tree, make_args(out))
+            if proc.returncode not in (0, 1):
+                raise RuntimeError(f"{name}: exit {proc.returncode}: {proc.stderr[-2000:]}")
+            walls[name].append(wall)
+            cpus[name].append(cpu)
+            doc = normal_document(out / "findings.json", out)
+            docs.append(same_key(doc) if same_key else doc)
+            shutil.rmtree(out, ignore_errors=True)
+        loads.append(os.getloadavg()[0])
+    P(f"\n{label}: {n} round(s), load average {min(loads):.1f}-{max(loads):.1f}")
+    P(f"  {'code':<22} {'wall s (median)':>16} {'CPU s (median)':>15}   runs: wall / CPU")
+    for name in trees:
+        P(f"  {name:<22} {statistics.median(walls[name]):>16.2f} {statistics.median(cpus[name]):>15.2f}   "
+          + ", ".join(f"{w:.1f}/{c:.1f}" for w, c in zip(walls[name], cpus[name])))
+    P(f"  same findings document in every run: {'yes' if all(d == docs[0] for d in docs) else 'NO'}")
+    return walls, cpus
+
+
+def demo_runs(n: int, P, baseline: str | None = None) -> None:
+    """``kafka-audit demo`` end to end, fresh processes; with ``baseline`` beside that ref's code."""
+    trees = {"this tree": None}
+    if baseline:
+        trees = {f"baseline {baseline}": baseline_tree(baseline), **trees}
+    walls, _cpus = side_by_side("kafka-audit demo (28 segment rows, engine auto)", n, trees,
+                                lambda out: ["demo", "--out", str(out)], P)
+    med = statistics.median(walls["this tree"])
+    P(f"  target < 15 s wall: {'PASS' if med < 15 else 'MISS'} ({med:.1f} s; CPU is the figure to trust on a "
+      f"loaded machine)")
+
+
+def live_audit_runs(n: int, P, baseline: str | None = None) -> None:
+    """``kafka-audit audit`` on the 6 live log dirs of a real 3-broker cluster (2 log dirs each),
+    started here with the test harness and stopped at the end."""
+    sys.path.insert(0, str(REPO / "tests"))
+    from harness.kafka import KafkaCluster, kafka_classpath
+
+    work = Path(tempfile.mkdtemp(prefix="kafka-audit-live-"))
+    kc = KafkaCluster(work, brokers=3, log_dirs_per_broker=2, classpath=kafka_classpath())
+    trees = {"this tree": None}
+    if baseline:
+        trees = {f"baseline {baseline}": baseline_tree(baseline), **trees}
+    try:
+        kc.start()
+        produce_live_data(kc)
+        log_dirs = [str(d) for node in sorted(kc.nodes) for d in kc.log_dirs(node)]
+        as_of = str(int(time.time() * 1000))   # one audit time: time-based findings comparable run to run
+        args = [a for d in log_dirs for a in ("--log-dir", d)]
+        side_by_side(f"kafka-audit audit on {len(log_dirs)} live log dirs (3 brokers x 2, brokers running)", n, trees,
+                     lambda out: ["audit", *args, "--as-of", as_of, "--json", str(out / "findings.json"),
+                                  "--out", str(out / "report.html"), "--no-progress"],
+                     P, same_key=lambda d: (d["counts"], d["findings"], d["engine"]))
+    finally:
+        kc.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def produce_live_data(kc) -> None:
+    """Replicated topics with rolled segments, mixed codecs, a skewed topic and old timestamps."""
+    kc.create_topic("orders", partitions=4, replication_factor=3)
+    kc.create_topic("skewed", partitions=3, replication_factor=3)
+    kc.create_topic("events", partitions=2, replication_factor=2, config={"segment.ms": "60000",
+                                                                            "segment.jitter.ms": "0"})
+    base = int(time.time() * 1000) - 3 * 86_400_000
+    for i, codec in enumerate(("none", "zstd", "gzip", "lz4")):
+        kc.produce("orders", [dict(key=f"k{j}", value=os.urandom(600), timestamp=base + 1000 * j, partition=p)
+                              for p in range(4) for j in range(i * 800, (i + 1) * 800)], compression=codec)
+    kc.produce("skewed", [dict(key=None, value=os.urandom(600), timestamp=base + j, partition=0) for j in range(4000)])
+    kc.produce("skewed", [dict(key=None, value=f"{j:08d}", timestamp=base - 86_400_000 + j, partition=1 + j % 2)
+                          for j in range(200)], compression="snappy")
+    for p in range(2):
+        kc.roll_segments("events", p, segments=4 + 2 * p, records_per_segment=20, base_timestamp_ms=base)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--worker", nargs=4, help=argparse.SUPPRESS)
     ap.add_argument("--demo-runs", type=int, default=3)
+    ap.add_argument("--live-audit-runs", type=int, default=0,
+                    help="rounds of `audit` on the 6 live log dirs of a 3-broker test cluster (started here)")
+    ap.add_argument("--baseline", metavar="GIT_REF",
+                    help="run the demo and the live audit also with this ref's code, interleaved (before/after)")
+    ap.add_argument("--only-cli", action="store_true", help="only the demo and live-audit parts (no scans)")
     ap.add_argument("--skip-generated", action="store_true")
     ap.add_argument("--cold", action="store_true",
                     help="also cold-cache runs on 'big' (drops the page cache of the whole machine several times: "
@@ -233,6 +363,14 @@ def main(argv=None) -> int:
     if args.worker:
         depth, log_dir, state, care = args.worker
         print(json.dumps(worker(depth, log_dir, state or None, care == "1")))
+        return 0
+    if args.only_cli:
+        P = print
+        P(f"nightly benchmark, CLI parts ({time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {os.cpu_count()} CPUs)")
+        if args.demo_runs:
+            demo_runs(args.demo_runs, P, args.baseline)
+        if args.live_audit_runs:
+            live_audit_runs(args.live_audit_runs, P, args.baseline)
         return 0
     from scan import ensure_data
 
@@ -257,7 +395,9 @@ def main(argv=None) -> int:
     for label, d in sets:
         residency(label, d, P)
     if args.demo_runs:
-        demo_runs(args.demo_runs, P)
+        demo_runs(args.demo_runs, P, args.baseline)
+    if args.live_audit_runs:
+        live_audit_runs(args.live_audit_runs, P, args.baseline)
     return 0
 
 
