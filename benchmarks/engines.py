@@ -1,6 +1,6 @@
 """Where Spark pays: the audit's table stages on the driver (pandas) vs on Spark, by row count.
 
-    .venv/bin/python benchmarks/engines.py                          # 1k .. 200k rows
+    .venv/bin/python benchmarks/engines.py                          # 1k .. 100k rows
     .venv/bin/python benchmarks/engines.py --rows 1000,10000,50000 --runs 1
 
 For each row count, SYNTHETIC segment rows (``benchmarks/synthetic_rows.py``: real rows replicated
@@ -13,10 +13,15 @@ run the stages an audit runs after its scan, and print their wall times:
   Spark aggregates, the checks (``run_spark``: ``applyInPandas`` on executors) and the suite on the
   Spark DataFrame, as ``auditor.audit`` runs them.
 
-Peak RSS is each child's ``ru_maxrss`` (for Spark the Python driver only; the JVM and the Python
-workers are other processes). The scan itself is measured by ``benchmarks/scan.py`` (the
-in-process scanner does ~25,000 segments/s at ``index`` and ~5,800/s at ``headers`` on small
-segments, on one core). Prints figures; asserts nothing.
+Wall AND CPU time: on a shared machine wall times are inflated by the other processes, CPU time
+much less. ``cpu s`` is user + sys of the whole child process tree: for ``local`` the one Python
+process; for ``spark`` the Python driver plus the JVM and the Python workers it forked (read from
+``/proc`` before the session stops: each live descendant's own and reaped children's times). Spark
+``local[*]`` runs tasks on every core, so its wall time can be below its CPU time; the driver engine
+runs on one core. Peak RSS is each child's ``ru_maxrss`` (for Spark the Python driver only). The
+scan itself is measured by ``benchmarks/scan.py`` (the in-process scanner does ~25,000 segments/s
+at ``index`` and ~5,800/s at ``headers`` on small segments, on one core). Prints figures and the
+load average; asserts nothing.
 """
 
 from __future__ import annotations
@@ -61,6 +66,43 @@ def prepare(rows: int) -> Path:
     pq.write_table(segments, out / "segments.parquet")
     pq.write_table(parts, out / "partitions.parquet")
     return out
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """user + sys of ``pid`` and of its children it has reaped (``/proc/PID/stat`` fields 14-17)."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def descendants_cpu_s() -> float:
+    """CPU seconds of every live descendant of this process (the JVM, Spark's Python workers)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(ppid, []).append(int(entry))
+    total, todo = 0.0, list(children.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        try:
+            total += _proc_cpu_s(pid)
+        except OSError:
+            continue  # gone meanwhile
+        todo += children.get(pid, [])
+    return total
+
+
+def tree_cpu_s() -> float:
+    """user + sys of this process, its reaped children and its live descendants."""
+    import resource
+
+    me, reaped = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + reaped.ru_utime + reaped.ru_stime + descendants_cpu_s()
 
 
 def worker_local(data: Path) -> dict:
@@ -116,6 +158,7 @@ def worker_spark(data: Path) -> dict:
         gx = run_expectations(seg, ctx)
         t["gx_s"] = time.perf_counter() - t0
         t["findings"] = len(findings) + len(gx.findings)
+        t["cpu_s"] = tree_cpu_s()  # before stop: the JVM and its Python workers still live
     finally:
         spark.stop()
     return t
@@ -135,7 +178,7 @@ def run_child(kind: str, data: Path) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", default="1000,10000,50000,200000")
+    ap.add_argument("--rows", default="1000,20000,50000,100000")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--worker", nargs=2, metavar=("KIND", "DATA"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -144,14 +187,15 @@ def main(argv=None) -> int:
 
         kind, data = args.worker
         res = (worker_local if kind == "local" else worker_spark)(Path(data))
+        res.setdefault("cpu_s", tree_cpu_s())
         res["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(res))
         return 0
     sizes = [int(x) for x in args.rows.split(",")]
     print(f"engines benchmark ({time.strftime('%Y-%m-%d %H:%M', time.gmtime())} UTC, {os.cpu_count()} CPUs, "
-          f"medians of {args.runs} run(s)); SYNTHETIC rows, stages after the scan")
+          f"load {os.getloadavg()[0]:.1f}, medians of {args.runs} run(s)); SYNTHETIC rows, stages after the scan")
     print(f"{'rows':>9} {'engine':<6} {'session':>8} {'aggr s':>7} {'checks s':>9} {'GX s':>6} {'stages s':>9} "
-          f"{'process s':>10} {'py RSS':>8} findings")
+          f"{'process s':>10} {'cpu s':>7} {'py RSS':>8} {'load':>5} findings")
     for n in sizes:
         data = prepare(n)
         for kind in ("local", "spark"):
@@ -165,9 +209,11 @@ def main(argv=None) -> int:
             session = med("session_s")
             print(f"{n:>9,} {kind:<6} {session if session is not None else 0:>8.2f} {med('aggregates_s'):>7.2f} "
                   f"{med('checks_s'):>9.2f} {med('gx_s'):>6.2f} {stages:>9.2f} {med('proc_s'):>10.2f} "
-                  f"{med('peak_rss_mib'):>7.0f}M {runs[0]['findings']}", flush=True)
-    print("stages s = aggregates + checks + GX (local: + nothing else; the read is in process s); "
-          "process s = the whole child process (interpreter, imports, Spark start and stop)")
+                  f"{med('cpu_s'):>7.2f} {med('peak_rss_mib'):>7.0f}M {os.getloadavg()[0]:>5.1f} "
+                  f"{runs[0]['findings']}", flush=True)
+    print("stages s = aggregates + checks + GX, wall (local: + nothing else; the read is in process s); "
+          "process s = the whole child process, wall (interpreter, imports, Spark start and stop); "
+          "cpu s = user + sys of the child's process tree (Spark: driver + JVM + Python workers)")
     return 0
 
 
