@@ -324,7 +324,7 @@ def live_audit_runs(n: int, P, baseline: str | None = None) -> None:
         side_by_side(f"kafka-audit audit on {len(log_dirs)} live log dirs (3 brokers x 2, brokers running)", n, trees,
                      lambda out: ["audit", *args, "--as-of", as_of, "--json", str(out / "findings.json"),
                                   "--out", str(out / "report.html"), "--no-progress"],
-                     P, same_key=lambda d: (d["counts"], d["findings"], d["engine"]))
+                     P, same_key=lambda d: (d["counts"], d["findings"], d["engine"]["name"]))
     finally:
         kc.stop()
         shutil.rmtree(work, ignore_errors=True)
