@@ -296,9 +296,14 @@ def demo_runs(n: int, P, baseline: str | None = None) -> None:
     if baseline:
         trees = {f"baseline {baseline}": baseline_tree(baseline), **trees}
     # the engine's "why" names LOCAL_MAX_SEGMENT_ROWS, which a change may move: its name is compared
-    walls, _cpus = side_by_side("kafka-audit demo (28 segment rows, engine auto)", n, trees,
-                                lambda out: ["demo", "--out", str(out)], P,
-                                same_key=lambda d: {**d, "engine": d["engine"]["name"]})
+    try:
+        walls, _cpus = side_by_side("kafka-audit demo (28 segment rows, engine auto)", n, trees,
+                                    lambda out: ["demo", "--out", str(out)], P,
+                                    same_key=lambda d: {**d, "engine": d["engine"]["name"]})
+    finally:
+        for tree in trees.values():
+            if tree is not None:
+                shutil.rmtree(tree, ignore_errors=True)
     med = statistics.median(walls["this tree"])
     P(f"  target < 15 s wall: {'PASS' if med < 15 else 'MISS'} ({med:.1f} s; CPU is the figure to trust on a "
       f"loaded machine)")
@@ -327,7 +332,9 @@ def live_audit_runs(n: int, P, baseline: str | None = None) -> None:
                      P, same_key=lambda d: (d["counts"], d["findings"], d["engine"]["name"]))
     finally:
         kc.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        for tree in [work, *trees.values()]:
+            if tree is not None:
+                shutil.rmtree(tree, ignore_errors=True)
 
 
 def produce_live_data(kc) -> None:
