@@ -11,12 +11,14 @@ setup(
         Extension(
             "auditor.formats._cwalk",
             sources=["auditor/formats/_cwalk.c"],
+            depends=["auditor/formats/_record_batch.h"],
             extra_compile_args=["-O2"],
             optional=True,
         ),
         Extension(  # the replay of plain __consumer_offsets batches (Python fallback: offsets_records.py)
             "auditor.formats._coffsets",
             sources=["auditor/formats/_coffsets.c"],
+            depends=["auditor/formats/_record_batch.h"],
             extra_compile_args=["-O2"],
             optional=True,
         ),

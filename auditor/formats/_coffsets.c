@@ -41,21 +41,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define BASE_OFFSET_OFFSET 0
-#define LENGTH_OFFSET 8
-#define LOG_OVERHEAD 12
-#define MAGIC_OFFSET 16
-#define ATTRIBUTES_OFFSET 21
-#define BASE_TIMESTAMP_OFFSET 27
-#define RECORDS_COUNT_OFFSET 57
-#define RECORD_BATCH_OVERHEAD 61
-#define MIN_BATCH_LENGTH (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD)
-#define MAX_SIZE_FIELD (INT32_MAX - LOG_OVERHEAD)
+#include "_record_batch.h"
 
-#define CODEC_MASK 0x07
-#define TIMESTAMP_TYPE_MASK 0x08
-#define TRANSACTIONAL_FLAG_MASK 0x10
-#define CONTROL_FLAG_MASK 0x20
 #define NOT_FOLDED_ATTRIBUTES (CODEC_MASK | TIMESTAMP_TYPE_MASK | TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK)
 
 #define MAX_VARINT_BYTES 5
@@ -67,18 +54,6 @@
  * a batch or two: a transaction), later ones WINDOW_BYTES. */
 #define WINDOW_BYTES (1024 * 1024)
 #define FIRST_WINDOW_BYTES (64 * 1024)
-
-static inline int64_t be64(const unsigned char *p) {
-    return (int64_t)(((uint64_t)p[0] << 56) | ((uint64_t)p[1] << 48) | ((uint64_t)p[2] << 40) |
-                     ((uint64_t)p[3] << 32) | ((uint64_t)p[4] << 24) | ((uint64_t)p[5] << 16) |
-                     ((uint64_t)p[6] << 8) | (uint64_t)p[7]);
-}
-
-static inline int32_t be32(const unsigned char *p) {
-    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
-}
-
-static inline unsigned be16(const unsigned char *p) { return (unsigned)((p[0] << 8) | p[1]); }
 
 /* Unsigned LEB128 of at most max_bytes, inside [*pos, end); 0 when incomplete or too long. */
 static inline int read_unsigned(const unsigned char *d, int64_t *pos, int64_t end, int max_bytes, uint64_t *out) {

@@ -38,24 +38,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define BASE_OFFSET_OFFSET 0
-#define LENGTH_OFFSET 8
-#define LOG_OVERHEAD 12
-#define MAGIC_OFFSET 16
-#define ATTRIBUTES_OFFSET 21
-#define LAST_OFFSET_DELTA_OFFSET 23
-#define BASE_TIMESTAMP_OFFSET 27
-#define MAX_TIMESTAMP_OFFSET 35
-#define RECORDS_COUNT_OFFSET 57
-#define RECORD_BATCH_OVERHEAD 61
-#define MIN_BATCH_LENGTH (RECORD_BATCH_OVERHEAD - LOG_OVERHEAD)
-#define MAX_SIZE_FIELD (INT32_MAX - LOG_OVERHEAD)
+#include "_record_batch.h"
 
-#define CODEC_MASK 0x07
-#define TIMESTAMP_TYPE_MASK 0x08
-#define TRANSACTIONAL_FLAG_MASK 0x10
-#define CONTROL_FLAG_MASK 0x20
-#define DELETE_HORIZON_FLAG_MASK 0x40
 #define NO_TIMESTAMP (-1)
 
 /* Window policy: small batches are read a 256 KiB window at a time (many headers per pread);
@@ -64,18 +48,6 @@
 #define CHUNK_BYTES (256 * 1024)
 #define LARGE_BATCH_BYTES (16 * 1024)
 #define HEADER_PROBE_BYTES 4096
-
-static inline int64_t be64(const unsigned char *p) {
-    return (int64_t)(((uint64_t)p[0] << 56) | ((uint64_t)p[1] << 48) | ((uint64_t)p[2] << 40) |
-                     ((uint64_t)p[3] << 32) | ((uint64_t)p[4] << 24) | ((uint64_t)p[5] << 16) |
-                     ((uint64_t)p[6] << 8) | (uint64_t)p[7]);
-}
-
-static inline int32_t be32(const unsigned char *p) {
-    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
-}
-
-static inline uint16_t be16(const unsigned char *p) { return (uint16_t)((p[0] << 8) | p[1]); }
 
 typedef struct {
     int64_t stop;
