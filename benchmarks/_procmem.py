@@ -27,6 +27,17 @@ def _children() -> dict[int, list[int]]:
     return tree
 
 
+def descendants(pid: int | None = None) -> list[int]:
+    """The pids of every live descendant of ``pid`` (default: this process), from one /proc pass."""
+    tree = _children()
+    seen, stack = [], list(tree.get(os.getpid() if pid is None else pid, []))
+    while stack:
+        child = stack.pop()
+        seen.append(child)
+        stack.extend(tree.get(child, []))
+    return seen
+
+
 def _status(pid: int, field: str) -> int:
     try:
         with open(f"/proc/{pid}/status") as fh:
@@ -55,15 +66,8 @@ class PeakMemory:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _sample(self) -> None:
-        me = os.getpid()
-        tree = _children()
-        seen, stack = [], list(tree.get(me, []))
-        while stack:
-            pid = stack.pop()
-            seen.append(pid)
-            stack.extend(tree.get(pid, []))
         workers = jvm = 0
-        for pid in seen:
+        for pid in descendants():
             cmd = _cmdline(pid)
             rss = _status(pid, "VmRSS")
             if "java" in cmd.split(" ")[0]:
@@ -71,7 +75,7 @@ class PeakMemory:
                 self.jvm_hwm = max(self.jvm_hwm, _status(pid, "VmHWM"))
             elif "pyspark" in cmd or "python" in cmd:
                 workers += rss
-        self.peaks["driver-python"] = max(self.peaks["driver-python"], _status(me, "VmRSS"))
+        self.peaks["driver-python"] = max(self.peaks["driver-python"], _status(os.getpid(), "VmRSS"))
         self.peaks["jvm"] = max(self.peaks["jvm"], jvm)
         self.peaks["python-workers"] = max(self.peaks["python-workers"], workers)
 

@@ -39,6 +39,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+from _procmem import descendants  # noqa: E402
+
 CACHE = REPO / ".cache" / "bench-engines"
 NOW_MS = 1_700_000_000_000 + 90 * 86_400_000
 
@@ -77,23 +79,12 @@ def _proc_cpu_s(pid: int) -> float:
 
 def descendants_cpu_s() -> float:
     """CPU seconds of every live descendant of this process (the JVM, Spark's Python workers)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as fh:
-                    ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-            children.setdefault(ppid, []).append(int(entry))
-    total, todo = 0.0, list(children.get(os.getpid(), []))
-    while todo:
-        pid = todo.pop()
+    total = 0.0
+    for pid in descendants():
         try:
             total += _proc_cpu_s(pid)
         except OSError:
             continue  # gone meanwhile
-        todo += children.get(pid, [])
     return total
 
 
