@@ -410,8 +410,8 @@ def manifest_dir_ids(manifests: Iterable[str]) -> dict[str, tuple[int | None, Pa
     out: dict[str, tuple[int | None, Path]] = {}
     for m in manifests:
         try:
-            rows = pq.read_table(f"{m.rstrip('/')}/{LOG_DIRS_FILE}",
-                                 columns=["log_dir", "broker_id", "directory_id"]).to_pylist()
+            rows = read_parquet(f"{m.rstrip('/')}/{LOG_DIRS_FILE}",
+                                columns=["log_dir", "broker_id", "directory_id"]).to_pylist()
         except (OSError, ValueError, KeyError):
             continue
         for r in rows:
