@@ -39,7 +39,10 @@ _b64 = base64.urlsafe_b64encode
 
 
 def uuid_str(raw: bytes) -> str:
-    """16 bytes as Kafka's ``Uuid.toString()``: URL-safe base64 without padding."""
+    """16 bytes as Kafka's ``Uuid.toString()``: URL-safe base64 without padding (``raw`` may be a
+    slice of a ``bytearray`` or ``memoryview`` buffer: the cache keys on an immutable copy)."""
+    if type(raw) is not bytes:
+        raw = bytes(raw)
     s = _UUID_CACHE.get(raw)
     if s is None:
         if len(_UUID_CACHE) >= _UUID_CACHE_MAX:
