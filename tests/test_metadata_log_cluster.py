@@ -203,14 +203,20 @@ def test_history_names_the_moves_and_changes(scenario):
     assert reps and reps[0].before == [1, 2] and reps[-1].after == [3, 2], reps
     assert all(scenario["t_reassign_ms"] - 1000 <= c.timestamp_ms for c in reps)
     moves = [c for c in h if c.kind == "directories" and c.topic == "events" and c.partition == 1 and c.broker == 2]
-    assert len(moves) == 1, [c for c in h if c.kind == "directories"]
-    m = moves[0]
-    assert log.dir_path(m.before) == str(scenario["move_src"])
-    assert log.dir_path(m.after) == str(scenario["move_target"])
+    # One move, or the flip-flop Kafka records when a metadata delta lands between the controller
+    # accepting the future replica's directory and the broker swapping the logs: the broker
+    # re-asserts the log's actual (old) dir, then the new one after the swap
+    # (ReplicaManager.maybeUpdateTopicAssignment vs ReplicaAlterLogDirsThread's promotion).
+    assert moves and len(moves) % 2 == 1, [c for c in h if c.kind == "directories"]
+    src, target = scenario["move_src"], scenario["move_target"]
+    for i, c in enumerate(moves):
+        assert (log.dir_path(c.before), log.dir_path(c.after)) == (
+            (str(src), str(target)) if i % 2 == 0 else (str(target), str(src))), moves
+    m = moves[-1]
     # the first placements of new replicas are told apart from moves
     assert any(c.kind == "directory-assigned" and c.topic == "events" and c.partition == 1 and c.broker == 2
                and ml.RESERVED_DIRS.get(c.before) == "UNASSIGNED" for c in h)
-    assert scenario["t_move_ms"] - 1000 <= m.timestamp_ms <= scenario["t_moved_ms"] + 1000
+    assert all(scenario["t_move_ms"] - 1000 <= c.timestamp_ms <= scenario["t_moved_ms"] + 1000 for c in moves)
     deleted = [c for c in h if c.kind == "topic-deleted" and c.topic == "gone"]
     created = [c for c in h if c.kind == "topic-created" and c.topic == "gone"]
     assert [c.topic_id for c in deleted] == [scenario["old_gone"]]
@@ -316,9 +322,13 @@ def test_kla020_names_the_recorded_reassignment_and_log_dir_move(scenario):
     assert len(dm) == 1, [f.message for f in findings]
     f = dm[0]
     assert f.log_dir == str(target)
-    assert f.message.startswith(f"moved from log dir {before} to {target} on broker 1 at "), f.message
+    # one directory change, or Kafka's flip-flop (A->B, B->A, A->B) told as one move over its span
+    flips = [c for c in log.history if c.kind == "directories" and c.topic == "kla020-dirmove"]
+    when = "at " if len(flips) == 1 else "between "
+    assert f.message.startswith(f"moved from log dir {before} to {target} on broker 1 {when}"), (f.message, flips)
     ev = f.evidence[0]
     assert ev["event"] == "moved" and t2 - 1000 <= ev["at_ms"] <= t3 + 1000
+    assert ev["metadata_first_offset"] == flips[0].offset and ev["metadata_offset"] == flips[-1].offset
     # without a metadata log the guess stays (as before)
     ctx0 = AuditContext(now_ms=int(time.time() * 1000), config=config)
     guess = [f for f in run_local(result.segments, result.partitions, ctx0, names=["mtime.reset"])

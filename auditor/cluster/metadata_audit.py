@@ -95,6 +95,20 @@ class PartitionMoves:
             return RESERVED_DIRS[dir_id]
         return self.dir_paths.get(dir_id, f"{dir_id} (directory ID)")
 
+    @staticmethod
+    def _flip_flop_start(events: list[Change], i: int) -> Change:
+        """The first of the directory changes that end at ``events[i]``, one move told in several:
+        Kafka records A->B, B->A, A->B when a metadata delta reaches the broker between the
+        controller accepting the future replica's directory and the swap of the logs (the broker
+        re-asserts where the log still is)."""
+        first, j = events[i], i - 1
+        while j >= 0:
+            c = events[j]
+            if c.kind != "directories" or c.broker != first.broker or c.after != first.before:
+                break
+            first, j = c, j - 1
+        return first
+
     def event_for(self, topic: str, partition: int, broker: int | None, log_dir: str | None) -> dict | None:
         """The latest recorded event that put this partition's replica on ``broker`` (in ``log_dir``):
         {"kind": "moved"|"reassigned", "text", "offset", "timestamp_ms", "first_offset", "first_timestamp_ms"}."""
@@ -104,8 +118,9 @@ class PartitionMoves:
             c = events[i]
             if c.kind == "directories" and c.broker == broker and (
                     norm is None or os.path.abspath(self.dir_name(c.after)) == norm):
+                first = self._flip_flop_start(events, i)
                 return {"kind": "moved", "offset": c.offset, "timestamp_ms": c.timestamp_ms,
-                        "first_offset": c.offset, "first_timestamp_ms": c.timestamp_ms,
+                        "first_offset": first.offset, "first_timestamp_ms": first.timestamp_ms,
                         "text": f"moved from log dir {self.dir_name(c.before)} to {self.dir_name(c.after)} "
                                 f"on broker {broker}"}
             if c.kind == "replicas" and broker in (c.after or []) and broker not in (c.before or []):
