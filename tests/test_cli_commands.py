@@ -118,3 +118,21 @@ def test_audit_bad_config_is_one_line_and_exit_2(tmp_path):
     assert proc.stderr.strip().splitlines()[-1].startswith("kafka-audit: error: ")
     assert "checks.skew.partition_size.warn_ratio: -1.0 breaks the rule > 0" in proc.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+def test_top_level_help_from_the_summaries_equals_the_full_parsers_and_imports_no_command():
+    """``kafka-audit --help`` is answered from COMMANDS' one-line summaries: the same text as the
+    parser every command module registers itself, without importing any of them."""
+    import subprocess
+    import sys
+
+    from auditor.cli import COMMANDS, build_parser
+    assert build_parser(summary=True).format_help() == build_parser().format_help()
+    probe = ("import sys; from auditor.cli import main\n"
+             "try:\n    main(['--help'])\nexcept SystemExit as e:\n    code = e.code\n"
+             "print(code, sorted(m for m in sys.modules if m.startswith('auditor.cli.') and m != 'auditor.cli.common'))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.split("\n")[-2] == "0 []", proc.stdout[-500:] + proc.stderr[-2000:]
+    for name, (module, _help) in COMMANDS.items():
+        assert f"\n    {name}" in proc.stdout, name
+

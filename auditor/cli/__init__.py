@@ -14,22 +14,30 @@ from auditor import __version__
 from auditor.cli.common import EXIT_OK, EXIT_USAGE, FORMATTER, CliError
 
 COMMANDS = {
-    "scan": "auditor.cli.scan",
-    "collect": "auditor.cli.collect",
-    "audit": "auditor.cli.audit",
-    "report": "auditor.cli.report",
-    "demo": "auditor.cli.demo",
-    "replay-check": "auditor.cli.replay_check",
-    "groups": "auditor.cli.groups",
-    "metadata": "auditor.cli.metadata",
+    "scan": ("auditor.cli.scan", "read log dirs into the segment and partition tables"),
+    "collect": ("auditor.cli.collect", "on a broker: write a Parquet manifest of its log dirs (no Spark, no JVM)"),
+    "audit": ("auditor.cli.audit", "the full audit: scan, every check, Great Expectations, HTML + JSON report"),
+    "report": ("auditor.cli.report", "re-render the HTML report from a findings JSON (and a history dir)"),
+    "demo": ("auditor.cli.demo",
+             "the full audit on a bundled sample of real broker data (--engine spark: Spark local mode)"),
+    "replay-check": ("auditor.cli.replay_check",
+                     "before rewinding consumers: what a seek to a time really returns, per partition"),
+    "groups": ("auditor.cli.groups",
+               "consumer groups, their committed offsets and lag, read from __consumer_offsets on disk"),
+    "metadata": ("auditor.cli.metadata",
+                 "the cluster as its KRaft metadata log (__cluster_metadata) records it, read from disk"),
 }
-"""Command name -> its module (``register(sub)`` and ``run(args)``), in the order ``--help`` lists
-them. A module is imported only when its command runs, or for the full ``--help``: replay-check
-must not pay for pandas, the audit stack or Spark (tests/test_layers.py)."""
+"""Command name -> (its module, with ``register(sub)`` and ``run(args)``; the one-line help the
+module registers), in the order ``--help`` lists them. A module is imported only when its command
+runs: replay-check must not pay for pandas, the audit stack or Spark (tests/test_layers.py), and the
+top-level ``--help`` lists the commands from these lines alone (tests/test_cli.py proves they equal
+the modules' own)."""
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The whole command line; ``only``: just that command's subparser (its module alone imported)."""
+def build_parser(only: str | None = None, *, summary: bool = False) -> argparse.ArgumentParser:
+    """The whole command line; ``only``: just that command's subparser (its module alone imported);
+    ``summary``: every command as a bare entry with its one-line help (no module imported), enough
+    for the top-level ``--help``, ``--version`` and the error for an unknown command."""
     parser = argparse.ArgumentParser(
         prog="kafka-audit",
         formatter_class=FORMATTER,
@@ -41,8 +49,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"kafka-log-auditor {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module in COMMANDS.items():
-        if only is None or name == only:
+    for name, (module, one_line) in COMMANDS.items():
+        if summary:
+            sub.add_parser(name, help=one_line)
+        elif only is None or name == only:
             importlib.import_module(module).register(sub)
     return parser
 
@@ -50,8 +60,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # a command's own arguments are parsed by its subparser alone: when the first word names a
-    # command, the other commands' modules are not imported (every other case: the whole parser)
-    parser = build_parser(argv[0] if argv and argv[0] in COMMANDS else None)
+    # command, the other commands' modules are not imported; anything else (--help, --version,
+    # nothing, a word that is no command) is answered from the one-line summaries
+    parser = build_parser(argv[0]) if argv and argv[0] in COMMANDS else build_parser(summary=True)
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
         parser.print_help()
