@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+import auditor.scan.resume as resume_module
 import auditor.scan.segment as scan_segment_module
+import auditor.scan.state as state_module
 from auditor.scan import scan_log_dirs
 from auditor.scan.state import LogDirState
 
@@ -118,9 +120,15 @@ def _index_rebuilt(log: Path, whole: bytes) -> None:
     _new_inode(log.with_suffix(".index"))
 
 
-@pytest.mark.parametrize("use_c", [True, False], ids=["c", "python"])
-def test_appended_bytes_only_are_read_and_rows_equal_a_full_scan(use_c, tmp_path, monkeypatch):
+@pytest.mark.parametrize("use_c,quiet_row", [(True, True), (False, True), (True, False)],
+                         ids=["c", "python", "c-scan-quiet-path"])
+def test_appended_bytes_only_are_read_and_rows_equal_a_full_scan(use_c, quiet_row, tmp_path, monkeypatch):
+    """... and a run with nothing appended takes the rows of the active segments from quiet_row (or,
+    switched off, from the scan's quiet path), equal either way, and writes no state file."""
     monkeypatch.setattr(scan_segment_module, "USE_C_WALK", use_c)
+    monkeypatch.setattr(state_module, "USE_QUIET_ROW", quiet_row)
+    if not use_c:
+        monkeypatch.setattr(resume_module, "c_quiet_facts", None)
     log_dir, cut = _cut_copy(tmp_path)
     state = tmp_path / "state"
     first = scan_log_dirs([log_dir], DEPTH, state_dir=state)
@@ -133,10 +141,18 @@ def test_appended_bytes_only_are_read_and_rows_equal_a_full_scan(use_c, tmp_path
     assert _counts(second)["skipped_bytes"] == walked
     _assert_equal_to_full_scan(second, log_dir)
     # nothing appended since: continued again, nothing walked, same rows
+    assert _counts(second)["rewritten"]
+    (path,) = state.iterdir()
+    before = (path.stat().st_ino, path.stat().st_mtime_ns, path.read_bytes())
     third = scan_log_dirs([log_dir], DEPTH, state_dir=state)
     assert _counts(third)["continued"] == len(cut)
     assert _counts(third)["skipped_bytes"] == sum(len(whole) for whole in cut.values())
     _assert_equal_to_full_scan(third, log_dir)
+    assert not _counts(third)["rewritten"], "nothing changed: the state file is left as it was"
+    assert (path.stat().st_ino, path.stat().st_mtime_ns, path.read_bytes()) == before
+    fourth = scan_log_dirs([log_dir], DEPTH, state_dir=state)  # the file left in place is still trusted
+    assert _counts(fourth)["continued"] == len(cut) and not _counts(fourth)["rewritten"], _counts(fourth)
+    _assert_equal_to_full_scan(fourth, log_dir)
 
 
 @pytest.mark.parametrize("change", [_other_batches_after_cut, _rewrite_recorded_header, _rewrite_recorded_header_only,
@@ -246,8 +262,6 @@ def test_a_malformed_resume_record_reads_the_segment_whole(resume, tmp_path):
     import json
     import zlib
 
-    import pyarrow as pa
-
     from auditor.scan.state import read_state_file
 
     log_dir, cut = _cut_copy(tmp_path)
@@ -259,12 +273,119 @@ def test_a_malformed_resume_record_reads_the_segment_whole(resume, tmp_path):
     assert fields[3], "the first line is an active segment's, with its resume record"
     lines[0] = "\t".join([*fields[:3], resume, fields[4]])
     body = (json.dumps(meta, sort_keys=True) + "\n" + "".join(line + "\n" for line in lines)).encode()
-    sink = pa.BufferOutputStream()
-    with pa.CompressedOutputStream(sink, "zstd") as out:
-        out.write(body + f"end\t{len(lines)}\t{zlib.crc32(body):08x}\n".encode())
-    path.write_bytes(sink.getvalue().to_pybytes())
+    path.write_bytes(zlib.compress(body + f"end\t{len(lines)}\t{zlib.crc32(body):08x}\n".encode()))
     for log, whole in cut.items():
         _append_rest(log, whole)
     res = scan_log_dirs([log_dir], DEPTH, state_dir=state)
     assert _counts(res)["continued"] == len(cut) - 1 and _counts(res)["read"] == 1, _counts(res)
     _assert_equal_to_full_scan(res, log_dir)
+
+
+def test_a_partition_gone_or_new_rewrites_the_state(tmp_path):
+    """A state with a line too many (a partition dir deleted) or too few (a new one) is written again;
+    the runs after it take rows from it equal to a full scan's."""
+    log_dir, cut = _cut_copy(tmp_path)
+    state = tmp_path / "state"
+    scan_log_dirs([log_dir], DEPTH, state_dir=state)
+    assert not _counts(scan_log_dirs([log_dir], DEPTH, state_dir=state))["rewritten"]
+    gone = next(iter(cut)).parent
+    moved = tmp_path / gone.name
+    shutil.move(gone, moved)
+    res = scan_log_dirs([log_dir], DEPTH, state_dir=state)
+    assert _counts(res)["rewritten"], _counts(res)
+    _assert_equal_to_full_scan(res, log_dir)
+    shutil.move(moved, gone)
+    res = scan_log_dirs([log_dir], DEPTH, state_dir=state)
+    assert _counts(res)["rewritten"] and _counts(res)["continued"] == len(cut) - 1, _counts(res)
+    _assert_equal_to_full_scan(res, log_dir)
+    res = scan_log_dirs([log_dir], DEPTH, state_dir=state)
+    assert not _counts(res)["rewritten"] and _counts(res)["continued"] == len(cut), _counts(res)
+    _assert_equal_to_full_scan(res, log_dir)
+
+
+def test_quiet_facts_in_c_equals_python(tmp_path):
+    """The active segment's quiet check in one C call gives the Python check's tuple, or None where
+    it is None: real segments at several positions, and damaged files."""
+    from realdata import LOG_DIRS
+
+    from auditor.scan.resume import c_quiet_facts
+    from auditor.scan.resume import quiet_facts_py
+
+    assert c_quiet_facts is not None, "auditor/formats/_cwalk.c was not built (or has no quiet_facts)"
+    cases = []
+    for log in sorted(p for d in [*LOG_DIRS, FIXTURE] for p in Path(d).rglob("*.log")):
+        index, timeindex = log.with_suffix(".index"), log.with_suffix(".timeindex")
+        if index.exists() and timeindex.exists():
+            size = log.stat().st_size
+            starts = _batch_starts(log.read_bytes()) or [0]
+            for pos in {0, starts[-1], size - 61, size - 10, size, -1}:
+                cases.append((str(log), str(index), str(timeindex), int(log.stem), pos))
+    assert len(cases) >= 30
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    log, index, timeindex = (Path(c) for c in cases[0][:3])
+    for name in ("a.log", "a.index", "a.timeindex"):
+        shutil.copy(log.with_suffix(Path(name).suffix), odd / name)
+    a_log, a_index, a_timeindex = odd / "a.log", odd / "a.index", odd / "a.timeindex"
+    os.mkfifo(odd / "fifo.index")
+    os.symlink(a_log, odd / "link.log")
+    (odd / "empty.timeindex").write_bytes(b"")
+    (odd / "odd-size.index").write_bytes(b"\0" * 6 + b"\1")
+    (odd / "unordered.index").write_bytes(bytes.fromhex("00000005 00000010 00000009 00000020 00000002 00000030"))
+    (odd / "unordered.timeindex").write_bytes(bytes.fromhex("0000000000000064 00000005 0000000000000032 00000009"))
+    for idx, tidx, lg in [(odd / "fifo.index", a_timeindex, a_log), (a_index, a_timeindex, odd / "link.log"),
+                          (a_index, a_timeindex, odd / "gone.log"), (a_index, odd / "gone.timeindex", a_log),
+                          (a_index, odd / "empty.timeindex", a_log), (odd / "odd-size.index", a_timeindex, a_log),
+                          (odd / "unordered.index", a_timeindex, a_log), (a_index, odd / "unordered.timeindex", a_log),
+                          (a_index, a_timeindex, a_log)]:
+        cases.append((str(lg), str(idx), str(tidx), 0, 0))
+    facts = [(c_quiet_facts(*case), quiet_facts_py(*case)) for case in cases]
+    assert all(c == py for c, py in facts), [(case, f) for case, f in zip(cases, facts) if f[0] != f[1]][:3]
+    assert sum(c is not None for c, _ in facts) >= 5
+    assert [c is None for c, _ in facts[-9:]] == [True] * 8 + [False]
+
+
+def test_a_state_over_the_write_chunk_is_compressed_and_trusted(tmp_path, monkeypatch):
+    """A small state is plain text; one of more than WRITE_CHUNK bytes is one zlib stream: both read back
+    to rows equal to a full scan's."""
+    log_dir, cut = _cut_copy(tmp_path)
+    plain, packed = tmp_path / "plain", tmp_path / "packed"
+    scan_log_dirs([log_dir], DEPTH, state_dir=plain)
+    monkeypatch.setattr(state_module, "WRITE_CHUNK", 64)
+    scan_log_dirs([log_dir], DEPTH, state_dir=packed)
+    ((p,), (z,)) = (list(plain.iterdir()), list(packed.iterdir()))
+    assert p.read_bytes()[:1] == b"{" and z.read_bytes()[:1] != b"{"
+    (plain_lines, plain_meta), (packed_lines, packed_meta) = (state_module.read_state_file(f) for f in (p, z))
+    assert plain_meta == packed_meta and len(plain_lines) == len(packed_lines) > 0
+    for log, whole in cut.items():
+        _append_rest(log, whole)
+    for state in (plain, packed):
+        res = scan_log_dirs([log_dir], DEPTH, state_dir=state)
+        assert _counts(res)["continued"] == len(cut) and not res.log_dirs[0]["problems"], res.log_dirs[0]
+        _assert_equal_to_full_scan(res, log_dir)
+
+
+def test_collect_says_what_the_state_saved(tmp_path, capsys):
+    """collect's stderr line per log dir: segments continued and the bytes not read again (human
+    units), and whether the state file was left as it was."""
+    import re
+
+    from auditor.cli import main
+    from auditor.units import human_bytes
+
+    log_dir, cut = _cut_copy(tmp_path)
+    state = tmp_path / "state"
+    args = ["collect", "--depth", DEPTH, "--state", str(state), "--no-progress", str(log_dir)]
+    assert main([*args, "--out", str(tmp_path / "m1")]) == 0
+    walked = sum(log.stat().st_size for log in cut)
+    for log, whole in cut.items():
+        _append_rest(log, whole)
+    capsys.readouterr()
+    assert main([*args, "--out", str(tmp_path / "m2")]) == 0
+    line = next(x for x in capsys.readouterr().err.splitlines() if x.startswith("state: "))
+    assert f"{len(cut)} continued where the last run stopped ({human_bytes(walked)} not read again)" in line, line
+    assert re.search(r"\b0 read whole\b", line) and not line.endswith(", unchanged)"), line
+    assert main([*args, "--out", str(tmp_path / "m3")]) == 0
+    line = next(x for x in capsys.readouterr().err.splitlines() if x.startswith("state: "))
+    total = sum(len(whole) for whole in cut.values())
+    assert f"({human_bytes(total)} not read again)" in line and line.endswith(", unchanged)"), line

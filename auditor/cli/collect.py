@@ -8,6 +8,7 @@ from pathlib import Path
 from auditor.cli.common import DEPTH_HELP, FORMATTER, CliError, input_exit_code, progress_printer, wants_progress
 from auditor.manifest import NICE_READ_RATE_MIB_S, CollectError, collect_manifest
 from auditor.scan.state import StateDirError
+from auditor.units import human_bytes
 from auditor.schema import DEPTHS
 
 
@@ -73,7 +74,9 @@ def run(args) -> int:
         if info.get("scan_state"):
             st = info["scan_state"]
             sys.stderr.write(f"state: {info['log_dir']}: {st['reused']:,} closed segments from the state, "
-                             f"{st['read']:,} read, {st['kept']:,} kept ({st['file']})\n")
+                             f"{st['continued']:,} continued where the last run stopped "
+                             f"({human_bytes(st['skipped_bytes'])} not read again), {st['read']:,} read whole, "
+                             f"{st['kept']:,} kept ({st['file']}{'' if st.get('rewritten', True) else ', unchanged'})\n")
     for line in res.cluster_parts:
         sys.stderr.write(f"cluster: {line}\n")
     sys.stderr.write(

@@ -412,6 +412,69 @@ static PyObject *segment_proof(PyObject *self, PyObject *args) {
     return PyUnicode_FromStringAndSize(out, (Py_ssize_t)len);
 }
 
+/* ---- incremental scans: an active segment with nothing appended ------------------------ */
+
+/* 1 with st[] (lstat of .log, .index, .timeindex), the index tails and the RECORD_BATCH_OVERHEAD
+ * header bytes at `pos` of the open .log; 0 to hand over to Python (a file missing or not
+ * regular, an empty .timeindex beside a non-empty .log, an index the Python reader would write
+ * a problem about, the .log open being another file or size than the one lstat-ed, a short read). */
+static int quiet_segment(const char *paths[3], int64_t base, int64_t pos, struct stat st[3], index_tail_t idx[2],
+                         unsigned char *head) {
+    for (int k = 0; k < 3; k++)
+        if (lstat(paths[k], &st[k]) != 0 || !S_ISREG(st[k].st_mode)) return 0;
+    if (st[2].st_size == 0 && st[0].st_size > 0) return 0;  /* noted by scan.py */
+    for (int k = 1; k < 3; k++) {
+        int fd = open(paths[k], O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+        if (fd < 0) return 0;
+        struct stat fst;
+        int ok = fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) &&
+                 index_tail(fd, (int64_t)fst.st_size, k == 2, base, &idx[k - 1]);
+        close(fd);
+        if (!ok) return 0;
+    }
+    if (pos < 0 || pos + RECORD_BATCH_OVERHEAD > (int64_t)st[0].st_size) return 0;
+    int fd = open(paths[0], O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return 0;
+    struct stat fst;
+    int ok = fstat(fd, &fst) == 0 && S_ISREG(fst.st_mode) && fst.st_dev == st[0].st_dev &&
+             fst.st_ino == st[0].st_ino && fst.st_size == st[0].st_size &&
+             read_window(fd, head, RECORD_BATCH_OVERHEAD, pos) == RECORD_BATCH_OVERHEAD;
+    close(fd);
+    return ok;
+}
+
+/* quiet_facts(log, index, timeindex, base_offset, pos) -> tuple or None: what proves an active
+ * segment unchanged since the last run's walk ended (auditor/scan/resume.py quiet_facts_py, whose
+ * tuple this is: QUIET_FIELDS) in one call. */
+static PyObject *quiet_facts(PyObject *self, PyObject *args) {
+    PyObject *encoded[3] = {NULL, NULL, NULL};
+    long long base, pos;
+    if (!PyArg_ParseTuple(args, "O&O&O&LL", PyUnicode_FSConverter, &encoded[0], PyUnicode_FSConverter, &encoded[1],
+                          PyUnicode_FSConverter, &encoded[2], &base, &pos)) {
+        for (int k = 0; k < 3; k++) Py_XDECREF(encoded[k]);
+        return NULL;
+    }
+    const char *paths[3];
+    for (int k = 0; k < 3; k++) paths[k] = PyBytes_AS_STRING(encoded[k]);
+    struct stat st[3];
+    index_tail_t idx[2];
+    unsigned char head[RECORD_BATCH_OVERHEAD];
+    int ok;
+    Py_BEGIN_ALLOW_THREADS
+    ok = quiet_segment(paths, (int64_t)base, (int64_t)pos, st, idx, head);
+    Py_END_ALLOW_THREADS
+    for (int k = 0; k < 3; k++) Py_DECREF(encoded[k]);
+    if (!ok) Py_RETURN_NONE;
+    return Py_BuildValue(
+        "(KKLNKKLNKKLNLNNLNNy#)",
+        (unsigned long long)st[0].st_dev, (unsigned long long)st[0].st_ino, (long long)st[0].st_size, mtime_ns(&st[0]),
+        (unsigned long long)st[1].st_dev, (unsigned long long)st[1].st_ino, (long long)st[1].st_size, mtime_ns(&st[1]),
+        (unsigned long long)st[2].st_dev, (unsigned long long)st[2].st_ino, (long long)st[2].st_size, mtime_ns(&st[2]),
+        (long long)idx[0].n, opt_int(idx[0].n > 0, idx[0].first), opt_int(idx[0].n > 0, idx[0].second),
+        (long long)idx[1].n, opt_int(idx[1].n > 0, idx[1].first), opt_int(idx[1].n > 0, idx[1].second),
+        (const char *)head, (Py_ssize_t)RECORD_BATCH_OVERHEAD);
+}
+
 static PyMethodDef methods[] = {
     {"walk_v2", walk_v2, METH_VARARGS,
      "walk_v2(fd, start, size) -> dict: fold consecutive well-formed v2 batch headers from byte "
@@ -423,6 +486,10 @@ static PyMethodDef methods[] = {
     {"segment_proof", segment_proof, METH_VARARGS,
      "segment_proof(log, index, timeindex, txnindex) -> str or None: a closed segment's proof for "
      "incremental scans (auditor/scan/state.py segment_proof), from lstat alone."},
+    {"quiet_facts", quiet_facts, METH_VARARGS,
+     "quiet_facts(log, index, timeindex, base_offset, pos) -> tuple or None: lstat of the three files, "
+     "the index tails and the batch header at pos, for an active segment's quiet check "
+     "(auditor/scan/resume.py QUIET_FIELDS)."},
     {NULL, NULL, 0, NULL},
 };
 

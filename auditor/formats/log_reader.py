@@ -70,8 +70,12 @@ def c_index_ends(log_path, index_path, timeindex_path, base_offset: int):
 #: in one C call (the text of auditor.scan.state.segment_proof); None when the extension is not built.
 c_segment_proof = _cwalk.segment_proof if _cwalk is not None else None
 
+#: ``(log, index, timeindex, base_offset, pos) -> tuple | None``: an active segment's quiet check for
+#: incremental scans in one C call (auditor.scan.resume.QUIET_FIELDS); None when the extension is not built.
+c_quiet_facts = _cwalk.quiet_facts if _cwalk is not None else None
+
 __all__ = ["LogReader", "BatchHeader", "Record", "CHUNK_BYTES", "DEFAULT_MAX_BATCH_BYTES", "c_index_ends",
-           "c_segment_proof"]
+           "c_segment_proof", "c_quiet_facts"]
 
 #: Window size of the shallow walk and of chunked reads.
 CHUNK_BYTES = 1 << 20

@@ -149,7 +149,7 @@ def iter_log_dir(
         state.commit()
         plan.info["scan_state"] = {"file": str(state.path), "reused": state.reused, "read": state.scanned,
                                    "continued": state.continued, "skipped_bytes": state.skipped_bytes,
-                                   "kept": state.stored}
+                                   "kept": state.stored, "rewritten": state.rewritten}
     if care is not None or rate is not None:
         plan.info["page_cache"] = {"dropped_bytes": care.dropped_bytes if care else 0,
                                    "paced_s": round(rate.slept_s, 3) if rate else 0.0}

@@ -144,7 +144,7 @@ def _segment_row(files: SegmentFiles, depth: str, is_active: bool, location: dic
             return scan_segment(files, depth, is_active=is_active, location=location, resume=resume, resume_out=out)
         return one() if care is None else care.around(paths, one)
 
-    return scan() if state is None else state.row(files, is_active, scan, location)
+    return scan() if state is None else state.row(files, is_active, scan, location, care)
 
 
 def _read_partition_files(path: Path, prow: dict, notes: list[str]) -> None:

@@ -42,8 +42,13 @@ a ``deep`` state never continues a segment.
 from __future__ import annotations
 
 import os
+import stat as stat_mod
+import time
 
+from auditor.formats.log_reader import c_quiet_facts
+from auditor.formats.offset_index import read_offset_index
 from auditor.formats.record_batch import RECORD_BATCH_OVERHEAD
+from auditor.formats.time_index import read_time_index
 
 LENGTH_AT = 8
 """Byte of the batch length field (after the 8-byte base offset)."""
@@ -157,3 +162,91 @@ def can_seed(row: dict) -> bool:
     return (row.get("depth") == "headers" and not row.get("notes") and row.get("stop_reason") is None
             and row.get("magics") == [2] and row.get("record_count") is not None and not row.get("trailing_bytes")
             and row.get("file_state") is None)
+
+
+QUIET_FIELDS = ("log_dev", "log_ino", "log_size_bytes", "log_mtime_ns", "index_dev", "index_ino", "index_size_bytes",
+                "index_mtime_ns", "timeindex_dev", "timeindex_ino", "timeindex_size_bytes", "timeindex_mtime_ns",
+                "index_entries", "last_index_offset", "last_index_position", "timeindex_entries",
+                "last_timeindex_timestamp_ms", "last_timeindex_offset", "head")
+"""What :func:`quiet_facts` returns, in order: lstat of the three files, the index tails (the
+'index' depth's O(log n) reads), the RECORD_BATCH_OVERHEAD bytes at the recorded position."""
+
+
+def quiet_facts(log, index, timeindex, base_offset: int, pos: int) -> tuple | None:
+    """QUIET_FIELDS of an active segment, or None when anything would need a note (then the segment
+    goes the usual way). One C call when the extension is built (tests/test_scan_resume.py proves
+    it gives :func:`quiet_facts_py`'s tuple)."""
+    if c_quiet_facts is None:
+        return quiet_facts_py(log, index, timeindex, base_offset, pos)
+    try:
+        return c_quiet_facts(log, index, timeindex, base_offset, pos)
+    except (OSError, ValueError, OverflowError):
+        return None
+
+
+def quiet_facts_py(log, index, timeindex, base_offset: int, pos: int) -> tuple | None:
+    """:func:`quiet_facts` in Python (the extension's fallback)."""
+    try:
+        st = [os.lstat(path) for path in (log, index, timeindex)]
+        if not all(stat_mod.S_ISREG(s.st_mode) for s in st) or (st[2].st_size == 0 and st[0].st_size > 0):
+            return None
+        tails = []
+        for path, read in ((index, read_offset_index), (timeindex, read_time_index)):
+            found = read(path, base_offset, tail_only=True)
+            if found.problems:
+                return None
+            tails += [found.entry_count, *(found.entries[-1] if found.entries else (None, None))]
+        if pos < 0 or pos + RECORD_BATCH_OVERHEAD > st[0].st_size:
+            return None
+        fd = os.open(log, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK)
+        try:
+            fst = os.fstat(fd)
+            if (fst.st_dev, fst.st_ino, fst.st_size) != (st[0].st_dev, st[0].st_ino, st[0].st_size):
+                return None
+            head = os.pread(fd, RECORD_BATCH_OVERHEAD, pos)
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
+        return None
+    if len(head) != RECORD_BATCH_OVERHEAD:
+        return None
+    return (*(v for s in st for v in (s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns)), *tails, head)
+
+
+def quiet_row(paths: dict, base_offset: int, resume: tuple[dict, dict]) -> dict | None:
+    """An active segment's row without the scan, when nothing was appended since the last run: the
+    .log is the same file exactly as long as where that walk ended with the recorded header at the
+    recorded position (:func:`quiet_end`), the indexes are the same files with the inode, size and
+    mtime they had and the entry counts and last entries of the last run's row, no .txnindex, and
+    that row was clean (:func:`can_seed`). The row is the last run's with this run's lstat sizes
+    and mtimes: what the scan's quiet path gives (:func:`took_quiet_walk`); None otherwise (the
+    segment is scanned: continued, or read whole)."""
+    info, old = resume
+    if paths.keys() != {"log", "index", "timeindex"} or info.get("txnindex") is not None or old["aborted_txns"] is not None:
+        return None
+    try:
+        facts = quiet_facts(paths["log"], paths["index"], paths["timeindex"], base_offset, info["pos"])
+        if facts is None:
+            return None
+        f = dict(zip(QUIET_FIELDS, facts))
+        if ([f["log_dev"], f["log_ino"]] != info["log"] or f["log_size_bytes"] != info["end"]
+                or f["head"].hex() != info["head"]
+                or info["pos"] + 12 + int.from_bytes(f["head"][LENGTH_AT:LENGTH_AT + 4], "big", signed=True) != info["end"]):
+            return None
+    except (KeyError, TypeError, ValueError):
+        return None
+    for suffix in ("index", "timeindex"):
+        if info.get(suffix) != [f[f"{suffix}_dev"], f[f"{suffix}_ino"], f[f"{suffix}_size_bytes"], f[f"{suffix}_mtime_ns"]]:
+            return None
+    if any(f[column] != old[column] for column in INDEX_COLUMNS[:-1]):
+        return None
+    first, last = old["first_offset"], old["last_offset"]
+    if first is not None and first < base_offset and last is not None and last < base_offset:
+        return None  # the scan writes a note about it
+    row = old  # (decoded for this segment alone: the caller uses it no further)
+    for suffix in ("log", "index", "timeindex"):
+        row[f"{suffix}_size_bytes"] = f[f"{suffix}_size_bytes"]
+        row[f"{suffix}_mtime_ms"] = f[f"{suffix}_mtime_ns"] // 1_000_000
+    row["is_active"] = True
+    row["scanned_at_ms"] = time.time_ns() // 1_000_000
+    return row

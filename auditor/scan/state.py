@@ -27,7 +27,10 @@ compacting and moving replicas between log dirs).
 One state file per log dir and depth, in the state dir (never inside a log dir: refused like
 ``collect --out``): lines of text (see END_MARK) with one line per kept segment (directory name,
 base offset, proof, for an active segment where its walk ended, the segment row as a JSON array),
-streamed to a temporary name, ended by a count and a CRC-32, fsynced and renamed into place. Its
+streamed to a temporary name, ended by a count and a CRC-32, fsynced and renamed into place;
+not written at all when every line would be the old file's (nothing new, nothing gone, nothing
+changed: the nightly run of a quiet log dir; an active segment with nothing appended keeps its
+line, whose row is its seed: the walk's columns are what a continuation takes from it). Its
 first line names the state format, the tool version, the row columns, the log dir, its
 ``directory.id``/cluster/broker and the depth: a state written by another version, for another log
 dir or depth, a torn or altered one or one that cannot be read is ignored with a note (in the log
@@ -39,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import json.scanner
 import os
 import re
 import stat as stat_mod
@@ -48,15 +52,13 @@ import zlib
 from pathlib import Path
 from typing import BinaryIO
 
-import pyarrow as pa
-
 from auditor import __version__
 from auditor.formats.log_reader import c_segment_proof
-from auditor.scan.resume import can_seed
+from auditor.scan.resume import WALK_COLUMNS, can_seed, quiet_row
 from auditor.scan.segment import SegmentFiles
 from auditor.schema import SEGMENT_FIELDS
 
-STATE_FORMAT = "kafka-audit-scan-state/4"
+STATE_FORMAT = "kafka-audit-scan-state/5"
 END_MARK = "end"
 """The file: a JSON identity line; one line per kept segment, tab-separated: directory name, base
 offset, proof (closed segments, else empty), where its walk ended (an active segment at headers
@@ -64,9 +66,13 @@ depth, :mod:`auditor.scan.resume`, JSON, else empty), its row (a JSON array of S
 decoded by the C decoder on a hit and written back unchanged); then ``end``, the count of segment
 lines and the CRC-32 of everything before, hex. Plain lines, not Parquet: a second run reads and
 writes this file and little else, and Parquet's reader and writer cost more than the index depth's
-whole scan of a small log dir (big: 47 segments, 8 ms). The whole file is one zstd stream (level 1:
-the state of 102,400 segments is 45 MB of text, 2 % of what a first headers run reads)."""
-CODEC = "zstd"
+whole scan of a small log dir (big: 47 segments, 8 ms). The whole file is one zlib stream (level 1:
+the state of 102,400 segments is 45 MB of text, 2 % of what a first headers run reads), but for a
+state of less than a MiB of text, which stays plain text (its first line's ``{`` tells). Not
+pyarrow's zstd: on a small log dir a second run's whole budget is a few ms, and pyarrow's stream
+cost 0.7 ms on its first use in a process; zlib's first decompression 0.1-0.6 ms."""
+CODEC = "zlib"
+LEVEL = 1
 WRITE_CHUNK = 1 << 20
 LOCATION_FIELDS = ("broker_id", "cluster_id", "log_dir", "topic", "partition", "dir_kind", "dir_name")
 """The row's first columns: where the segment is. The scan knows them from the partition directory
@@ -75,6 +81,9 @@ STORED_FIELDS = SEGMENT_FIELDS[len(LOCATION_FIELDS):]
 COLUMNS_DIGEST = hashlib.sha256(",".join(SEGMENT_FIELDS).encode()).hexdigest()[:16]
 """In the state's identity: a state written with other row columns is not trusted."""
 INDEX_SUFFIXES = ("index", "timeindex", "txnindex")
+USE_QUIET_ROW = True
+"""An active segment with nothing appended since the last run takes its row from :func:`quiet_row`
+(one C call) instead of the scan's quiet path; tests turn this off to prove both give the same rows."""
 
 
 class StateDirError(ValueError):
@@ -104,12 +113,13 @@ def state_file_name(log_dir: str, depth: str) -> str:
 
 def read_state_file(path: Path) -> tuple[list[str], dict]:
     """A state file's segment lines and its identity; ValueError when it is not a whole state file
-    (not a zstd stream, no identity line, no end line, a count or CRC-32 that does not match: a torn
+    (not a zlib stream, no identity line, no end line, a count or CRC-32 that does not match: a torn
     or altered file)."""
+    with open(path, "rb") as fh:
+        packed = fh.read()
     try:
-        with pa.OSFile(str(path)) as raw, pa.CompressedInputStream(raw, CODEC) as fh:
-            data = fh.read()
-    except pa.ArrowException as exc:
+        data = packed if packed[:1] == b"{" else zlib.decompress(packed)  # (a small state is plain text)
+    except zlib.error as exc:
         raise ValueError(f"not a {CODEC} stream: {exc}") from exc
     head_end = data.find(b"\n")
     tail_start = data.rfind(b"\n", 0, len(data) - 1) + 1
@@ -133,18 +143,21 @@ def encode_row(row: dict) -> str:
     return json.dumps([row[name] for name in STORED_FIELDS])
 
 
+_SCAN_JSON = json.scanner.make_scanner(json.JSONDecoder())
+"""json's C scanner called directly: json.loads' Python layers (and its whitespace regexes) were
+a third of decoding a row."""
+
+
 def decode_row(text: str, location: dict) -> dict | None:
-    """The row of :func:`encode_row` with the scan's ``location`` (LOCATION_FIELDS, in that order):
-    the same columns in the same order as a scan's row; None when the values do not fit."""
+    """The row of :func:`encode_row` with the scan's ``location`` (LOCATION_FIELDS): the same
+    columns in the same order as a scan's row; None when the values do not fit."""
     try:
-        values = json.loads(text)
-    except (TypeError, ValueError):
+        values, end = _SCAN_JSON(text, 0)
+    except (StopIteration, TypeError, ValueError):
         return None
-    if not isinstance(values, list) or len(values) != len(STORED_FIELDS):
+    if end != len(text) or not isinstance(values, list) or len(values) != len(STORED_FIELDS):
         return None
-    row = dict(location)
-    row.update(zip(STORED_FIELDS, values))
-    return row
+    return dict(zip(SEGMENT_FIELDS, (*[location[name] for name in LOCATION_FIELDS], *values)))
 
 
 def segment_proof(files: SegmentFiles) -> str | None:
@@ -197,7 +210,7 @@ class PartitionState:
     old: dict[int, tuple[str | None, str, str | None]]
 
     def row(self, files: SegmentFiles, is_active: bool, scan: Callable[[tuple | None, dict | None], dict],
-            location: dict) -> dict:
+            location: dict, care=None) -> dict:
         """The segment's row: from the state when its proof holds, else ``scan(resume, out)``
         (remembered for the next run when the segment is closed and did not change during the
         scan; an active one with where its walk ended, to be continued from there)."""
@@ -213,10 +226,18 @@ class PartitionState:
                 row = decode_row(hit[1], location)
                 if row is not None:
                     lds.reused += 1
-                    lds.keep(self.dir_name, files.base_offset, proof, hit[1])
+                    lds.keep(self.dir_name, files.base_offset, proof, hit[1], same=hit[2] is None)
                     return row
         out: dict | None = {} if lds.continues else None
-        row = scan(_resume(hit, location) if out is not None else None, out)
+        resume = _resume(hit, location) if out is not None else None
+        if resume is not None and is_active and USE_QUIET_ROW:
+            quiet = _quiet_row(files, resume, care)
+            if quiet is not None:  # nothing appended since the last run: its line is this run's
+                lds.continued += 1
+                lds.skipped_bytes += resume[0]["end"]
+                lds.keep(self.dir_name, files.base_offset, None, hit[1], hit[2], same=True)
+                return quiet
+        row = scan(resume, out)
         if out and "continued_from" in out:
             lds.continued += 1
             lds.skipped_bytes += out["continued_from"]
@@ -226,8 +247,22 @@ class PartitionState:
             if proof is not None and _reusable(row) and segment_proof(files) == proof:
                 lds.keep(self.dir_name, files.base_offset, proof, encode_row(row))
         elif out and "resume" in out and can_seed(row):
-            lds.keep(self.dir_name, files.base_offset, None, encode_row(row), json.dumps(out["resume"]))
+            if resume is not None and out["resume"] == resume[0] and _same_walk(row, resume[1]):
+                # nothing appended, same files: the last run's line is this run's seed as it is
+                lds.keep(self.dir_name, files.base_offset, None, hit[1], hit[2], same=True)
+            else:
+                lds.keep(self.dir_name, files.base_offset, None, encode_row(row), json.dumps(out["resume"]))
         return row
+
+
+def _quiet_row(files: SegmentFiles, resume: tuple[dict, dict], care) -> dict | None:
+    if care is None:
+        return quiet_row(files.paths, files.base_offset, resume)
+    return care.around(list(files.paths.values()), lambda: quiet_row(files.paths, files.base_offset, resume))
+
+
+def _same_walk(row: dict, old: dict) -> bool:
+    return all(row[column] == old[column] for column in WALK_COLUMNS)
 
 
 def _resume(hit: tuple | None, location: dict) -> tuple[dict, dict] | None:
@@ -236,8 +271,10 @@ def _resume(hit: tuple | None, location: dict) -> tuple[dict, dict] | None:
         return None
     row = decode_row(hit[1], location)
     try:
-        info = json.loads(hit[2])
-    except (TypeError, ValueError):
+        info, end = _SCAN_JSON(hit[2], 0)
+    except (StopIteration, TypeError, ValueError):
+        return None
+    if end != len(hit[2]):
         return None
     if row is None or not can_seed(row) or not isinstance(info, dict):
         return None
@@ -258,11 +295,17 @@ class LogDirState:
     continued: int = 0
     skipped_bytes: int = 0
     _out: BinaryIO | None = None
-    _zout: "pa.CompressedOutputStream | None" = None
+    _zout: "zlib._Compress | None" = None
     _pending: list = field(default_factory=list)
     _pending_bytes: int = 0
     _crc: int = 0
     _tmp: Path | None = None
+    _old_lines: int = -1
+    """Segment lines of the trusted old state (-1: none was read or it was not trusted)."""
+    _held: list | None = field(default_factory=list)
+    """Lines kept so far that are the old state's own, not yet written: while every line is,
+    nothing is written (None once one differs and the new state is being streamed)."""
+    rewritten: bool = False
 
     @classmethod
     def open(cls, state_dir: str | os.PathLike, info: dict, depth: str) -> "LogDirState":
@@ -281,7 +324,7 @@ class LogDirState:
             return
         try:
             lines, meta = read_state_file(self.path)
-        except (OSError, UnicodeDecodeError, ValueError, pa.ArrowException) as exc:
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
             self.notes.append(f"{self.path}: scan state unreadable ({type(exc).__name__}: {exc}): ignored, "
                               "every segment is read")
             return
@@ -294,6 +337,7 @@ class LogDirState:
         for line in lines:
             dir_name, base_offset, proof, resume, row = line.split("\t", 4)
             by_dir.setdefault(dir_name, {})[int(base_offset)] = (proof or None, row, resume or None)
+        self._old_lines = len(lines)
 
     @property
     def continues(self) -> bool:
@@ -305,53 +349,72 @@ class LogDirState:
         return PartitionState(self, dir_name, self.by_dir.pop(dir_name, {}))
 
     def keep(self, dir_name: str, base_offset: int, proof: str | None, row_json: str,
-             resume_json: str | None = None) -> None:
+             resume_json: str | None = None, same: bool = False) -> None:
+        """One segment's line for the next run; ``same``: the old state's line for it, unchanged."""
         if "\t" in dir_name or "\n" in dir_name:  # (never a Kafka partition dir): not kept, read next time
+            return
+        self.stored += 1
+        if same and self._held is not None:
+            self._held.append((dir_name, base_offset, proof, resume_json, row_json))
             return
         if self._out is None:
             self._start()
+        self._line(dir_name, base_offset, proof, resume_json, row_json)
+
+    def _line(self, dir_name: str, base_offset: int, proof: str | None, resume_json: str | None,
+              row_json: str) -> None:
         line = f"{dir_name}\t{base_offset}\t{proof or ''}\t{resume_json or ''}\t{row_json}\n".encode()
         self._crc = zlib.crc32(line, self._crc)
         self._write(line)
-        self.stored += 1
 
     def _write(self, data: bytes, flush: bool = False) -> None:
-        """Into the zstd stream a MiB at a time (one compressor call per line cost a tenth of a second run)."""
+        """Into the zlib stream a MiB at a time (one compressor call per line cost a tenth of a second run)."""
         self._pending.append(data)
         self._pending_bytes += len(data)
         if flush or self._pending_bytes >= WRITE_CHUNK:
-            self._zout.write(b"".join(self._pending))
+            if flush and self._out.tell() == 0 and self._pending_bytes < WRITE_CHUNK:
+                self._zout = None  # a state under a MiB stays plain text: zlib's first use in a process costs more
+            else:
+                data = self._zout.compress(b"".join(self._pending))
+                self._pending = [data]
+            self._out.write(b"".join(self._pending))
             self._pending, self._pending_bytes = [], 0
 
     def _start(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
         self._out = open(self._tmp, "wb")  # noqa: SIM115 - closed by commit/abort
-        self._zout = pa.CompressedOutputStream(pa.PythonFile(self._out, mode="w"), CODEC)
+        self._zout = zlib.compressobj(LEVEL)
         head = (json.dumps(self.identity, sort_keys=True) + "\n").encode()
         self._crc = zlib.crc32(head)
         self._write(head)
+        held, self._held = self._held or [], None
+        for line in held:
+            self._line(*line)
 
     def commit(self) -> None:
-        """Writes the new state (every closed segment seen this run) and renames it into place."""
+        """Writes the new state (every closed segment seen this run) and renames it into place; nothing
+        when it would be the old one (a trusted state whose every line was kept as it was, none
+        added: the nightly run of a quiet log dir writes and fsyncs nothing)."""
+        if self._out is None and self._old_lines == self.stored:
+            self._held, self.by_dir = [], {}
+            return
         if self._out is None:
             self._start()
         self._write(f"{END_MARK}\t{self.stored}\t{self._crc:08x}\n".encode(), flush=True)
-        self._zout.close()  # (closes the Python file too)
+        if self._zout is not None:
+            self._out.write(self._zout.flush())
         self._zout = None
-        with open(self._tmp, "rb") as fh:
-            os.fsync(fh.fileno())
+        self._out.flush()
+        os.fsync(self._out.fileno())
+        self._out.close()
         os.replace(self._tmp, self.path)
         self._out = None
+        self.rewritten = True
         self.by_dir = {}
 
     def abort(self) -> None:
-        if self._zout is not None:
-            try:
-                self._zout.close()
-            except (OSError, pa.ArrowException):
-                pass
-            self._zout = None
+        self._zout = None
         if self._out is not None:
             self._out.close()
             self._out = None
