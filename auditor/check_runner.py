@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from auditor import replay
-from auditor.schema import FINDING_FIELDS, FINDING_SCHEMA, PARTITION_SCHEMA, SEGMENT_SCHEMA, to_table
+from auditor.schema import FINDING_FIELDS
 from checks import REGISTRY
 from checks.base import AuditContext, Check, CheckInput, Finding, Severity
 
@@ -125,6 +125,8 @@ def as_frame(rows, schema) -> pd.DataFrame:
     same dtypes on both engines."""
     import pandas as pd
 
+    from auditor.schema import to_table
+
     if isinstance(rows, pd.DataFrame):
         return rows
     return to_table(list(rows), schema).to_pandas()
@@ -148,6 +150,8 @@ def _null_first(key: tuple) -> tuple:
 def run_local(segments, partitions, ctx: AuditContext, stats: Mapping[str, pd.DataFrame] | None = None,
               names: Sequence[str] | None = None) -> list[Finding]:
     """In-process engine: segment/partition rows (dicts or DataFrames) -> findings, sorted."""
+    from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA  # Arrow: imported by the engines, not replay-check
+
     seg = as_frame(segments, SEGMENT_SCHEMA)
     part = as_frame(partitions, PARTITION_SCHEMA)
     findings: list[Finding] = []
@@ -173,7 +177,7 @@ def spark_partition_findings(segments_df, partitions_df, ctx: AuditContext, name
     """Partition-scope checks distributed over Spark: a DataFrame of FINDING_SCHEMA rows."""
     import pandas as pd
 
-    from auditor.schema import spark_schema
+    from auditor.schema import FINDING_SCHEMA, spark_schema
 
     def per_partition(seg_pdf: pd.DataFrame, part_pdf: pd.DataFrame) -> pd.DataFrame:
         found = run_partition_checks(seg_pdf, part_pdf, ctx, names)

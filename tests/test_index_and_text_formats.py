@@ -401,3 +401,54 @@ def test_known_file_sets():
     for n in ("leader-epoch-checkpoint", "partition.metadata", "quorum-state", "leader-epoch-checkpoint.tmp"):
         assert n in filenames.PARTITION_DIR_FILES
     assert "foo.txt" not in filenames.LOG_DIR_FILES | filenames.PARTITION_DIR_FILES
+
+
+def _both_paths(monkeypatch, path, base, reader):
+    """One whole read through numpy (_read_all) and one through the small-file loop (_read_all_small),
+    each proven taken."""
+    from auditor.formats import _fixed_index as fi
+
+    taken = []
+    for small, name in ((-1, "_read_all"), (1 << 30, "_read_all_small")):
+        real = getattr(fi, name)
+        monkeypatch.setattr(fi, "SMALL_ENTRIES", small)
+        monkeypatch.setattr(fi, name, lambda *a, _real=real, _name=name: (taken.append(_name), _real(*a))[1])
+        taken.append(reader(path, base))
+        monkeypatch.setattr(fi, name, real)
+    numpy_path, numpy_read, small_path, small_read = taken
+    assert (numpy_path, small_path) == ("_read_all", "_read_all_small")
+    return numpy_read, small_read
+
+
+def test_small_index_files_read_without_numpy_equal_the_numpy_path(tmp_path, monkeypatch):
+    """Whole reads of small files skip numpy (its per-call cost, its import); entries, counts, zero
+    tails and problems must be exactly numpy's: every real index file, then damaged ones (entries out
+    of order, negative relative offsets, zero entries inside, trailing bytes, over MAX_PROBLEMS)."""
+    import random
+
+    real = [p for p in REAL_FILES if p.suffix in (".index", ".timeindex")]
+    assert real
+    for path in real:
+        reader = read_time_index if path.suffix == ".timeindex" else read_offset_index
+        numpy_read, small_read = _both_paths(monkeypatch, path, int(path.name.split(".")[0]), reader)
+        assert small_read == numpy_read, path
+    rnd = random.Random(12)
+    with_problems = with_tail = 0
+    for case in range(400):
+        time_index = rnd.random() < 0.5
+        slots = rnd.randint(0, 40)
+        parts = []
+        for i in range(slots):
+            rel = rnd.choice([i * 3 + 1, i * 3 + 1, rnd.randint(-5, 200), 0])
+            if time_index:
+                parts.append(struct.pack(">qi", rnd.choice([1000 + i * 10, rnd.randint(-5, 5000), 0]), rel))
+            else:
+                parts.append(struct.pack(">ii", rel, rnd.choice([i * 100 + 50, rnd.randint(-5, 5000), 0])))
+        data = b"".join(parts) + bytes(rnd.choice([0, 0, 0, 3])) + bytes((12 if time_index else 8) * rnd.randint(0, 3))
+        path = _write(tmp_path, f"{case}.{'timeindex' if time_index else 'index'}", data)
+        base = rnd.choice([0, 100, 1 << 40])
+        numpy_read, small_read = _both_paths(monkeypatch, path, base, read_time_index if time_index else read_offset_index)
+        assert small_read == numpy_read, (case, data)
+        with_problems += bool(numpy_read.problems)
+        with_tail += bool(numpy_read.zero_tail_bytes)
+    assert with_problems > 100 and with_tail > 100  # the damaged cases did reach the rules

@@ -90,6 +90,9 @@ def _topics(args) -> list[str]:
 
 
 def _rows_from_log_dirs(log_dirs: list[str], topics: set[str]) -> tuple[list[dict], list[dict], list[str]]:
+    """The topics' rows at depth headers, without reading index files (``indexes=False``): the
+    answers use the .log walk's columns, never the index columns, and the replay search reads the
+    searched segment's indexes itself; the rows are not printed."""
     segments, partitions, problems = [], [], []
     for log_dir in log_dirs:
         plan = plan_log_dir(log_dir)
@@ -99,7 +102,7 @@ def _rows_from_log_dirs(log_dirs: list[str], topics: set[str]) -> tuple[list[dic
             if parsed is None or parsed.topic not in topics:
                 continue
             rows, prow = scan_partition_dir(pdir, "headers", log_dir_info=plan.info,
-                                            checkpoints_by_tp=plan.checkpoints_by_tp, root=plan.root)
+                                            checkpoints_by_tp=plan.checkpoints_by_tp, root=plan.root, indexes=False)
             segments += rows
             partitions.append(prow)
     return segments, partitions, problems

@@ -15,6 +15,11 @@ Invariants of the on-disk format (`AbstractIndex.java`, `OffsetIndex.java`, `Tim
 I/O: ``os.open(O_RDONLY)`` + ``os.pread`` only. Never mmap (the broker truncates index files on
 roll with `trimToValidSize`; a mapped page past the new end would SIGBUS this process), never
 write, lock or rename. Full reads stream in chunks; ``tail_only`` does O(log n) small preads.
+
+Full reads decode with numpy, except small files (at most ``SMALL_ENTRIES`` slots: the closed
+segments of a quiet topic, an empty index) which one plain loop decodes to the very same result:
+numpy's per-call cost is most of such a read, and its import (~0.1 s) is not paid until an index
+needs it (``replay-check`` on small partitions never imports it).
 """
 
 from __future__ import annotations
@@ -23,10 +28,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable
 
-import numpy as np
-
 #: Bytes per pread when streaming a whole index (a multiple of 8 and 12).
 CHUNK_BYTES = 1 << 16
+#: Whole reads of files of at most this many entry slots are decoded without numpy (same result).
+SMALL_ENTRIES = 64
+#: Above this base offset the absolute offsets may leave int64 (numpy's arithmetic): numpy path.
+_SMALL_MAX_BASE = (1 << 63) - 1 - (1 << 31)
 #: At most this many problem strings per file; the rest are counted in one summary line.
 MAX_PROBLEMS = 20
 
@@ -56,7 +63,7 @@ class IndexLayout:
     decode: Callable[[bytes, int], tuple[int, int]]   # -> (raw key field, relative offset)
     to_entry: Callable[[int, int, int], tuple[int, int]]  # (key, rel, base) -> reported tuple
     key_name: str                   # "position" | "timestamp_ms"
-    np_dtype: np.dtype              # the entry as a numpy record with fields "key" and "rel"
+    np_fields: tuple                # the entry as numpy record fields "key" and "rel": ((name, dtype), ...)
     offset_first: bool              # reported tuple is (offset, key) rather than (key, offset)
 
 
@@ -112,6 +119,8 @@ def read_index(path, base_offset: int, layout: IndexLayout, *, tail_only: bool =
                 f"({size % es} trailing bytes ignored, as Kafka does)")
         if tail_only:
             _read_tail(fd, path, base_offset, layout, slots, result, problems, check_order)
+        elif slots <= SMALL_ENTRIES and 0 <= base_offset <= _SMALL_MAX_BASE:
+            _read_all_small(fd, path, base_offset, layout, slots, result, problems, check_order)
         else:
             _read_all(fd, path, base_offset, layout, slots, result, problems, check_order)
         problems.finish(path)
@@ -124,6 +133,9 @@ def _read_all(fd, path, base_offset, layout, slots, result, problems, check_orde
     """Every entry, decoded a chunk at a time with numpy (the headers depth reads whole indexes;
     per-entry Python was a third of its time). Entries that may break a rule are found
     vectorised, then described one by one by ``_check_entry``, the one place messages are made."""
+    import numpy as np  # here: small files never need it (_read_all_small)
+
+    dtype = np.dtype(list(layout.np_fields))
     es = layout.entry_size
     per_chunk = max(1, CHUNK_BYTES // es)
     i = 0
@@ -136,7 +148,7 @@ def _read_all(fd, path, base_offset, layout, slots, result, problems, check_orde
                          f"size was {result.size_bytes} at open (the broker trims indexes on roll)")
             want = len(buf) // es
             slots = i + want
-        chunk = np.frombuffer(buf, dtype=layout.np_dtype, count=want)
+        chunk = np.frombuffer(buf, dtype=dtype, count=want)
         key = chunk["key"].astype(np.int64)
         rel = chunk["rel"].astype(np.int64)
         zero = rel == 0
@@ -167,6 +179,33 @@ def _read_all(fd, path, base_offset, layout, slots, result, problems, check_orde
             result.entry_count = i
             return
     result.entry_count = i
+
+
+def _read_all_small(fd, path, base_offset, layout, slots, result, problems, check_order) -> None:
+    """:func:`_read_all` of a file of at most SMALL_ENTRIES slots (one chunk), entry by entry without
+    numpy: the same entries, counts and problems, in the same order (tests/test_index_and_text_formats.py
+    compares both on real and damaged files)."""
+    es = layout.entry_size
+    buf = _pread_exact(fd, slots * es, 0)
+    if len(buf) < slots * es:
+        problems.add(f"{path}: file shrank while being read: read ended at byte {len(buf)}, "
+                     f"size was {result.size_bytes} at open (the broker trims indexes on roll)")
+        slots = len(buf) // es
+    decode, to_entry = layout.decode, layout.to_entry
+    entries = result.entries
+    prev = None
+    for i in range(slots):
+        key, rel = decode(buf, i * es)
+        if rel == 0 and (i > 0 or key == 0):  # _is_zero_tail
+            result.zero_tail_bytes = (slots - i) * es
+            result.entry_count = i
+            return
+        entry = to_entry(key, rel, base_offset)
+        if rel < 0 or (prev is not None and (entry[0] <= prev[0] or entry[1] <= prev[1])):
+            _check_entry(path, layout, i, key, rel, entry, prev, problems, check_order)
+        entries.append(entry)
+        prev = entry
+    result.entry_count = slots
 
 
 def _check_entry(path, layout, i, key, rel, entry, prev, problems, check_order) -> None:

@@ -37,8 +37,6 @@ import zlib
 from pathlib import Path
 from typing import Iterator
 
-import crc32c as _crc32c
-
 from auditor.formats import compression, legacy
 from auditor.formats import record_batch as v2
 from auditor.formats.errors import FormatError
@@ -107,11 +105,11 @@ class LogReader:
 
     def __init__(self, path, *, label: str | None = None, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
                  max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES):
-        self.path = Path(path)
+        self._path = path  # a Path is built only when asked for (replay-check opens thousands of readers)
         self.label = label if label is not None else str(path)
         self.max_batch_bytes = max_batch_bytes
         self.max_decompressed_bytes = max_decompressed_bytes
-        self._fd: int | None = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        self._fd: int | None = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         try:
             self.size_bytes: int = os.fstat(self._fd).st_size
         except OSError:
@@ -121,6 +119,10 @@ class LogReader:
         self.stop_position: int = 0
         self.stop_reason: str | None = None
         self.stop_detail: str | None = None
+
+    @property
+    def path(self) -> Path:
+        return Path(self._path)
 
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
@@ -327,7 +329,9 @@ class LogReader:
         """(ok, stored, computed): CRC-32C over [21, end) for v2, CRC32 over [16, end) for legacy.
         Streams the batch in CHUNK_BYTES pieces (any size)."""
         if batch.magic >= 2:
-            start, update = v2.ATTRIBUTES_OFFSET, _crc32c.crc32c
+            import crc32c  # here: its import (importlib.metadata, ~25 ms) is for CRC checks only ('deep')
+
+            start, update = v2.ATTRIBUTES_OFFSET, crc32c.crc32c
         else:
             start, update = legacy.ENTRY_MAGIC_OFFSET, zlib.crc32
         pos = batch.position + start

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import struct
 
-import numpy as np
-
 from auditor.formats._fixed_index import IndexLayout, IndexRead, read_index
 
 RELATIVE_OFFSET_OFFSET = 0
@@ -50,7 +48,7 @@ LAYOUT = IndexLayout(
     decode=decode_entry,
     to_entry=lambda position, rel, base: (base + rel, position),
     key_name="position",
-    np_dtype=np.dtype([("rel", ">i4"), ("key", ">i4")]),
+    np_fields=(("rel", ">i4"), ("key", ">i4")),
     offset_first=True,
 )
 

@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import struct
 
-import numpy as np
-
 from auditor.formats._fixed_index import IndexLayout, IndexRead, read_index
 
 TIMESTAMP_OFFSET = 0
@@ -50,7 +48,7 @@ LAYOUT = IndexLayout(
     decode=decode_entry,
     to_entry=lambda timestamp_ms, rel, base: (timestamp_ms, base + rel),
     key_name="timestamp_ms",
-    np_dtype=np.dtype([("key", ">i8"), ("rel", ">i4")]),
+    np_fields=(("key", ">i8"), ("rel", ">i4")),
     offset_first=False,
 )
 

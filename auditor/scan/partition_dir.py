@@ -61,11 +61,13 @@ def scan_partition_dir(
     state: PartitionState | None = None,
     care: PageCacheCare | None = None,
     rate: ReadRate | None = None,
+    indexes: bool = True,
 ) -> tuple[list[dict], dict]:
     """The partition dir's segment rows and its partition row. With ``state`` (incremental scans) an
     unchanged closed segment's row comes from it; with ``care`` the pages the scan brings into the page
     cache are dropped after each segment; with ``rate`` reads are paced (see auditor.scan.state and
-    auditor.scan.pagecache)."""
+    auditor.scan.pagecache). ``indexes=False`` (without ``state``): the segments' index files are not
+    read (:func:`auditor.scan.segment.scan_segment`)."""
     parsed = filenames.parse_partition_dir(path.name)
     location = {
         "broker_id": log_dir_info["broker_id"],
@@ -85,7 +87,7 @@ def scan_partition_dir(
     rows = []
     for key in sorted(segment_files, key=lambda k: (k[0], k[1] or "")):
         files = segment_files[key]
-        row = _segment_row(files, depth, key[1] is None and key[0] == active_base, location, state, care)
+        row = _segment_row(files, depth, key[1] is None and key[0] == active_base, location, state, care, indexes)
         if rate is not None:
             rate.pace()
         rows.append(row)
@@ -136,12 +138,13 @@ def _partition_row(rows: list[dict], location: dict, depth: str, snapshots: int,
 
 
 def _segment_row(files: SegmentFiles, depth: str, is_active: bool, location: dict, state: PartitionState | None,
-                 care: PageCacheCare | None) -> dict:
+                 care: PageCacheCare | None, indexes: bool = True) -> dict:
     paths = list(files.paths.values())
 
     def scan(resume: tuple | None = None, out: dict | None = None) -> dict:
         def one() -> dict:
-            return scan_segment(files, depth, is_active=is_active, location=location, resume=resume, resume_out=out)
+            return scan_segment(files, depth, is_active=is_active, location=location, resume=resume, resume_out=out,
+                                indexes=indexes)
         return one() if care is None else care.around(paths, one)
 
     return scan() if state is None else state.row(files, is_active, scan, location, care)

@@ -115,13 +115,14 @@ def scan_segment(
     location: dict,
     notes: list[str] | None = None,
     resume: tuple[dict, dict] | None = None,
-    resume_out: dict | None = None,
+    resume_out: dict | None = None, indexes: bool = True,
 ) -> dict:
     """One segment's row. Never raises for bad input: problems become notes.
 
     ``resume`` (headers depth, :mod:`auditor.scan.resume`): where the last run's walk of this
     segment stopped and its row then; the walk continues there when the segment verifies (else
-    it reads the whole segment). ``resume_out`` receives where this walk stopped, for the next run."""
+    it reads the whole segment); ``resume_out`` gets where this walk stopped, for the next run.
+    ``indexes=False`` (headers, deep): no index file read (index columns None, none of their notes)."""
     row = empty_row(SEGMENT_COLUMNS)
     row.update(location)
     row["base_offset"] = files.base_offset
@@ -150,19 +151,19 @@ def scan_segment(
                 notes.append(f"{files.paths[suffix]}: empty .{suffix} for a non-empty segment")
 
     if depth != "stat":
-        _scan_contents(row, files, log_path, depth, notes, resume, resume_out, inodes)
+        _scan_contents(row, files, log_path, depth, notes, resume, resume_out, inodes, indexes)
     row["notes"] = notes
     return row
 
 
 def _scan_contents(row: dict, files: SegmentFiles, log_path, depth: str, notes: list[str],
-                   resume: tuple[dict, dict] | None, resume_out: dict | None, stats: dict) -> None:
+                   resume: tuple[dict, dict] | None, resume_out: dict | None, stats: dict, indexes: bool) -> None:
     """The indexes and the .log (depth 'index' and on). With ``resume`` (auditor.scan.resume) the
     .log is walked from where the last run's walk ended, and indexes unchanged since that run, beside
     a .log that did not grow, are read at their ends only (equal to the last run's: else read whole)."""
     if resume is not None and not same_index_files(resume[0], stats):
         resume = None  # an index rebuilt (recovery): the whole segment is read again
-    if resume is None or not _indexes_as_before(row, files, resume, stats, notes):
+    if (indexes or depth == "index") and (resume is None or not _indexes_as_before(row, files, resume, stats, notes)):
         _scan_indexes(row, files, depth, notes)
     if log_path is not None:
         _scan_log(row, files, log_path, depth, notes, resume, resume_out, stats)
