@@ -222,31 +222,32 @@ def quiet_row(paths: dict, base_offset: int, resume: tuple[dict, dict]) -> dict 
     and mtimes: what the scan's quiet path gives (:func:`took_quiet_walk`); None otherwise (the
     segment is scanned: continued, or read whole)."""
     info, old = resume
-    if paths.keys() != {"log", "index", "timeindex"} or info.get("txnindex") is not None or old["aborted_txns"] is not None:
+    if paths.keys() != _QUIET_FILES or info.get("txnindex") is not None or old["aborted_txns"] is not None:
         return None
     try:
         facts = quiet_facts(paths["log"], paths["index"], paths["timeindex"], base_offset, info["pos"])
         if facts is None:
             return None
-        f = dict(zip(QUIET_FIELDS, facts))
-        if ([f["log_dev"], f["log_ino"]] != info["log"] or f["log_size_bytes"] != info["end"]
-                or f["head"].hex() != info["head"]
-                or info["pos"] + 12 + int.from_bytes(f["head"][LENGTH_AT:LENGTH_AT + 4], "big", signed=True) != info["end"]):
+        # (by position, QUIET_FIELDS: this runs once per active segment of a nightly run)
+        head = facts[18]
+        if (facts[2] != info["end"] or [facts[0], facts[1]] != info["log"] or list(facts[4:8]) != info["index"]
+                or list(facts[8:12]) != info["timeindex"] or head.hex() != info["head"]
+                or info["pos"] + 12 + int.from_bytes(head[LENGTH_AT:LENGTH_AT + 4], "big", signed=True) != info["end"]):
             return None
     except (KeyError, TypeError, ValueError):
         return None
-    for suffix in ("index", "timeindex"):
-        if info.get(suffix) != [f[f"{suffix}_dev"], f[f"{suffix}_ino"], f[f"{suffix}_size_bytes"], f[f"{suffix}_mtime_ns"]]:
-            return None
-    if any(f[column] != old[column] for column in INDEX_COLUMNS[:-1]):
+    if facts[12:18] != tuple(old[column] for column in INDEX_COLUMNS[:-1]):
         return None
     first, last = old["first_offset"], old["last_offset"]
     if first is not None and first < base_offset and last is not None and last < base_offset:
         return None  # the scan writes a note about it
     row = old  # (decoded for this segment alone: the caller uses it no further)
-    for suffix in ("log", "index", "timeindex"):
-        row[f"{suffix}_size_bytes"] = f[f"{suffix}_size_bytes"]
-        row[f"{suffix}_mtime_ms"] = f[f"{suffix}_mtime_ns"] // 1_000_000
+    row["log_size_bytes"], row["log_mtime_ms"] = facts[2], facts[3] // 1_000_000
+    row["index_size_bytes"], row["index_mtime_ms"] = facts[6], facts[7] // 1_000_000
+    row["timeindex_size_bytes"], row["timeindex_mtime_ms"] = facts[10], facts[11] // 1_000_000
     row["is_active"] = True
     row["scanned_at_ms"] = time.time_ns() // 1_000_000
     return row
+
+
+_QUIET_FILES = {"log", "index", "timeindex"}

@@ -92,21 +92,24 @@ class StateDirError(ValueError):
 
 def check_state_dir(state_dir: str | os.PathLike, log_dirs) -> Path:
     """The resolved state dir; StateDirError when it is (or would land) inside a scanned log dir."""
-    real = Path(os.path.realpath(state_dir))
+    real = os.path.realpath(state_dir)  # (strings, not Paths: a second run's budget is a few ms)
     for log_dir in log_dirs:
-        root = Path(os.path.realpath(log_dir))
-        if real == root or root in real.parents:
+        root = os.path.realpath(log_dir)
+        if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
             raise StateDirError(
                 f"--state {state_dir} resolves to {real}, inside the scanned log dir {root}: "
                 "the auditor never writes under a log dir; choose a path outside it")
-    if real.exists() and not real.is_dir():
+    if os.path.exists(real) and not os.path.isdir(real):
         raise StateDirError(f"--state {state_dir} exists and is not a directory")
-    return real
+    return Path(real)
+
+
+_UNREADABLE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def state_file_name(log_dir: str, depth: str) -> str:
     """``<readable log dir>-<hash>.<depth>.state``: one file per log dir and depth."""
-    readable = re.sub(r"[^A-Za-z0-9._-]+", "_", log_dir).strip("_")[-80:] or "root"
+    readable = _UNREADABLE.sub("_", log_dir).strip("_")[-80:] or "root"
     digest = hashlib.sha256(log_dir.encode()).hexdigest()[:12]
     return f"{readable}-{digest}.{depth}.state"
 
