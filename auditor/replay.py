@@ -281,16 +281,30 @@ def _offset_index_lookup(entries: Sequence[tuple[int, int]], target_offset: int)
     return entries[i - 1][1] if i else 0
 
 
+def _read_if_there(read, path: str | None, base_offset: int):
+    """``read(path, base_offset)``, or None when there is no such file (``os.path.exists`` is False:
+    asked only when the read fails, so a file that is there costs no extra stat); a file that is
+    there but cannot be read raises, as the read does."""
+    if not path:
+        return None
+    try:
+        return read(path, base_offset)
+    except OSError:
+        if os.path.exists(path):
+            raise
+        return None
+
+
 def search_segment(seg: SegmentView, target_ms: int, log_start_offset: int) -> ModernAnswer:
     """``LogSegment.findOffsetByTimestamp`` on the files of one segment (read-only)."""
     notes = []
     time_entries: list[tuple[int, int]] = []
     offset_entries: list[tuple[int, int]] = []
-    if seg.timeindex_path and os.path.exists(seg.timeindex_path):
-        read = read_time_index(seg.timeindex_path, seg.base_offset)
+    read = _read_if_there(read_time_index, seg.timeindex_path, seg.base_offset)
+    if read is not None:
         time_entries, notes = read.entries, read.problems
-    if seg.index_path and os.path.exists(seg.index_path):
-        read = read_offset_index(seg.index_path, seg.base_offset)
+    read = _read_if_there(read_offset_index, seg.index_path, seg.base_offset)
+    if read is not None:
         offset_entries = read.entries
         notes += read.problems
     from_time = _time_index_lookup(time_entries, target_ms, seg.base_offset)
@@ -526,37 +540,62 @@ _GROUP_RESET_FIELDS = tuple(f.name for f in fields(GroupReset))
 def offset_position(views: Sequence[SegmentView], offset: int | None) -> tuple[int | None, bool]:
     """(byte position of the batch holding ``offset`` in its segment, exact?). Reads the segment's
     offset index and walks batches from there (read-only); without files, the segment start."""
-    if offset is None or not views:
-        return None, False
+    return offset_positions(views, [offset])[0]
+
+
+def offset_positions(views: Sequence[SegmentView], offsets: Sequence[int | None]) -> list[tuple[int | None, bool]]:
+    """:func:`offset_position` of each offset; offsets in one segment share its index read and
+    its reader (a group reset asks for the committed offset's and the reset's)."""
+    out: list = [None] * len(offsets)
+    by_segment: dict[int, list[int]] = {}
     bases = [v.base_offset for v in views]
-    i = bisect.bisect_right(bases, offset) - 1
-    if i < 0:
-        return 0, True
-    seg = views[i]
-    last = seg.last_offset
-    if last is not None and offset > last:
-        # past the last batch of this segment: its end (the log end offset, or a gap before the next)
-        return seg.log_size_bytes, seg.log_size_bytes is not None
-    if not seg.log_path or not os.path.exists(seg.log_path):
-        return 0, False
-    entries: list[tuple[int, int]] = []
-    if seg.index_path and os.path.exists(seg.index_path):
-        try:
-            entries = read_offset_index(seg.index_path, seg.base_offset).entries
-        except (OSError, FormatError):
-            entries = []
-    start = _offset_index_lookup(entries, offset)
+    for k, offset in enumerate(offsets):
+        if offset is None or not views:
+            out[k] = (None, False)
+            continue
+        i = bisect.bisect_right(bases, offset) - 1
+        if i < 0:
+            out[k] = (0, True)
+            continue
+        seg = views[i]
+        last = seg.last_offset
+        if last is not None and offset > last:
+            # past the last batch of this segment: its end (the log end offset, or a gap before the next)
+            out[k] = (seg.log_size_bytes, seg.log_size_bytes is not None)
+        elif not seg.log_path:
+            out[k] = (0, False)
+        else:
+            by_segment.setdefault(i, []).append(k)
+    for i, ks in by_segment.items():
+        _positions_in(views[i], [(k, offsets[k]) for k in ks], out)
+    return out
+
+
+def _positions_in(seg: SegmentView, wanted: list[tuple[int, int]], out: list) -> None:
+    """out[k] = (position, exact) of each (k, offset) of one segment: its .log opened once (absent or
+    unreadable: (0, False)), its offset index read once (absent or unreadable: from byte 0)."""
     try:
         reader = LogReader(seg.log_path)
     except OSError:
-        return 0, False
+        for k, _ in wanted:
+            out[k] = (0, False)
+        return
     try:
-        if start >= reader.size_bytes:
-            start = 0
-        for batch in reader.batches(start):
-            if batch.last_offset >= offset:
-                return batch.position, True
-        return reader.stop_position, reader.stop_reason is None
+        try:
+            read = _read_if_there(read_offset_index, seg.index_path, seg.base_offset)
+            entries = read.entries if read is not None else []
+        except (OSError, FormatError):
+            entries = []
+        for k, offset in wanted:
+            start = _offset_index_lookup(entries, offset)
+            if start >= reader.size_bytes:
+                start = 0
+            for batch in reader.batches(start):
+                if batch.last_offset >= offset:
+                    out[k] = (batch.position, True)
+                    break
+            else:
+                out[k] = (reader.stop_position, reader.stop_reason is None)
     finally:
         reader.close()
 
@@ -576,8 +615,7 @@ def group_reset(views: Sequence[SegmentView], prediction: "ReplayPrediction", to
         reread = max(committed_offset - reset, 0)
         skipped = max(reset - committed_offset, 0)
         if read_files:
-            c_pos, c_exact = offset_position(views, committed_offset)
-            r_pos, r_exact = offset_position(views, reset)
+            (c_pos, c_exact), (r_pos, r_exact) = offset_positions(views, [committed_offset, reset])
         else:
             c_pos = r_pos = None
         lo, hi = sorted(((reset, r_pos), (committed_offset, c_pos)))

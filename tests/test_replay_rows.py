@@ -336,3 +336,89 @@ def test_the_whole_help_still_lists_every_command():
     assert proc.returncode == 0
     for name in ("scan", "collect", "audit", "report", "demo", "replay-check", "groups", "metadata"):
         assert f"\n    {name}" in proc.stdout, name
+
+
+def _offset_position_oracle(views, offset):
+    """auditor.replay.offset_position as it was before offset_positions (one index read and one
+    reader per offset, os.path.exists first), kept here verbatim but for the names it imports."""
+    import bisect
+    import os
+
+    from auditor.formats.errors import FormatError
+    from auditor.formats.log_reader import LogReader
+    from auditor.formats.offset_index import read_offset_index
+
+    if offset is None or not views:
+        return None, False
+    bases = [v.base_offset for v in views]
+    i = bisect.bisect_right(bases, offset) - 1
+    if i < 0:
+        return 0, True
+    seg = views[i]
+    last = seg.last_offset
+    if last is not None and offset > last:
+        return seg.log_size_bytes, seg.log_size_bytes is not None
+    if not seg.log_path or not os.path.exists(seg.log_path):
+        return 0, False
+    entries = []
+    if seg.index_path and os.path.exists(seg.index_path):
+        try:
+            entries = read_offset_index(seg.index_path, seg.base_offset).entries
+        except (OSError, FormatError):
+            entries = []
+    start = replay._offset_index_lookup(entries, offset)
+    try:
+        reader = LogReader(seg.log_path)
+    except OSError:
+        return 0, False
+    try:
+        if start >= reader.size_bytes:
+            start = 0
+        for batch in reader.batches(start):
+            if batch.last_offset >= offset:
+                return batch.position, True
+        return reader.stop_position, reader.stop_reason is None
+    finally:
+        reader.close()
+
+
+def test_offset_positions_equal_one_lookup_per_offset(tmp_path):
+    """The group resets ask offset_positions for the committed offset's and the reset's positions at
+    once (one index read, one reader per segment): equal to the lookup per offset it replaced, for
+    every offset of every real partition (and around them), and with the files damaged: an index
+    pointing past the .log, a .log cut mid-batch, a missing .index, a missing .log."""
+    from realdata import copy_log_dir
+
+    copies = [copy_log_dir(p.parent.name, tmp_path / "a") for p in LOG_DIRS]
+    damaged = [copy_log_dir(p.parent.name, tmp_path / "b") for p in LOG_DIRS]
+    for n, path in enumerate(sorted(p for d in damaged for p in d.rglob("*.log"))):
+        index = path.with_suffix(".index")
+        if n % 4 == 0 and index.exists():
+            index.write_bytes(index.read_bytes() + (7).to_bytes(4, "big") + (1 << 30).to_bytes(4, "big"))
+        elif n % 4 == 1:
+            path.write_bytes(path.read_bytes()[:max(path.stat().st_size // 2, 1)])
+        elif n % 4 == 2 and index.exists():
+            index.unlink()
+        else:
+            path.unlink()
+    compared = 0
+    for log_dir, broken in zip(copies, damaged):
+        segments, _, _ = rc._rows_from_log_dirs([str(log_dir)], _topics(log_dir))
+        by_dir: dict = {}
+        for r in segments:  # the rows of the intact copy, and the same rows pointing at the damaged one
+            by_dir.setdefault(r["dir_name"], []).append(r)
+            by_dir.setdefault("damaged " + r["dir_name"], []).append(dict(r, log_dir=str(broken)))
+        for rows in by_dir.values():
+            views = replay.segment_views(rows)
+            if not views:
+                continue
+            ends = {v.base_offset for v in views} | {v.last_offset for v in views if v.last_offset is not None}
+            offsets = sorted({o + d for o in ends for d in (-1, 0, 1, 2)}) + [None]
+            expected = [_offset_position_oracle(views, o) for o in offsets]
+            assert replay.offset_positions(views, offsets) == expected
+            for a in offsets[::3]:
+                for b in offsets[::5]:
+                    assert replay.offset_positions(views, [a, b]) == [_offset_position_oracle(views, a),
+                                                                       _offset_position_oracle(views, b)]
+            compared += len(offsets)
+    assert compared > 100
