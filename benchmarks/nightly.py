@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/nightly.py              # data from benchmarks/scan.py + a generated dir
     .venv/bin/python benchmarks/nightly.py --demo-runs 3 --skip-generated
     .venv/bin/python benchmarks/nightly.py --only-cli --demo-runs 3 --live-audit-runs 3 --baseline REF
+    .venv/bin/python benchmarks/nightly.py --skip-generated --skip-residency --demo-runs 0 --rounds 15 --baseline REF
 
 One run prints, side by side:
 
@@ -14,6 +15,10 @@ One run prints, side by side:
   through system calls, cache or not: the scanner's own count); wall time of the scan only (rows
   consumed and dropped, as ``collect`` streams them). Beside them an ``index``-depth scan without
   state. Cold: ``sync; echo 3 > /proc/sys/vm/drop_caches`` before each run (said when it fails).
+  ``--rounds N``: the second run and the index scan repeated N times, alternated (the same load),
+  medians and how many rounds the second run took no more CPU than the index scan beside it (big;
+  generated at most 3); with ``--baseline REF`` also REF's second run on big (its own first run and
+  state before the rounds): the before/after of a change to incremental scans.
 * **page-cache residency** of the log dir's files (``mincore``, one path per inode) before and after a
   full ``headers`` scan, every file evicted first with ``posix_fadvise(POSIX_FADV_DONTNEED)`` (no root
   needed) and every other one read back; with ``PageCacheCare`` (``collect --nice``) and without it.
@@ -87,9 +92,14 @@ def worker(depth: str, log_dir: str, state: str | None, care: bool) -> dict:
     return res
 
 
-def run_worker(depth: str, log_dir: Path, state: Path | None = None, care: bool = False) -> dict:
-    cmd = [sys.executable, __file__, "--worker", depth, str(log_dir), str(state or ""), "1" if care else "0"]
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=True).stdout
+def run_worker(depth: str, log_dir: Path, state: Path | None = None, care: bool = False,
+               tree: Path | None = None) -> dict:
+    """One scan in a fresh interpreter; ``tree``: with that tree's code (``baseline_tree``)."""
+    root = tree or REPO
+    cmd = [sys.executable, str(root / "benchmarks" / "nightly.py"), "--worker", depth, str(log_dir), str(state or ""),
+           "1" if care else "0"]
+    env = {**os.environ, "PYTHONPATH": str(tree)} if tree is not None else None
+    out = subprocess.run(cmd, capture_output=True, text=True, cwd=root, check=True, env=env).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
@@ -165,34 +175,67 @@ def make_half_resident(files: list[Path]) -> None:
                 pass
 
 
-def incremental(label: str, log_dir: Path, cold: bool, P) -> None:
+def incremental(label: str, log_dir: Path, cold: bool, P, rounds: int = 1, baseline: Path | None = None,
+                baseline_ref: str = "") -> None:
+    """First run, then ``rounds`` rounds of (second run, [the baseline's second run,] index scan)
+    alternated so that they see the same load (medians when rounds > 1), then a headers scan
+    without state. The baseline's own first run (its state format) comes before the rounds."""
     state = Path(tempfile.mkdtemp(prefix="kafka-audit-state-"))
+    base_state = Path(tempfile.mkdtemp(prefix="kafka-audit-state-base-")) if baseline is not None else None
     try:
-        runs = {}
-        for name, depth, st in (("first (headers, --state)", "headers", state),
-                                ("second (headers, --state)", "headers", state),
-                                ("index, no state", "index", None),
-                                ("headers, no state", "headers", None)):
+        def one(depth: str, st: Path | None, tree: Path | None = None) -> dict:
             if cold:
                 drop_caches()
-            runs[name] = run_worker(depth, log_dir, st)
-        first, second, index = (runs["first (headers, --state)"], runs["second (headers, --state)"],
-                                runs["index, no state"])
-        P(f"\n{label}: {log_dir}  ({first['rows']:,} segment rows; cache {'COLD' if cold else 'warm'})")
+            return run_worker(depth, log_dir, st, tree=tree)
+
+        first = one("headers", state)
+        repeated: dict[str, list[dict]] = {"second (headers, --state)": []}
+        if baseline is not None:
+            one("headers", base_state, baseline)
+            repeated[f"second, baseline {baseline_ref}"[:28]] = []
+        repeated["index, no state"] = []
+        load = [os.getloadavg()[0]]
+        for _ in range(rounds):
+            for name, (depth, st, tree) in zip(repeated, [("headers", state, None),
+                                                          *([("headers", base_state, baseline)] if baseline else []),
+                                                          ("index", None, None)]):
+                repeated[name].append(one(depth, st, tree))
+        load.append(os.getloadavg()[0])
+        runs = {"first (headers, --state)": first,
+                **{name: _median_run(rs) for name, rs in repeated.items()},
+                "headers, no state": one("headers", None)}
+        second, index = runs["second (headers, --state)"], runs["index, no state"]
+        P(f"\n{label}: {log_dir}  ({first['rows']:,} segment rows; cache {'COLD' if cold else 'warm'}; "
+          f"{rounds} round{'s' if rounds > 1 else ''} of the repeated runs, medians; load {load[0]:.1f}-{load[1]:.1f})")
         P(f"  {'run':<28} {'wall s':>8} {'CPU s':>8} {'rchar':>14} {'read_bytes':>14} {'reused':>8} "
           f"{'continued':>9} {'read':>8}")
         for name, r in runs.items():
-            P(f"  {name:<28} {r['wall_s']:>8.3f} {r['cpu_s']:>8.3f} {r['rchar']:>14,} {r['read_bytes']:>14,} "
+            P(f"  {name:<28} {r['wall_s']:>8.4f} {r['cpu_s']:>8.4f} {r['rchar']:>14,} {r['read_bytes']:>14,} "
               f"{r.get('reused', '-'):>8} {r.get('continued', '-'):>9} {r.get('read', '-'):>8}")
         for key in ("rchar", "read_bytes"):
             if first[key]:
                 pct = 100 * second[key] / first[key]
                 P(f"  second/first {key:<10}: {pct:7.3f} %   target < 1 %: {'PASS' if pct < 1 else 'MISS'}")
         for key, what in (("cpu_s", "CPU"), ("wall_s", "wall")):
-            P(f"  second run vs index scan, {what:<4}: {second[key]:.3f} s vs {index[key]:.3f} s   "
+            P(f"  second run vs index scan, {what:<4}: {second[key]:.4f} s vs {index[key]:.4f} s   "
               f"target <= index: {'PASS' if second[key] <= index[key] else 'MISS'}")
+        if rounds > 1:
+            wins = sum(s["cpu_s"] <= i["cpu_s"] for s, i in zip(repeated["second (headers, --state)"],
+                                                              repeated["index, no state"]))
+            P(f"  rounds where the second run took no more CPU than the index scan next to it: {wins} of {rounds}")
     finally:
         shutil.rmtree(state, ignore_errors=True)
+        if base_state is not None:
+            shutil.rmtree(base_state, ignore_errors=True)
+
+
+def _median_run(runs: list[dict]) -> dict:
+    """Medians of the numeric figures of repeated runs (the counts are the same in each)."""
+    out = dict(runs[-1])
+    for key in ("wall_s", "cpu_s", "rchar", "read_bytes"):
+        out[key] = statistics.median(r[key] for r in runs)
+    out["rchar"], out["read_bytes"] = int(out["rchar"]), int(out["read_bytes"])
+    return out
 
 
 def residency(label: str, log_dir: Path, P) -> None:
@@ -361,13 +404,18 @@ def main(argv=None) -> int:
     ap.add_argument("--live-audit-runs", type=int, default=0,
                     help="rounds of `audit` on the 6 live log dirs of a 3-broker test cluster (started here)")
     ap.add_argument("--baseline", metavar="GIT_REF",
-                    help="run the demo and the live audit also with this ref's code, interleaved (before/after)")
+                    help="run the demo, the live audit and big's second run also with this ref's code, "
+                         "interleaved (before/after)")
     ap.add_argument("--only-cli", action="store_true", help="only the demo and live-audit parts (no scans)")
     ap.add_argument("--skip-generated", action="store_true")
     ap.add_argument("--cold", action="store_true",
                     help="also cold-cache runs on 'big' (drops the page cache of the whole machine several times: "
                          "every other process on it slows down)")
     ap.add_argument("--root", default=str(REPO / ".cache" / "bench"))
+    ap.add_argument("--skip-residency", action="store_true", help="no page-cache residency part")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="repeat the second run and the index scan this many times, alternated, and give medians "
+                         "(also the baseline's second run with --baseline)")
     args = ap.parse_args(argv)
     if args.worker:
         depth, log_dir, state, care = args.worker
@@ -395,14 +443,22 @@ def main(argv=None) -> int:
     sets = [("big", big)]
     if not args.skip_generated:
         sets.append(("generated", generated_dir(root, many)))
-    for label, d in sets:
-        incremental(label, d, False, P)
-    if cold:
-        incremental("big", big, True, P)
-    P("\npage-cache residency of the log dir's files (one path per inode), every file evicted with "
-      "posix_fadvise(DONTNEED), every other one read back:")
-    for label, d in sets:
-        residency(label, d, P)
+    base = baseline_tree(args.baseline) if args.baseline else None
+    try:
+        for label, d in sets:
+            # (a generated round is ~20 s of scans: at most 3; its baseline would repeat a 60 s first run)
+            incremental(label, d, False, P, args.rounds if label == "big" else min(args.rounds, 3),
+                        base if label == "big" else None, args.baseline or "")
+        if cold:
+            incremental("big", big, True, P, args.rounds, None)
+    finally:
+        if base is not None:
+            shutil.rmtree(base, ignore_errors=True)
+    if not args.skip_residency:
+        P("\npage-cache residency of the log dir's files (one path per inode), every file evicted with "
+          "posix_fadvise(DONTNEED), every other one read back:")
+        for label, d in sets:
+            residency(label, d, P)
     if args.demo_runs:
         demo_runs(args.demo_runs, P, args.baseline)
     if args.live_audit_runs:

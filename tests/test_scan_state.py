@@ -319,4 +319,19 @@ def test_state_dir_inside_a_log_dir_is_refused(cluster, tmp_path):
     with pytest.raises(StateDirError):
         scan_log_dirs([log_dir], DEPTH, state_dir=log_dir / "x")
     assert not (log_dir / "x").exists()
-    assert check_state_dir(tmp_path / "s", [log_dir]) == (tmp_path / "s").resolve()
+    check_state_dir(tmp_path / "s", [log_dir])  # not there yet, outside: fine
+    (tmp_path / "s").mkdir()
+    check_state_dir(tmp_path / "s", [log_dir])  # there, outside: fine
+    # an existing dir inside a log dir (a stand-in beside the broker's), also reached through a
+    # symlink from outside: refused
+    logs = tmp_path / "logs"
+    inside = logs / "a" / "state"
+    inside.mkdir(parents=True)
+    (tmp_path / "link").symlink_to(inside)
+    for state in (inside, logs / "a", tmp_path / "link", tmp_path / "link" / "..", logs):
+        with pytest.raises(StateDirError, match="inside the scanned log dir"):
+            check_state_dir(state, [tmp_path / "elsewhere", logs])
+    check_state_dir(tmp_path / "link", [log_dir, tmp_path / "elsewhere"])
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StateDirError, match="not a directory"):
+        check_state_dir(tmp_path / "file", [log_dir])

@@ -90,18 +90,51 @@ class StateDirError(ValueError):
     """A usage problem with ``--state`` (inside a log dir, not a directory): one line, exit 2."""
 
 
-def check_state_dir(state_dir: str | os.PathLike, log_dirs) -> Path:
-    """The resolved state dir; StateDirError when it is (or would land) inside a scanned log dir."""
-    real = os.path.realpath(state_dir)  # (strings, not Paths: a second run's budget is a few ms)
+def check_state_dir(state_dir: str | os.PathLike, log_dirs) -> None:
+    """StateDirError when the state dir is (or would land) inside a scanned log dir, or is not a
+    directory. An existing state dir is compared by device and inode with each log dir and each of
+    its own parents (``..`` from the resolved directory: symlinks and bind mounts included): a few
+    ``stat`` calls where ``os.path.realpath`` takes one per path component (a second run's whole
+    budget is a few ms); one that does not exist yet by its resolved path."""
+    path = os.fspath(state_dir)
+    try:
+        st = os.stat(path)
+    except OSError:
+        st = None
+    if st is None or not stat_mod.S_ISDIR(st.st_mode):
+        _check_state_path(state_dir, log_dirs)
+        return
+    roots = {}
+    for log_dir in log_dirs:
+        try:
+            root = os.stat(log_dir)
+        except OSError:
+            continue  # (nothing is inside a log dir that does not exist)
+        roots[(root.st_dev, root.st_ino)] = log_dir
+    here = (st.st_dev, st.st_ino)
+    while True:
+        if here in roots:
+            _refuse(state_dir, os.path.realpath(path), os.path.realpath(roots[here]))
+        path = os.path.join(path, os.pardir)
+        up = os.stat(path)
+        if (up.st_dev, up.st_ino) == here:  # the root directory is its own parent
+            return
+        here = (up.st_dev, up.st_ino)
+
+
+def _check_state_path(state_dir, log_dirs) -> None:
+    real = os.path.realpath(state_dir)
     for log_dir in log_dirs:
         root = os.path.realpath(log_dir)
         if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
-            raise StateDirError(
-                f"--state {state_dir} resolves to {real}, inside the scanned log dir {root}: "
-                "the auditor never writes under a log dir; choose a path outside it")
+            _refuse(state_dir, real, root)
     if os.path.exists(real) and not os.path.isdir(real):
         raise StateDirError(f"--state {state_dir} exists and is not a directory")
-    return Path(real)
+
+
+def _refuse(state_dir, real: str, root: str) -> None:
+    raise StateDirError(f"--state {state_dir} resolves to {real}, inside the scanned log dir {root}: "
+                        "the auditor never writes under a log dir; choose a path outside it")
 
 
 _UNREADABLE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -118,8 +151,11 @@ def read_state_file(path: Path) -> tuple[list[str], dict]:
     """A state file's segment lines and its identity; ValueError when it is not a whole state file
     (not a zlib stream, no identity line, no end line, a count or CRC-32 that does not match: a torn
     or altered file)."""
-    with open(path, "rb") as fh:
-        packed = fh.read()
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        packed = _read_all(fd)
+    finally:
+        os.close(fd)
     try:
         data = packed if packed[:1] == b"{" else zlib.decompress(packed)  # (a small state is plain text)
     except zlib.error as exc:
@@ -139,6 +175,17 @@ def read_state_file(path: Path) -> tuple[list[str], dict]:
     if len(lines) != int(count):
         raise ValueError(f"{len(lines)} segment lines, the end line says {count}")
     return lines, {str(k): str(v) for k, v in meta.items()}
+
+
+def _read_all(fd: int) -> bytes:
+    size = os.fstat(fd).st_size
+    parts, got = [], 0
+    while True:
+        chunk = os.read(fd, max(size - got, 0) + 1)  # (one read for a file that did not grow)
+        if not chunk:
+            return b"".join(parts)
+        parts.append(chunk)
+        got += len(chunk)
 
 
 def encode_row(row: dict) -> str:
