@@ -17,8 +17,8 @@ One run prints, side by side:
   state. Cold: ``sync; echo 3 > /proc/sys/vm/drop_caches`` before each run (said when it fails).
   ``--rounds N``: the second run and the index scan repeated N times, alternated (the same load),
   medians and how many rounds the second run took no more CPU than the index scan beside it (big;
-  generated at most 3); with ``--baseline REF`` also REF's second run on big (its own first run and
-  state before the rounds): the before/after of a change to incremental scans.
+  generated and cold at most 3 and 5); with ``--baseline REF`` also REF's second run on big (its
+  own first run and state before the rounds): the before/after of a change to incremental scans.
 * **page-cache residency** of the log dir's files (``mincore``, one path per inode) before and after a
   full ``headers`` scan, every file evicted first with ``posix_fadvise(POSIX_FADV_DONTNEED)`` (no root
   needed) and every other one read back; with ``PageCacheCare`` (``collect --nice``) and without it.
@@ -450,7 +450,7 @@ def main(argv=None) -> int:
             incremental(label, d, False, P, args.rounds if label == "big" else min(args.rounds, 3),
                         base if label == "big" else None, args.baseline or "")
         if cold:
-            incremental("big", big, True, P, args.rounds, None)
+            incremental("big", big, True, P, min(args.rounds, 5), None)  # (each run drops the caches)
     finally:
         if base is not None:
             shutil.rmtree(base, ignore_errors=True)

@@ -73,10 +73,11 @@ def run(args) -> int:
     for info in res.log_dirs:
         if info.get("scan_state"):
             st = info["scan_state"]
+            unchanged = "" if st.get("rewritten", True) else ", unchanged"
             sys.stderr.write(f"state: {info['log_dir']}: {st['reused']:,} closed segments from the state, "
                              f"{st['continued']:,} continued where the last run stopped "
                              f"({human_bytes(st['skipped_bytes'])} not read again), {st['read']:,} read whole, "
-                             f"{st['kept']:,} kept ({st['file']}{'' if st.get('rewritten', True) else ', unchanged'})\n")
+                             f"{st['kept']:,} kept ({st['file']}{unchanged})\n")
     for line in res.cluster_parts:
         sys.stderr.write(f"cluster: {line}\n")
     sys.stderr.write(

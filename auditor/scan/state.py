@@ -370,10 +370,10 @@ class LogDirState:
         return state
 
     def _load(self) -> None:
-        if not self.path.exists():  # the first run: nothing to say
-            return
         try:
             lines, meta = read_state_file(self.path)
+        except FileNotFoundError:  # the first run: nothing to say
+            return
         except (OSError, UnicodeDecodeError, ValueError) as exc:
             self.notes.append(f"{self.path}: scan state unreadable ({type(exc).__name__}: {exc}): ignored, "
                               "every segment is read")
