@@ -41,7 +41,6 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from auditor.cluster import remote_lookup, remote_storage
 from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
 from auditor.formats.offset_index import read_offset_index
@@ -371,28 +370,45 @@ def _get(row, key):
     return int(value) if isinstance(value, float) else value
 
 
+#: The row columns a SegmentView is made of, read in one pass per row (:func:`_values`).
+_VIEW_COLUMNS = ("file_state", "log_size_bytes", "log_dir", "dir_name", "base_offset", "max_timestamp_ms",
+                 "log_mtime_ms", "first_offset", "last_offset", "min_timestamp_ms", "min_batch_timestamp_ms")
+
+
+def _values(row, keys: tuple) -> list:
+    """``[_get(row, key) for key in keys]``, the NaN / float cleaning only for rows that hold a float
+    (pandas'); plain scanner rows are read as they are."""
+    values = [row.get(k) for k in keys] if isinstance(row, dict) else [getattr(row, k, None) for k in keys]
+    for value in values:
+        if isinstance(value, float):
+            return [None if v is None or (isinstance(v, float) and v != v) else int(v) if isinstance(v, float) else v
+                    for v in values]
+    return values
+
+
 def segment_views(rows: Iterable) -> list[SegmentView]:
     """Live, normal segments of one replica (one partition dir), in base-offset order."""
     views = []
     dirs: dict[tuple, str] = {}
     for row in rows:
-        if _get(row, "file_state") is not None or _get(row, "log_size_bytes") is None:
+        (state, size, log_dir, dir_name, base, largest, mtime, first, last, min_ts,
+         min_batch_ts) = _values(row, _VIEW_COLUMNS)
+        if state is not None or size is None:
             continue
-        where = (_get(row, "log_dir") or "", _get(row, "dir_name") or "")
+        where = (log_dir or "", dir_name or "")
         directory = dirs.get(where)
         if directory is None:  # one Path per partition dir, not three per segment
             directory = dirs[where] = _dir_prefix(Path(where[0]) / where[1])
-        base = int(_get(row, "base_offset"))
+        base = int(base)
         name = f"{directory}{base:020d}"
-        min_ts = _get(row, "min_timestamp_ms")
         views.append(SegmentView(
             base_offset=base,
-            largest_timestamp_ms=_get(row, "max_timestamp_ms"),
-            log_mtime_ms=_get(row, "log_mtime_ms"),
-            log_size_bytes=_get(row, "log_size_bytes"),
-            first_offset=_get(row, "first_offset"),
-            last_offset=_get(row, "last_offset"),
-            min_timestamp_ms=min_ts if min_ts is not None else _get(row, "min_batch_timestamp_ms"),
+            largest_timestamp_ms=largest,
+            log_mtime_ms=mtime,
+            log_size_bytes=size,
+            first_offset=first,
+            last_offset=last,
+            min_timestamp_ms=min_ts if min_ts is not None else min_batch_ts,
             log_path=f"{name}.log",
             index_path=f"{name}.index",
             timeindex_path=f"{name}.timeindex",
@@ -656,6 +672,8 @@ def predict_modern_tiered(views: Sequence[SegmentView], target_ms: int, remote, 
     ``remote_storage_dir`` (LocalTieredStorage's directory) the segment's own files are searched
     the same way as a local segment's, and the answer is exact.
     """
+    from auditor.cluster import remote_lookup, remote_storage  # tiered storage only: not imported otherwise
+
     local_start = views[0].base_offset if views else (log_end_offset if log_end_offset is not None else log_start_offset)
     first_local = views[0].base_offset if views else None
     leo = log_end_offset if log_end_offset is not None else local_start
@@ -712,6 +730,8 @@ def _remote_range(choice, log_start_offset: int, remote_storage_dir: str | None)
 def remote_oldest_timestamp(remote, log_start_offset: int, remote_storage_dir: str | None) -> int | None:
     """The smallest record timestamp at or after the log start offset in the remote segment that
     holds it, from its file when the remote storage dir is given (None otherwise)."""
+    from auditor.cluster import remote_storage  # tiered storage only: not imported otherwise
+
     if not remote_storage_dir:
         return None
     segs = [s for s in remote.finished() if s.end_offset >= log_start_offset]

@@ -422,3 +422,37 @@ def test_offset_positions_equal_one_lookup_per_offset(tmp_path):
                                                                        _offset_position_oracle(views, b)]
             compared += len(offsets)
     assert compared > 100
+
+
+def _segment_views_oracle(rows):
+    """auditor.replay.segment_views as it was before it read each row in one pass (_values)."""
+    get = replay._get
+    views = []
+    for row in rows:
+        if get(row, "file_state") is not None or get(row, "log_size_bytes") is None:
+            continue
+        directory = replay._dir_prefix(Path(get(row, "log_dir") or "") / (get(row, "dir_name") or ""))
+        name = f"{directory}{int(get(row, 'base_offset')):020d}"
+        min_ts = get(row, "min_timestamp_ms")
+        views.append(replay.SegmentView(
+            base_offset=int(get(row, "base_offset")), largest_timestamp_ms=get(row, "max_timestamp_ms"),
+            log_mtime_ms=get(row, "log_mtime_ms"), log_size_bytes=get(row, "log_size_bytes"),
+            first_offset=get(row, "first_offset"), last_offset=get(row, "last_offset"),
+            min_timestamp_ms=min_ts if min_ts is not None else get(row, "min_batch_timestamp_ms"),
+            log_path=f"{name}.log", index_path=f"{name}.index", timeindex_path=f"{name}.timeindex"))
+    return sorted(views, key=lambda v: v.base_offset)
+
+
+@pytest.mark.parametrize("log_dir", LOG_DIRS, ids=lambda p: p.parent.name)
+def test_segment_views_equal_the_per_column_reads(log_dir):
+    """segment_views reads each row in one pass: the same views as reading column by column, from
+    plain scanner rows, from pandas rows (NaN for nulls, floats for nullable integers) and from
+    damaged rows (deleted files, other replicas, NaN everywhere)."""
+    segments, partitions = _rows(log_dir)
+    damaged, _ = _damaged(segments, partitions)
+    pandas_rows = as_frame(damaged, SEGMENT_SCHEMA).to_dict("records")
+    assert any(isinstance(v, float) for r in pandas_rows for v in r.values())
+    damaged += [dict(r, log_dir=float("nan"), min_timestamp_ms=float("nan"), max_timestamp_ms=7.0,
+                     base_offset=float(r["base_offset"])) for r in segments]
+    for rows in (segments, damaged, pandas_rows):
+        assert replay.segment_views(rows) == _segment_views_oracle(rows)

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from auditor.check_runner import replay_safety_on_rows
 from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError, write_json
-from auditor.cluster import remote_storage
 from auditor.formats import filenames
 from auditor.replay import (LegacyAnswer, LogStart, ModernAnswer, ReplayPrediction, ReplicaPrediction,
                             predict_legacy_offsets, predict_replicas)
@@ -117,6 +116,16 @@ def _rows_from_manifests(paths: list[str], topics: set[str]) -> tuple[list[dict]
         segments += [r for r in seg.to_pylist() if r["topic"] in topics]
         partitions += [r for r in part.to_pylist() if r["topic"] in topics]
     return segments, partitions, []
+
+
+def _remote_from_log_dirs(args, ctx) -> list[str]:
+    """Tiered storage: what ``__remote_log_metadata`` (in the same log dirs) says is in remote
+    storage; its notes."""
+    from auditor.cluster import remote_storage  # here: --group never reads it
+
+    ctx.remote_logs = remote_storage.read_log_dirs(args.log_dir)
+    ctx.remote_storage_dir = args.remote_storage_dir
+    return list(ctx.remote_logs.notes)
 
 
 def _remote_from_manifests(args, ctx) -> list[str]:
@@ -282,10 +291,7 @@ def run(args) -> int:
                 raise CliError(f"{d}: does not exist")
         if args.log_dir:
             segments, partitions, problems = _rows_from_log_dirs(args.log_dir, set(topics))
-            # tiered storage: what __remote_log_metadata (in the same log dirs) says is in remote storage
-            ctx.remote_logs = remote_storage.read_log_dirs(args.log_dir)
-            ctx.remote_storage_dir = args.remote_storage_dir
-            problems += ctx.remote_logs.notes
+            problems += _remote_from_log_dirs(args, ctx)
         else:
             segments, partitions, problems = _rows_from_manifests(args.manifest, set(topics))
             problems += _remote_from_manifests(args, ctx)
