@@ -392,3 +392,80 @@ def test_collect_says_what_the_state_saved(tmp_path, capsys):
     line = next(x for x in capsys.readouterr().err.splitlines() if x.startswith("state: "))
     total = sum(len(whole) for whole in cut.values())
     assert f"({human_bytes(total)} not read again)" in line and line.endswith(", unchanged)"), line
+
+
+def _epoch_appended(part: Path) -> None:  # in place (same inode): a leader change the broker wrote
+    (part / "leader-epoch-checkpoint").write_text("0\n2\n0 0\n7 123\n")
+
+
+def _metadata_same_size_new_mtime(part: Path) -> None:  # another topic id, same length, same inode
+    meta = part / "partition.metadata"
+    st = meta.stat()
+    meta.write_text(meta.read_text().replace("topic_id: A", "topic_id: B"))
+    os.utime(meta, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert meta.stat().st_size == st.st_size and meta.stat().st_ino == st.st_ino
+
+
+def _epoch_deleted(part: Path) -> None:
+    (part / "leader-epoch-checkpoint").unlink()
+
+
+def _metadata_added(part: Path) -> None:
+    (part / "partition.metadata").write_text("version: 0\ntopic_id: C" + "w" * 21 + "\n")
+
+
+def _epoch_corrupt(part: Path) -> None:
+    (part / "leader-epoch-checkpoint").write_text("0\n2\n0 0\nnot an epoch\n")
+
+
+@pytest.mark.parametrize("change", [None, _epoch_appended, _metadata_same_size_new_mtime, _epoch_deleted,
+                                    _metadata_added, _epoch_corrupt])
+def test_partition_files_from_the_state_equal_a_full_scan(change, tmp_path, monkeypatch):
+    """leader-epoch-checkpoint and partition.metadata: not opened on a run with them unchanged (lstat
+    proof), read again when one changed (the changed partition only), the partition rows equal to a
+    full scan's on every run; a corrupt one is read (and noted) every run."""
+    from auditor.formats import checkpoints
+
+    log_dir, _ = _cut_copy(tmp_path)
+    parts = sorted(p for p in log_dir.iterdir() if p.is_dir())
+    for part in parts[1:]:  # the first has none: _metadata_added adds it
+        (part / "partition.metadata").write_text("version: 0\ntopic_id: A" + "Q" * 21 + "\n")
+    reads: list[str] = []
+    for name in ("read_leader_epoch_checkpoint", "read_partition_metadata"):
+        real = getattr(checkpoints, name)
+        monkeypatch.setattr(checkpoints, name, lambda path, real=real: reads.append(Path(path).parent.name) or real(path))
+    state = tmp_path / "state"
+    changed = parts[0] if change in (_metadata_added, None) else parts[1]
+    if change is _epoch_corrupt:
+        change(changed)
+    for run in range(3):
+        if run == 1 and change not in (None, _epoch_corrupt):
+            change(changed)
+        reads.clear()
+        res = scan_log_dirs([log_dir], DEPTH, state_dir=state)
+        if run == 0:
+            assert len(reads) == 2 * len(parts) - 1
+            topic_id = {p["dir_name"]: p["topic_id"] for p in res.partitions}[changed.name]
+        elif run == 1 and change not in (None, _epoch_corrupt):
+            assert set(reads) == {changed.name}, reads
+        else:
+            assert set(reads) == ({changed.name} if change is _epoch_corrupt else set()), reads
+        by_dir = {p["dir_name"]: p for p in res.partitions}
+        full = {p["dir_name"]: p for p in scan_log_dirs([log_dir], DEPTH).partitions}
+        assert by_dir == full
+        if change is _epoch_corrupt:
+            assert any("unreadable" in n for n in by_dir[changed.name]["notes"]), by_dir[changed.name]
+    assert (full[changed.name]["topic_id"] != topic_id) == (change in (_metadata_same_size_new_mtime, _metadata_added))
+
+
+def test_a_state_of_the_former_format_is_ignored_with_a_note(tmp_path, monkeypatch):
+    log_dir, cut = _cut_copy(tmp_path)
+    state = tmp_path / "state"
+    with monkeypatch.context() as m:
+        m.setattr(state_module, "STATE_FORMAT", "kafka-audit-scan-state/5")
+        scan_log_dirs([log_dir], DEPTH, state_dir=state)
+    res = scan_log_dirs([log_dir], DEPTH, state_dir=state)
+    assert any("scan state format = 'kafka-audit-scan-state/5'" in p and "ignored" in p
+               for p in res.log_dirs[0]["problems"]), res.log_dirs[0]
+    assert _counts(res)["continued"] == 0 and _counts(res)["rewritten"]
+    assert _counts(scan_log_dirs([log_dir], DEPTH, state_dir=state))["continued"] == len(cut)

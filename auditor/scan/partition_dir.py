@@ -14,6 +14,7 @@ from auditor.formats import checkpoints, filenames
 from auditor.formats.errors import FormatError
 from auditor.scan.files import list_dir, symlink_note
 from auditor.scan.pagecache import PageCacheCare, ReadRate
+from auditor.scan.partition_files import PARTITION_FILES, read_with_state
 from auditor.scan.progress import Progress, ProgressCallback
 from auditor.scan.segment import SegmentFiles, scan_segment
 from auditor.scan.state import PartitionState
@@ -98,11 +99,15 @@ def scan_partition_dir(
                 on_progress(progress)
 
     prow = _partition_row(rows, location, depth, snapshots, checkpoints_by_tp)
-    if care is None:
-        _read_partition_files(path, prow, pnotes)
-    else:
-        care.around([path / "leader-epoch-checkpoint", path / "partition.metadata"],
-                    lambda: _read_partition_files(path, prow, pnotes))
+    def read() -> None:
+        if care is None:
+            _read_partition_files(path, prow, pnotes)
+        else:
+            care.around([path / name for name in PARTITION_FILES], lambda: _read_partition_files(path, prow, pnotes))
+    if state is None:
+        read()
+    else:  # taken from the state when unchanged (auditor.scan.partition_files)
+        read_with_state(state, path, prow, pnotes, read)
     prow["notes"] = pnotes
     return rows, prow
 

@@ -58,15 +58,16 @@ from auditor.scan.resume import WALK_COLUMNS, can_seed, quiet_row
 from auditor.scan.segment import SegmentFiles
 from auditor.schema import SEGMENT_FIELDS
 
-STATE_FORMAT = "kafka-audit-scan-state/5"
+STATE_FORMAT = "kafka-audit-scan-state/6"
 END_MARK = "end"
 """The file: a JSON identity line; one line per kept segment, tab-separated: directory name, base
 offset, proof (closed segments, else empty), where its walk ended (an active segment at headers
 depth, :mod:`auditor.scan.resume`, JSON, else empty), its row (a JSON array of STORED_FIELDS:
 decoded by the C decoder on a hit and written back unchanged); then ``end``, the count of segment
-lines and the CRC-32 of everything before, hex. Plain lines, not Parquet: a second run reads and
-writes this file and little else, and Parquet's reader and writer cost more than the index depth's
-whole scan of a small log dir (big: 47 segments, 8 ms). The whole file is one zlib stream (level 1:
+lines and the CRC-32 of everything before, hex. A partition directory's own files have a line of
+base offset -1 (:mod:`auditor.scan.partition_files`: their proof, the partition row's columns).
+Plain lines, not Parquet: a second run reads and writes this file and little else, and Parquet's
+reader and writer cost more than the index depth's whole scan of a small log dir (big: 47 segments, 8 ms). The whole file is one zlib stream (level 1:
 the state of 102,400 segments is 45 MB of text, 2 % of what a first headers run reads), but for a
 state of less than a MiB of text, which stays plain text (its first line's ``{`` tells). Not
 pyarrow's zstd: on a small log dir a second run's whole budget is a few ms, and pyarrow's stream
@@ -350,6 +351,8 @@ class LogDirState:
     _pending_bytes: int = 0
     _crc: int = 0
     _tmp: Path | None = None
+    _lines: int = 0
+    """Lines kept so far: segments (``stored``) and partition directories' own files."""
     _old_lines: int = -1
     """Segment lines of the trusted old state (-1: none was read or it was not trusted)."""
     _held: list | None = field(default_factory=list)
@@ -399,11 +402,13 @@ class LogDirState:
         return PartitionState(self, dir_name, self.by_dir.pop(dir_name, {}))
 
     def keep(self, dir_name: str, base_offset: int, proof: str | None, row_json: str,
-             resume_json: str | None = None, same: bool = False) -> None:
-        """One segment's line for the next run; ``same``: the old state's line for it, unchanged."""
+             resume_json: str | None = None, same: bool = False, segment: bool = True) -> None:
+        """One segment's line for the next run (``segment=False``: a partition directory's own files);
+        ``same``: the old state's line for it, unchanged."""
         if "\t" in dir_name or "\n" in dir_name:  # (never a Kafka partition dir): not kept, read next time
             return
-        self.stored += 1
+        self._lines += 1
+        self.stored += segment
         if same and self._held is not None:
             self._held.append((dir_name, base_offset, proof, resume_json, row_json))
             return
@@ -446,12 +451,12 @@ class LogDirState:
         """Writes the new state (every closed segment seen this run) and renames it into place; nothing
         when it would be the old one (a trusted state whose every line was kept as it was, none
         added: the nightly run of a quiet log dir writes and fsyncs nothing)."""
-        if self._out is None and self._old_lines == self.stored:
+        if self._out is None and self._old_lines == self._lines:
             self._held, self.by_dir = [], {}
             return
         if self._out is None:
             self._start()
-        self._write(f"{END_MARK}\t{self.stored}\t{self._crc:08x}\n".encode(), flush=True)
+        self._write(f"{END_MARK}\t{self._lines}\t{self._crc:08x}\n".encode(), flush=True)
         if self._zout is not None:
             self._out.write(self._zout.flush())
         self._zout = None
