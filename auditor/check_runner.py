@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from auditor import replay
 from auditor.schema import FINDING_FIELDS
-from checks import REGISTRY
+from checks import check_named
 from checks.base import AuditContext, Check, CheckInput, Finding, Severity
 
 if TYPE_CHECKING:
@@ -22,6 +22,8 @@ GROUP = ["topic", "partition"]
 
 
 def _checks(scope: str, names: Sequence[str] | None = None) -> list[type[Check]]:
+    from checks import REGISTRY  # every check module: imported on first use (replay-check runs one)
+
     return [c for n, c in REGISTRY.items() if c.scope == scope and (names is None or n in names)]
 
 
@@ -56,7 +58,8 @@ def replay_safety_on_rows(segments: Iterable[dict], partitions: Iterable[dict], 
         for r in rows:
             if r.get("topic") is not None and r.get("partition") is not None:  # as groupby drops null keys
                 by.setdefault((r["topic"], int(r["partition"])), []).append(r)
-    checks = _checks("partition", [REPLAY_CHECK])
+    safety = check_named(REPLAY_CHECK)  # as _checks("partition", [REPLAY_CHECK]), its module alone imported
+    checks = [safety] if safety is not None and safety.scope == "partition" else []
     out: list[Finding] = []
     for topic, partition in sorted(set(seg_by) | set(part_by)):
         data = CheckInput(topic=topic, partition=partition, segments=seg_by.get((topic, partition), []),
@@ -73,7 +76,7 @@ def _search_then_run(checks: list[type[Check]], data: CheckInput, ctx: AuditCont
     try:
         data.replay = replay_search(data, ctx, checks)
     except Exception as e:  # noqa: BLE001 - a failed search must not hide the other checks
-        safety = REGISTRY[REPLAY_CHECK]
+        safety = check_named(REPLAY_CHECK)
         checks = [c for c in checks if c is not safety]
         out.append(_error_finding(safety, e, data.topic, data.partition))
     return out + _run_checks(checks, data, ctx)
@@ -86,7 +89,7 @@ REPLAY_CHECK = "replay.safety"
 def replay_search(data: CheckInput, ctx: AuditContext, checks: Sequence[type[Check]]) -> list | None:
     """The replay search of one partition (``auditor.replay.predict_replicas``: it reads the chosen
     segment of each replica) when replay.safety is to run on it; None otherwise."""
-    check = REGISTRY.get(REPLAY_CHECK)
+    check = check_named(REPLAY_CHECK)
     if check is None or check not in checks or not ctx.wants_replay(data.topic):
         return None
     opts = ctx.options(check, data.topic)
@@ -165,6 +168,8 @@ def run_local(segments, partitions, ctx: AuditContext, stats: Mapping[str, pd.Da
 
 def with_pass_summaries(findings: list[Finding], names: Sequence[str] | None = None) -> list[Finding]:
     """One PASS finding for every check that ran and found nothing, so the report lists it."""
+    from checks import REGISTRY
+
     seen = {f.check for f in findings}
     for name, check in REGISTRY.items():
         if (names is None or name in names) and name not in seen:

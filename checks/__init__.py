@@ -31,4 +31,30 @@ def _discover() -> dict[str, type[Check]]:
     return dict(sorted(found.items(), key=lambda kv: kv[1].code))
 
 
-REGISTRY: dict[str, type[Check]] = _discover()
+def __getattr__(name: str):
+    """``REGISTRY``: every check module imported on first use (then kept as an attribute), so that
+    a command running one check (replay-check: replay.safety) compiles and imports that one alone."""
+    if name != "REGISTRY":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    registry = globals()["REGISTRY"] = _discover()
+    return registry
+
+
+def check_named(name: str) -> type[Check] | None:
+    """``REGISTRY.get(name)``, importing only the check's own module when the registry is not built:
+    a check lives in the module named after the last part of its config key
+    (``tests/test_checks_framework.py::test_one_name_everywhere``); any other name builds the registry."""
+    if "REGISTRY" not in globals():
+        module_name = name.rpartition(".")[2]
+        if module_name.isidentifier() and module_name not in FRAMEWORK_MODULES and not module_name.startswith("_"):
+            try:
+                module = importlib.import_module(f"{__name__}.{module_name}")
+            except ModuleNotFoundError as exc:
+                if exc.name != f"{__name__}.{module_name}":
+                    raise
+            else:
+                for _, obj in inspect.getmembers(module, inspect.isclass):
+                    if issubclass(obj, Check) and obj is not Check and obj.__module__ == module.__name__ \
+                            and obj.name == name:
+                        return obj
+    return __getattr__("REGISTRY").get(name)

@@ -74,10 +74,8 @@ def _kafka_section(where: str, section: Any) -> dict[str, str]:
 class Config:
     def __init__(self, data: Mapping[str, Any] | None = None, source: str = "<defaults>",
                  registry: Mapping[str, type[Check]] | None = None):
-        if registry is None:
-            from checks import REGISTRY as registry
         self.source = source
-        self.registry = dict(registry)
+        self._registry = dict(registry) if registry is not None else None
         data = dict(data or {})
         unknown = set(data) - _TOP_LEVEL
         if unknown:
@@ -100,6 +98,16 @@ class Config:
                 raise ConfigError(f"{where}: expected a mapping with 'checks' and/or 'kafka', got {body!r}")
             self.topics.append((str(pattern), self._check_section(f"{where}.checks", body.get("checks")),
                                 _kafka_section(f"{where}.kafka", body.get("kafka"))))
+
+    @property
+    def registry(self) -> dict[str, type[Check]]:
+        """The checks a config may name (default: every registered check, imported when first asked:
+        a config without a ``checks`` section needs none of them)."""
+        if self._registry is None:
+            from checks import REGISTRY
+
+            self._registry = dict(REGISTRY)
+        return self._registry
 
     def _check_section(self, where: str, section: Any) -> dict[str, dict[str, Any]]:
         if section is None:

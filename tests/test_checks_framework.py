@@ -127,3 +127,32 @@ def test_capped_keeps_full_count():
 
 def test_every_check_class_is_a_check():
     assert all(issubclass(c, Check) for c in REGISTRY.values())
+
+
+def test_check_named_imports_one_module_and_equals_the_registry():
+    """checks.check_named finds a check through its module's name alone (replay-check imports one
+    check, not the registry): in a fresh interpreter, the same class as REGISTRY for every name, the
+    registry not built until asked, an unknown name None."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = """
+import sys
+import checks
+assert 'REGISTRY' not in vars(checks)
+safety = checks.check_named('replay.safety')
+assert sorted(m for m in sys.modules if m.startswith('checks.')) == ['checks.base', 'checks.safety'], sys.modules
+assert 'REGISTRY' not in vars(checks)
+found = {}
+for name in ('replay.safety', 'integrity.crc', 'mtime.reset', 'skew.partition_size'):
+    found[name] = checks.check_named(name)
+assert checks.check_named('no.such_check') is None
+registry = checks.REGISTRY
+assert all(found[n] is registry[n] for n in found) and safety is registry['replay.safety'], found
+assert all(checks.check_named(n) is c for n, c in registry.items())
+print('ok', len(registry))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], timeout=120)
+    assert proc.returncode == 0 and proc.stdout.startswith("ok"), proc.stdout + proc.stderr
