@@ -452,3 +452,22 @@ def test_small_index_files_read_without_numpy_equal_the_numpy_path(tmp_path, mon
         with_problems += bool(numpy_read.problems)
         with_tail += bool(numpy_read.zero_tail_bytes)
     assert with_problems > 100 and with_tail > 100  # the damaged cases did reach the rules
+
+
+@pytest.mark.parametrize("data,encoding", [
+    (b"0\n2\nt\xc3\xa9st 0 5\r\nbad line\r\n", "utf-8"),   # multi-byte UTF-8: byte positions past it differ
+    (b"0\r\n1\rorders 3 7\n", "utf-8"),                  # ASCII, every line break kind
+    (b"a=\xe9\nb=1\n\nc\\\n  d", "latin-1"),              # meta.properties' ISO-8859-1
+])
+def test_text_lines_carry_byte_positions(tmp_path, data, encoding):
+    """_lines gives each line's byte position (errors name it): the character position when every
+    character is one byte, else the encoded length of what precedes it."""
+    path = _write(tmp_path, "f", data)
+    lines = checkpoints._lines(path, encoding)
+    text = data.decode(encoding)
+    for number, pos, line in lines:
+        assert data[pos:pos + len(line.encode(encoding))] == line.encode(encoding), (number, pos, line)
+    assert [n for n, _, _ in lines] == list(range(1, len(lines) + 1)) and len(lines) >= 3
+    with pytest.raises(FormatError) as err:  # a bad entry after a multi-byte character: its byte position
+        checkpoints.read_offset_checkpoint(_write(tmp_path, "cp", "0\n2\nté 0 5\nx 1\n".encode()))
+    assert err.value.position == len("0\n2\nté 0 5\n".encode())

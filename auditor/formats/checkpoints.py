@@ -62,12 +62,13 @@ def _lines(path, encoding: str = "utf-8") -> list[tuple[int, int, str]]:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         raise FormatError(path, exc.start, "text", data[exc.start:exc.start + 8], f"valid {encoding}") from None
+    one_byte = len(text) == len(data)  # every character one byte (ASCII): byte positions are character positions
     out, start, number = [], 0, 1
     for m in _LINE_BREAK.finditer(text):
-        out.append((number, len(text[:start].encode(encoding)), text[start:m.start()]))
+        out.append((number, start if one_byte else len(text[:start].encode(encoding)), text[start:m.start()]))
         start, number = m.end(), number + 1
     if start < len(text):
-        out.append((number, len(text[:start].encode(encoding)), text[start:]))
+        out.append((number, start if one_byte else len(text[:start].encode(encoding)), text[start:]))
     return out
 
 
