@@ -204,7 +204,8 @@ def test_group_resets_reuse_the_search_and_equal_a_fresh_one(log_dir, damaged, m
 
 
 INDEX_COLUMNS = ("last_index_offset", "last_index_position", "last_timeindex_timestamp_ms", "last_timeindex_offset",
-                 "index_entries", "timeindex_entries", "aborted_txns")
+                 "index_entries", "timeindex_entries", "aborted_txns", "index_size_bytes", "timeindex_size_bytes",
+                 "txnindex_size_bytes", "index_mtime_ms", "timeindex_mtime_ms")
 
 
 @pytest.mark.parametrize("log_dir", LOG_DIRS, ids=lambda p: p.parent.name)

@@ -89,7 +89,7 @@ def _topics(args) -> list[str]:
 
 
 def _rows_from_log_dirs(log_dirs: list[str], topics: set[str]) -> tuple[list[dict], list[dict], list[str]]:
-    """The topics' rows at depth headers, without reading index files (``indexes=False``): the
+    """The topics' rows at depth headers, without reading (or stat-ing) index files (``indexes=False``): the
     answers use the .log walk's columns, never the index columns, and the replay search reads the
     searched segment's indexes itself; the rows are not printed."""
     segments, partitions, problems = [], [], []

@@ -122,7 +122,7 @@ def scan_segment(
     ``resume`` (headers depth, :mod:`auditor.scan.resume`): where the last run's walk of this
     segment stopped and its row then; the walk continues there when the segment verifies (else
     it reads the whole segment); ``resume_out`` gets where this walk stopped, for the next run.
-    ``indexes=False`` (headers, deep): no index file read (index columns None, none of their notes)."""
+    ``indexes=False`` (headers, deep): no index file read nor stat-ed (their columns None, no note of theirs)."""
     row = empty_row(SEGMENT_COLUMNS)
     row.update(location)
     row["base_offset"] = files.base_offset
@@ -136,7 +136,7 @@ def scan_segment(
         row["notes"] = notes
         return row
 
-    inodes = _stat_files(row, files, notes)
+    inodes = _stat_files(row, files, notes, ("log", "index", "timeindex", "txnindex") if indexes else ("log",))
 
     log_path = files.paths.get("log")
     if log_path is None:
@@ -197,11 +197,11 @@ def _indexes_as_before(row: dict, files: SegmentFiles, resume: tuple[dict, dict]
     return False
 
 
-def _stat_files(row: dict, files: SegmentFiles, notes: list[str]) -> dict[str, tuple[int, int]]:
+def _stat_files(row: dict, files: SegmentFiles, notes: list[str], suffixes: tuple) -> dict[str, tuple[int, int]]:
     """Sizes and mtimes of the segment's files into the row (a file that cannot be read is dropped
     from ``files.paths`` with a note); returns each file's (device, inode, size, mtime ns)."""
     inodes: dict[str, tuple[int, int, int, int]] = {}
-    for suffix in ("log", "index", "timeindex", "txnindex"):
+    for suffix in suffixes:
         path = files.paths.get(suffix)
         if path is None:
             continue
