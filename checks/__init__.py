@@ -44,6 +44,8 @@ def check_named(name: str) -> type[Check] | None:
     """``REGISTRY.get(name)``, importing only the check's own module when the registry is not built:
     a check lives in the module named after the last part of its config key
     (``tests/test_checks_framework.py::test_one_name_everywhere``); any other name builds the registry."""
+    if name in _NAMED:
+        return _NAMED[name]
     if "REGISTRY" not in globals():
         module_name = name.rpartition(".")[2]
         if module_name.isidentifier() and module_name not in FRAMEWORK_MODULES and not module_name.startswith("_"):
@@ -56,5 +58,10 @@ def check_named(name: str) -> type[Check] | None:
                 for _, obj in inspect.getmembers(module, inspect.isclass):
                     if issubclass(obj, Check) and obj is not Check and obj.__module__ == module.__name__ \
                             and obj.name == name:
+                        _NAMED[name] = obj
                         return obj
     return __getattr__("REGISTRY").get(name)
+
+
+_NAMED: dict[str, type[Check]] = {}
+"""Checks found by :func:`check_named` before the registry was built (asked once per partition)."""
