@@ -14,7 +14,6 @@ from pathlib import Path
 from auditor.formats import checkpoints, filenames
 from auditor.formats.errors import FormatError
 from auditor.scan.files import list_dir, symlink_note
-from auditor.scan.pagecache import PageCacheCare, ReadRate
 from auditor.scan.partition_dir import OFFSET_CHECKPOINTS, scan_partition_dir
 from auditor.scan.progress import Progress, ProgressCallback
 from auditor.scan.state import LogDirState, check_state_dir
@@ -120,6 +119,8 @@ def iter_log_dir(
     pages the scan brought into the page cache, ``max_read_rate_mib_s`` paces the reads
     (:mod:`auditor.scan.pagecache`; the info gets ``page_cache``).
     """
+    from auditor.scan.pagecache import PageCacheCare, ReadRate  # here: ctypes and libc only for a scan that asks
+
     if depth not in DEPTHS:
         raise ValueError(f"depth = {depth!r}, expected one of {', '.join(DEPTHS)}")
     care = PageCacheCare() if page_cache_care else None

@@ -9,16 +9,19 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from auditor.formats import checkpoints, filenames
 from auditor.formats.errors import FormatError
 from auditor.scan.files import list_dir, symlink_note
-from auditor.scan.pagecache import PageCacheCare, ReadRate
 from auditor.scan.partition_files import PARTITION_FILES, read_with_state
 from auditor.scan.progress import Progress, ProgressCallback
 from auditor.scan.segment import SegmentFiles, scan_segment
 from auditor.scan.state import PartitionState
 from auditor.schema import PARTITION_COLUMNS, empty_row
+
+if TYPE_CHECKING:  # the scanner imports pagecache (ctypes, libc) only when a scan asks for page-cache care
+    from auditor.scan.pagecache import PageCacheCare, ReadRate
 
 OFFSET_CHECKPOINTS = {
     "high_watermark": "replication-offset-checkpoint",
