@@ -58,6 +58,10 @@ GROUP_BROKER_CONFIG: dict[str, str] = {
     "offsets.topic.num.partitions": "3",
     # the log-start-offset-checkpoint (what DeleteRecords moved) on disk within a second, not a minute
     "log.flush.start.offset.checkpoint.interval.ms": "1000",
+    # segments wholly below a DeleteRecords' new log start are deleted by the retention check
+    # (5 min by default): until then the broker's time lookups can choose one of them and answer -1
+    # (UnifiedLog.searchOffsetInLocalLog), after it the next segment; the scenario waits for it
+    "log.retention.check.interval.ms": "1000",
     "offsets.commit.timeout.ms": "5000",
     # the new protocol's session timeout floor, so closing members leave promptly
     "group.consumer.session.timeout.ms": "45000",
@@ -184,6 +188,23 @@ def _produce_timed(cluster: KafkaCluster, topic: str, partitions: int, per_parti
     return out
 
 
+def wait_segments_below_log_start_deleted(cluster: KafkaCluster, topic: str, partition: int, log_start: int,
+                                         timeout_s: float = 120.0) -> None:
+    """Until the broker's retention check has deleted every segment wholly below ``log_start``
+    (a ``.log`` file renamed ``.deleted``): at most one live segment starts at or below it. Before
+    that, what the broker answers to a time lookup depends on when it is asked."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        bases = sorted(int(p.name[:-4]) for d in cluster.partition_dirs(topic, partition).values()
+                       for p in d.glob("*.log"))
+        if sum(1 for b in bases if b <= log_start) <= 1:
+            return
+        if time.monotonic() > deadline:
+            raise KafkaHarnessError(f"{topic}-{partition}: segments {bases} still below log start {log_start} "
+                                    f"after {timeout_s:.0f} s")
+        time.sleep(0.2)
+
+
 def build_group_scenario(cluster: KafkaCluster) -> GroupScenario:
     started = time.monotonic()
     admin = cluster.admin()
@@ -267,6 +288,7 @@ def build_group_scenario(cluster: KafkaCluster) -> GroupScenario:
     res = admin.delete_records([TopicPartition("trimmed", 0, 30)])
     for fut in res.values():
         fut.result(timeout=30)
+    wait_segments_below_log_start_deleted(cluster, "trimmed", 0, 30)
     expected["below-start"] = {("trimmed", 0): 10}
     groups["below-start"] = {"kind": "below-log-start", "log_start_offset": 30}
 
