@@ -92,6 +92,8 @@ class ModernAnswer:
     tier: str | None = None
     """tiered storage: 'remote' when the broker reads the answer from remote storage, 'local'
     when from the local log (None: no remote storage known)."""
+    below_log_start: bool = False
+    """True: -1 because the searched segment lies wholly below the log start (not yet deleted)."""
 
 
 @dataclass
@@ -328,6 +330,23 @@ def search_segment(seg: SegmentView, target_ms: int, log_start_offset: int) -> M
                         position_bytes=position)
 
 
+def _below_log_start(seg: SegmentView, start: int) -> str | None:
+    """Why the broker answers -1 when the segment it searches lies wholly below the log start.
+
+    ``deleteRecords`` moves the log start at once, but the segments wholly below it stay in the
+    broker's segment list until its retention check (``log.retention.check.interval.ms``, 5 min by
+    default) deletes them; a time lookup picks the first segment whose largestTimestamp >= target,
+    one of those, finds no record at or past the log start in it and answers -1
+    (``UnifiedLog.searchOffsetInLocalLog``). Seen on a real 4.2.1 broker: a target before the data
+    answered -1, and the log start once the check had run."""
+    if seg.last_offset is None or seg.last_offset >= start:
+        return None
+    return (f"segment {seg.base_offset} (offsets up to {seg.last_offset}), the first whose largestTimestamp >= "
+            f"target, lies wholly below the log start offset {start} (deleteRecords): the broker searches only "
+            f"it and answers -1 until its retention check (log.retention.check.interval.ms) deletes the "
+            f"segments below the log start")
+
+
 def predict_modern(segments: Sequence[SegmentView], target_ms: int, log_start_offset: int | None,
                    last_fetchable_offset: int | None) -> ModernAnswer:
     """The modern answer, reading the chosen segment's files (exact)."""
@@ -337,6 +356,9 @@ def predict_modern(segments: Sequence[SegmentView], target_ms: int, log_start_of
                             "no segment has a record timestamp (or mtime) >= target: the broker answers -1")
     start = log_start_offset if log_start_offset is not None else segments[0].base_offset
     answer = search_segment(seg, target_ms, start)
+    if answer.offset is None and (below := _below_log_start(seg, start)):
+        return ModernAnswer(None, None, seg.base_offset, below, position_bytes=answer.position_bytes,
+                            below_log_start=True)
     if answer.offset is not None and last_fetchable_offset is not None and answer.offset >= last_fetchable_offset:
         return ModernAnswer(None, None, seg.base_offset,
                             f"offset {answer.offset} is not below the last fetchable offset {last_fetchable_offset} "
@@ -352,6 +374,9 @@ def predict_modern_from_rows(segments: Sequence[SegmentView], target_ms: int,
         return ModernAnswer(None, None, None, "no segment has a record timestamp (or mtime) >= target: "
                             "the broker answers -1", exact=True)
     start = log_start_offset if log_start_offset is not None else segments[0].base_offset
+    below = _below_log_start(seg, start)
+    if below:
+        return ModernAnswer(None, None, seg.base_offset, below, exact=True, below_log_start=True)
     low = max(seg.first_offset if seg.first_offset is not None else seg.base_offset, start)
     return ModernAnswer(low, None, seg.base_offset,
                         f"in segment {seg.base_offset} (offsets {low}..{seg.last_offset}); exact offset needs the files",

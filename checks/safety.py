@@ -8,8 +8,10 @@ What it checks:
     (segment ``.log`` mtimes). It flags: (a) the oldest retained record is newer than T (the
     replay silently starts later than asked); (b) the legacy lookup answers nothing (every
     mtime is newer than T) or lands far before T; (c) T is after the newest record (the modern
-    answer is -1); (d) the modern seek lands far before T because a stray future or outlier
-    timestamp in an older segment makes the broker pick that segment.
+    answer is -1), or the broker answers -1 before it (the segment it searches lies wholly below
+    a ``deleteRecords``' log start until its retention check deletes it); (d) the modern seek
+    lands far before T because a stray future or outlier timestamp in an older segment makes the
+    broker pick that segment.
     A target before the oldest record is a gap only when records were deleted: when the replica
     still starts at offset 0 (a topic younger than the target, or a compacted one: the cleaner
     never moves the log start) the seek lands on the first record ever written and nothing is
@@ -41,7 +43,8 @@ Options:
     api (both): which lookups to judge: modern, legacy or both.
     gap_severity (FAIL): severity when the oldest retained record is newer than the target.
     legacy_empty_severity (FAIL): severity when the legacy lookup answers nothing.
-    after_newest_severity (FAIL): severity when the target is after the newest record.
+    after_newest_severity (FAIL): severity when the broker answers -1 (the target is after the
+        newest record, or the segment it searches lies wholly below the log start).
     legacy_redundant_bytes (1073741824): WARN when the legacy answer re-reads more bytes than this.
     modern_redundant_bytes (104857600): WARN when the modern answer lands this many bytes early.
     read_files (true): the pipeline reads the chosen segment for the exact offset before the
@@ -139,26 +142,7 @@ class ReplaySafety(Check):
         evidence = [self._evidence(broker, log_dir, views, pred)]
         main = evidence[0]
         if api in ("modern", "both"):
-            if pred.unknown:  # tiered storage: say what cannot be known, never guess PASS or FAIL
-                problems.append((Severity.WARN, "cannot tell: " + "; ".join(pred.unknown)))
-            gap = _gap_problem(pred, target, main, opts, ctx.kafka_setting(data.topic, "cleanup.policy"))
-            if gap is not None:
-                problems.append(gap)
-            if pred.modern.offset is None and pred.modern.exact and pred.newest_timestamp_ms is None:
-                problems.append((Severity.parse(opts["after_newest_severity"]),
-                                 "the partition holds no record: the broker answers -1 and consumers fall back to "
-                                 "auto.offset.reset"))
-            elif pred.modern.offset is None and pred.modern.exact and target > pred.newest_timestamp_ms:
-                problems.append((Severity.parse(opts["after_newest_severity"]),
-                                 f"target is after the newest record ({iso_utc(pred.newest_timestamp_ms)}): the broker "
-                                 f"answers -1 and consumers fall back to auto.offset.reset"))
-            early = main["redundant_bytes_modern"]
-            if early is not None and early > opts["modern_redundant_bytes"]:
-                problems.append((Severity.WARN,
-                                 f"the modern seek lands {human_bytes(early)} before the target's position: segment "
-                                 f"{pred.modern.segment_base_offset} holds a record stamped "
-                                 f"{iso_utc(views[[v.base_offset for v in views].index(pred.modern.segment_base_offset)].largest_timestamp_ms)}"
-                                 f" (a stray future or outlier timestamp)"))
+            problems += _modern_problems(pred, views, target, main, opts, ctx.kafka_setting(data.topic, "cleanup.policy"))
         if api in ("legacy", "both"):
             problems += _legacy_problems(predictions, main, opts)
         for b, d, v, p in predictions[1:]:
@@ -250,3 +234,34 @@ def _inexact(modern) -> str:
     if modern.tier == "remote" and modern.upper_bound_offset is not None:
         return f" (between {modern.offset} and {modern.upper_bound_offset}: in remote storage)"
     return " (lower bound, files not read)"
+
+
+def _modern_problems(pred, views, target: int, main: dict, opts, cleanup_policy) -> list[tuple[Severity, str]]:
+    """What is wrong with the modern (record timestamp) answer: unknown tiers, a gap, -1, an early landing."""
+    problems: list[tuple[Severity, str]] = []
+    if pred.unknown:  # tiered storage: say what cannot be known, never guess PASS or FAIL
+        problems.append((Severity.WARN, "cannot tell: " + "; ".join(pred.unknown)))
+    gap = _gap_problem(pred, target, main, opts, cleanup_policy)
+    if gap is not None:
+        problems.append(gap)
+    if pred.modern.offset is None and pred.modern.exact and pred.newest_timestamp_ms is None:
+        problems.append((Severity.parse(opts["after_newest_severity"]),
+                         "the partition holds no record: the broker answers -1 and consumers fall back to "
+                         "auto.offset.reset"))
+    elif pred.modern.offset is None and pred.modern.below_log_start:
+        problems.append((Severity.parse(opts["after_newest_severity"]),
+                         f"the broker answers -1: {pred.modern.reason}; consumers fall back to auto.offset.reset and "
+                         f"kafka-consumer-groups --to-datetime resets to the log end offset, skipping every "
+                         f"record (wait for the retention check, then check again)"))
+    elif pred.modern.offset is None and pred.modern.exact and target > pred.newest_timestamp_ms:
+        problems.append((Severity.parse(opts["after_newest_severity"]),
+                         f"target is after the newest record ({iso_utc(pred.newest_timestamp_ms)}): the broker "
+                         f"answers -1 and consumers fall back to auto.offset.reset"))
+    early = main["redundant_bytes_modern"]
+    if early is not None and early > opts["modern_redundant_bytes"]:
+        problems.append((Severity.WARN,
+                         f"the modern seek lands {human_bytes(early)} before the target's position: segment "
+                         f"{pred.modern.segment_base_offset} holds a record stamped "
+                         f"{iso_utc(views[[v.base_offset for v in views].index(pred.modern.segment_base_offset)].largest_timestamp_ms)}"
+                         f" (a stray future or outlier timestamp)"))
+    return problems

@@ -163,3 +163,45 @@ def test_audit_at_judges_both_alike(young, tmp_path):
     assert by_topic["young-trimmed"]["severity"] == "FAIL", by_topic["young-trimmed"]
     assert by_topic["young-trimmed"]["evidence"][0]["modern_offset"] == cluster.offsets_for_times(
         "young-trimmed", 0, target) == DELETE_BEFORE
+
+
+def _live_bases(cluster, topic) -> list[int]:
+    return sorted(int(p.name[:-4]) for p in cluster.partition_dir(topic, 0).glob("*.log"))
+
+
+def test_segments_below_the_log_start_not_yet_deleted_make_the_broker_answer_minus_one(young):
+    """deleteRecords into a later segment: until the broker's retention check (every 5 min by
+    default) deletes the segments wholly below the new log start, a time lookup before the data
+    searches the first of them and the broker answers -1 (kafka-consumer-groups --to-datetime then
+    resets to the log end). replay-check predicts that -1, disk and manifest-free, and says why; the
+    comparison counts only when the segment list did not change around both lookups (the check may
+    run in between: then the next topic is tried)."""
+    cluster, target = young
+    log_dir = cluster.log_dirs(1)[0]
+    t0 = target + 5 * MINUTE
+    for attempt in range(3):
+        topic = f"young-split-{attempt}"
+        # one record per batch, 2 min of record time apart with segment.ms 1 min: a segment each
+        cluster.create_topic(topic, config={"segment.ms": "60000", "segment.jitter.ms": "0"})
+        for i in range(8):
+            cluster.produce(topic, [(f"k{i}", f"v{i}", t0 + i * 2 * MINUTE)], partition=0)
+        assert len(_live_bases(cluster, topic)) == 8, _live_bases(cluster, topic)
+        (fut,) = cluster.admin().delete_records([TopicPartition(topic, 0, 5)]).values()
+        fut.result(timeout=30)
+        epochs = cluster.partition_dir(topic, 0) / "leader-epoch-checkpoint"
+        deadline = time.monotonic() + 10
+        while epochs.read_text().split()[-1] != "5" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        before = _live_bases(cluster, topic)
+        broker = cluster.offsets_for_times(topic, 0, target)
+        rc, part = _replay_check(cluster, topic, target, "--log-dir", log_dir, *APIS_MODERN)
+        if _live_bases(cluster, topic) != before or before[0] != 0:
+            continue   # the retention check ran meanwhile: another topic
+        assert broker == -1, broker
+        ev = part["evidence"][0]
+        assert ev["modern_offset"] is None and ev["log_start_offset"] == 5, ev
+        assert rc == 1 and part["severity"] == "FAIL", part
+        assert ("the broker answers -1: segment 0 (offsets up to 0), the first whose largestTimestamp >= target, "
+                "lies wholly below the log start offset 5") in part["message"], part["message"]
+        return
+    raise AssertionError("the retention check ran during each of 3 attempts")
