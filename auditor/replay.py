@@ -484,7 +484,9 @@ def predict(views: Sequence[SegmentView], target_ms: int, *, log_start_offset: i
     else:
         modern = predict_modern_from_rows(views, target_ms, lso)
     legacy = predict_legacy(views, target_ms, lso, log_end_offset, now_ms)
-    stamped_min = [v.min_timestamp_ms for v in views if v.min_timestamp_ms is not None]
+    # segments wholly below the log start (not yet deleted by the retention check) hold no retained record
+    stamped_min = [v.min_timestamp_ms for v in views if v.min_timestamp_ms is not None
+                   and (lso is None or v.last_offset is None or v.last_offset >= lso)]
     stamped_max = [v.largest_timestamp_ms for v in views if v.largest_timestamp_ms is not None]
     oldest = min(stamped_min) if stamped_min else None
     newest = max(stamped_max) if stamped_max else None

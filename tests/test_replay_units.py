@@ -55,3 +55,18 @@ def test_bytes_between_segments():
     assert bytes_between(SEGS, 0, 0, 200, 0) == 2000
     assert bytes_between(SEGS, 0, 500, 100, 250) == 750
     assert bytes_between(SEGS, 150, 100, 160, 400) == 300
+
+
+def test_segments_wholly_below_the_log_start_answer_minus_one_and_hold_no_retained_record():
+    from auditor.replay import predict
+    views = [seg(0, 1_000, largest=1_500, first=0, last=29, min_ts=1_000),
+             seg(30, 2_000, largest=2_500, first=30, last=59, min_ts=2_000)]
+    pred = predict(views, 500, log_start_offset=40, log_end_offset=60, high_watermark=60, now_ms=10_000,
+                   read_files=False)
+    assert pred.modern.offset is None and pred.modern.exact and pred.modern.below_log_start
+    assert "lies wholly below the log start offset 40" in pred.modern.reason
+    assert pred.oldest_timestamp_ms == 2_000 and pred.newest_timestamp_ms == 2_500
+    # the retention check deleted segment 0: the broker searches segment 30 from the log start
+    after = predict(views[1:], 500, log_start_offset=40, log_end_offset=60, high_watermark=60, now_ms=10_000,
+                    read_files=False)
+    assert after.modern.offset == 40 and not after.modern.below_log_start
