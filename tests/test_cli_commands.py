@@ -80,6 +80,15 @@ def test_replay_check_bad_input_is_one_line():
     assert proc.returncode == 3 and "no partition of no-such-topic" in proc.stderr
 
 
+def test_replay_check_bad_config_is_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "audit.yaml"
+    bad.write_text("checks:\n  nope.check: {}\n")
+    for who in (("--topic", "t"), ("--group", "g")):
+        for config, text in ((bad, "unknown check 'nope.check'"), (tmp_path / "absent.yaml", "cannot read the config")):
+            proc = kafka_audit("replay-check", *who, "--at=-1h", "--log-dir", LOG_DIRS[0], "--config", config)
+            assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and text in proc.stderr, proc.stderr
+
+
 def test_audit_exit_codes_json_and_rerender(tmp_path):
     config = tmp_path / "audit.yaml"
     config.write_text("fail_on: WARN\nchecks:\n  skew.broker_disk: {min_bytes: 0}\n")

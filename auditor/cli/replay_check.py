@@ -26,7 +26,7 @@ from auditor.scan import plan_log_dir, scan_partition_dir
 from auditor.schema import json_envelope
 from auditor.units import human_bytes, iso_utc, parse_time
 from checks.base import AuditContext, CheckInput, Finding, Severity
-from checks.config import Config
+from checks.config import Config, ConfigError
 from checks.safety import ReplaySafety
 
 API_CHOICES = ("modern", "legacy", "both")
@@ -272,7 +272,7 @@ def run(args) -> int:
     if not args.topic:
         raise CliError("replay-check needs --topic or --group")
     topics = _topics(args)
-    config = Config.load(args.config)
+    config = _load_config(args.config)
     config.checks.setdefault("replay.safety", {})["api"] = args.api
     ctx = AuditContext(now_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
     problems: list[str] = []
@@ -316,6 +316,14 @@ def run(args) -> int:
         print(f"\n{verdict}: replay of {', '.join(topics)} to {iso_utc(target)} ({mode} mode, api {args.api}); "
               f"worst {worst.name}, fails at {fail_on.name}")
     return EXIT_UNSAFE if unsafe else EXIT_OK
+
+
+def _load_config(path: str | None) -> Config:
+    """The audit config; a bad one is one line on stderr and exit 2, as for ``audit``."""
+    try:
+        return Config.load(path)
+    except ConfigError as exc:
+        raise CliError(str(exc)) from None
 
 
 def _group_from_protocol(args, target: int, now: int, config) -> tuple:
@@ -399,7 +407,7 @@ def _run_group(args, target: int, now: int, fail_on: Severity) -> int:
     _legacy_list_usable(args)
     from auditor.cli import replay_group as rg
 
-    config = Config.load(args.config)
+    config = _load_config(args.config)
     config.checks.setdefault("replay.safety", {})["api"] = args.api
     try:
         source = _group_from_protocol if args.bootstrap_server else _group_from_files
