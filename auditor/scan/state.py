@@ -475,8 +475,3 @@ class LogDirState:
             self._out = None
         if self._tmp is not None:
             self._tmp.unlink(missing_ok=True)
-
-    def summary(self) -> str:
-        return (f"scan state {self.path.name}: {self.reused:,} closed segments taken from the state, "
-                f"{self.continued:,} continued where the last run stopped ({self.skipped_bytes:,} bytes not "
-                f"read again), {self.scanned:,} read whole, {self.stored:,} kept for the next run")
