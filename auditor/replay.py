@@ -404,10 +404,8 @@ def _values(row, keys: tuple) -> list:
     """``[_get(row, key) for key in keys]``, the NaN / float cleaning only for rows that hold a float
     (pandas'); plain scanner rows are read as they are."""
     values = [row.get(k) for k in keys] if isinstance(row, dict) else [getattr(row, k, None) for k in keys]
-    for value in values:
-        if isinstance(value, float):
-            return [None if v is None or (isinstance(v, float) and v != v) else int(v) if isinstance(v, float) else v
-                    for v in values]
+    if any(isinstance(v, float) for v in values):
+        return [_get(row, k) for k in keys]
     return values
 
 

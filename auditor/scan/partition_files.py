@@ -16,17 +16,17 @@ as for a closed segment.
 from __future__ import annotations
 
 import json
-import json.scanner
 import os
 import stat as stat_mod
 from collections.abc import Callable
+
+from auditor.scan.state import json_value
 
 PARTITION_FILES = ("leader-epoch-checkpoint", "partition.metadata")
 FILE_COLUMNS = ("leader_epochs", "latest_leader_epoch", "topic_id")
 """The partition row's columns read from PARTITION_FILES (the scan's ``_read_partition_files``)."""
 FILES_KEY = -1
 """The base offset of the state line holding a partition directory's FILE_COLUMNS (never a segment's)."""
-_SCAN_JSON = json.scanner.make_scanner(json.JSONDecoder())
 
 
 def files_proof(path) -> str | None:
@@ -54,11 +54,8 @@ def read_with_state(pstate, path, prow: dict, notes: list[str], read: Callable[[
     hit = pstate.old.get(FILES_KEY)
     lds = pstate.log_dir_state
     if proof is not None and hit is not None and hit[0] == proof:
-        try:
-            values, end = _SCAN_JSON(hit[1], 0)
-        except (StopIteration, TypeError, ValueError):
-            values, end = None, -1
-        if end == len(hit[1]) and isinstance(values, list) and len(values) == len(FILE_COLUMNS):
+        values = json_value(hit[1])
+        if isinstance(values, list) and len(values) == len(FILE_COLUMNS):
             prow.update(zip(FILE_COLUMNS, values))
             lds.keep(pstate.dir_name, FILES_KEY, proof, hit[1], same=True, segment=False)
             return

@@ -88,11 +88,14 @@ def verified_end(reader, info: dict) -> int | None:
         head = bytes(reader._read(info["pos"], RECORD_BATCH_OVERHEAD))
     except (OSError, KeyError, TypeError, ValueError):
         return None
-    if head.hex() != info.get("head"):
-        return None
-    if info["pos"] + 12 + int.from_bytes(head[LENGTH_AT:LENGTH_AT + 4], "big", signed=True) != info["end"]:
-        return None
-    return info["end"]
+    return info["end"] if _header_proves_end(head, info) else None
+
+
+def _header_proves_end(head: bytes, info: dict) -> bool:
+    """The header read at the recorded position is the recorded one, and its batch ends where the
+    last run's walk ended."""
+    return (head.hex() == info.get("head")
+            and info["pos"] + 12 + int.from_bytes(head[LENGTH_AT:LENGTH_AT + 4], "big", signed=True) == info["end"])
 
 
 INDEX_COLUMNS = ("index_entries", "last_index_offset", "last_index_position", "timeindex_entries",
@@ -121,8 +124,7 @@ def quiet_end(log_path, info: dict) -> bool:
         return False
     finally:
         os.close(fd)
-    return (head.hex() == info.get("head")
-            and info["pos"] + 12 + int.from_bytes(head[LENGTH_AT:LENGTH_AT + 4], "big", signed=True) == info["end"])
+    return _header_proves_end(head, info)
 
 
 def took_quiet_walk(row: dict, log_path, resume: tuple[dict, dict], out: dict | None, stats: dict) -> bool:
@@ -229,10 +231,8 @@ def quiet_row(paths: dict, base_offset: int, resume: tuple[dict, dict]) -> dict 
         if facts is None:
             return None
         # (by position, QUIET_FIELDS: this runs once per active segment of a nightly run)
-        head = facts[18]
         if (facts[2] != info["end"] or [facts[0], facts[1]] != info["log"] or list(facts[4:8]) != info["index"]
-                or list(facts[8:12]) != info["timeindex"] or head.hex() != info["head"]
-                or info["pos"] + 12 + int.from_bytes(head[LENGTH_AT:LENGTH_AT + 4], "big", signed=True) != info["end"]):
+                or list(facts[8:12]) != info["timeindex"] or not _header_proves_end(facts[18], info)):
             return None
     except (KeyError, TypeError, ValueError):
         return None

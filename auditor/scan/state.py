@@ -195,18 +195,24 @@ def encode_row(row: dict) -> str:
 
 
 _SCAN_JSON = json.scanner.make_scanner(json.JSONDecoder())
-"""json's C scanner called directly: json.loads' Python layers (and its whitespace regexes) were
-a third of decoding a row."""
+
+
+def json_value(text: str):
+    """The JSON value ``text`` holds, exactly (nothing after it; no surrounding whitespace), else
+    None: json's C scanner called directly, as json.loads' Python layers (and its whitespace regexes)
+    were a third of decoding a row."""
+    try:
+        value, end = _SCAN_JSON(text, 0)
+    except (StopIteration, TypeError, ValueError):
+        return None
+    return value if end == len(text) else None
 
 
 def decode_row(text: str, location: dict) -> dict | None:
     """The row of :func:`encode_row` with the scan's ``location`` (LOCATION_FIELDS): the same
     columns in the same order as a scan's row; None when the values do not fit."""
-    try:
-        values, end = _SCAN_JSON(text, 0)
-    except (StopIteration, TypeError, ValueError):
-        return None
-    if end != len(text) or not isinstance(values, list) or len(values) != len(STORED_FIELDS):
+    values = json_value(text)
+    if not isinstance(values, list) or len(values) != len(STORED_FIELDS):
         return None
     return dict(zip(SEGMENT_FIELDS, (*[location[name] for name in LOCATION_FIELDS], *values)))
 
@@ -321,12 +327,7 @@ def _resume(hit: tuple | None, location: dict) -> tuple[dict, dict] | None:
     if hit is None or hit[2] is None:
         return None
     row = decode_row(hit[1], location)
-    try:
-        info, end = _SCAN_JSON(hit[2], 0)
-    except (StopIteration, TypeError, ValueError):
-        return None
-    if end != len(hit[2]):
-        return None
+    info = json_value(hit[2])
     if row is None or not can_seed(row) or not isinstance(info, dict):
         return None
     return info, row
