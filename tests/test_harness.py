@@ -231,6 +231,13 @@ def test_dumplog_zero_entry_artefact_on_active_index(single, dump_log_segments):
     # records that on the file and still dumps the others.
     single.create_topic("vacant", partitions=1)
     vdir = single.partition_dir("vacant", 0)
+    # Kafka creates a segment's offset index lazily (LazyIndex): the file appears on the
+    # segment's first lookup or append, shortly after the partition gets its leader.
+    vindex = vdir / f"{0:020d}.index"
+    deadline = time.monotonic() + 30
+    while not vindex.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert vindex.exists(), f"the broker never created {vindex}"
     res = dump_log_segments.dump_dir(vdir)
     assert "NoSuchElementException" in res[vdir / f"{0:020d}.index"].error
     assert res[vdir / f"{0:020d}.log"].batches == [] and res[vdir / f"{0:020d}.log"].error is None

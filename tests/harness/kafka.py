@@ -476,13 +476,22 @@ class KafkaCluster:
                     found[node_id] = p
         return found
 
-    def partition_dir(self, topic: str, partition: int = 0, node_id: int | None = None) -> Path:
-        dirs = self.partition_dirs(topic, partition)
+    def partition_dir(self, topic: str, partition: int = 0, node_id: int | None = None,
+                      timeout_s: float = 30.0) -> Path:
+        """The directory of ``topic-partition`` on ``node_id`` (default: the leader), once it
+        holds a ``.log``: the broker creates the directory before the segment's files, so a
+        test that reads it right after ``create_topic`` could otherwise see it empty."""
         if node_id is None:
             node_id = self.leader(topic, partition)
-        if node_id not in dirs:
-            raise KafkaHarnessError(f"{topic}-{partition} not found on node {node_id}: {dirs}")
-        return dirs[node_id]
+        deadline = time.monotonic() + timeout_s
+        while True:
+            dirs = self.partition_dirs(topic, partition)
+            if node_id in dirs and any(dirs[node_id].glob("*.log")):
+                return dirs[node_id]
+            if time.monotonic() > deadline:
+                raise KafkaHarnessError(f"{topic}-{partition} with a .log not found on node {node_id} "
+                                        f"within {timeout_s:.0f} s: {dirs}")
+            time.sleep(0.05)
 
     def segments(self, topic: str, partition: int = 0, node_id: int | None = None) -> list[Path]:
         """The partition's ``.log`` files, by base offset."""
