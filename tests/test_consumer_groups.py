@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, offsets_partition_dirs, read_groups
-from harness.groups import (GROUP_BROKER_CONFIG, build_group_scenario, describe_groups, list_committed_offsets,
-                            wait_offsets_cleaned)
+from harness.groups import (GROUP_BROKER_CONFIG, build_group_scenario, copy_live_log_dir, describe_groups,
+                            list_committed_offsets, wait_offsets_cleaned, wait_offsets_settled)
 from harness.offsets_dump import dump_offsets, latest_offsets
 
 
@@ -29,6 +29,8 @@ def groups_cluster(kafka_cluster_factory):
     kc = kafka_cluster_factory(broker_config=GROUP_BROKER_CONFIG)
     scenario = build_group_scenario(kc)
     cleaned = wait_offsets_cleaned(kc)
+    # the tests compare the files with the broker's answers: nothing may rewrite them meanwhile
+    wait_offsets_settled(kc, sorted(set(scenario.groups) - set(scenario.deleted_groups)))
     yield kc, scenario, cleaned
     kc.stop()
 
@@ -343,7 +345,7 @@ def test_group_commands_from_a_manifest_need_no_offsets_files(groups_cluster, ka
     from harness.groups import ConsumerGroupsTool
     kc, scenario, _ = groups_cluster
     copy = tmp_path / "copy" / kc.log_dirs(1)[0].name
-    shutil.copytree(kc.log_dirs(1)[0], copy)
+    copy_live_log_dir(kc.log_dirs(1)[0], copy)   # shutil.copytree fails when a checkpoint's .tmp vanishes
     manifest = tmp_path / "manifest"
     collect_manifest([copy], manifest, "headers")
     for d in copy.glob(f"{OFFSETS_TOPIC}-*"):

@@ -28,7 +28,9 @@ Oracles: ``list_committed_offsets`` (admin ``list_consumer_group_offsets`` for e
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 import subprocess
 import time
 import uuid
@@ -323,7 +325,7 @@ def build_group_scenario(cluster: KafkaCluster) -> GroupScenario:
                          elapsed_s=time.monotonic() - started)
 
 
-def wait_offsets_cleaned(cluster: KafkaCluster, timeout_s: float = 60.0) -> dict[int, int]:
+def wait_offsets_cleaned(cluster: KafkaCluster, timeout_s: float = 120.0) -> dict[int, int]:
     """Until the cleaner has cleaned at least one __consumer_offsets partition (its checkpoint,
     firstDirtyOffset, above 0).  Returns partition -> firstDirtyOffset of the cleaned ones."""
     deadline = time.monotonic() + timeout_s
@@ -339,6 +341,82 @@ def wait_offsets_cleaned(cluster: KafkaCluster, timeout_s: float = 60.0) -> dict
         if time.monotonic() > deadline:
             raise KafkaHarnessError(f"the cleaner cleaned no {OFFSETS_TOPIC} partition in {timeout_s} s")
         time.sleep(0.5)
+
+
+def cleaner_pending(partition_dir: Path, first_dirty_offset: int | None, min_cleanable_ratio: float) -> str | None:
+    """Why Kafka's log cleaner would still rewrite this compacted partition (None: it would not).
+
+    Files of a cleaning under way (``.cleaned``, ``.swap``), or dirty bytes above the ratio, by
+    ``LogCleanerManager.grabFilthiestCompactedLog``: clean = segments below the checkpoint's first
+    dirty offset, cleanable = the others but the active one (no open transaction: the caller checks),
+    cleaned when cleanable / (clean + cleanable) > the ratio. Without new appends, None stays None."""
+    try:
+        names = os.listdir(partition_dir)
+        if busy := sorted(n for n in names if n.endswith((".cleaned", ".swap"))):
+            return f"cleaning under way ({', '.join(busy)})"
+        segs = sorted((int(n[:-4]), (partition_dir / n).stat().st_size) for n in names
+                      if n.endswith(".log") and n[:-4].isdigit())
+    except FileNotFoundError as exc:   # a segment swapped or deleted while listed
+        return f"files changing ({exc.filename})"
+    if len(segs) < 2:
+        return None
+    first_dirty = max(first_dirty_offset or 0, segs[0][0])
+    clean = sum(size for base, size in segs if base < first_dirty)
+    cleanable = sum(size for base, size in segs[:-1] if base >= first_dirty)
+    if cleanable and cleanable / (clean + cleanable) > min_cleanable_ratio:
+        return f"{cleanable} dirty bytes of {clean + cleanable} from offset {first_dirty} (ratio > {min_cleanable_ratio})"
+    return None
+
+
+def wait_offsets_settled(cluster: KafkaCluster, groups: list[str], timeout_s: float = 180.0) -> None:
+    """Until nothing changes __consumer_offsets on its own any more, so that tests reading its files
+    and asking the broker see the same state: every group in ``groups`` described EMPTY (a member
+    whose leave was lost expires after the session timeout, and the coordinator writes that), no
+    open transaction on any partition (last stable offset = high watermark: markers written) and
+    the cleaner with nothing left to clean (``cleaner_pending``). The scenario's last commit rolls a
+    segment, and the cleaner cleaned it while the first test read the files."""
+    deadline = time.monotonic() + timeout_s
+    n = int(cluster.nodes[1].config.get("offsets.topic.num.partitions", "50"))
+    ratio = float(cluster.nodes[1].config.get("log.cleaner.min.cleanable.ratio", "0.5"))
+    while True:
+        why = [f"group {g} is {d['state']}" for g, d in describe_groups(cluster, groups).items() if d["state"] != "EMPTY"]
+        for p in range(n):
+            stable = cluster.list_offsets(OFFSETS_TOPIC, p, "latest", isolation_level="read_committed")[0]
+            high = cluster.list_offsets(OFFSETS_TOPIC, p, "latest")[0]
+            if stable != high:
+                why.append(f"partition {p}: open transaction (last stable offset {stable} < high watermark {high})")
+        if not why:
+            for p in range(n):
+                d = cluster.partition_dirs(OFFSETS_TOPIC, p).get(1)
+                if d is not None and (pending := cleaner_pending(d, read_cleaner_checkpoint(cluster, OFFSETS_TOPIC, p),
+                                                                 ratio)):
+                    why.append(f"partition {p}: {pending}")
+        if not why:
+            return
+        if time.monotonic() > deadline:
+            raise KafkaHarnessError(f"{OFFSETS_TOPIC} still changing after {timeout_s:.0f} s: {'; '.join(why)}")
+        time.sleep(0.5)
+
+
+def copy_live_log_dir(src: Path, dst: Path) -> list[str]:
+    """``shutil.copytree`` for a log dir a running broker owns: what vanishes between listing and
+    copying is left out (checkpoint ``.tmp`` files, renamed every second or so; ``.deleted`` files
+    and ``-delete`` dirs the scheduler removes), where copytree raises. Returns what vanished."""
+    vanished: list[str] = []
+    dst.mkdir(parents=True)
+    try:
+        entries = list(os.scandir(src))
+    except FileNotFoundError:
+        return [str(src)]
+    for e in entries:
+        try:
+            if e.is_dir(follow_symlinks=False):
+                vanished += copy_live_log_dir(Path(e.path), dst / e.name)
+            else:
+                shutil.copy2(e.path, dst / e.name)
+        except FileNotFoundError:
+            vanished.append(e.path)
+    return vanished
 
 
 # -------------------------------------------------------------------------------- oracles
