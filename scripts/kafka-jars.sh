@@ -51,7 +51,19 @@ rm -rf "$OUT.tmp"
 mkdir -p "$OUT.tmp/lib" "$ROOT/.cache/m2"
 MVN=(mvn -q -B -Dstyle.color=never -f "$POM" -Dmaven.repo.local="$ROOT/.cache/m2" -Dkafka.version="$V")
 if [ -n "$LOG4J_VERSION" ]; then MVN+=(-Dlog4j.version="$LOG4J_VERSION"); fi
-"${MVN[@]}" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$OUT.tmp/lib" >&2
+# Maven Central over the network on a fresh machine: up to 3 tries. A failed download is cached
+# (*.lastUpdated) and not retried before the update interval, so later tries force it (-U).
+mvn_retry() {
+  local try
+  for try in 1 2 3; do
+    if [ "$try" = 1 ]; then "${MVN[@]}" "$@" >&2 && return 0
+    else "${MVN[@]}" -U "$@" >&2 && return 0; fi
+    echo "kafka-jars.sh: Maven failed (try $try of 3)" >&2
+    [ "$try" = 3 ] || sleep $((try * 15))
+  done
+  return 1
+}
+mvn_retry dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$OUT.tmp/lib"
 
 # The log4j2 SLF4J binding must match core's log4j-core; check rather than trust the pin.
 core=$(ls "$OUT.tmp/lib" | sed -n 's/^log4j-core-\(.*\)\.jar$/\1/p')
@@ -59,8 +71,8 @@ impl=$(ls "$OUT.tmp/lib" | sed -n 's/^log4j-slf4j-impl-\(.*\)\.jar$/\1/p')
 if [ -n "$core" ] && [ "$core" != "$impl" ] && [ -z "$LOG4J_VERSION" ]; then
   echo "kafka-jars.sh: kafka $V uses log4j-core $core; re-resolving log4j-slf4j-impl $core" >&2
   rm -f "$OUT.tmp/lib"/log4j-slf4j-impl-*.jar
-  "${MVN[@]}" -Dlog4j.version="$core" dependency:copy-dependencies -DincludeScope=runtime \
-      -DoutputDirectory="$OUT.tmp/lib" >&2
+  mvn_retry -Dlog4j.version="$core" dependency:copy-dependencies -DincludeScope=runtime \
+      -DoutputDirectory="$OUT.tmp/lib"
 fi
 ls "$OUT.tmp/lib"/kafka_2.13-"$V".jar >/dev/null
 

@@ -7,9 +7,11 @@ PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip
+# PyPI over the network: more retries and a longer socket timeout than pip's defaults (5, 15 s)
+PIP=(.venv/bin/python -m pip install -q --retries 10 --timeout 60)
+"${PIP[@]}" --upgrade pip
 if [ "${1:-}" = "--test" ]; then
-  .venv/bin/python -m pip install -q -e ".[test]"
+  "${PIP[@]}" -e ".[test]"
 else
-  .venv/bin/python -m pip install -q -e .
+  "${PIP[@]}" -e .
 fi

@@ -13,9 +13,11 @@ KAFKA_VERSION=3.9.1 bash scripts/kafka-jars.sh
 # The report is tested in Debian's own Chromium (Playwright drives it; it never downloads a browser).
 if [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    apt-get -o Acquire::Retries=5 update -qq &&
+      DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Retries=5 install -y -qq chromium >/dev/null
   else
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+    sudo apt-get -o Acquire::Retries=5 update -qq &&
+      sudo DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Retries=5 install -y -qq chromium >/dev/null
   fi
 fi
 export SPARK_LOCAL_IP=127.0.0.1
