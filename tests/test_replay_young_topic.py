@@ -25,6 +25,8 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from auditor.cli import main as kafka_audit_main
+from harness.groups import cleaner_pending
+from harness.scenarios import read_cleaner_checkpoint
 
 REPO = Path(__file__).resolve().parents[1]
 MINUTE = 60_000
@@ -67,6 +69,17 @@ def _delete_records(cluster, topic):
     assert cluster.list_offsets(topic, 0, "earliest")[0] == DELETE_BEFORE
 
 
+def _wait_epochs_start_at(cluster, topic, offset: int, timeout_s: float = 60.0) -> None:
+    """Until the leader-epoch-checkpoint names ``offset`` as its first epoch's start: the broker
+    moves the log start at once but writes that file later, from its scheduler
+    (``LeaderEpochFileCache.truncateFromStartAsyncFlush``), which a loaded machine delays."""
+    epochs = cluster.partition_dir(topic, 0) / "leader-epoch-checkpoint"
+    deadline = time.monotonic() + timeout_s
+    while (last := epochs.read_text().split()[-1:]) != [str(offset)]:
+        assert time.monotonic() < deadline, f"{epochs} ends with {last}, not {offset}, after {timeout_s:.0f} s"
+        time.sleep(0.1)
+
+
 def test_young_topic_is_safe_for_the_modern_lookup(young):
     cluster, target = young
     log_dir = cluster.log_dirs(1)[0]
@@ -92,11 +105,7 @@ def test_after_delete_records_the_gap_is_real(young):
     _delete_records(cluster, "young-trimmed")
     broker = cluster.offsets_for_times("young-trimmed", 0, target)
     assert broker == DELETE_BEFORE
-    # the broker rewrites leader-epoch-checkpoint right after (asynchronously): give it a moment
-    epochs = cluster.partition_dir("young-trimmed", 0) / "leader-epoch-checkpoint"
-    deadline = time.monotonic() + 10
-    while epochs.read_text().split()[-1] != str(DELETE_BEFORE) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    _wait_epochs_start_at(cluster, "young-trimmed", DELETE_BEFORE)
     rc, part = _replay_check(cluster, "young-trimmed", target, "--log-dir", log_dir, *APIS_MODERN)
     assert rc == 1 and part["severity"] == "FAIL", part
     assert "misses [target, oldest)" in part["message"] and f"below log start offset {DELETE_BEFORE}" in part["message"]
@@ -118,9 +127,15 @@ def test_compacted_topic_is_no_gap(young):
     for round_ in range(3):  # each round rolls a segment (record time); rounds 1-2 supersede round 0's keys
         cluster.produce(topic, [(f"k{i}", f"r{round_}", None) for i in range(10)], partition=0)
         time.sleep(0.3)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while cluster.consume(topic, 0)[0].offset() == 0:
         assert time.monotonic() < deadline, "the cleaner did not compact the first segment"
+        time.sleep(0.5)
+    # ... and has nothing left to clean: a later pass (a round split over two segments) would move
+    # the first retained record between the broker's answer and the read of the files
+    pdir = cluster.partition_dir(topic, 0)
+    while pending := cleaner_pending(pdir, read_cleaner_checkpoint(cluster, topic, 0), 0.01):
+        assert time.monotonic() < deadline, f"the cleaner is not done with {topic}-0: {pending}"
         time.sleep(0.5)
     broker = cluster.offsets_for_times(topic, 0, target)
     assert broker > 0 and cluster.list_offsets(topic, 0, "earliest")[0] == 0
@@ -188,10 +203,7 @@ def test_segments_below_the_log_start_not_yet_deleted_make_the_broker_answer_min
         assert len(_live_bases(cluster, topic)) == 8, _live_bases(cluster, topic)
         (fut,) = cluster.admin().delete_records([TopicPartition(topic, 0, 5)]).values()
         fut.result(timeout=30)
-        epochs = cluster.partition_dir(topic, 0) / "leader-epoch-checkpoint"
-        deadline = time.monotonic() + 10
-        while epochs.read_text().split()[-1] != "5" and time.monotonic() < deadline:
-            time.sleep(0.1)
+        _wait_epochs_start_at(cluster, topic, 5)
         before = _live_bases(cluster, topic)
         broker = cluster.offsets_for_times(topic, 0, target)
         rc, part = _replay_check(cluster, topic, target, "--log-dir", log_dir, *APIS_MODERN)
