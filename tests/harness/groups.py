@@ -118,7 +118,7 @@ def commit_offsets(cluster: KafkaCluster, group: str, offsets: dict[tuple[str, i
 
 
 def consume_and_commit(cluster: KafkaCluster, group: str, topics: list[str], n_records: int,
-                       timeout_s: float = 60.0, **conf) -> dict[tuple[str, int], int]:
+                       timeout_s: float = 120.0, **conf) -> dict[tuple[str, int], int]:
     """Join ``group`` (subscribe), read ``n_records`` records, commit synchronously, close.
     Returns the committed offsets (next offset per partition read)."""
     c = _consumer(cluster, group, **conf)
@@ -156,16 +156,17 @@ def transactional_commit(cluster: KafkaCluster, group: str, topic: str,
                   "transactional.id": f"txg-{uuid.uuid4().hex[:10]}", "enable.idempotence": True})
     c = _consumer(cluster, group)
     try:
-        p.init_transactions(30)
+        # 90 s each: the first init_transactions creates __transaction_state on a loaded machine
+        p.init_transactions(90)
         p.begin_transaction()
         p.produce(topic, key=b"txn", value=b"txn-record", partition=0)
-        p.flush(30)
+        p.flush(90)
         p.send_offsets_to_transaction([TopicPartition(t, pt, o) for (t, pt), o in offsets.items()],
-                                      c.consumer_group_metadata(), 30)
+                                      c.consumer_group_metadata(), 90)
         if commit:
-            p.commit_transaction(30)
+            p.commit_transaction(90)
         else:
-            p.abort_transaction(30)
+            p.abort_transaction(90)
     finally:
         c.close()
 
@@ -297,8 +298,13 @@ def build_group_scenario(cluster: KafkaCluster) -> GroupScenario:
     # committed to a topic that is then deleted
     commit_offsets(cluster, "gone-group", {("gone", 0): 4, ("orders", 5): 3})
     admin.delete_topics(["gone"], operation_timeout=30)["gone"].result(timeout=30)
-    deadline = time.monotonic() + 30
-    while "gone" in admin.list_topics(timeout=10).topics and time.monotonic() < deadline:
+    # the coordinator drops the deleted topic's offsets when it sees the deletion (tombstones written
+    # asynchronously): wait for that, not only for the topic to leave the metadata
+    deadline = time.monotonic() + 90
+    while "gone" in admin.list_topics(timeout=10).topics or ("gone", 0) in list_committed_offsets(
+            cluster, ["gone-group"])["gone-group"]:
+        if time.monotonic() > deadline:
+            raise KafkaHarnessError("topic 'gone' or gone-group's offsets of it still listed 90 s after the deletion")
         time.sleep(0.2)
     groups["gone-group"] = {"kind": "deleted-topic"}
     expected["gone-group"] = {("orders", 5): 3}   # the coordinator drops offsets of deleted topics (checked)
