@@ -235,8 +235,8 @@ class KafkaCluster:
         classpath: str | None = None,
         version: str | None = None,
         heap: str = "512m",
-        startup_timeout_s: float = 90.0,
-        stop_timeout_s: float = 30.0,
+        startup_timeout_s: float = 180.0,
+        stop_timeout_s: float = 90.0,
     ):
         if not 1 <= brokers <= 9:
             raise ValueError(f"brokers must be 1..9, got {brokers}")
@@ -477,19 +477,19 @@ class KafkaCluster:
         return found
 
     def partition_dir(self, topic: str, partition: int = 0, node_id: int | None = None,
-                      timeout_s: float = 30.0) -> Path:
+                      timeout_s: float = 60.0) -> Path:
         """The directory of ``topic-partition`` on ``node_id`` (default: the leader), once it
         holds a ``.log``: the broker creates the directory before the segment's files, so a
         test that reads it right after ``create_topic`` could otherwise see it empty."""
-        if node_id is None:
-            node_id = self.leader(topic, partition)
         deadline = time.monotonic() + timeout_s
         while True:
+            # the leader asked again each round: -1 while an election is under way
+            node = self.leader(topic, partition) if node_id is None else node_id
             dirs = self.partition_dirs(topic, partition)
-            if node_id in dirs and any(dirs[node_id].glob("*.log")):
-                return dirs[node_id]
+            if node in dirs and any(dirs[node].glob("*.log")):
+                return dirs[node]
             if time.monotonic() > deadline:
-                raise KafkaHarnessError(f"{topic}-{partition} with a .log not found on node {node_id} "
+                raise KafkaHarnessError(f"{topic}-{partition} with a .log not found on node {node} "
                                         f"within {timeout_s:.0f} s: {dirs}")
             time.sleep(0.05)
 
@@ -508,7 +508,7 @@ class KafkaCluster:
 
     # -------------------------------------------------------------- topics
     def create_topic(self, name: str, partitions: int = 1, replication_factor: int = 1,
-                     config: Mapping[str, Any] | None = None, timeout_s: float = 30.0,
+                     config: Mapping[str, Any] | None = None, timeout_s: float = 60.0,
                      replica_assignment: Sequence[Sequence[int]] | None = None) -> None:
         """Create a topic and wait until every partition has a leader and a full ISR."""
         cfg = {k: str(v) for k, v in (config or {}).items()}
@@ -558,7 +558,8 @@ class KafkaCluster:
             "linger.ms": linger_ms,
             "acks": "all",
             "enable.idempotence": False,
-            "message.timeout.ms": 30000,
+            # generous: a loaded 2-core machine stalls a broker JVM for tens of seconds at times
+            "message.timeout.ms": 120000,
         }
         if batch_size is not None:
             conf["batch.size"] = int(batch_size)
@@ -568,7 +569,7 @@ class KafkaCluster:
     def produce(self, topic: str, records: Iterable[Record], compression: str = "none",
                 partition: int | None = None, linger_ms: float = 5, batch_size: int | None = None,
                 batch_num_messages: int | None = None, producer_config: Mapping[str, Any] | None = None,
-                timeout_s: float = 60.0) -> list[Delivered]:
+                timeout_s: float = 180.0) -> list[Delivered]:
         """Produce ``records``; flush; raise on any delivery error.  Returns the delivery reports
         in produce order.  ``batch_num_messages`` caps records per batch (librdkafka option)."""
         extra = dict(producer_config or {})
@@ -625,6 +626,8 @@ class KafkaCluster:
         p = Producer(self._producer_conf(compression, 5, None, {
             "transactional.id": transactional_id or f"tx-{uuid.uuid4().hex[:12]}",
             "enable.idempotence": True,
+            # librdkafka wants message.timeout.ms <= transaction.timeout.ms (default 60 s)
+            "transaction.timeout.ms": 120000,
         }))
         p.init_transactions(timeout_s)
         p.begin_transaction()
@@ -671,7 +674,7 @@ class KafkaCluster:
 
     # ------------------------------------------------------------- consume
     def consume(self, topic: str, partition: int | None = None, isolation_level: str = "read_committed",
-                timeout_s: float = 30.0) -> list[Any]:
+                timeout_s: float = 60.0) -> list[Any]:
         """Every message from the earliest offset to the current end (high watermark / LSO)."""
         c = Consumer({"bootstrap.servers": self.bootstrap_servers,
                       "group.id": f"harness-{uuid.uuid4().hex[:8]}",
@@ -770,5 +773,5 @@ class KafkaCluster:
             firsts.append(t0)
             recs = [(f"k{s}-{i}", os.urandom(value_size // 2).hex(), t0 + i) for i in range(records_per_segment)]
             # One flush per group: the group is one batch, and the next group cannot join it.
-            self._send(p, topic, recs, partition, 60.0)
+            self._send(p, topic, recs, partition, 180.0)
         return firsts

@@ -18,6 +18,11 @@ from .kafka import KafkaCluster, KafkaHarnessError
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 DAY_MS = 86_400_000
+#: Topic config keeping the scenarios' old records: their timestamps are 30 days old, and with the
+#: default retention.ms (7 days) the broker's retention check (first run 30 s after the broker
+#: starts, then every 5 min) deletes them while a test still reads them (seen here at load 14:
+#: a segment's .timeindex gone in the middle of a DumpLogSegments run).
+KEEP = {"retention.ms": "-1"}
 
 
 def _records(prefix: str, n: int, t0: int, step_ms: int = 1000, value_size: int = 120) -> list[tuple]:
@@ -41,7 +46,7 @@ def read_cleaner_checkpoint(cluster: KafkaCluster, topic: str, partition: int = 
 
 
 def populate_conformance_data(cluster: KafkaCluster, prefix: str = "conf",
-                              cleaner_timeout_s: float = 45.0) -> dict[str, Any]:
+                              cleaner_timeout_s: float = 120.0) -> dict[str, Any]:
     """Create and fill the conformance topics.  Returns::
 
         {"topics": {name: {"partitions": n, "records": data records written per partition
@@ -57,7 +62,7 @@ def populate_conformance_data(cluster: KafkaCluster, prefix: str = "conf",
     #    index.interval.bytes so the offset/time indexes get entries.
     for codec in CODECS:
         name = f"{prefix}-codec-{codec}"
-        cluster.create_topic(name, partitions=1, config={"index.interval.bytes": "512"})
+        cluster.create_topic(name, partitions=1, config={**KEEP, "index.interval.bytes": "512"})
         n = 0
         for bn, count in ((1, 5), (7, 21), (200, 400)):
             recs = _records(f"{codec}{bn}", count, t0 + n * 1000)
@@ -69,7 +74,7 @@ def populate_conformance_data(cluster: KafkaCluster, prefix: str = "conf",
     # 2. Transactions: committed, aborted, committed -> 3 data batches + 3 control batches;
     #    the aborted one adds one .txnindex entry.
     name = f"{prefix}-txn"
-    cluster.create_topic(name, partitions=1)
+    cluster.create_topic(name, partitions=1, config=KEEP)
     committed = aborted = 0
     for i, (n, commit) in enumerate(((5, True), (3, False), (4, True))):
         cluster.transaction(name, _records(f"tx{i}", n, t0 + i * 60_000), commit=commit,
@@ -84,7 +89,7 @@ def populate_conformance_data(cluster: KafkaCluster, prefix: str = "conf",
 
     # 3. LogAppendTime: the broker stamps maxTimestamp with its clock.
     name = f"{prefix}-logappendtime"
-    cluster.create_topic(name, partitions=1, config={"message.timestamp.type": "LogAppendTime"})
+    cluster.create_topic(name, partitions=1, config={**KEEP, "message.timestamp.type": "LogAppendTime"})
     before = int(time.time() * 1000)
     cluster.produce(name, _records("lat", 30, t0), compression="gzip", partition=0,
                     batch_num_messages=10)
@@ -96,7 +101,8 @@ def populate_conformance_data(cluster: KafkaCluster, prefix: str = "conf",
     # 4. Many segments: record-time roll (segment.ms) with spaced timestamps.
     name = f"{prefix}-many-segments"
     seg_ms = 60_000
-    cluster.create_topic(name, partitions=2, config={"segment.ms": str(seg_ms), "segment.jitter.ms": "0"})
+    cluster.create_topic(name, partitions=2, config={**KEEP, "segment.ms": str(seg_ms),
+                                                     "segment.jitter.ms": "0"})
     n_seg = 12
     firsts = [cluster.roll_segments(name, p, segments=n_seg, records_per_segment=6, segment_ms=seg_ms,
                                     base_timestamp_ms=t0 + p * 1000, compression="snappy")
@@ -106,7 +112,7 @@ def populate_conformance_data(cluster: KafkaCluster, prefix: str = "conf",
 
     # 5. Odd timestamps: far past, future (+1 year), out of order, broker-assigned (None).
     name = f"{prefix}-timestamps"
-    cluster.create_topic(name, partitions=1)
+    cluster.create_topic(name, partitions=1, config=KEEP)
     ts = [t0, t0 + 5000, now + 365 * DAY_MS, t0 + 1000, None, 0]
     cluster.produce(name, [(f"k{i}", f"v{i}", t) for i, t in enumerate(ts)], partition=0,
                     batch_num_messages=1)
@@ -130,19 +136,23 @@ def populate_conformance_data(cluster: KafkaCluster, prefix: str = "conf",
             recs += [(keys[0], None, base + 50), (keys[1], None, base + 51)]
         cluster.produce(name, recs, partition=0, linger_ms=100)
         written += len(recs)
-    # One more record far later, so the last data group is in a closed segment.
+    # One more record far later, so the last data group is in a closed segment: the active
+    # segment starts at this record (offset written - 1).
     cluster.produce(name, [("key-last", "v", t0 + 100_000)], partition=0)
     written += 1
+    # The cleaner may already have cleaned the first segments while the later groups were being
+    # written (max.compaction.lag.ms=1000): wait until it has cleaned everything up to the active
+    # segment, or a test reads a half-cleaned log while the cleaner rewrites it.
     deadline = time.monotonic() + cleaner_timeout_s
     checkpoint = None
     while time.monotonic() < deadline:
         checkpoint = read_cleaner_checkpoint(cluster, name)
-        if checkpoint is not None and checkpoint > 0:
+        if checkpoint is not None and checkpoint >= written - 1:
             break
         time.sleep(0.25)
     else:
-        raise KafkaHarnessError(f"the log cleaner did not clean {name} within {cleaner_timeout_s}s "
-                                f"(cleaner-offset-checkpoint: {checkpoint})")
+        raise KafkaHarnessError(f"the log cleaner did not clean {name} up to offset {written - 1} within "
+                                f"{cleaner_timeout_s}s (cleaner-offset-checkpoint: {checkpoint})")
     topics[name] = {"kind": "compacted", "partitions": 1, "records": [written],
                     "keys": len(keys) + 1, "tombstones": 2, "cleaner_checkpoint": checkpoint,
                     # after cleaning: the latest value of each key (2 of them tombstones)
@@ -170,9 +180,9 @@ def make_retention_gap(cluster: KafkaCluster, topic: str = "history", days: int 
         cluster.produce(topic, [(f"d{days_ago}-{i}", "x" * 50, now - days_ago * day + i) for i in range(records_per_day)],
                         partition=0)
     expected = (days - 3) * records_per_day
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     while cluster.list_offsets(topic, 0, "earliest")[0] < expected and time.monotonic() < deadline:
         time.sleep(0.5)
     if cluster.list_offsets(topic, 0, "earliest")[0] != expected:
-        raise RuntimeError(f"{topic}: the broker did not delete the old segments within 60 s")
+        raise RuntimeError(f"{topic}: the broker did not delete the old segments within 180 s")
     return now
