@@ -35,7 +35,7 @@ import uuid
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from tests.harness.kafka import KafkaCluster, KafkaHarnessError
 
@@ -216,6 +216,14 @@ def wait_tiered(kc: KafkaCluster, topic: str, partition: int = 0, *, tiered_at_l
         time.sleep(0.5)
 
 
+def _wait_for(predicate, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise KafkaHarnessError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(0.5)
+
+
 # ---------------------------------------------------------------------------------------------
 # Data and the oracle
 # ---------------------------------------------------------------------------------------------
@@ -241,7 +249,7 @@ def produce_groups(kc: KafkaCluster, topic: str, partition: int, first_ms: int, 
                 ts = t0 + (b * records_per_batch + r) * record_step_ms
                 stamps.append(ts)
                 recs.append((f"g{g}-{b}-{r}", os.urandom(value_size // 2).hex(), ts))
-            kc._send(p, topic, recs, partition, 60.0)
+            kc._send(p, topic, recs, partition, 180.0)
         out.append(stamps)
     return out
 
@@ -255,11 +263,24 @@ class OffsetsForTimes:
                                   "group.id": f"tiered-{uuid.uuid4().hex[:8]}",
                                   "enable.auto.commit": False, "isolation.level": "read_uncommitted"})
 
-    def __call__(self, topic: str, partition: int, target_ms: int) -> int:
-        (tp,) = self.consumer.offsets_for_times([TopicPartition(topic, partition, target_ms)], timeout=30)
-        if tp.error is not None:
-            raise KafkaHarnessError(f"offsets_for_times {topic}-{partition}@{target_ms}: {tp.error}")
-        return tp.offset
+    #: Answers that are no answer: the broker's remote lookup (DelayedRemoteListOffsets) timed out,
+    #: or the client's request did. Retriable in Kafka's protocol (the Java consumer retries them);
+    #: seen once on a loaded machine (load 14) for the very first lookup into remote storage.
+    RETRIABLE = (KafkaError.REQUEST_TIMED_OUT, KafkaError._TIMED_OUT)
+
+    def __call__(self, topic: str, partition: int, target_ms: int, timeout_s: float = 180.0) -> int:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                (tp,) = self.consumer.offsets_for_times([TopicPartition(topic, partition, target_ms)], timeout=30)
+                error = tp.error
+            except KafkaException as e:  # the whole call failed (a local timeout)
+                error = e.args[0]
+            if error is None:
+                return tp.offset
+            if error.code() not in self.RETRIABLE or time.monotonic() > deadline:
+                raise KafkaHarnessError(f"offsets_for_times {topic}-{partition}@{target_ms}: {error}")
+            time.sleep(0.5)
 
     def many(self, topic: str, partition: int, targets: Sequence[int]) -> list[int]:
         return [self(topic, partition, t) for t in targets]
@@ -320,8 +341,12 @@ class TieredScenario:
         last_remote = self.remote_groups * self.per_group - 1
         for p in range(self.partitions):
             wait_tiered(kc, topic, p, tiered_at_least=last_remote, local_start_at_least=last_remote + 1)
-        # keep everything local from now on
+        # keep everything local from now on: the broker must apply this before phase 2's segments
+        # are uploaded (their records are half an hour old: with local.retention.ms=5000 still in
+        # force they would be deleted locally at once), so wait until the broker reports it
         kc.alter_topic_config(topic, {"local.retention.ms": "-2"})
+        _wait_for(lambda: kc.topic_config(topic)["local.retention.ms"] == "-2", 60,
+                  f"the broker to apply local.retention.ms=-2 to {topic}")
         time.sleep(2)
         # partition 1: records deleted for good below deleted_to
         from confluent_kafka import TopicPartition as TP
@@ -335,9 +360,27 @@ class TieredScenario:
                 batches_per_group=self.batches_per_group, records_per_batch=self.records_per_batch)
         last_tiered = (self.remote_groups + self.both_groups) * self.per_group - 1
         for p in range(self.partitions):
-            wait_tiered(kc, topic, p, tiered_at_least=last_tiered)
+            _, local = wait_tiered(kc, topic, p, tiered_at_least=last_tiered)
+            if local != last_remote + 1:
+                raise KafkaHarnessError(f"{topic}-{p}: the local log start moved to {local} in phase 2 "
+                                        f"(want {last_remote + 1}: phase 2's segments stay local)")
         self._wait_remote_deleted(1)
+        self._wait_log_start_checkpoint()
         return self
+
+    def _wait_log_start_checkpoint(self, timeout_s: float = 180.0) -> None:
+        """Until the broker's log-start-offset-checkpoint holds every partition's log start (0, and
+        ``deleted_to`` for partition 1). The broker rewrites that file about once a minute: a disk
+        read before then sees partition 1 start at 0 while the broker answers ``deleted_to``."""
+        checkpoint = self.kc.log_dirs(1)[0] / "log-start-offset-checkpoint"
+        want = {f"{self.topic} {p} {self.deleted_to if p == 1 else 0}" for p in range(self.partitions)}
+
+        def written() -> bool:
+            try:
+                return want <= set(checkpoint.read_text().splitlines())
+            except FileNotFoundError:  # between the broker's write of a temp file and its rename
+                return False
+        _wait_for(written, timeout_s, f"{checkpoint} to hold {sorted(want)}")
 
     def _wait_remote_deleted(self, partition: int, timeout_s: float = 180.0) -> None:
         """Until the remote segments wholly below ``deleted_to`` are gone from remote storage."""
