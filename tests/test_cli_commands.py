@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.groups import wait_segments_below_log_start_deleted
 from harness.scenarios import make_retention_gap
 from realdata import LOG_DIRS
 
@@ -30,6 +31,9 @@ def gap_cluster(kafka_cluster_factory):
     """One topic whose first 7 days of data the broker deleted (retention.ms = 3.5 days)."""
     cluster = kafka_cluster_factory(brokers=1, broker_config={"log.retention.check.interval.ms": "1000"})
     now = make_retention_gap(cluster, "history")
+    # make_retention_gap waits for the broker's log start (70); the broker raises it before it
+    # renames the segments below it to .deleted, and disk mode reads those files
+    wait_segments_below_log_start_deleted(cluster, "history", 0, 70)
     return cluster, now
 
 
