@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, offsets_partition_dirs, read_groups
-from harness.groups import (GROUP_BROKER_CONFIG, build_group_scenario, copy_live_log_dir, describe_groups,
-                            list_committed_offsets, wait_offsets_cleaned, wait_offsets_settled)
+from harness.groups import (GROUP_BROKER_CONFIG, build_group_scenario, describe_groups, list_committed_offsets,
+                            wait_offsets_cleaned, wait_offsets_settled)
+from harness.log_dirs import copy_live_dir
 from harness.offsets_dump import dump_offsets, latest_offsets
 
 
@@ -345,7 +346,7 @@ def test_group_commands_from_a_manifest_need_no_offsets_files(groups_cluster, ka
     from harness.groups import ConsumerGroupsTool
     kc, scenario, _ = groups_cluster
     copy = tmp_path / "copy" / kc.log_dirs(1)[0].name
-    copy_live_log_dir(kc.log_dirs(1)[0], copy)   # shutil.copytree fails when a checkpoint's .tmp vanishes
+    copy_live_dir(kc.log_dirs(1)[0], copy)   # shutil.copytree fails when a checkpoint's .tmp vanishes
     manifest = tmp_path / "manifest"
     collect_manifest([copy], manifest, "headers")
     for d in copy.glob(f"{OFFSETS_TOPIC}-*"):

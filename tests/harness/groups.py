@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import time
 import uuid
@@ -402,27 +401,6 @@ def wait_offsets_settled(cluster: KafkaCluster, groups: list[str], timeout_s: fl
         if time.monotonic() > deadline:
             raise KafkaHarnessError(f"{OFFSETS_TOPIC} still changing after {timeout_s:.0f} s: {'; '.join(why)}")
         time.sleep(0.5)
-
-
-def copy_live_log_dir(src: Path, dst: Path) -> list[str]:
-    """``shutil.copytree`` for a log dir a running broker owns: what vanishes between listing and
-    copying is left out (checkpoint ``.tmp`` files, renamed every second or so; ``.deleted`` files
-    and ``-delete`` dirs the scheduler removes), where copytree raises. Returns what vanished."""
-    vanished: list[str] = []
-    dst.mkdir(parents=True)
-    try:
-        entries = list(os.scandir(src))
-    except FileNotFoundError:
-        return [str(src)]
-    for e in entries:
-        try:
-            if e.is_dir(follow_symlinks=False):
-                vanished += copy_live_log_dir(Path(e.path), dst / e.name)
-            else:
-                shutil.copy2(e.path, dst / e.name)
-        except FileNotFoundError:
-            vanished.append(e.path)
-    return vanished
 
 
 # -------------------------------------------------------------------------------- oracles
