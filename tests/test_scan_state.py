@@ -115,7 +115,7 @@ def cluster(kafka_cluster_factory):
     return kc
 
 
-def _wait(predicate, what: str, timeout_s: float = 60) -> None:
+def _wait(predicate, what: str, timeout_s: float = 180) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if predicate():
@@ -243,6 +243,8 @@ def test_active_segments_continue_where_the_last_run_stopped(cluster, tmp_path):
     # the active segment rolls (record time past segment.ms): the closed one continues, then is kept closed
     grown = active["log_size_bytes"]
     cluster.alter_topic_config("growing", {"segment.ms": "1000"})
+    # the broker must have applied it before the appends below, or nothing rolls
+    _wait(lambda: cluster.topic_config("growing")["segment.ms"] == "1000", "segment.ms=1000 applied")
     time.sleep(2)
     _grow(cluster, 100, "three")
     _wait(lambda: len(list(cluster.partition_dir("growing", 0).glob("*.log"))) >= 2, "'growing' to roll")
