@@ -36,10 +36,12 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Iterable
 
 # OFFSETS_TOPIC, live_segments and offsets_partition_dirs are this module's names too (their callers import them here)
-from auditor.cluster.offsets_segments import OFFSETS_TOPIC, live_segments, offsets_partition_dirs, replay_partition_dir
+from auditor.cluster.offsets_segments import (MAX_READS, OFFSETS_TOPIC, live_segments, offsets_partition_dirs,
+                                              replay_partition_dir, segments_identity, settled_segments)
 from auditor.formats import offsets_records as orec
 from auditor.formats.errors import FormatError
 
@@ -325,9 +327,21 @@ class Decoder:
 
 def fold_partition_dir(partition_dir: str | os.PathLike, partition: int | None = None, pace=None) -> OffsetsFold:
     """Replay every live segment of one __consumer_offsets replica dir (read-only); ``pace``: see
-    :func:`auditor.cluster.offsets_segments.replay_partition_dir`."""
-    fold = OffsetsFold(partition)
-    replay_partition_dir(partition_dir, fold, pace)
+    :func:`auditor.cluster.offsets_segments.replay_partition_dir`.
+
+    On a live broker the log cleaner and retention replace and delete segments at any moment:
+    the listing is taken when no cleaner swap is half done, and the dir is read again (up to
+    ``MAX_READS`` times) when a segment read was replaced or deleted meanwhile."""
+    pdir = Path(partition_dir)
+    for _ in range(MAX_READS):
+        fold = OffsetsFold(partition)
+        segments = settled_segments(pdir, fold.notes)
+        before = segments_identity(segments)
+        replay_partition_dir(pdir, fold, pace, segments)
+        if before is not None and segments_identity(segments) == before:
+            return fold
+    fold.notes.append(f"{pdir}: its segments were replaced or deleted while read, {MAX_READS} times (the log "
+                      f"cleaner or retention at work): the last read is given and may miss offsets")
     return fold
 
 

@@ -17,6 +17,7 @@ about every ``PACE_BYTES`` read and after each segment.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Iterable
 
@@ -48,12 +49,55 @@ def offsets_partition_dirs(log_dirs: Iterable[str | os.PathLike]) -> dict[int, l
 
 def live_segments(partition_dir: Path) -> list[tuple[int, Path]]:
     """(base offset, .log path) of the live segments, by base offset (no .deleted/.cleaned/.swap)."""
-    segs = []
+    return _listing(partition_dir)[0]
+
+
+def _listing(partition_dir: Path) -> tuple[list[tuple[int, Path]], list[str]]:
+    """The live segments (as :func:`live_segments`) and the names of the ``.log.swap`` files."""
+    segs, swaps = [], []
     for e in os.scandir(partition_dir):
         sf = parse_segment_file(e.name)
         if sf is not None and sf.suffix == "log" and sf.state is None:
             segs.append((sf.base_offset, Path(e.path)))
-    return sorted(segs)
+        elif sf is not None and sf.suffix == "log" and sf.state == "swap":
+            swaps.append(e.name)
+    return sorted(segs), sorted(swaps)
+
+
+#: How long a read waits for the log cleaner to finish a swap. Kafka's LocalLog.replaceSegments
+#: renames the cleaned ``.log.swap`` to ``.log`` only after renaming the segments it replaces to
+#: ``.deleted``: in between, the replaced offsets exist only in the ``.swap`` (milliseconds on a
+#: live broker; a crash leaves the ``.swap`` for the next start's recovery to complete).
+SWAP_SETTLE_S = 5.0
+#: Reads of one partition dir before its answer is given with a note, when its segments are
+#: replaced (cleaner) or deleted (retention, deleteRecords) while they are read.
+MAX_READS = 3
+
+
+def settled_segments(partition_dir: Path, notes: list[str]) -> list[tuple[int, Path]]:
+    """:func:`live_segments`, taken when no cleaner swap is half done (waiting up to
+    ``SWAP_SETTLE_S``); a ``.swap`` still there after that is named in ``notes``."""
+    settle_s = SWAP_SETTLE_S
+    deadline = time.monotonic() + settle_s
+    while True:
+        segs, swaps = _listing(partition_dir)
+        if not swaps:
+            return segs
+        if time.monotonic() >= deadline:
+            notes.append(f"{partition_dir}: {', '.join(swaps)} still there after {settle_s:g} s (a log cleaner "
+                         f"swap in progress, or one a broker crash interrupted): the offsets it holds may be "
+                         f"missing from this read")
+            return segs
+        time.sleep(0.05)
+
+
+def segments_identity(segments: list[tuple[int, Path]]) -> tuple | None:
+    """What proves a listing's segments unchanged after they were read: each one's base offset
+    and inode (the cleaner's replacement keeps the name, not the inode); None when one is gone."""
+    try:
+        return tuple((base, os.stat(path).st_ino) for base, path in segments)
+    except OSError:
+        return None
 
 
 #: Use the C replay of plain batches when it is built (tests turn it off to compare both paths).
@@ -157,12 +201,14 @@ def _fold_segment_py(fold, reader: LogReader, window: _Window, label: str, pace)
             paced_at = batch.position
 
 
-def replay_partition_dir(partition_dir: str | os.PathLike, fold, pace=None) -> None:
-    """Replay every live segment of one __consumer_offsets replica dir into ``fold`` (read-only);
-    ``pace()``, when given, is called between reads (about every ``PACE_BYTES``, and per segment)."""
+def replay_partition_dir(partition_dir: str | os.PathLike, fold, pace=None,
+                         segments: list[tuple[int, Path]] | None = None) -> None:
+    """Replay ``segments`` (default: every live segment) of one __consumer_offsets replica dir
+    into ``fold`` (read-only); ``pace()``, when given, is called between reads (about every
+    ``PACE_BYTES``, and per segment)."""
     pdir = Path(partition_dir)
     use_c = USE_C_FOLD and orec.HAVE_C_FOLD
-    for _, log in live_segments(pdir):
+    for _, log in live_segments(pdir) if segments is None else segments:
         try:
             reader = LogReader(log)
         except OSError as exc:
