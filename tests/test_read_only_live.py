@@ -30,11 +30,18 @@ def _closed_segment_files(log_dirs: list[Path]) -> dict[Path, tuple]:
         for part in log_dir.glob(f"{TOPIC}-*"):
             parsed = [(filenames.parse_segment_file(p.name), p) for p in part.iterdir()]
             segs = [(f, p) for f, p in parsed if f is not None and f.suffix in ("log", "index", "timeindex") and f.state is None]
+            if not segs:
+                continue   # no segment yet: nothing closed
             active = max(f.base_offset for f, _ in segs)
             for f, p in segs:
                 if f.base_offset != active:
                     out[p] = _fingerprint(p)
     return out
+
+
+def _rolled(log_dirs: list[Path]) -> set[str]:
+    """The partition dirs of the topic that hold a closed segment."""
+    return {p.parent.name for p in _closed_segment_files(log_dirs)}
 
 
 class FullSpeedProducer(threading.Thread):
@@ -67,15 +74,18 @@ def test_scan_never_changes_a_live_broker(kafka_cluster_factory, dump_log_segmen
     cluster.create_topic(TOPIC, partitions=PARTITIONS, config={
         "segment.bytes": str(1024 * 1024), "retention.ms": "-1", "retention.bytes": "-1"})
     log_dirs = cluster.log_dirs(1)
+    for p in range(PARTITIONS):
+        cluster.partition_dir(TOPIC, p)   # the broker creates each dir a moment before its first segment
 
     writer = FullSpeedProducer(cluster.bootstrap_servers)
     writer.start()
-    deadline = time.monotonic() + 120
-    while not _closed_segment_files(log_dirs) and time.monotonic() < deadline:
-        time.sleep(0.5)  # let segments roll for real before taking the "before" picture
-    time.sleep(2)
+    # let segments roll for real in every partition before taking the "before" picture (the keys do
+    # not spread evenly: the last partition rolls well after the first, later still on a loaded machine)
+    deadline = time.monotonic() + 180
+    while len(_rolled(log_dirs)) < PARTITIONS and time.monotonic() < deadline:
+        time.sleep(0.5)
     before = _closed_segment_files(log_dirs)
-    assert len(before) >= PARTITIONS, "the producer did not roll any segment"
+    assert len({p.parent for p in before}) == PARTITIONS, f"the producer did not roll a segment in every partition: {sorted(_rolled(log_dirs))}"
     sent_before_scan = writer.sent
 
     rows_by_depth = {}
