@@ -39,8 +39,10 @@ TEST_CONFIG = {
 
 @pytest.fixture(scope="module")
 def cluster(kafka_cluster_factory):
-    return kafka_cluster_factory(brokers=2, log_dirs_per_broker=2,
-                                 broker_config={"log.retention.check.interval.ms": "1000"})
+    kc = kafka_cluster_factory(brokers=2, log_dirs_per_broker=2,
+                               broker_config={"log.retention.check.interval.ms": "1000"})
+    yield kc
+    kc.stop()   # not at the session's end: its brokers would load the machine under every later module
 
 
 def all_log_dirs(cluster) -> list[Path]:
