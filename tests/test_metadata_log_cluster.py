@@ -123,9 +123,12 @@ def scenario(kafka_cluster_factory):
     _wait(lambda: any(s[0] > end for s in ml.metadata_files(metadata_dir)[0]), f"a snapshot past offset {end}",
           timeout_s=120)
     t_settled_ms = _wait_at_rest(kc, admin, [("events", 1, 2, target)])
-    return dict(kc=kc, admin=admin, t0_ms=t0_ms, t_reassign_ms=t_reassign_ms, t_move_ms=t_move_ms,
+    yield dict(kc=kc, admin=admin, t0_ms=t0_ms, t_reassign_ms=t_reassign_ms, t_move_ms=t_move_ms,
                 t_moved_ms=t_moved_ms, t_settled_ms=t_settled_ms, move_src=src.parent, move_target=target,
                 old_gone=old_gone, old_gone_copy=old_gone_copy, metadata_dir=metadata_dir)
+    # the session's factory would stop it only at the end: three brokers writing a snapshot every
+    # 2 s would load the machine under every later module
+    kc.stop()
 
 
 def kafka_uuid(u) -> str:
