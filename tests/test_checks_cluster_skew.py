@@ -41,7 +41,8 @@ DEPTH = "deep"  # every record read: message counts exact, the deep columns fill
 
 @pytest.fixture(scope="module")
 def skewed(kafka_cluster_factory):
-    kc = kafka_cluster_factory(brokers=2)
+    # quiet files must be cleanly closed ones: give the controlled shutdown time on a loaded machine
+    kc = kafka_cluster_factory(brokers=2, stop_timeout_s=120)
     kc.create_topic(TOPIC, replica_assignment=[[1], [2], [1], [2]])
     kc.create_topic(EVEN, replica_assignment=[[1, 2], [2, 1]])
     hot = kc.produce(TOPIC, [("the-hot-key", os.urandom(300).hex(), None) for _ in range(HOT_RECORDS)])
