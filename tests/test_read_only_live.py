@@ -117,3 +117,4 @@ def test_scan_never_changes_a_live_broker(kafka_cluster_factory, dump_log_segmen
     sanity = dump_log_segments.dump(index_files, deep_iteration=False, extra_args=["--index-sanity-check"])
     for p in index_files:
         assert sanity[p].sanity_check_passed, f"Kafka's index sanity check failed on {p}: {sanity[p]}"
+    cluster.stop()   # not at the session's end: a broker idling under every later module loads the machine
