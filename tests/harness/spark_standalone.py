@@ -46,7 +46,8 @@ class StandaloneSpark:
     def state(self) -> dict:
         """The master's JSON status (workers, active and completed applications); {} when down."""
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.ui}/json/", timeout=2) as r:
+            # generous: the master's UI answers slowly on a loaded machine, and {} here means "down"
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.ui}/json/", timeout=15) as r:
                 return json.load(r)
         except OSError:
             return {}
@@ -55,12 +56,12 @@ class StandaloneSpark:
         self.workdir.mkdir(parents=True, exist_ok=True)
         mlog = self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                            "--port", str(self.port), "--webui-port", str(self.ui))
-        _wait("spark master", lambda: self.state().get("status") == "ALIVE", 90, [mlog])
+        _wait("spark master", lambda: self.state().get("status") == "ALIVE", 180, [mlog])
         wlog = self._spawn("worker", "org.apache.spark.deploy.worker.Worker", self.url, "--cores", "1",
                            "--memory", "1g", "--webui-port", str(self.worker_ui), "--host", "127.0.0.1",
                            "--work-dir", str(self.workdir / "work"))
         _wait("spark worker", lambda: any(w.get("state") == "ALIVE" for w in self.state().get("workers", [])),
-              90, [mlog, wlog])
+              180, [mlog, wlog])
         return self
 
     def stop(self) -> None:
@@ -73,7 +74,7 @@ class StandaloneSpark:
                     p.kill()
                     p.wait()
 
-    def completed_apps(self, at_least: int = 0, timeout_s: float = 30) -> list[dict]:
+    def completed_apps(self, at_least: int = 0, timeout_s: float = 120) -> list[dict]:
         """The master's finished applications, oldest first; waits up to ``timeout_s`` for
         ``at_least`` of them (the master marks an application finished shortly after its driver
         disconnects)."""
