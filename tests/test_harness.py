@@ -252,8 +252,8 @@ def test_dumplog_zero_entry_artefact_on_active_index(single, dump_log_segments):
     # records that on the file and still dumps the others.
     single.create_topic("vacant", partitions=1)
     vdir = single.partition_dir("vacant", 0)
-    # Kafka creates a segment's offset index lazily (LazyIndex): the file appears on the
-    # segment's first lookup or append, shortly after the partition gets its leader.
+    # partition_dir waits for the .log; the broker creates the segment's index files beside it
+    # a moment later (or in the same moment): wait for the one this test reads too.
     vindex = vdir / f"{0:020d}.index"
     deadline = time.monotonic() + 30
     while not vindex.exists() and time.monotonic() < deadline:
