@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.kafka import REPO_ROOT, ROLL_TOPIC_CONFIG
+from harness.kafka import REPO_ROOT, ROLL_TOPIC_CONFIG, wait_until
 from harness.scenarios import CODECS, populate_conformance_data
 from realdata import BROKER_DIRS, REAL, RECORD_SETS
 
@@ -255,10 +255,7 @@ def test_dumplog_zero_entry_artefact_on_active_index(single, dump_log_segments):
     # partition_dir waits for the .log; the broker creates the segment's index files beside it
     # a moment later (or in the same moment): wait for the one this test reads too.
     vindex = vdir / f"{0:020d}.index"
-    deadline = time.monotonic() + 30
-    while not vindex.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert vindex.exists(), f"the broker never created {vindex}"
+    wait_until(vindex.exists, 30, f"the broker to create {vindex}", interval_s=0.05)
     res = dump_log_segments.dump_dir(vdir)
     assert "NoSuchElementException" in res[vdir / f"{0:020d}.index"].error
     assert res[vdir / f"{0:020d}.log"].batches == [] and res[vdir / f"{0:020d}.log"].error is None

@@ -90,6 +90,17 @@ class KafkaHarnessError(RuntimeError):
     """Anything the harness could not do; the message says what and where the logs are."""
 
 
+def wait_until(predicate, timeout_s: float, what: str, interval_s: float = 0.5):
+    """Poll ``predicate`` until it returns a true value (returned); KafkaHarnessError naming
+    ``what`` after ``timeout_s``: for state the broker reaches on its own schedule."""
+    deadline = time.monotonic() + timeout_s
+    while not (value := predicate()):
+        if time.monotonic() > deadline:
+            raise KafkaHarnessError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+        time.sleep(interval_s)
+    return value
+
+
 def kafka_classpath(version: str | None = None) -> str:
     """Run scripts/kafka-jars.sh (idempotent) and return the ':'-joined classpath."""
     env = dict(os.environ)

@@ -37,7 +37,7 @@ from typing import Mapping, Sequence
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from tests.harness.kafka import KafkaCluster, KafkaHarnessError
+from tests.harness.kafka import KafkaCluster, KafkaHarnessError, wait_until
 
 LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
 
@@ -216,14 +216,6 @@ def wait_tiered(kc: KafkaCluster, topic: str, partition: int = 0, *, tiered_at_l
         time.sleep(0.5)
 
 
-def _wait_for(predicate, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise KafkaHarnessError(f"timed out after {timeout_s:.0f} s waiting for {what}")
-        time.sleep(0.5)
-
-
 # ---------------------------------------------------------------------------------------------
 # Data and the oracle
 # ---------------------------------------------------------------------------------------------
@@ -345,7 +337,7 @@ class TieredScenario:
         # are uploaded (their records are half an hour old: with local.retention.ms=5000 still in
         # force they would be deleted locally at once), so wait until the broker reports it
         kc.alter_topic_config(topic, {"local.retention.ms": "-2"})
-        _wait_for(lambda: kc.topic_config(topic)["local.retention.ms"] == "-2", 60,
+        wait_until(lambda: kc.topic_config(topic)["local.retention.ms"] == "-2", 60,
                   f"the broker to apply local.retention.ms=-2 to {topic}")
         time.sleep(2)
         # partition 1: records deleted for good below deleted_to
@@ -380,7 +372,7 @@ class TieredScenario:
                 return want <= set(checkpoint.read_text().splitlines())
             except FileNotFoundError:  # between the broker's write of a temp file and its rename
                 return False
-        _wait_for(written, timeout_s, f"{checkpoint} to hold {sorted(want)}")
+        wait_until(written, timeout_s, f"{checkpoint} to hold {sorted(want)}")
 
     def _wait_remote_deleted(self, partition: int, timeout_s: float = 180.0) -> None:
         """Until the remote segments wholly below ``deleted_to`` are gone from remote storage."""
