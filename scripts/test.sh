@@ -10,16 +10,8 @@ bash scripts/kafka-jars.sh
 # Kafka 3.9.1 too: the last line that answers ListOffsets v0, the oracle of the legacy (mtime) lookup
 # (tests/test_legacy_lookup_v0.py)
 KAFKA_VERSION=3.9.1 bash scripts/kafka-jars.sh
-# The report is tested in Debian's own Chromium (Playwright drives it; it never downloads a browser).
-if [ ! -x /usr/bin/chromium ]; then
-  if [ "$(id -u)" = 0 ]; then
-    apt-get -o Acquire::Retries=5 update -qq &&
-      DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Retries=5 install -y -qq chromium >/dev/null
-  else
-    sudo apt-get -o Acquire::Retries=5 update -qq &&
-      sudo DEBIAN_FRONTEND=noninteractive apt-get -o Acquire::Retries=5 install -y -qq chromium >/dev/null
-  fi
-fi
+# Debian packages (Chromium for the report, ...): scripts/system-packages.sh lists them
+bash scripts/system-packages.sh
 export SPARK_LOCAL_IP=127.0.0.1
 set +e
 .venv/bin/python -m pytest "$@"
