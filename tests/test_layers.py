@@ -50,6 +50,7 @@ LAYERS: list[tuple[str, int]] = [
     ("auditor.audit", 9),
     ("auditor.audit_local", 9),  # the pipeline's in-process path for small inputs
     ("reports", 10),
+    ("auditor.metrics", 10),  # the findings document as Prometheus text, as reports render it as HTML
     ("auditor.cli", 11),
     ("auditor.submit_app", 11),
     ("airflow_dags", 12),
