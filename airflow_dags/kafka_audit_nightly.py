@@ -15,6 +15,9 @@ Params (Airflow UI "Trigger DAG w/ config", or Variables through Jinja):
     output_dir             where the report and JSON are published (latest + dated copies); each
                            run works in output_dir/runs/<run id>
     history_dir            history of runs (Parquet) for the report's trends
+    metrics_file           the run's metrics (Prometheus text, docs/metrics.md), written atomically
+                           for node_exporter's textfile collector ('': output_dir/kafka-audit.prom,
+                           beside the report)
     fail_on                severity that fails the run: INFO, WARN or FAIL
     recipients             e-mail addresses notified on failure (SMTP connection smtp_default)
     keep                   dated copies kept in output_dir
@@ -72,6 +75,9 @@ with DAG(
         "config_file": Param("", type="string", description="audit config file (YAML)"),
         "output_dir": Param("/var/lib/kafka-audit/reports", type="string"),
         "history_dir": Param("/var/lib/kafka-audit/history", type="string"),
+        "metrics_file": Param("", type="string",
+                              description="the run's metrics (*.prom) for node_exporter's textfile collector; "
+                                          "'' writes output_dir/kafka-audit.prom"),
         "state_dir": Param("/var/lib/kafka-audit/scan-state", type="string",
                            description="incremental scans of log_dirs: closed segments read once, then taken from "
                                        "this dir while unchanged ('' reads everything every night)"),
@@ -93,7 +99,8 @@ with DAG(
         return plan_audit(work, params["engine"], log_dirs=ready["log_dirs"], manifests=params["manifests"],
                           spark_master=params["spark_master"], config_file=params["config_file"] or None,
                           history_dir=params["history_dir"], fail_on=params["fail_on"],
-                          spark_conf=params["spark_conf"], state_dir=params.get("state_dir") or None)
+                          spark_conf=params["spark_conf"], state_dir=params.get("state_dir") or None,
+                          metrics_file=params.get("metrics_file") or f"{params['output_dir']}/kafka-audit.prom")
 
     @task.branch(retries=0)
     def choose_engine(planned: dict) -> str:
