@@ -133,21 +133,30 @@ def test_audit_metrics_in_prometheus_equal_the_findings_json(stack, demo, tmp_pa
         assert local[(topic,)] == sum(s["size_bytes"] for s in live if s["topic"] == topic), topic
 
 
-def test_label_values_survive_node_exporter_and_prometheus(stack, tmp_path):
-    """Escaping proven by the real parsers: a topic name with a quote, a backslash and a line
+def test_statuses_and_label_values_survive_node_exporter_and_prometheus(stack):
+    """A findings document of a run with --history and accepted findings (issue 22's statuses),
+    and escaping proven by the real parsers: a topic name with a quote, a backslash and a line
     feed comes back from Prometheus' API as it went in."""
     exporter, server = stack
     odd = 'we"ird\\topic\nname'
     doc = {"generated_at_ms": 1_700_000_000_123, "elapsed_s": 1.5, "exit_code": 0, "check_titles": {"x.y": "X"},
-           "findings": [{"check": "x.y", "severity": "WARN", "topic": odd, "partition": 3}],
+           "findings": [{"check": "x.y", "severity": "WARN", "topic": odd, "partition": 3, "status": "new"},
+                        {"check": "x.y", "severity": "WARN", "topic": "b", "partition": 0, "status": "persisting"},
+                        {"check": "x.y", "severity": "FAIL", "topic": "b", "partition": 1, "status": "new"}],
+           "accepted": [{"check": "x.y", "severity": "FAIL", "topic": "c", "partition": 0, "acceptance": {}}],
+           "resolved": [{"check": "x.y", "severity": "WARN", "topic": "d", "partition": 0}] * 2,
            "tables": {"partition_stats": [{"dir_kind": "live", "topic": odd, "partition": 3, "size_bytes": 10,
                                            "oldest_record_timestamp_ms": 1_700_000_000_000}]}}
     metrics.write_atomic(exporter.textfile_dir / "kafka_audit.prom", metrics.render(doc))
     wait_for_run(server, 1_700_000_000.123, success=1)
     assert server.scalar("node_textfile_scrape_error") == 0, exporter.metrics_text()[-3000:]
-    [series] = server.query("kafka_audit_partition_findings")
+    assert by_labels(server, "kafka_audit_findings > 0", "severity", "status") == {
+        ("WARN", "new"): 1.0, ("WARN", "persisting"): 1.0, ("FAIL", "new"): 1.0, ("FAIL", "accepted"): 1.0}
+    assert server.scalar('kafka_audit_findings{check="x.y",severity="FAIL",status="worsened"}') == 0
+    assert server.scalar('kafka_audit_resolved_findings{check="x.y"}') == 2
+    [series] = server.query(f'kafka_audit_partition_findings{{severity="WARN",topic!="b"}}')
     assert series["metric"]["topic"] == odd and series["metric"]["partition"] == "3"
-    assert series["metric"]["severity"] == "WARN" and series["value"][1] == "1"
+    assert series["value"][1] == "1"
 
 
 def test_a_failed_audit_reports_success_0(stack, demo):
