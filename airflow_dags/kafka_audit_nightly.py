@@ -18,6 +18,8 @@ Params (Airflow UI "Trigger DAG w/ config", or Variables through Jinja):
     metrics_file           the run's metrics (Prometheus text, docs/metrics.md), written atomically
                            for node_exporter's textfile collector ('': output_dir/kafka-audit.prom,
                            beside the report)
+    metrics_labels         labels on every metric, e.g. {"cluster": "prod"} (several clusters' files
+                           in one textfile directory)
     fail_on                severity that fails the run: INFO, WARN or FAIL
     recipients             e-mail addresses notified on failure (SMTP connection smtp_default)
     keep                   dated copies kept in output_dir
@@ -78,6 +80,7 @@ with DAG(
         "metrics_file": Param("", type="string",
                               description="the run's metrics (*.prom) for node_exporter's textfile collector; "
                                           "'' writes output_dir/kafka-audit.prom"),
+        "metrics_labels": Param({}, type="object", description="labels on every metric, e.g. {\"cluster\": \"prod\"}"),
         "state_dir": Param("/var/lib/kafka-audit/scan-state", type="string",
                            description="incremental scans of log_dirs: closed segments read once, then taken from "
                                        "this dir while unchanged ('' reads everything every night)"),
@@ -100,7 +103,8 @@ with DAG(
                           spark_master=params["spark_master"], config_file=params["config_file"] or None,
                           history_dir=params["history_dir"], fail_on=params["fail_on"],
                           spark_conf=params["spark_conf"], state_dir=params.get("state_dir") or None,
-                          metrics_file=params.get("metrics_file") or f"{params['output_dir']}/kafka-audit.prom")
+                          metrics_file=params.get("metrics_file") or f"{params['output_dir']}/kafka-audit.prom",
+                          metrics_labels=params.get("metrics_labels") or None)
 
     @task.branch(retries=0)
     def choose_engine(planned: dict) -> str:

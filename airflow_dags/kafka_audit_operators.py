@@ -161,9 +161,11 @@ def check_inputs(log_dirs=None, manifests=None, max_age_hours: float = 26.0) -> 
 def audit_cli_args(work_dir: str, log_dirs=None, manifests=None, spark_master: str | None = None,
                    config_file: str | None = None, history_dir: str | None = None, fail_on: str = "FAIL",
                    spark_conf: dict | None = None, state_dir: str | None = None,
-                   metrics_file: str | None = None, extra_args: Sequence[str] = ()) -> list[str]:
+                   metrics_file: str | None = None, metrics_labels: dict | None = None,
+                   extra_args: Sequence[str] = ()) -> list[str]:
     """The ``kafka-audit audit`` arguments writing report.html and findings.json into ``work_dir``
-    (and, with ``metrics_file``, the run's metrics for node_exporter's textfile collector there).
+    (and, with ``metrics_file``, the run's metrics at that path for node_exporter's textfile
+    collector, with ``metrics_labels`` on every series).
     Findings never fail the audit itself (``--exit-zero``): publishing comes first, then
     :func:`enforce_severity` decides."""
     report, findings = os.path.join(work_dir, "report.html"), os.path.join(work_dir, "findings.json")
@@ -180,6 +182,8 @@ def audit_cli_args(work_dir: str, log_dirs=None, manifests=None, spark_master: s
         args += ["--history", history_dir]
     if metrics_file:
         args += ["--metrics", metrics_file]
+        for key, value in (metrics_labels or {}).items():
+            args += ["--metrics-label", f"{key}={value}"]
     if state_dir and _as_list(log_dirs):  # incremental scans of log dirs (manifests keep theirs on the brokers)
         args += ["--state", state_dir]
     for key, value in (spark_conf or {}).items():

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import statistics
 import tempfile
 from collections import Counter, defaultdict
@@ -46,7 +47,7 @@ OTHER = "other"
 """The status label of a status this version does not know (keeps the label's values bounded)."""
 STATUSES = (*TRACKED_STATUSES, ACCEPTED, UNTRACKED, OTHER)
 
-MAX_TOPICS = 2000
+MAX_TOPICS = 1000
 """Topics given per-topic series, by default."""
 MAX_PARTITIONS = 500
 """Partitions (with a finding) given per-partition series, by default."""
@@ -101,9 +102,9 @@ def format_value(value) -> str:
     return repr(value)
 
 
-def exposition(families: Iterable[Family]) -> str:
-    """The families as Prometheus text: HELP, TYPE gauge, then the samples; families without
-    samples are left out (a HELP without samples tells nothing)."""
+def exposition(families: Iterable[Family], const_labels: Mapping[str, str] | None = None) -> str:
+    """The families as Prometheus text: HELP, TYPE gauge, then the samples (``const_labels``
+    first on each); families without samples are left out (a HELP without samples tells nothing)."""
     lines: list[str] = []
     for fam in families:
         if not fam.samples:
@@ -112,7 +113,7 @@ def exposition(families: Iterable[Family]) -> str:
         lines.append(f"# HELP {name} {escape_help(fam.help)}")
         lines.append(f"# TYPE {name} gauge")
         for labels, value in fam.samples:
-            text = ",".join(f'{k}="{escape_label_value(v)}"' for k, v in labels.items())
+            text = ",".join(f'{k}="{escape_label_value(v)}"' for k, v in {**(const_labels or {}), **labels}.items())
             lines.append(f"{name}{{{text}}} {format_value(value)}" if text else f"{name} {format_value(value)}")
     return "\n".join(lines) + "\n"
 
@@ -133,16 +134,38 @@ def is_tracked(doc: Mapping) -> bool:
     return isinstance(doc.get("resolved"), list) or any(f.get("status") is not None for f in doc.get("findings") or [])
 
 
-def render(doc: Mapping, *, max_topics: int = MAX_TOPICS, max_partitions: int = MAX_PARTITIONS) -> str:
-    """The findings document as Prometheus text (see the module docstring and docs/metrics.md)."""
-    return exposition(families(doc, max_topics=max_topics, max_partitions=max_partitions))
+def render(doc: Mapping, *, const_labels: Mapping[str, str] | None = None, max_topics: int = MAX_TOPICS,
+           max_partitions: int = MAX_PARTITIONS) -> str:
+    """The findings document as Prometheus text (see the module docstring and docs/metrics.md).
+    ``const_labels`` (:func:`parse_const_label`) go on every series: one value each, so they add
+    no cardinality; they keep the files of several audited clusters on one host apart."""
+    return exposition(families(doc, max_topics=max_topics, max_partitions=max_partitions), const_labels)
 
 
-def render_failure(started_at_s: float, duration_s: float, exit_code: int | None = None) -> str:
+def render_failure(started_at_s: float, duration_s: float, exit_code: int | None = None, *,
+                   const_labels: Mapping[str, str] | None = None) -> str:
     """The file of a run that did not finish: its time, duration and success 0 (no findings:
     there are none to tell)."""
     fams = _run_families(started_at_s, duration_s, success=False, exit_code=exit_code)
-    return exposition(fams)
+    return exposition(fams, const_labels)
+
+
+LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+RESERVED_LABELS = frozenset({"check", "severity", "status", "topic", "partition", "tier", "version", "engine",
+                             "depth", "fail_on", "job", "instance"})
+"""The metrics' own labels, and the two Prometheus sets on every scraped series."""
+
+
+def parse_const_label(text: str) -> tuple[str, str]:
+    """``NAME=VALUE`` -> (name, value); ValueError naming what is wrong."""
+    name, sep, value = text.partition("=")
+    if not sep or not LABEL_NAME.match(name) or name.startswith("__"):
+        raise ValueError(f"metrics label {text!r}: expected NAME=VALUE with NAME of letters, digits and _ "
+                         "(not starting with a digit or __)")
+    if name in RESERVED_LABELS:
+        raise ValueError(f"metrics label {text!r}: {name} is a label of the metrics themselves or of Prometheus "
+                         f"(reserved: {', '.join(sorted(RESERVED_LABELS))})")
+    return name, value
 
 
 def families(doc: Mapping, *, max_topics: int = MAX_TOPICS, max_partitions: int = MAX_PARTITIONS) -> list[Family]:

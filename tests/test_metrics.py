@@ -5,6 +5,7 @@ tests/test_metrics_prometheus.py."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -273,3 +274,95 @@ def test_cli_writes_success_0_when_the_audit_fails(tmp_path, capsys):
     assert values(fams, "kafka_audit_run_success") == {(): "0"}
     assert values(fams, "kafka_audit_run_exit_code") == {(): "2"}
     assert "kafka_audit_findings" not in fams
+
+
+def test_constant_labels_on_every_series_and_checked():
+    doc = document([finding("skew.partition_size", "FAIL", "t", 0)], [stat("t", 0, 5)])
+    for text in (metrics.render(doc, const_labels={"cluster": 'p"1'}),
+                 metrics.render_failure(1.0, 2.0, 2, const_labels={"cluster": 'p"1'})):
+        samples = [line for line in text.splitlines() if not line.startswith("#")]
+        first_label = re.compile(r'^kafka_audit_[a-z_]+\{cluster="p\\"1"[,}]')
+        assert samples and all(first_label.match(line) for line in samples), text
+    assert metrics.parse_const_label("cluster=prod=eu") == ("cluster", "prod=eu")
+    for bad in ("cluster", "1x=a", "__x=a", "topic=a", "job=a", "a-b=c"):
+        with pytest.raises(ValueError, match="metrics label"):
+            metrics.parse_const_label(bad)
+
+
+def test_cli_metrics_label_errors_are_one_line_exit_2(tmp_path, capsys):
+    for argv, says in ((["--metrics-label", "cluster=a"], "--metrics-label needs --metrics"),
+                       (["--metrics", str(tmp_path / "m.prom"), "--metrics-label", "topic=a"], "reserved")):
+        assert main(["audit", "--log-dir", str(tmp_path), *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and says in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+ALERT_RULES = Path(__file__).resolve().parents[1] / "docs" / "kafka-audit-alerts.yml"
+
+
+def test_example_alert_rules_parse_and_fire(tmp_path):
+    """docs/kafka-audit-alerts.yml: `promtool check rules`, then `promtool test rules` with series
+    as the metrics file gives them: each alert fires on what it describes and not on the rest."""
+    promtool = str(require(PROMTOOL_BIN))
+    check = subprocess.run([promtool, "check", "rules", str(ALERT_RULES)], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stdout + check.stderr
+    h = 'instance="h"'
+    findings = 'kafka_audit_findings{%s,check="%s",severity="%s",status="%s"}'
+    audit_night = {
+        "interval": "1m",
+        "input_series": [
+            {"series": findings % (h, "skew.partition_size", "FAIL", "new"), "values": "1x10"},
+            {"series": findings % (h, "replay.safety", "FAIL", "accepted"), "values": "2x10"},
+            {"series": findings % (h, "replay.safety", "FAIL", "persisting"), "values": "0x10"},
+            {"series": findings % (h, "mtime.reset", "WARN", "new"), "values": "3x10"},
+            {"series": f"kafka_audit_run_success{{{h}}}", "values": "0x10"},
+            {"series": f'node_textfile_mtime_seconds{{{h},file="/t/kafka-audit.prom"}}', "values": "0x10"},
+            {"series": f'kafka_audit_topic_partition_skew_ratio{{{h},topic="clicks"}}', "values": "20x10"},
+            {"series": f'kafka_audit_topic_size_bytes{{{h},topic="clicks",tier="local"}}', "values": "2000000000x10"},
+            {"series": f'kafka_audit_topic_partition_skew_ratio{{{h},topic="small"}}', "values": "20x10"},
+            {"series": f'kafka_audit_topic_size_bytes{{{h},topic="small",tier="local"}}', "values": "1000x10"},
+            {"series": f'kafka_audit_topic_partition_skew_ratio{{{h},topic="__consumer_offsets"}}', "values": "99x10"},
+            {"series": f'kafka_audit_topic_size_bytes{{{h},topic="__consumer_offsets",tier="local"}}',
+             "values": "2000000000x10"},
+            {"series": f'kafka_audit_topic_time_to_data_loss_seconds{{{h},topic="orders"}}', "values": "3600x10"},
+            {"series": f'kafka_audit_topic_time_to_data_loss_seconds{{{h},topic="idle"}}', "values": "86400x10"},
+        ],
+        "alert_rule_test": [
+            {"eval_time": "5m", "alertname": "KafkaAuditNewFailFindings", "exp_alerts": [{
+                "exp_labels": {"severity": "page", "instance": "h", "check": "skew.partition_size"},
+                "exp_annotations": {"summary": "1 new or worsened FAIL finding(s) of skew.partition_size in the "
+                                               "last Kafka audit"}}]},
+            {"eval_time": "5m", "alertname": "KafkaAuditFailFindings", "exp_alerts": [{
+                "exp_labels": {"severity": "ticket", "instance": "h", "check": "skew.partition_size"},
+                "exp_annotations": {"summary": "1 FAIL finding(s) of skew.partition_size in the last Kafka audit"}}]},
+            {"eval_time": "5m", "alertname": "KafkaAuditRunFailed", "exp_alerts": [{
+                "exp_labels": {"severity": "ticket", "instance": "h"},
+                "exp_annotations": {"summary": "the last Kafka audit did not finish (exit code in "
+                                               "kafka_audit_run_exit_code)"}}]},
+            {"eval_time": "5m", "alertname": "KafkaAuditNotRunning", "exp_alerts": []},
+            {"eval_time": "5m", "alertname": "KafkaTopicPartitionSkew", "exp_alerts": [{
+                "exp_labels": {"severity": "ticket", "instance": "h", "topic": "clicks"},
+                "exp_annotations": {"summary": "topic clicks: largest partition 20.0x the median"}}]},
+            {"eval_time": "5m", "alertname": "KafkaConsumerGroupLosesUnreadData", "exp_alerts": [{
+                "exp_labels": {"severity": "page", "instance": "h", "topic": "orders"},
+                "exp_annotations": {"summary": "topic orders: a consumer group loses unread records in 1h 0m 0s"}}]},
+        ],
+    }
+    stale_file = {"interval": "1h", "input_series": [
+        {"series": f"kafka_audit_run_success{{{h}}}", "values": "1x40"},
+        {"series": f'node_textfile_mtime_seconds{{{h},file="/t/kafka-audit.prom"}}', "values": "0x40"}],
+        "alert_rule_test": [
+            {"eval_time": "30h", "alertname": "KafkaAuditNotRunning", "exp_alerts": []},
+            {"eval_time": "40h", "alertname": "KafkaAuditNotRunning", "exp_alerts": [{
+                "exp_labels": {"severity": "ticket", "instance": "h"},
+                "exp_annotations": {"summary": "no Kafka audit result for 36 hours"}}]}]}
+    no_file = {"interval": "1m", "input_series": [{"series": 'up{instance="h"}', "values": "1x10"}],
+               "alert_rule_test": [{"eval_time": "5m", "alertname": "KafkaAuditNotRunning", "exp_alerts": [{
+                   "exp_labels": {"severity": "ticket"},
+                   "exp_annotations": {"summary": "no Kafka audit result for 36 hours"}}]}]}
+    tests = tmp_path / "alerts.test.yml"   # JSON is YAML
+    tests.write_text(json.dumps({"rule_files": [str(ALERT_RULES)], "evaluation_interval": "1m",
+                                 "tests": [audit_night, stale_file, no_file]}))
+    proc = subprocess.run([promtool, "test", "rules", str(tests)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

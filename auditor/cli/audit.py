@@ -8,10 +8,10 @@ from pathlib import Path
 
 from auditor.audit import AuditOutcome, AuditRequest, run_audit
 from auditor.cli.common import FORMATTER, CliError, progress_printer, wants_progress
+from auditor.cli.metrics_file import add_metrics_options, check_metrics_args, write_failure_metrics, write_run_metrics
 from auditor.engine import parse_conf
 from auditor.live_config import LiveConfigError
 from auditor.local_engine import LOCAL_MAX_SEGMENT_ROWS
-from auditor.metrics import MetricsPathError, check_path, render, render_failure, write_atomic
 from auditor.scan.state import StateDirError, check_state_dir
 from auditor.schema import DEPTHS
 from checks.base import Severity
@@ -58,9 +58,7 @@ def add_audit_options(p) -> None:
     p.add_argument("--json", metavar="FINDINGS.json",
                    help="write every finding (and the summary) as JSON here; - for stdout (the table then goes to stderr)")
     p.add_argument("--history", metavar="DIR", help="append this run to a history dir (Parquet) and draw trends")
-    p.add_argument("--metrics", metavar="FILE.prom",
-                   help="write the run's metrics (Prometheus text format) here, atomically, for node_exporter's "
-                        "textfile collector (docs/metrics.md); a run that fails writes kafka_audit_run_success 0")
+    add_metrics_options(p)
     p.add_argument("--config", metavar="FILE", help="YAML/JSON config: thresholds, per-topic overrides, fail_on")
     p.add_argument("--fail-on", metavar="SEVERITY", help="exit 1 from this severity on: INFO, WARN or FAIL (default FAIL)")
     p.add_argument("--depth", choices=DEPTHS, default="headers",
@@ -129,8 +127,8 @@ def execute(req: AuditRequest, args, out_html, out_json, history) -> int:
     doc = build_document(outcome)
     for path in write_outputs(doc, out_html, out_json, history):
         sys.stderr.write(f"wrote {path}\n")
-    if getattr(args, "metrics", None):  # after the outputs: a failure to write them is a failed run
-        sys.stderr.write(f"wrote {write_atomic(args.metrics, render(doc))}\n")
+    if getattr(args, "metrics", None):  # after the outputs: failing to write them is a failed run
+        sys.stderr.write(f"wrote {write_run_metrics(args, doc)}\n")
     # with --json - stdout carries the JSON alone, so the summary goes to stderr
     summary = sys.stderr if out_json == "-" else sys.stdout
     for line in summary_lines(doc):
@@ -157,25 +155,11 @@ def summary_lines(doc: dict, min_severity: Severity = Severity.WARN) -> list[str
 
 def run(args) -> int:
     started_s, started = time.time(), time.monotonic()
-    if args.metrics:
-        try:
-            check_path(args.metrics)
-        except MetricsPathError as exc:
-            raise CliError(str(exc)) from None
+    check_metrics_args(args)
     try:
         code = execute(request_from_args(args), args, args.out, args.json, args.history)
     except Exception as exc:
         if args.metrics:
-            _write_failure_metrics(args.metrics, started_s, time.monotonic() - started, exc)
+            write_failure_metrics(args, started_s, time.monotonic() - started, exc)
         raise
     return 0 if args.exit_zero else code
-
-
-def _write_failure_metrics(path: str, started_s: float, duration_s: float, exc: Exception) -> None:
-    """A failed run's metrics (success 0), so the alerting stack hears of it; a problem writing
-    them is one more stderr line, never a mask on the failure itself."""
-    try:
-        write_atomic(path, render_failure(started_s, duration_s, 2 if isinstance(exc, CliError) else None))
-        sys.stderr.write(f"wrote {path} (kafka_audit_run_success 0)\n")
-    except OSError as write_exc:
-        sys.stderr.write(f"kafka-audit: could not write the metrics file {path}: {write_exc}\n")
