@@ -12,6 +12,7 @@ in ``_total``. No sample carries a timestamp (the textfile collector refuses the
 
 Label cardinality is bounded by design:
 
+* constant labels (``--metrics-label cluster=prod``): one value each, on every series;
 * run metrics: no labels (``kafka_audit_run_info``: one series);
 * findings: ``check`` (the registered checks) x ``severity`` (4) x ``status`` (6 values);
 * per topic: ``topic`` for at most ``max_topics`` topics (those with findings first, then the
@@ -346,7 +347,7 @@ def _topic_families(audit_ms: int, live: Sequence[Mapping], sizes: PartitionSize
                   "Bytes of the topic's largest partition over its median partition (largest live replica "
                   "of each); +Inf when the median partition is empty and the largest is not.")
     age = Family("topic_oldest_record_age_seconds",
-                 "Age of the topic's oldest retained record at the audit time (an upper bound below depth deep).")
+                 "Age of the topic's oldest retained record at the audit time (a lower bound below depth deep).")
     loss = Family("topic_time_to_data_loss_seconds",
                   "Smallest time until time retention deletes records some consumer group has not read "
                   "(groups.time_to_loss; only topics where a group is within its warn window; 0: already due).")

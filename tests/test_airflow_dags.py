@@ -140,10 +140,15 @@ def test_nightly_cli_engine_succeeds_below_the_failing_severity(airflow_env, kaf
     out = tmp_path / "reports"
     result = run_dag(airflow_env, "kafka_audit_nightly", {
         "log_dirs": [str(d) for d in cluster.log_dirs(1)], "output_dir": str(out), "history_dir": str(tmp_path / "h"),
-        "fail_on": "FAIL", "spark_master": "local[2]", "engine": "cli", "state_dir": str(tmp_path / "state")})
+        "fail_on": "FAIL", "spark_master": "local[2]", "engine": "cli", "state_dir": str(tmp_path / "state"),
+        "metrics_labels": {"cluster": "nightly"}})
     assert result["state"] == "success", result
     assert result["tasks"]["audit_cli"] == "success" and result["tasks"]["audit_spark_submit"] == "skipped"
     assert json.loads((out / "kafka-audit-latest.json").read_text())["exit_code"] == 0
+    # the run's metrics beside the report (docs/metrics.md), with the DAG's labels
+    metrics = (out / "kafka-audit.prom").read_text().splitlines()
+    assert 'kafka_audit_run_success{cluster="nightly"} 1' in metrics
+    assert 'kafka_audit_run_exit_code{cluster="nightly"} 0' in metrics
     # the DAG passes --state: one scan state per log dir for the next night
     assert len(list((tmp_path / "state").glob("*.headers.state"))) == len(cluster.log_dirs(1))
 
