@@ -170,6 +170,7 @@ def parse_const_label(text: str) -> tuple[str, str]:
 
 
 def families(doc: Mapping, *, max_topics: int = MAX_TOPICS, max_partitions: int = MAX_PARTITIONS) -> list[Family]:
+    """Every metric of a finished run: the run, the totals, the findings, per topic, per partition."""
     findings = list(doc.get("findings") or [])
     accepted = list(doc.get("accepted") or [])
     out = _run_families(doc["generated_at_ms"] / 1000, doc.get("elapsed_s") or 0.0, success=True,
