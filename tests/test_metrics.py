@@ -366,3 +366,30 @@ def test_example_alert_rules_parse_and_fire(tmp_path):
                                  "tests": [audit_night, stale_file, no_file]}))
     proc = subprocess.run([promtool, "test", "rules", str(tests)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_time_to_loss_and_remote_bytes_read_the_checks_own_evidence():
+    """The gauges read evidence keys of groups.time_to_loss and replay.safety: run the real
+    KLA061 on a lagging group (its first unread segment is due in 3 h), and the replay check's
+    tiered-storage keys are the ones auditor.metrics reads."""
+    from auditor.check_runner import run_local
+    from auditor.schema import PARTITION_COLUMNS, SEGMENT_COLUMNS, empty_row
+    from checks.base import AuditContext
+    from checks.config import Config
+    from checks.safety import TIER_KEYS
+
+    hour, now = 3_600_000, 1_710_028_800_000          # 2024-03-10T00:00Z
+    where = {"broker_id": 1, "cluster_id": "c", "log_dir": "/d", "topic": "t", "partition": 0, "dir_kind": "live",
+             "dir_name": "t-0"}
+    segments = [{**empty_row(SEGMENT_COLUMNS), **where, "base_offset": base, "last_offset": base + 99,
+                 "is_active": active, "log_size_bytes": 1000, "max_timestamp_ms": ts}
+                for base, active, ts in ((100, False, now - 7 * 24 * hour + 3 * hour),
+                                         (200, False, now - 7 * 24 * hour + 20 * hour), (300, True, now))]
+    partitions = [{**empty_row(PARTITION_COLUMNS), **where, "log_start_offset": 100, "log_end_offset": 400}]
+    ctx = AuditContext(now_ms=now, config=Config({"kafka": {"retention.ms": 7 * 24 * hour}}),
+                       group_offsets=({"group": "billing", "topic": "t", "partition": 0, "committed_offset": 120},))
+    found = [f.to_dict() for f in run_local(segments, partitions, ctx, names=["groups.time_to_loss"])]
+    assert [f["severity"] for f in found if f["check"] == metrics.TIME_TO_LOSS_CHECK] == ["WARN"]
+    fams = parse(metrics.render(document(found, [stat("t", 0, 3000)])))
+    assert values(fams, "kafka_audit_topic_time_to_data_loss_seconds", "topic") == {("t",): "10800"}
+    assert "remote_bytes" in TIER_KEYS
