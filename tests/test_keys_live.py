@@ -1,0 +1,168 @@
+"""Key statistics and the partitioner per topic, proven on a real broker (issue 23).
+
+One KRaft broker for the module, stopped once the data is written (the files are then quiet).
+Keyed producers (confluent-kafka, i.e. librdkafka) write three topics of 6 partitions:
+
+* ``orders-crc32``: librdkafka's default partitioner (``consistent_random``: CRC32);
+* ``orders-murmur2``: ``partitioner=murmur2_random`` (the Java client's hash);
+* ``orders-explicit``: keys, but every record sent to a partition chosen by the test.
+
+Each keyed topic has 3,000 keys, two hot keys planted at 20 % and 5 % of its records, and null-key
+records. The delivery reports are the ground truth (key -> partition, records per partition); the
+tool's answer comes from ``kafka-audit scan --json --keys`` run as users run it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from auditor.keys.partitioners import murmur2
+
+PARTITIONS = 6
+RECORDS = 8000           # keyed records per topic
+NULL_RECORDS = 240       # null-key records per keyed topic
+KEYS = 3000
+HOT = {b"hot-customer-a": 0.20, b"hot-customer-b": 0.05}
+TOPICS = {"orders-crc32": {}, "orders-murmur2": {"partitioner": "murmur2_random"}, "orders-explicit": None}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def keyed_records(seed: int) -> list[bytes | None]:
+    rnd = random.Random(seed)
+    keys: list[bytes | None] = []
+    for hot, share in HOT.items():
+        keys += [hot] * int(RECORDS * share)
+    keys += [b"customer-%d" % rnd.randrange(KEYS) for _ in range(RECORDS - len(keys))]
+    keys += [None] * NULL_RECORDS
+    rnd.shuffle(keys)
+    return keys
+
+
+@pytest.fixture(scope="module")
+def written(kafka_cluster_factory):
+    kc = kafka_cluster_factory(brokers=1, stop_timeout_s=120)
+    truth = {}
+    for i, (topic, producer_config) in enumerate(TOPICS.items()):
+        kc.create_topic(topic, partitions=PARTITIONS)
+        keys = keyed_records(seed=i)
+        if producer_config is None:  # explicit partitions: nothing a hash explains
+            rnd = random.Random(99)
+            records = [dict(key=k, value=os.urandom(40), partition=rnd.randrange(PARTITIONS)) for k in keys]
+            delivered = kc.produce(topic, records)
+        else:
+            delivered = kc.produce(topic, [(k, os.urandom(40), None) for k in keys], producer_config=producer_config)
+        per_partition: dict[int, Counter] = defaultdict(Counter)
+        nulls: Counter = Counter()
+        for key, report in zip(keys, delivered):
+            if key is None:
+                nulls[report.partition] += 1
+            else:
+                per_partition[report.partition][key] += 1
+        truth[topic] = {"keys": per_partition, "nulls": nulls,
+                        "records": Counter(d.partition for d in delivered)}
+    log_dirs = [str(d) for d in kc.log_dirs(1)]
+    kc.stop()  # quiet files: what the test measures is what the tool reads
+    return {"truth": truth, "log_dirs": log_dirs}
+
+
+def run_scan(log_dirs: list[str], *extra: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-m", "auditor.cli", "scan", "--json", *extra, *log_dirs],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+@pytest.fixture(scope="module")
+def scanned(written):
+    return run_scan(written["log_dirs"], "--keys", "--keys-top", "20")
+
+
+def partitions_of(doc: dict, topic: str) -> dict[int, dict]:
+    return {row["partition"]: row["keys"] for row in doc["partitions"] if row["topic"] == topic}
+
+
+def test_the_partitioner_is_named_right(scanned):
+    verdicts = {v["topic"]: v for v in scanned["key_partitioners"]}
+    assert verdicts["orders-crc32"]["partitioner"] == "crc32", verdicts["orders-crc32"]["verdict"]
+    assert verdicts["orders-murmur2"]["partitioner"] == "murmur2", verdicts["orders-murmur2"]["verdict"]
+    explicit = verdicts["orders-explicit"]
+    assert explicit["partitioner"] is None and explicit["verdict"].startswith("no known partitioner"), explicit
+    for topic in TOPICS:
+        assert verdicts[topic]["partition_count"] == PARTITIONS
+        assert verdicts[topic]["partition_count_source"] == "metadata log"
+        assert verdicts[topic]["null_key_records"] == NULL_RECORDS
+
+
+@pytest.mark.parametrize("topic", list(TOPICS))
+def test_counts_null_keys_heavy_hitters_and_distinct_keys_match_the_delivery_reports(scanned, written, topic):
+    truth = written["truth"][topic]
+    found = partitions_of(scanned, topic)
+    assert sorted(found) == list(range(PARTITIONS))
+    for partition, keys in found.items():
+        records = truth["records"][partition]
+        assert keys["records"] == records
+        assert keys["null_key_records"] == truth["nulls"][partition]
+        exact: Counter = truth["keys"][partition]
+        # every key above 1 % of the partition's records, and only those, among the reported ones above 1 %
+        above = {murmur2(k): n for k, n in exact.items() if n > records / 100}
+        reported = {h["key"]["murmur2"]: h for h in keys["heavy_hitters"]}
+        assert above.keys() <= reported.keys(), (partition, above, list(reported))
+        assert {m for m, h in reported.items() if h["records_min"] > records / 100} == above.keys()
+        for fingerprint, n in above.items():
+            assert reported[fingerprint]["records_min"] <= n <= reported[fingerprint]["records_max"]
+        # distinct keys within 3 stated standard errors (a deterministic input: holds or is wrong)
+        error = keys["distinct_keys_relative_std_error"]
+        assert abs(keys["distinct_keys_estimate"] - len(exact)) <= 3 * error * len(exact) + 1
+        assert keys["mode"] == "all" and keys["scanned_bytes"] == keys["log_bytes"]
+        assert keys["notes"] == []
+
+
+def test_hot_keys_are_ranked_first_where_the_reports_put_them(scanned, written):
+    for topic in ("orders-crc32", "orders-murmur2"):
+        truth = written["truth"][topic]["keys"]
+        found = partitions_of(scanned, topic)
+        for hot, share in HOT.items():
+            where = [p for p, counts in truth.items() if hot in counts]
+            assert len(where) == 1  # a hash partitioner: one partition per key
+            heavy = {h["key"]["murmur2"]: h for h in found[where[0]]["heavy_hitters"]}
+            entry = heavy[murmur2(hot)]
+            assert entry["key"] == {"murmur2": murmur2(hot), "length": len(hot), "printable": True}
+            assert entry["records_min"] <= int(RECORDS * share) <= entry["records_max"]
+        ranked = 0
+        for partition, counts in truth.items():
+            # the stated guarantee: a key ahead of the next by more than the error is ranked first
+            (most, first), (_, second) = counts.most_common(2)
+            if first - second > found[partition]["heavy_hitters_error_records"]:
+                assert found[partition]["heavy_hitters"][0]["key"]["murmur2"] == murmur2(most)
+                ranked += 1
+        assert ranked >= 1  # the hot keys' partitions at least
+
+
+def test_keys_never_appear_in_the_output(scanned):
+    text = json.dumps(scanned)
+    assert "customer" not in text
+
+
+def test_sampled_mode_says_what_it_read(written):
+    doc = run_scan(written["log_dirs"], "--keys-sample-mib", "0.05")
+    asked = math.floor(0.05 * (1 << 20))
+    for topic in TOPICS:
+        for partition, keys in partitions_of(doc, topic).items():
+            assert keys["mode"] == "sampled" and keys["sample_bytes_asked"] == asked
+            assert keys["scanned_bytes"] <= min(asked, keys["log_bytes"])
+            total = written["truth"][topic]["records"][partition]
+            if keys["log_bytes"] > 2 * asked:  # the sample bites: fewer records than the partition holds
+                # whole batches inside the budget only (librdkafka's batches here are tens of KiB)
+                assert 0 < keys["records"] < total and keys["scanned_bytes"] > 0
+            else:
+                assert 0 < keys["records"] <= total
