@@ -41,12 +41,42 @@ def test_mixed_producers_are_not_attributed():
     assert verdict["verdict"].startswith("no known partitioner explains")
     best = max(f["share"] for f in verdict["families"])
     assert best < NAME_AT
+    pair = verdict["two_explanations"]
+    assert {pair["first"]["family"], pair["second"]["family"]} == {"murmur2", "crc32"}
+    assert pair["second"]["partition_count"] == pair["first"]["partition_count"] == 8
+    assert pair["cause"].startswith("two partitioners") and pair["share"] >= NAME_AT
+    # the same keys from both producers: split keys, each placed where one family says
+    split = verdict["split_keys"]
+    assert split["split_keys_found"] > 0 and split["split_share_estimate"] > 0.5
+    for example in split["examples"]:
+        where = {int(p) for p in example["records_by_partition"]}
+        assert where == {example["partition_by_family"]["murmur2"], example["partition_by_family"]["crc32"]}
+
+
+def test_a_raised_partition_count_is_told_from_two_partitioners():
+    before = list(produced("murmur2", 4, keys=1000, seed=6))
+    after = list(produced("murmur2", 6, keys=1000, seed=7))
+    verdict = attribute_topic("t", topic_stats(before + after), 6, "metadata log")
+    assert verdict["partitioner"] is None
+    pair = verdict["two_explanations"]
+    assert (pair["first"]["family"], pair["first"]["partition_count"]) == ("murmur2", 6)
+    assert (pair["second"]["family"], pair["second"]["partition_count"]) == ("murmur2", 4)
+    assert pair["cause"].startswith("the partition count changed")
+    assert verdict["split_keys"]["split_keys_found"] > 0
+
+
+def test_one_partitioner_splits_no_key():
+    verdict = attribute_topic("t", topic_stats(produced("crc32", 6)), 6, "metadata log")
+    assert verdict["split_keys"]["split_keys_found"] == 0
+    assert verdict["split_keys"]["split_share_estimate"] == 0
+    assert "two_explanations" not in verdict
 
 
 def test_random_placement_is_not_attributed():
     rnd = random.Random(4)
     verdict = attribute_topic("t", topic_stats((b"k%d" % i, rnd.randrange(5)) for i in range(5000)), 5, "metadata log")
     assert verdict["partitioner"] is None
+    assert verdict["two_explanations"] is None
 
 
 def test_unknown_count_is_inferred_and_said_so():

@@ -5,7 +5,10 @@ Keyed producers (confluent-kafka, i.e. librdkafka) write three topics of 6 parti
 
 * ``orders-crc32``: librdkafka's default partitioner (``consistent_random``: CRC32);
 * ``orders-murmur2``: ``partitioner=murmur2_random`` (the Java client's hash);
-* ``orders-explicit``: keys, but every record sent to a partition chosen by the test.
+* ``orders-explicit``: keys, but every record sent to a partition chosen by the test;
+* ``orders-mixed``: the same 1,000 keys from two producers, the default one and murmur2_random;
+* ``orders-grown``: created with 4 partitions, 1,000 keys written, raised to 6 partitions with the
+  admin API (``kafka-topics --alter --partitions`` does the same), the same keys written again.
 
 Each keyed topic has 3,000 keys, two hot keys planted at 20 % and 5 % of its records, and null-key
 records. The delivery reports are the ground truth (key -> partition, records per partition); the
@@ -69,9 +72,48 @@ def written(kafka_cluster_factory):
                 per_partition[report.partition][key] += 1
         truth[topic] = {"keys": per_partition, "nulls": nulls,
                         "records": Counter(d.partition for d in delivered)}
+    truth.update(two_producers(kc))
+    truth.update(grown_topic(kc))
     log_dirs = [str(d) for d in kc.log_dirs(1)]
     kc.stop()  # quiet files: what the test measures is what the tool reads
     return {"truth": truth, "log_dirs": log_dirs}
+
+
+def partitions_by_key(keys, delivered) -> dict[bytes, set[int]]:
+    where: dict[bytes, set[int]] = defaultdict(set)
+    for key, report in zip(keys, delivered):
+        where[key].add(report.partition)
+    return where
+
+
+def two_producers(kc) -> dict:
+    kc.create_topic("orders-mixed", partitions=PARTITIONS)
+    keys = [b"account-%d" % i for i in range(1000)]
+    where: dict[bytes, set[int]] = defaultdict(set)
+    for config in ({}, {"partitioner": "murmur2_random"}):
+        delivered = kc.produce("orders-mixed", [(k, b"v", None) for k in keys], producer_config=config)
+        for key, parts in partitions_by_key(keys, delivered).items():
+            where[key] |= parts
+    return {"orders-mixed": {"where": where}}
+
+
+def grown_topic(kc) -> dict:
+    from confluent_kafka.admin import NewPartitions
+
+    from harness.kafka import wait_until
+
+    kc.create_topic("orders-grown", partitions=4)
+    keys = [b"device-%d" % i for i in range(1000)]
+    where: dict[bytes, set[int]] = defaultdict(set)
+    for key, parts in partitions_by_key(keys, kc.produce("orders-grown", [(k, b"v", None) for k in keys])).items():
+        where[key] |= parts
+    kc.admin().create_partitions([NewPartitions("orders-grown", PARTITIONS)])["orders-grown"].result(timeout=60)
+    wait_until(lambda: len(kc.admin().list_topics("orders-grown", timeout=10).topics["orders-grown"].partitions)
+               == PARTITIONS and all(kc.partition_dirs("orders-grown", p) for p in range(PARTITIONS)),
+               120, "orders-grown to have 6 partitions, each with its dir")
+    for key, parts in partitions_by_key(keys, kc.produce("orders-grown", [(k, b"v", None) for k in keys])).items():
+        where[key] |= parts
+    return {"orders-grown": {"where": where}}
 
 
 def run_scan(log_dirs: list[str], *extra: str) -> dict:
@@ -97,6 +139,16 @@ def test_the_partitioner_is_named_right(scanned):
     assert verdicts["orders-murmur2"]["partitioner"] == "murmur2", verdicts["orders-murmur2"]["verdict"]
     explicit = verdicts["orders-explicit"]
     assert explicit["partitioner"] is None and explicit["verdict"].startswith("no known partitioner"), explicit
+    mixed = verdicts["orders-mixed"]
+    assert mixed["partitioner"] is None
+    assert {mixed["two_explanations"]["first"]["family"], mixed["two_explanations"]["second"]["family"]} == \
+        {"crc32", "murmur2"}
+    assert mixed["two_explanations"]["cause"].startswith("two partitioners")
+    grown = verdicts["orders-grown"]
+    assert grown["partitioner"] is None and grown["partition_count"] == PARTITIONS
+    assert (grown["two_explanations"]["second"]["family"], grown["two_explanations"]["second"]["partition_count"]) \
+        == ("crc32", 4)
+    assert grown["two_explanations"]["cause"].startswith("the partition count changed")
     for topic in TOPICS:
         assert verdicts[topic]["partition_count"] == PARTITIONS
         assert verdicts[topic]["partition_count_source"] == "metadata log"
@@ -148,21 +200,38 @@ def test_hot_keys_are_ranked_first_where_the_reports_put_them(scanned, written):
         assert ranked >= 1  # the hot keys' partitions at least
 
 
+@pytest.mark.parametrize("topic", ["orders-mixed", "orders-grown"])
+def test_split_keys_match_the_delivery_reports(scanned, written, topic):
+    where = written["truth"][topic]["where"]
+    split_truth = {murmur2(k): parts for k, parts in where.items() if len(parts) > 1}
+    found = {v["topic"]: v for v in scanned["key_partitioners"]}[topic]["split_keys"]
+    # every topic's keys fit its partitions' samples here (1,000 keys), so every split key is found
+    assert found["split_keys_found"] == len(split_truth) > 0
+    assert found["split_share_estimate"] == pytest.approx(len(split_truth) / len(where), abs=1e-6)
+    for example in found["examples"]:
+        assert {int(p) for p in example["records_by_partition"]} == split_truth[example["key"]["murmur2"]]
+    for verdict in scanned["key_partitioners"]:
+        if verdict["topic"] in ("orders-crc32", "orders-murmur2"):
+            assert verdict["split_keys"]["split_keys_found"] == 0
+
+
 def test_keys_never_appear_in_the_output(scanned):
     text = json.dumps(scanned)
-    assert "customer" not in text
+    assert "customer" not in text and "account" not in text and "device" not in text
 
 
 def test_sampled_mode_says_what_it_read(written):
     doc = run_scan(written["log_dirs"], "--keys-sample-mib", "0.05")
     asked = math.floor(0.05 * (1 << 20))
-    for topic in TOPICS:
+    bitten = 0
+    for topic in TOPICS:  # the three topics of 8,240 records
         for partition, keys in partitions_of(doc, topic).items():
             assert keys["mode"] == "sampled" and keys["sample_bytes_asked"] == asked
-            assert keys["scanned_bytes"] <= min(asked, keys["log_bytes"])
+            # from the batch holding the cut: at least the budget (or the whole partition), at most a batch more
+            assert min(asked, keys["log_bytes"]) <= keys["scanned_bytes"] <= keys["log_bytes"]
             total = written["truth"][topic]["records"][partition]
-            if keys["log_bytes"] > 2 * asked:  # the sample bites: fewer records than the partition holds
-                # whole batches inside the budget only (librdkafka's batches here are tens of KiB)
-                assert 0 < keys["records"] < total and keys["scanned_bytes"] > 0
-            else:
-                assert 0 < keys["records"] <= total
+            assert 0 < keys["records"] <= total
+            if keys["scanned_bytes"] < keys["log_bytes"]:  # the sample bites: fewer records than the partition holds
+                assert keys["records"] < total
+                bitten += 1
+    assert bitten > 0

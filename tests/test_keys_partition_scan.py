@@ -39,7 +39,7 @@ def test_all_records_of_a_real_partition():
 def test_sampled_mode_reads_the_newest_bytes_only():
     found = scan_partition_keys(OFFSETS, sample_bytes=64 * 1024)
     assert found.mode == "sampled" and found.sample_bytes == 64 * 1024
-    assert 60 * 1024 < found.scanned_bytes <= 64 * 1024
+    assert 64 * 1024 <= found.scanned_bytes < 64 * 1024 + 1000  # from the batch holding the cut (~130 bytes each)
     assert found.last_offset == 8201 and found.first_offset > 7000
     assert found.stats.records == found.last_offset - found.first_offset + 1  # one record per batch
     doc = found.to_json()

@@ -106,6 +106,9 @@ def attribute_topic(topic: str, stats_by_partition: dict[int, KeyStats], partiti
         out.update(partitioner=None,
                    verdict=(f"no known partitioner explains the keys (best: {best['family']}, {best['share']:.2%}): "
                             f"explicit partitions, a custom partitioner, mixed producers or a changed partition count"))
+    if out["partitioner"] is None and partition_count > 1 and "candidates" not in out:
+        out["two_explanations"] = two_explanations(keys_by_partition, partition_count)
+    out["split_keys"] = split_keys(stats_by_partition, keys_by_partition, partition_count)
     if count_source is not None and count_source.startswith("partition dirs seen"):
         top = min(INFER_MAX_COUNT, max(partition_count, INFER_UP_TO_FACTOR * (seen_max + 1)))
         candidates = range(max(seen_max + 1, 2), top + 1)
@@ -115,3 +118,92 @@ def attribute_topic(topic: str, stats_by_partition: dict[int, KeyStats], partiti
             **{f.name: consistent_counts(f, keys_by_partition, candidates) for f in FAMILIES},
         }
     return out
+
+
+def _placements(keys_by_partition: dict[int, list], family: HashFamily, partitions: int) -> set[tuple[int, int]]:
+    """The (key id, partition) pairs the family at ``partitions`` explains."""
+    return {(ident, p) for p, keys in keys_by_partition.items() for info, _, ident in keys
+            if family.to_partition(getattr(info.hashes, family.hash_name), partitions) == p}
+
+
+def two_explanations(keys_by_partition: dict[int, list], partition_count: int) -> dict | None:
+    """When no single partitioner explains a topic: the best pair of (family, partition count),
+    one of them at the current count, that together explain >= NAME_AT of the checked records:
+    two producers with different partitioners (two families at the current count), or a partition
+    count raised after keys were written (one family at the current and at an older count). None
+    when no pair does (explicit partitions or a custom partitioner)."""
+    weights = {(ident, p): count for p, keys in keys_by_partition.items() for _, count, ident in keys}
+    total = sum(weights.values())
+    if not total:
+        return None
+    placed: dict[tuple[str, int], set] = {}
+
+    def explained(family: HashFamily, count: int) -> set:
+        if (family.name, count) not in placed:
+            placed[family.name, count] = _placements(keys_by_partition, family, count)
+        return placed[family.name, count]
+
+    def weight(pairs) -> float:
+        return sum(weights[pair] for pair in pairs) / total
+
+    best = None
+    for first in FAMILIES:
+        mine = explained(first, partition_count)
+        for second in FAMILIES:
+            for count in range(1, partition_count + 1):
+                if second is first and count == partition_count:
+                    continue
+                other = explained(second, count)
+                share, alone = weight(mine | other), weight(other - mine)
+                if share >= NAME_AT and alone > 1 - NAME_AT and (best is None or share > best[0]):
+                    best = (share, first, second, count, weight(mine), alone)
+    if best is None:
+        return None
+    share, first, second, count, first_share, second_share = best
+    if count == partition_count:
+        cause = f"two partitioners: {first.name} ({first.clients}) and {second.name} ({second.clients})"
+    else:
+        cause = (f"the partition count changed: {second.name} at {count} partitions explains "
+                 f"{second_share:.2%} of the records the current count does not (keys written before the "
+                 f"partitions were added)" if first.name == second.name else
+                 f"{first.name} at {partition_count} partitions and {second.name} at {count}")
+    return {"share": round(share, 6), "first": {"family": first.name, "partition_count": partition_count,
+                                               "share": round(first_share, 6)},
+            "second": {"family": second.name, "partition_count": count, "share_not_explained_by_first":
+                       round(second_share, 6)}, "cause": cause}
+
+
+#: Split keys shown per topic (the count is kept in full).
+SPLIT_EXAMPLES = 10
+
+
+def split_keys(stats_by_partition: dict[int, KeyStats], keys_by_partition: dict[int, list],
+               partition_count: int) -> dict:
+    """Keys found in more than one partition of the topic (per-key order broken for them).
+
+    Every partition's sample keeps the keys with the smallest ids (one hash for all partitions),
+    so below the smallest of the partitions' sample thresholds a key is checked in every
+    partition it is in: the share of split keys among those is an estimate for all the topic's
+    keys. Heavy hitters listed in two partitions are found too (exactly, as far as they are listed)."""
+    where: dict[int, dict[int, int]] = {}
+    infos = {}
+    for p, keys in keys_by_partition.items():
+        for info, count, ident in keys:
+            where.setdefault(ident, {})[p] = count
+            infos[ident] = info
+    thresholds = [s.sample.threshold for s in stats_by_partition.values() if s.sample.threshold is not None]
+    tau = min(thresholds) if thresholds else None
+    uniform = [ident for ident in where if tau is None or ident <= tau]
+    split = sorted((ident for ident, parts in where.items() if len(parts) > 1),
+                   key=lambda ident: -sum(where[ident].values()))
+    split_uniform = sum(1 for ident in uniform if len(where[ident]) > 1)
+    examples = []
+    for ident in split[:SPLIT_EXAMPLES]:
+        info = infos[ident]
+        placed = {f.name: f.to_partition(getattr(info.hashes, f.hash_name), partition_count) for f in FAMILIES}
+        examples.append({"key": info.fingerprint(), "records_by_partition": {str(p): c for p, c in sorted(where[ident].items())},
+                         "partition_by_family": placed})
+    return {"keys_checked": len(where), "split_keys_found": len(split),
+            "uniform_keys_checked": len(uniform),
+            "split_share_estimate": round(split_uniform / len(uniform), 6) if uniform else None,
+            "examples": examples}

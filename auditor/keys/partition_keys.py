@@ -4,9 +4,10 @@ Two modes:
 
 * **all** (``sample_bytes=None``): every record of every segment, oldest first;
 * **sampled** (``sample_bytes=N``): only the newest N bytes of the partition's .log files,
-  newest segment first, starting at the first batch boundary inside the budget (found through the
-  segment's .index, else by walking batch headers from byte 0). The result says how many .log bytes
-  the sample covered and of how many.
+  newest segment first, from the batch that holds the N-th newest byte (found through the
+  segment's .index, else by walking batch headers from byte 0): at least N bytes (or the whole
+  partition), at most N plus one batch. The result says how many .log bytes the sample covered
+  and of how many.
 
 Read-only like every scan (:class:`~auditor.formats.log_reader.LogReader`: ``O_RDONLY``,
 ``pread``, bounded memory). This is a separate walk from the segment scan, so the segment
@@ -81,7 +82,7 @@ def _plain_logs(path: Path) -> list[tuple[int, Path]]:
 
 def _start_position(log: Path, base_offset: int, cut: int) -> int:
     """A batch boundary at or before ``cut`` from the segment's .index (0 without a usable one);
-    the walk skips the batches before ``cut``."""
+    the walk skips the batches that end at or before ``cut``."""
     index = log.with_suffix(".index")
     try:
         entries = read_offset_index(index, base_offset).entries
@@ -140,8 +141,8 @@ def _read_segment(result: PartitionKeys, log: Path, base_offset: int, cut: int) 
     try:
         start = _start_position(log, base_offset, cut) if cut else 0
         for batch in reader.batches(start):
-            if batch.position < cut:
-                continue
+            if batch.position + batch.size_bytes <= cut:
+                continue  # wholly older than the sample
             result.scanned_bytes += batch.size_bytes
             if batch.is_control:
                 continue

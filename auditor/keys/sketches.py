@@ -201,6 +201,12 @@ class KeySample:
         self.entries: dict[int, list[int]] = {}
         self._largest: int | None = None  # the largest id kept, once full
 
+    @property
+    def threshold(self) -> int | None:
+        """The largest id kept once the sample is full (every key with a smaller id is in it);
+        None while it is not full (every key seen is in it)."""
+        return self._largest
+
     def add(self, ident: int, nbytes: int) -> bool:
         """Count one record; True when ``ident`` is newly kept (its KeyInfo is then wanted)."""
         entry = self.entries.get(ident)
