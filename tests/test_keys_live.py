@@ -6,6 +6,8 @@ Keyed producers (confluent-kafka, i.e. librdkafka) write three topics of 6 parti
 * ``orders-crc32``: librdkafka's default partitioner (``consistent_random``: CRC32);
 * ``orders-murmur2``: ``partitioner=murmur2_random`` (the Java client's hash);
 * ``orders-explicit``: keys, but every record sent to a partition chosen by the test;
+* ``orders-java``: Kafka's own Java producer (``VerifiableProducer`` from the Kafka jars, keys "0"
+  to "499" repeating), whose JSON send reports are its ground truth;
 * ``orders-mixed``: the same 1,000 keys from two producers, the default one and murmur2_random;
 * ``orders-grown``: created with 4 partitions, 1,000 keys written, raised to 6 partitions with the
   admin API (``kafka-topics --alter --partitions`` does the same), the same keys written again.
@@ -28,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor.keys.partitioners import murmur2
+from auditor.keys.partitioners import key_partition, murmur2
 
 PARTITIONS = 6
 RECORDS = 8000           # keyed records per topic
@@ -72,6 +74,7 @@ def written(kafka_cluster_factory):
                 per_partition[report.partition][key] += 1
         truth[topic] = {"keys": per_partition, "nulls": nulls,
                         "records": Counter(d.partition for d in delivered)}
+    truth.update(java_producer(kc))
     truth.update(two_producers(kc))
     truth.update(grown_topic(kc))
     log_dirs = [str(d) for d in kc.log_dirs(1)]
@@ -84,6 +87,29 @@ def partitions_by_key(keys, delivered) -> dict[bytes, set[int]]:
     for key, report in zip(keys, delivered):
         where[key].add(report.partition)
     return where
+
+
+JAVA_RECORDS = 3000
+JAVA_KEYS = 500
+
+
+def java_producer(kc) -> dict:
+    from harness.kafka import tools_log4j_config
+
+    kc.create_topic("orders-java", partitions=PARTITIONS)
+    cfg = tools_log4j_config(kc.classpath)
+    cmd = ["java", "-Xmx256m", *([f"-Dlog4j2.configurationFile={cfg}"] if cfg else []), "-cp", kc.classpath,
+           "org.apache.kafka.tools.VerifiableProducer", "--bootstrap-server", kc.bootstrap_servers,
+           "--topic", "orders-java", "--max-messages", str(JAVA_RECORDS), "--repeating-keys", str(JAVA_KEYS)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    sent = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    acked = [e for e in sent if e.get("name") == "producer_send_success"]
+    assert len(acked) == JAVA_RECORDS, [e for e in sent if e.get("name") == "producer_send_error"][:3]
+    where: dict[bytes, set[int]] = defaultdict(set)
+    for e in acked:
+        where[e["key"].encode()].add(e["partition"])
+    return {"orders-java": {"where": where, "records": Counter(e["partition"] for e in acked)}}
 
 
 def two_producers(kc) -> dict:
@@ -139,6 +165,9 @@ def test_the_partitioner_is_named_right(scanned):
     assert verdicts["orders-murmur2"]["partitioner"] == "murmur2", verdicts["orders-murmur2"]["verdict"]
     explicit = verdicts["orders-explicit"]
     assert explicit["partitioner"] is None and explicit["verdict"].startswith("no known partitioner"), explicit
+    java = verdicts["orders-java"]
+    assert java["partitioner"] == "murmur2", java["verdict"]
+    assert java["split_keys"]["split_keys_found"] == 0
     mixed = verdicts["orders-mixed"]
     assert mixed["partitioner"] is None
     assert {mixed["two_explanations"]["first"]["family"], mixed["two_explanations"]["second"]["family"]} == \
@@ -198,6 +227,14 @@ def test_hot_keys_are_ranked_first_where_the_reports_put_them(scanned, written):
                 assert found[partition]["heavy_hitters"][0]["key"]["murmur2"] == murmur2(most)
                 ranked += 1
         assert ranked >= 1  # the hot keys' partitions at least
+
+
+def test_the_java_clients_placement_is_our_murmur2(scanned, written):
+    truth = written["truth"]["orders-java"]
+    for key, parts in truth["where"].items():
+        assert parts == {key_partition("murmur2", key, PARTITIONS)}, key
+    found = partitions_of(scanned, "orders-java")
+    assert {p: k["records"] for p, k in found.items()} == dict(truth["records"])
 
 
 @pytest.mark.parametrize("topic", ["orders-mixed", "orders-grown"])
