@@ -25,6 +25,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -133,13 +134,15 @@ def grown_topic(kc) -> dict:
     where: dict[bytes, set[int]] = defaultdict(set)
     for key, parts in partitions_by_key(keys, kc.produce("orders-grown", [(k, b"v", None) for k in keys])).items():
         where[key] |= parts
+    first_done_ms = time.time_ns() // 1_000_000
     kc.admin().create_partitions([NewPartitions("orders-grown", PARTITIONS)])["orders-grown"].result(timeout=60)
     wait_until(lambda: len(kc.admin().list_topics("orders-grown", timeout=10).topics["orders-grown"].partitions)
                == PARTITIONS and all(kc.partition_dirs("orders-grown", p) for p in range(PARTITIONS)),
                120, "orders-grown to have 6 partitions, each with its dir")
+    grown_ms = time.time_ns() // 1_000_000
     for key, parts in partitions_by_key(keys, kc.produce("orders-grown", [(k, b"v", None) for k in keys])).items():
         where[key] |= parts
-    return {"orders-grown": {"where": where}}
+    return {"orders-grown": {"where": where, "phases_ms": (first_done_ms, grown_ms)}}
 
 
 def run_scan(log_dirs: list[str], *extra: str) -> dict:
@@ -159,7 +162,7 @@ def partitions_of(doc: dict, topic: str) -> dict[int, dict]:
     return {row["partition"]: row["keys"] for row in doc["partitions"] if row["topic"] == topic}
 
 
-def test_the_partitioner_is_named_right(scanned):
+def test_the_partitioner_is_named_right(scanned, written):
     verdicts = {v["topic"]: v for v in scanned["key_partitioners"]}
     assert verdicts["orders-crc32"]["partitioner"] == "crc32", verdicts["orders-crc32"]["verdict"]
     assert verdicts["orders-murmur2"]["partitioner"] == "murmur2", verdicts["orders-murmur2"]["verdict"]
@@ -178,6 +181,13 @@ def test_the_partitioner_is_named_right(scanned):
     assert (grown["two_explanations"]["second"]["family"], grown["two_explanations"]["second"]["partition_count"]) \
         == ("crc32", 4)
     assert grown["two_explanations"]["cause"].startswith("the partition count changed")
+    # when: the metadata log's record of the added partitions, between the two produce phases
+    added = grown["partitions_added"]
+    assert sorted(a["partition"] for a in added) == [4, 5]
+    phases = written["truth"]["orders-grown"]["phases_ms"]
+    assert all(phases[0] <= a["timestamp_ms"] <= phases[1] for a in added), (added, phases)
+    assert "partitions 4, 5 added at" in grown["two_explanations"]["cause"]
+    assert all("partitions_added" not in verdicts[t] for t in TOPICS)
     for topic in TOPICS:
         assert verdicts[topic]["partition_count"] == PARTITIONS
         assert verdicts[topic]["partition_count_source"] == "metadata log"

@@ -150,12 +150,21 @@ def key_statistics(args, result: ScanResult) -> dict:
             if known is None or found.stats.records > known.records:  # replicas hold the same records: the fullest
                 stats[row["partition"]] = found.stats
     counts: dict[str, int] = {}
+    added: dict[str, list[dict]] = {}
     try:
-        state = read_metadata_log(args.log_dirs).state
-        counts = {t.name: len(t.partitions) for t in state.topics.values()}
+        metadata = read_metadata_log(args.log_dirs, history=True)
+        counts = {t.name: len(t.partitions) for t in metadata.state.topics.values()}
+        created = {t.name: t for t in metadata.state.topics.values()}
+        for change in metadata.history:  # partitions added after their topic's creation (CreatePartitions)
+            topic = created.get(change.topic)
+            if change.kind == "partition-created" and topic is not None and (
+                    topic.created_ms is None or change.timestamp_ms > topic.created_ms):
+                added.setdefault(change.topic, []).append(
+                    {"partition": change.partition, "offset": change.offset, "timestamp_ms": change.timestamp_ms})
     except (MetadataLogNotFound, OSError, ValueError):
         pass  # no metadata log here: the counts come from the partition dirs seen (said in the output)
-    verdicts = [attribute_topic(topic, stats, counts.get(topic), "metadata log" if topic in counts else None)
+    verdicts = [attribute_topic(topic, stats, counts.get(topic), "metadata log" if topic in counts else None,
+                                added.get(topic))
                 for topic, stats in sorted(by_topic.items()) if not topic.startswith("__")]
     return {"key_partitioners": verdicts}
 

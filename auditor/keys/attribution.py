@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from auditor.keys.partitioners import FAMILIES, HashFamily
 from auditor.keys.sketches import KeyStats
+from auditor.units import iso_utc
 
 #: The share of checked keyed records a family must explain to be named.
 NAME_AT = 0.99
@@ -67,9 +68,11 @@ def consistent_counts(family: HashFamily, keys_by_partition: dict[int, list], ca
 
 
 def attribute_topic(topic: str, stats_by_partition: dict[int, KeyStats], partition_count: int | None = None,
-                    count_source: str | None = None) -> dict:
+                    count_source: str | None = None, partitions_added: list[dict] | None = None) -> dict:
     """The partitioner verdict of one topic, as JSON: per family its share, the family named (or
-    none), the partition count used and where it came from, and an inference when it was not known."""
+    none), the partition count used and where it came from, and an inference when it was not known.
+    ``partitions_added``: the metadata log's record of partitions added after the topic was created
+    (``partition``, ``offset``, ``timestamp_ms``), named when a changed count explains the keys."""
     keys_by_partition = {p: checked_keys(s) for p, s in stats_by_partition.items()}
     seen_max = max(stats_by_partition) if stats_by_partition else -1
     null_records = sum(s.null_keys for s in stats_by_partition.values())
@@ -91,24 +94,17 @@ def attribute_topic(topic: str, stats_by_partition: dict[int, KeyStats], partiti
         families.append({"family": family.name, "clients": family.clients, "records_explained": hits,
                          "share": round(hits / total, 6), "keys_explained": key_hits, "keys_checked": key_total})
     out["families"] = families
-    named = [f["family"] for f in families if f["share"] >= NAME_AT]
-    if partition_count == 1:
-        out.update(partitioner=None, verdict="one partition: every partitioner explains it (nothing to tell)")
-    elif len(named) == 1:
-        best = next(f for f in families if f["family"] == named[0])
-        out.update(partitioner=named[0],
-                   verdict=f"{named[0]} ({best['clients']}) explains {best['share']:.2%} of the checked keyed records")
-    elif named:
-        out.update(partitioner=None, candidates=named,
-                   verdict=f"ambiguous: {', '.join(named)} each explain >= {NAME_AT:.0%} (too few distinct keys to tell)")
-    else:
-        best = max(families, key=lambda f: f["share"])
-        out.update(partitioner=None,
-                   verdict=(f"no known partitioner explains the keys (best: {best['family']}, {best['share']:.2%}): "
-                            f"explicit partitions, a custom partitioner, mixed producers or a changed partition count"))
+    out.update(_named(families, partition_count))
     if out["partitioner"] is None and partition_count > 1 and "candidates" not in out:
         out["two_explanations"] = two_explanations(keys_by_partition, partition_count)
     out["split_keys"] = split_keys(stats_by_partition, keys_by_partition, partition_count)
+    if partitions_added:
+        out["partitions_added"] = [{**a, "timestamp_utc": iso_utc(a["timestamp_ms"])} for a in partitions_added]
+        pair = out.get("two_explanations")
+        if pair and pair["cause"].startswith("the partition count changed"):
+            added = sorted(partitions_added, key=lambda a: a["offset"])
+            pair["cause"] += (f"; the metadata log records partitions {', '.join(str(a['partition']) for a in added)} "
+                              f"added at {iso_utc(added[0]['timestamp_ms'])} (offset {added[0]['offset']})")
     if count_source is not None and count_source.startswith("partition dirs seen"):
         top = min(INFER_MAX_COUNT, max(partition_count, INFER_UP_TO_FACTOR * (seen_max + 1)))
         candidates = range(max(seen_max + 1, 2), top + 1)
@@ -118,6 +114,24 @@ def attribute_topic(topic: str, stats_by_partition: dict[int, KeyStats], partiti
             **{f.name: consistent_counts(f, keys_by_partition, candidates) for f in FAMILIES},
         }
     return out
+
+
+def _named(families: list[dict], partition_count: int) -> dict:
+    """``partitioner`` and ``verdict`` (and ``candidates`` when several fit) from the families' shares."""
+    named = [f["family"] for f in families if f["share"] >= NAME_AT]
+    if partition_count == 1:
+        return {"partitioner": None, "verdict": "one partition: every partitioner explains it (nothing to tell)"}
+    if len(named) == 1:
+        best = next(f for f in families if f["family"] == named[0])
+        return {"partitioner": named[0],
+                "verdict": f"{named[0]} ({best['clients']}) explains {best['share']:.2%} of the checked keyed records"}
+    if named:
+        return {"partitioner": None, "candidates": named,
+                "verdict": f"ambiguous: {', '.join(named)} each explain >= {NAME_AT:.0%} (too few distinct keys to tell)"}
+    best = max(families, key=lambda f: f["share"])
+    return {"partitioner": None,
+            "verdict": (f"no known partitioner explains the keys (best: {best['family']}, {best['share']:.2%}): "
+                        f"explicit partitions, a custom partitioner, mixed producers or a changed partition count")}
 
 
 def _placements(keys_by_partition: dict[int, list], family: HashFamily, partitions: int) -> set[tuple[int, int]]:
