@@ -69,17 +69,26 @@ def register(sub) -> None:
     keys.add_argument("--keys", action="store_true",
                       help="add a 'keys' object to each partition and 'key_partitioners' per topic "
                            "(reads every record of every partition, like --depth deep)")
-    keys.add_argument("--keys-sample-mib", type=_positive_float, metavar="N",
+    keys.add_argument("--keys-sample-mib", type=positive_number, metavar="N",
                       help="read only the newest N MiB of each partition for the key statistics "
                            "(implies --keys; the sample's size is in the output)")
-    keys.add_argument("--keys-top", type=int, default=10, metavar="K", help="heaviest keys shown per partition "
+    keys.add_argument("--keys-top", type=positive_integer, default=10, metavar="K", help="heaviest keys shown per partition "
                       "(default 10)")
     scan.set_defaults(func=run)
 
 
-def _positive_float(text: str) -> float:
+def positive_number(text: str) -> float:
+    """argparse type (its name is in argparse's error line): a number > 0."""
     value = float(text)
     if not value > 0:
+        raise ValueError(text)
+    return value
+
+
+def positive_integer(text: str) -> int:
+    """argparse type (its name is in argparse's error line): an integer >= 1."""
+    value = int(text)
+    if value < 1:
         raise ValueError(text)
     return value
 
