@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from auditor.keys.attribution import NAME_AT, attribute_topic
-from auditor.keys.partitioners import FAMILY_BY_NAME, key_partition
+from auditor.keys.partitioners import FAMILY_BY_NAME, key_partition, murmur2
 from auditor.keys.sketches import KeyStats
 
 
@@ -107,3 +107,30 @@ def test_one_partition_and_no_keys():
 
 def test_families_share_the_hash_functions_they_claim():
     assert FAMILY_BY_NAME["fnv1a"].hash_name == FAMILY_BY_NAME["fnv1a-reference"].hash_name == "fnv1a"
+
+
+def test_skew_cause_hot_keys():
+    records = list(produced("murmur2", 4, keys=2000, seed=8))
+    hot = b"tenant-big"
+    hot_partition = key_partition("murmur2", hot, 4)
+    records += [(hot, hot_partition)] * 4000
+    verdict = attribute_topic("t", topic_stats(records), 4, "metadata log")
+    skewed = verdict["skewed_partitions"]
+    assert [s["partition"] for s in skewed] == [hot_partition]
+    assert skewed[0]["cause"] == "hot keys"
+    assert skewed[0]["keys"][0]["key"]["murmur2"] == murmur2(hot)
+    assert skewed[0]["keys"][0]["records_min"] <= 4000 and skewed[0]["ratio"] > 2
+
+
+def test_skew_cause_null_keys_and_none():
+    records = list(produced("crc32", 4, keys=2000, seed=9)) + [(None, 2)] * 5000
+    verdict = attribute_topic("t", topic_stats(records), 4, "metadata log")
+    (skewed,) = verdict["skewed_partitions"]
+    assert (skewed["partition"], skewed["cause"], skewed["null_key_records"]) == (2, "null keys", 5000)
+    rnd = random.Random(10)
+    spread = [(b"k%d" % rnd.randrange(10**6), 0 if i % 3 else rnd.randrange(4)) for i in range(6000)]
+    verdict = attribute_topic("t", topic_stats(spread), 4, "metadata log")
+    (skewed,) = verdict["skewed_partitions"]
+    assert skewed["partition"] == 0 and skewed["cause"].startswith("no single cause")
+    even = attribute_topic("t", topic_stats(produced("crc32", 4, keys=2000, seed=11)), 4, "metadata log")
+    assert even["skewed_partitions"] == []

@@ -262,6 +262,18 @@ def test_split_keys_match_the_delivery_reports(scanned, written, topic):
             assert verdict["split_keys"]["split_keys_found"] == 0
 
 
+def test_the_hot_partition_is_explained_by_its_hot_key(scanned, written):
+    verdicts = {v["topic"]: v for v in scanned["key_partitioners"]}
+    for topic in ("orders-crc32", "orders-murmur2"):
+        truth = written["truth"][topic]
+        (hot_partition,) = [p for p, counts in truth["keys"].items() if b"hot-customer-a" in counts]
+        skewed = {s["partition"]: s for s in verdicts[topic]["skewed_partitions"]}
+        assert hot_partition in skewed, (topic, verdicts[topic]["skewed_partitions"])
+        cause = skewed[hot_partition]
+        assert cause["cause"] == "hot keys" and cause["records"] == truth["records"][hot_partition]
+        assert cause["keys"][0]["key"]["murmur2"] == murmur2(b"hot-customer-a")
+
+
 def test_keys_never_appear_in_the_output(scanned):
     text = json.dumps(scanned)
     assert "customer" not in text and "account" not in text and "device" not in text

@@ -87,6 +87,7 @@ def attribute_topic(topic: str, stats_by_partition: dict[int, KeyStats], partiti
     out["partition_count_source"] = count_source
     if partition_count < 1 or out["checked_records"] == 0:
         out.update(families=[], partitioner=None, verdict="no keyed records to attribute")
+        out["skewed_partitions"] = skew_causes(stats_by_partition, out)
         return out
     families = []
     for family in FAMILIES:
@@ -98,6 +99,7 @@ def attribute_topic(topic: str, stats_by_partition: dict[int, KeyStats], partiti
     if out["partitioner"] is None and partition_count > 1 and "candidates" not in out:
         out["two_explanations"] = two_explanations(keys_by_partition, partition_count)
     out["split_keys"] = split_keys(stats_by_partition, keys_by_partition, partition_count)
+    out["skewed_partitions"] = skew_causes(stats_by_partition, out)
     if partitions_added:
         out["partitions_added"] = [{**a, "timestamp_utc": iso_utc(a["timestamp_ms"])} for a in partitions_added]
         pair = out.get("two_explanations")
@@ -221,3 +223,53 @@ def split_keys(stats_by_partition: dict[int, KeyStats], keys_by_partition: dict[
             "uniform_keys_checked": len(uniform),
             "split_share_estimate": round(split_uniform / len(uniform), 6) if uniform else None,
             "examples": examples}
+
+
+#: A partition is explained as skewed when it holds at least this many times the median records of
+#: its topic's partitions (informational: the skew check, KLA001, keeps its own thresholds).
+SKEW_FACTOR = 1.5
+#: The share of a partition's excess records a cause must hold to be named.
+CAUSE_SHARE = 0.5
+#: A key holding less than this share of its partition's records is an ordinary key, not a hot one.
+HOT_KEY_SHARE = 0.01
+
+
+def skew_causes(stats_by_partition: dict[int, KeyStats], verdict: dict, top: int = 5) -> list[dict]:
+    """For each partition holding >= SKEW_FACTOR x the median records of the topic's partitions:
+    the keys that hold its excess (fingerprint, records, share of the partition), or its null keys,
+    or the topic's partitioner mismatch / changed count, or that no cause was found among its keys."""
+    counts = sorted(s.records for s in stats_by_partition.values())
+    if len(counts) < 2:
+        return []
+    median = counts[len(counts) // 2] if len(counts) % 2 else (counts[len(counts) // 2 - 1] + counts[len(counts) // 2]) / 2
+    out = []
+    for partition, stats in sorted(stats_by_partition.items()):
+        if median <= 0 or stats.records < SKEW_FACTOR * median:
+            continue
+        excess = stats.records - median
+        hot, held = [], 0
+        for ident, count, nbytes in stats.heavy.top(top):
+            if held >= excess or count < HOT_KEY_SHARE * stats.records:
+                break  # the excess is held, or the rest are ordinary keys
+            info = stats.info.get(ident)
+            hot.append({"key": info.fingerprint() if info else None, "records_min": count,
+                        "share": round(count / stats.records, 6), "bytes_min": nbytes})
+            held += count
+        item = {"partition": partition, "records": stats.records, "median_records": median,
+                "ratio": round(stats.records / median, 3), "excess_records": excess}
+        pair = verdict.get("two_explanations")
+        if held >= CAUSE_SHARE * excess:
+            item.update(cause="hot keys", keys=hot,
+                        fix="spread the hot keys (a composite or salted key), or give them a topic of their own")
+        elif stats.null_keys >= CAUSE_SHARE * excess:
+            item.update(cause="null keys", null_key_records=stats.null_keys,
+                        fix="records without a key went here (sticky/random placement): give them keys, "
+                            "or check the producer's partitioner for null keys")
+        elif pair:
+            item.update(cause=pair["cause"],
+                        fix="make every producer use one partitioner (or the same explicit placement)")
+        else:
+            item.update(cause="no single cause among the keys (many ordinary keys, or explicit partitions)",
+                        fix="check how the producers choose partitions")
+        out.append(item)
+    return out
