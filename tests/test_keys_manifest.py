@@ -34,6 +34,7 @@ def test_collect_keys_reads_back_equal_to_a_direct_scan(tmp_path):
     assert notes == []
     by_dir = {location["dir_name"]: found for location, found in pairs}
     assert sorted(by_dir) == ["__consumer_offsets-28", "debug_topic-0"]
+    assert {location["dir_kind"] for location, _ in pairs} == {"live"}
     for name, found in by_dir.items():
         direct = scan_partition_keys(REAL / name)
         assert found.stats.to_dict() == direct.stats.to_dict()

@@ -153,7 +153,7 @@ def key_statistics(args, result: ScanResult) -> dict:
     for row in result.partitions:
         found = scan_partition_keys(Path(row["log_dir"]) / row["dir_name"], sample_bytes=sample)
         row["keys"] = found.to_json(args.keys_top)
-        if row["topic"] is not None and row["partition"] is not None:
+        if row["topic"] is not None and row["partition"] is not None and row.get("dir_kind") == "live":
             stats = by_topic.setdefault(row["topic"], {})
             known = stats.get(row["partition"])
             if known is None or found.stats.records > known.records:  # replicas hold the same records: the fullest

@@ -1,7 +1,7 @@
 """The key statistics of a manifest (``keys.jsonl.gz``): one line per partition dir, serialised.
 
 A header line ``{"format": KEYS_FORMAT}``, then per partition dir its location (broker, log dir,
-topic, partition, dir name), what was read (mode, sample asked, bytes scanned of the .log bytes,
+topic, partition, dir kind: live, future, delete, dir name), what was read (mode, sample asked, bytes scanned of the .log bytes,
 offsets, unreadable batches, notes) and its :class:`~auditor.keys.sketches.KeyStats` as a dict
 (fingerprints and hashes, no key bytes). The part is optional: manifests without it still read.
 
@@ -25,7 +25,7 @@ from auditor.keys.sketches import KeyStats
 
 KEYS_FORMAT = "kafka-audit keys v1"
 KEYS_FILE = "keys.jsonl.gz"
-LOCATION = ("broker_id", "log_dir", "topic", "partition", "dir_name")
+LOCATION = ("broker_id", "log_dir", "topic", "partition", "dir_kind", "dir_name")
 
 
 class KeysPartError(ValueError):
@@ -93,7 +93,7 @@ def collect_keys_part(log_dirs: list[dict], out_dir: Path, sample_bytes: int | N
             root = Path(info["log_dir"])
             for path, parsed in _partition_dirs(root):
                 location = {"broker_id": info.get("broker_id"), "log_dir": str(root), "topic": parsed.topic,
-                            "partition": parsed.partition, "dir_name": path.name}
+                            "partition": parsed.partition, "dir_kind": parsed.kind, "dir_name": path.name}
                 yield location, scan_partition_keys(path, sample_bytes=sample_bytes)
 
     final = Path(out_dir) / KEYS_FILE
