@@ -7,7 +7,7 @@ its own layer and the ones below):
 
  1 auditor (the package: __version__), auditor.units, auditor.schema, auditor.json_stream
  2 auditor.formats (pure parsing; auditor.formats.specs: generated tables)
- 3 auditor.scan (files -> rows, pure Python)
+ 3 auditor.scan (files -> rows, pure Python), auditor.keys (key statistics and partitioners)
  4 auditor.cluster (what the cluster records about itself, read offline)
  5 auditor.replay (the replay search)
  6 auditor.manifest (collect, read, find manifests)
@@ -39,6 +39,7 @@ LAYERS: list[tuple[str, int]] = [
     ("auditor.formats", 2),
     ("auditor.formats.specs", 2),
     ("auditor.scan", 3),
+    ("auditor.keys", 3),  # key partitioners and sketches (pure), one partition's keys (reads .log files)
     ("auditor.cluster", 4),
     ("auditor.replay", 5),
     ("auditor.manifest", 6),

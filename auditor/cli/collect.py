@@ -49,6 +49,11 @@ def register(sub) -> None:
                       help="drop from the page cache the pages the scan brought in (mincore before, "
                            "posix_fadvise DONTNEED after), so the broker's hot pages stay (default with --nice)")
     care.add_argument("--no-page-cache-care", dest="page_cache_care", action="store_false")
+    collect.add_argument("--keys", action="store_true",
+                         help="also the key statistics of every partition (keys.jsonl.gz: distinct keys, heaviest keys "
+                              "as fingerprints, null keys, key sizes; reads every record; docs/keys.md)")
+    collect.add_argument("--keys-sample-mib", type=float, metavar="N",
+                         help="key statistics from the newest N MiB of each partition only (implies --keys)")
     collect.add_argument("--progress", dest="progress", action="store_true", default=None)
     collect.add_argument("--no-progress", dest="progress", action="store_false")
     collect.set_defaults(func=run)
@@ -58,7 +63,10 @@ def run(args) -> int:
     for path in args.log_dirs:
         if not Path(path).is_dir():
             raise CliError(f"log dir {path!r} is not a directory")
+    if args.keys_sample_mib is not None and not args.keys_sample_mib > 0:
+        raise CliError(f"--keys-sample-mib {args.keys_sample_mib:g}: expected a number > 0")
     show_progress = wants_progress(args)
+    sample = None if args.keys_sample_mib is None else int(args.keys_sample_mib * (1 << 20))
     try:
         res = collect_manifest(args.log_dirs, args.out, args.depth, nice=args.nice,
                                on_progress=progress_printer() if show_progress else None,
@@ -78,6 +86,12 @@ def run(args) -> int:
                              f"{st['continued']:,} continued where the last run stopped "
                              f"({human_bytes(st['skipped_bytes'])} not read again), {st['read']:,} read whole, "
                              f"{st['kept']:,} kept ({st['file']}{unchanged})\n")
+    from auditor.keys.manifest_part import KEYS_FILE, collect_keys_part
+
+    if args.keys or sample is not None:
+        res.cluster_parts.append(collect_keys_part(res.log_dirs, res.out, sample))
+    else:
+        (Path(res.out) / KEYS_FILE).unlink(missing_ok=True)  # a re-collect without --keys must not keep an old one
     for line in res.cluster_parts:
         sys.stderr.write(f"cluster: {line}\n")
     sys.stderr.write(

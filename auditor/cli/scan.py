@@ -61,7 +61,36 @@ def register(sub) -> None:
     scan.add_argument("--manifest", action="append", default=[], metavar="PATH",
                       help="with --engine spark: read manifests from `kafka-audit collect` "
                            "(a manifest dir, a parent dir or a glob; repeatable) instead of log dirs")
+    keys = scan.add_argument_group(
+        "key statistics (issue 23; with --json, local engine)",
+        "Per partition: null keys, distinct keys (HyperLogLog), the heaviest keys and key sizes, and per\n"
+        "topic the partitioner that explains where the keys are. Keys are shown as fingerprints\n"
+        "(Kafka's murmur2 of the key, its length, whether printable), never as bytes; values never.")
+    keys.add_argument("--keys", action="store_true",
+                      help="add a 'keys' object to each partition and 'key_partitioners' per topic "
+                           "(reads every record of every partition, like --depth deep)")
+    keys.add_argument("--keys-sample-mib", type=positive_number, metavar="N",
+                      help="read only the newest N MiB of each partition for the key statistics "
+                           "(implies --keys; the sample's size is in the output)")
+    keys.add_argument("--keys-top", type=positive_integer, default=10, metavar="K", help="heaviest keys shown per partition "
+                      "(default 10)")
     scan.set_defaults(func=run)
+
+
+def positive_number(text: str) -> float:
+    """argparse type (its name is in argparse's error line): a number > 0."""
+    value = float(text)
+    if not value > 0:
+        raise ValueError(text)
+    return value
+
+
+def positive_integer(text: str) -> int:
+    """argparse type (its name is in argparse's error line): an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
 
 
 def run(args) -> int:
@@ -72,6 +101,9 @@ def run(args) -> int:
         raise CliError("--manifest needs --engine spark")
     if not args.log_dirs and not args.manifest:
         raise CliError("give at least one LOGDIR (or --manifest with --engine spark)")
+    want_keys = args.keys or args.keys_sample_mib is not None
+    if want_keys and (args.engine != "local" or not args.json):
+        raise CliError("--keys / --keys-sample-mib need --json and the local engine")
     if args.engine == "spark":
         try:
             return run_spark(args)
@@ -88,7 +120,8 @@ def run(args) -> int:
         pq.write_table(to_table(result.partitions, PARTITION_SCHEMA), out_dir / "partitions.parquet")
         sys.stderr.write(f"wrote {out_dir / 'segments.parquet'} and {out_dir / 'partitions.parquet'}\n")
     if args.json:
-        write_json(scan_document(args.depth, None, result.log_dirs, result.partitions, result.segments))
+        extra = key_statistics(args, result) if want_keys else {}
+        write_json(scan_document(args.depth, None, result.log_dirs, result.partitions, result.segments, **extra))
     elif args.csv:
         write_csv(result.segments)
     elif not args.parquet:
@@ -97,13 +130,52 @@ def run(args) -> int:
 
 
 def scan_document(depth: str, engine: str | None, log_dirs: list[dict], partitions: list[dict],
-                  segments: list[dict]) -> dict:
-    """``scan --json``: the log-dir rows, then partition and segment rows with a UTC twin of every instant."""
+                  segments: list[dict], **extra) -> dict:
+    """``scan --json``: the log-dir rows, then partition and segment rows with a UTC twin of every instant
+    (``extra``: more top-level members, e.g. ``key_partitioners``)."""
     head = {"depth": depth, **({"engine": engine} if engine else {}),
             "generated_at_utc": iso_utc(time.time_ns() // 1_000_000)}
     # rows encoded with their UTC twins as they are written (auditor.json_stream streams them)
     return json_envelope(**head, log_dirs=log_dirs, partitions=json_rows_with_utc(partitions, default=str),
-                         segments=json_rows_with_utc(segments, default=str))
+                         segments=json_rows_with_utc(segments, default=str), **extra)
+
+
+def key_statistics(args, result: ScanResult) -> dict:
+    """Adds a ``keys`` object to each partition row (:mod:`auditor.keys.partition_keys`) and returns
+    the document's ``key_partitioners``: per topic, the partitioner verdict (:mod:`auditor.keys.attribution`)
+    with the partition count of the metadata log when the log dirs hold one."""
+    from auditor.cluster.metadata_log import MetadataLogNotFound, read_metadata_log
+    from auditor.keys.attribution import attribute_topic
+    from auditor.keys.partition_keys import MIB, scan_partition_keys
+
+    sample = None if args.keys_sample_mib is None else int(args.keys_sample_mib * MIB)
+    by_topic: dict[str, dict[int, object]] = {}
+    for row in result.partitions:
+        found = scan_partition_keys(Path(row["log_dir"]) / row["dir_name"], sample_bytes=sample)
+        row["keys"] = found.to_json(args.keys_top)
+        if row["topic"] is not None and row["partition"] is not None and row.get("dir_kind") == "live":
+            stats = by_topic.setdefault(row["topic"], {})
+            known = stats.get(row["partition"])
+            if known is None or found.stats.records > known.records:  # replicas hold the same records: the fullest
+                stats[row["partition"]] = found.stats
+    counts: dict[str, int] = {}
+    added: dict[str, list[dict]] = {}
+    try:
+        metadata = read_metadata_log(args.log_dirs, history=True)
+        counts = {t.name: len(t.partitions) for t in metadata.state.topics.values()}
+        created = {t.name: t for t in metadata.state.topics.values()}
+        for change in metadata.history:  # partitions added after their topic's creation (CreatePartitions)
+            topic = created.get(change.topic)
+            if change.kind == "partition-created" and topic is not None and (
+                    topic.created_ms is None or change.timestamp_ms > topic.created_ms):
+                added.setdefault(change.topic, []).append(
+                    {"partition": change.partition, "offset": change.offset, "timestamp_ms": change.timestamp_ms})
+    except (MetadataLogNotFound, OSError, ValueError):
+        pass  # no metadata log here: the counts come from the partition dirs seen (said in the output)
+    verdicts = [attribute_topic(topic, stats, counts.get(topic), "metadata log" if topic in counts else None,
+                                added.get(topic))
+                for topic, stats in sorted(by_topic.items()) if not topic.startswith("__")]
+    return {"key_partitioners": verdicts}
 
 
 def write_csv(rows) -> None:

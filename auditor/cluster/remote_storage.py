@@ -39,6 +39,7 @@ from auditor.formats import filenames
 from auditor.formats import remote_log_metadata as rlm
 from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
+from auditor.keys.partitioners import murmur2  # Kafka's Utils.murmur2: one implementation for the project
 
 #: The internal topic of the topic-based remote log metadata manager.
 METADATA_TOPIC = "__remote_log_metadata"
@@ -60,33 +61,6 @@ _M32 = 0xFFFFFFFF
 def _i32(v: int) -> int:
     v &= _M32
     return v - (1 << 32) if v & 0x80000000 else v
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's ``Utils.murmur2`` (MurmurHash2, seed 0x9747b28c), as a signed 32-bit int."""
-    m, r = 0x5BD1E995, 24
-    length = len(data)
-    h = (0x9747B28C ^ length) & _M32
-    for i in range(0, length - length % 4, 4):
-        k = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24)
-        k = (k * m) & _M32
-        k ^= k >> r
-        k = (k * m) & _M32
-        h = (h * m) & _M32
-        h ^= k
-    rest = length % 4
-    tail = length - rest
-    if rest == 3:
-        h ^= data[tail + 2] << 16
-    if rest >= 2:
-        h ^= data[tail + 1] << 8
-    if rest >= 1:
-        h ^= data[tail]
-        h = (h * m) & _M32
-    h ^= h >> 13
-    h = (h * m) & _M32
-    h ^= h >> 15
-    return _i32(h)
 
 
 def _long_hash(v: int) -> int:

@@ -314,15 +314,17 @@ class LogReader:
                               f"shallowly only)")
         return self._read(batch.position, batch.size_bytes)
 
-    def records(self, batch: BatchHeader) -> Iterator[Record]:
-        """Every record of one batch (decompressed); reads only that batch's bytes."""
+    def records(self, batch: BatchHeader, *, keys: bool = False) -> Iterator[Record]:
+        """Every record of one batch (decompressed); reads only that batch's bytes. ``keys=True``:
+        v2 records carry their key's bytes (legacy records do not: ``key`` stays None)."""
         data = self.read_batch_bytes(batch)
         magic = data[MAGIC_OFFSET]
         if magic != batch.magic:
             raise FormatError(self.label, batch.position + MAGIC_OFFSET, "magic", magic,
                               f"{batch.magic} (as during the walk: the file changed)")
         if magic == 2:
-            return v2.iter_records(batch, data, label=self.label, max_decompressed_bytes=self.max_decompressed_bytes)
+            return v2.iter_records(batch, data, label=self.label, max_decompressed_bytes=self.max_decompressed_bytes,
+                                   keys=keys)
         return legacy.iter_records(batch, data, label=self.label, max_decompressed_bytes=self.max_decompressed_bytes)
 
     def crc_ok(self, batch: BatchHeader) -> tuple[bool, int, int]:

@@ -140,6 +140,7 @@ class Record:
     value_size: int
     header_count: int
     control_type: int | None
+    key: bytes | None = None  # the key's bytes, only when asked for (``iter_records(keys=True)``)
 
 
 _TS_TYPES = (CREATE_TIME, LOG_APPEND_TIME)
@@ -175,8 +176,10 @@ def compute_crc(batch_bytes) -> int:
 # long function: the per-record decoder (the 'deep' depth's hot loop): fields in wire order, with
 # each bound check next to the field it guards
 def iter_records(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
-                 max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES) -> Iterator[Record]:
-    """Every record of one v2 batch; ``batch_bytes`` is the whole batch (header included)."""
+                 max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES,
+                 keys: bool = False) -> Iterator[Record]:
+    """Every record of one v2 batch; ``batch_bytes`` is the whole batch (header included).
+    ``keys=True``: each record carries its key's bytes (None for a null key)."""
     pos0 = header.position
     if len(batch_bytes) != header.size_bytes:
         raise FormatError(label, pos0, "batch bytes", len(batch_bytes), f"{header.size_bytes} (12 + batchLength)")
@@ -243,7 +246,8 @@ def iter_records(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
             control_type = _CONTROL_KEY.unpack_from(data, key_at)[1]
         yield Record(base_offset + off_delta,
                      log_append if log_append is not None else base_ts + ts_delta,
-                     key_size, value_size, nheaders, control_type)
+                     key_size, value_size, nheaders, control_type,
+                     (bytes(data[key_at:key_at + key_size]) if key_size >= 0 else None) if keys else None)
     if pos != end:
         fpos = (base_pos + pos) if base_pos is not None else pos
         raise FormatError(where, fpos, "bytes after the last record", end - pos,

@@ -1,0 +1,296 @@
+"""Key statistics and the partitioner per topic, proven on a real broker (issue 23).
+
+One KRaft broker for the module, stopped once the data is written (the files are then quiet).
+Keyed producers (confluent-kafka, i.e. librdkafka) write three topics of 6 partitions:
+
+* ``orders-crc32``: librdkafka's default partitioner (``consistent_random``: CRC32);
+* ``orders-murmur2``: ``partitioner=murmur2_random`` (the Java client's hash);
+* ``orders-explicit``: keys, but every record sent to a partition chosen by the test;
+* ``orders-java``: Kafka's own Java producer (``VerifiableProducer`` from the Kafka jars, keys "0"
+  to "499" repeating), whose JSON send reports are its ground truth;
+* ``orders-mixed``: the same 1,000 keys from two producers, the default one and murmur2_random;
+* ``orders-grown``: created with 4 partitions, 1,000 keys written, raised to 6 partitions with the
+  admin API (``kafka-topics --alter --partitions`` does the same), the same keys written again.
+
+Each keyed topic has 3,000 keys, two hot keys planted at 20 % and 5 % of its records, and null-key
+records. The delivery reports are the ground truth (key -> partition, records per partition); the
+tool's answer comes from ``kafka-audit scan --json --keys`` run as users run it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from auditor.keys.partitioners import key_partition, murmur2
+
+PARTITIONS = 6
+RECORDS = 8000           # keyed records per topic
+NULL_RECORDS = 240       # null-key records per keyed topic
+KEYS = 3000
+HOT = {b"hot-customer-a": 0.20, b"hot-customer-b": 0.05}
+TOPICS = {"orders-crc32": {}, "orders-murmur2": {"partitioner": "murmur2_random"}, "orders-explicit": None}
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def keyed_records(seed: int) -> list[bytes | None]:
+    rnd = random.Random(seed)
+    keys: list[bytes | None] = []
+    for hot, share in HOT.items():
+        keys += [hot] * int(RECORDS * share)
+    keys += [b"customer-%d" % rnd.randrange(KEYS) for _ in range(RECORDS - len(keys))]
+    keys += [None] * NULL_RECORDS
+    rnd.shuffle(keys)
+    return keys
+
+
+@pytest.fixture(scope="module")
+def written(kafka_cluster_factory):
+    kc = kafka_cluster_factory(brokers=1, stop_timeout_s=120)
+    truth = {}
+    for i, (topic, producer_config) in enumerate(TOPICS.items()):
+        kc.create_topic(topic, partitions=PARTITIONS)
+        keys = keyed_records(seed=i)
+        if producer_config is None:  # explicit partitions: nothing a hash explains
+            rnd = random.Random(99)
+            records = [dict(key=k, value=os.urandom(40), partition=rnd.randrange(PARTITIONS)) for k in keys]
+            delivered = kc.produce(topic, records)
+        else:
+            delivered = kc.produce(topic, [(k, os.urandom(40), None) for k in keys], producer_config=producer_config)
+        per_partition: dict[int, Counter] = defaultdict(Counter)
+        nulls: Counter = Counter()
+        for key, report in zip(keys, delivered):
+            if key is None:
+                nulls[report.partition] += 1
+            else:
+                per_partition[report.partition][key] += 1
+        truth[topic] = {"keys": per_partition, "nulls": nulls,
+                        "records": Counter(d.partition for d in delivered)}
+    truth.update(java_producer(kc))
+    truth.update(two_producers(kc))
+    truth.update(grown_topic(kc))
+    log_dirs = [str(d) for d in kc.log_dirs(1)]
+    kc.stop()  # quiet files: what the test measures is what the tool reads
+    return {"truth": truth, "log_dirs": log_dirs}
+
+
+def partitions_by_key(keys, delivered) -> dict[bytes, set[int]]:
+    where: dict[bytes, set[int]] = defaultdict(set)
+    for key, report in zip(keys, delivered):
+        where[key].add(report.partition)
+    return where
+
+
+JAVA_RECORDS = 3000
+JAVA_KEYS = 500
+
+
+def java_producer(kc) -> dict:
+    from harness.kafka import tools_log4j_config
+
+    kc.create_topic("orders-java", partitions=PARTITIONS)
+    cfg = tools_log4j_config(kc.classpath)
+    cmd = ["java", "-Xmx256m", *([f"-Dlog4j2.configurationFile={cfg}"] if cfg else []), "-cp", kc.classpath,
+           "org.apache.kafka.tools.VerifiableProducer", "--bootstrap-server", kc.bootstrap_servers,
+           "--topic", "orders-java", "--max-messages", str(JAVA_RECORDS), "--repeating-keys", str(JAVA_KEYS)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    sent = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+    acked = [e for e in sent if e.get("name") == "producer_send_success"]
+    assert len(acked) == JAVA_RECORDS, [e for e in sent if e.get("name") == "producer_send_error"][:3]
+    where: dict[bytes, set[int]] = defaultdict(set)
+    for e in acked:
+        where[e["key"].encode()].add(e["partition"])
+    return {"orders-java": {"where": where, "records": Counter(e["partition"] for e in acked)}}
+
+
+def two_producers(kc) -> dict:
+    kc.create_topic("orders-mixed", partitions=PARTITIONS)
+    keys = [b"account-%d" % i for i in range(1000)]
+    where: dict[bytes, set[int]] = defaultdict(set)
+    for config in ({}, {"partitioner": "murmur2_random"}):
+        delivered = kc.produce("orders-mixed", [(k, b"v", None) for k in keys], producer_config=config)
+        for key, parts in partitions_by_key(keys, delivered).items():
+            where[key] |= parts
+    return {"orders-mixed": {"where": where}}
+
+
+def grown_topic(kc) -> dict:
+    from confluent_kafka.admin import NewPartitions
+
+    from harness.kafka import wait_until
+
+    kc.create_topic("orders-grown", partitions=4)
+    keys = [b"device-%d" % i for i in range(1000)]
+    where: dict[bytes, set[int]] = defaultdict(set)
+    for key, parts in partitions_by_key(keys, kc.produce("orders-grown", [(k, b"v", None) for k in keys])).items():
+        where[key] |= parts
+    first_done_ms = time.time_ns() // 1_000_000
+    kc.admin().create_partitions([NewPartitions("orders-grown", PARTITIONS)])["orders-grown"].result(timeout=60)
+    wait_until(lambda: len(kc.admin().list_topics("orders-grown", timeout=10).topics["orders-grown"].partitions)
+               == PARTITIONS and all(kc.partition_dirs("orders-grown", p) for p in range(PARTITIONS)),
+               120, "orders-grown to have 6 partitions, each with its dir")
+    grown_ms = time.time_ns() // 1_000_000
+    for key, parts in partitions_by_key(keys, kc.produce("orders-grown", [(k, b"v", None) for k in keys])).items():
+        where[key] |= parts
+    return {"orders-grown": {"where": where, "phases_ms": (first_done_ms, grown_ms)}}
+
+
+def run_scan(log_dirs: list[str], *extra: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-m", "auditor.cli", "scan", "--json", *extra, *log_dirs],
+                         capture_output=True, text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+@pytest.fixture(scope="module")
+def scanned(written):
+    return run_scan(written["log_dirs"], "--keys", "--keys-top", "20")
+
+
+def partitions_of(doc: dict, topic: str) -> dict[int, dict]:
+    return {row["partition"]: row["keys"] for row in doc["partitions"] if row["topic"] == topic}
+
+
+def test_the_partitioner_is_named_right(scanned, written):
+    verdicts = {v["topic"]: v for v in scanned["key_partitioners"]}
+    assert verdicts["orders-crc32"]["partitioner"] == "crc32", verdicts["orders-crc32"]["verdict"]
+    assert verdicts["orders-murmur2"]["partitioner"] == "murmur2", verdicts["orders-murmur2"]["verdict"]
+    explicit = verdicts["orders-explicit"]
+    assert explicit["partitioner"] is None and explicit["verdict"].startswith("no known partitioner"), explicit
+    java = verdicts["orders-java"]
+    assert java["partitioner"] == "murmur2", java["verdict"]
+    assert java["split_keys"]["split_keys_found"] == 0
+    mixed = verdicts["orders-mixed"]
+    assert mixed["partitioner"] is None
+    assert {mixed["two_explanations"]["first"]["family"], mixed["two_explanations"]["second"]["family"]} == \
+        {"crc32", "murmur2"}
+    assert mixed["two_explanations"]["cause"].startswith("two partitioners")
+    grown = verdicts["orders-grown"]
+    assert grown["partitioner"] is None and grown["partition_count"] == PARTITIONS
+    assert (grown["two_explanations"]["second"]["family"], grown["two_explanations"]["second"]["partition_count"]) \
+        == ("crc32", 4)
+    assert grown["two_explanations"]["cause"].startswith("the partition count changed")
+    # when: the metadata log's record of the added partitions, between the two produce phases
+    added = grown["partitions_added"]
+    assert sorted(a["partition"] for a in added) == [4, 5]
+    phases = written["truth"]["orders-grown"]["phases_ms"]
+    assert all(phases[0] <= a["timestamp_ms"] <= phases[1] for a in added), (added, phases)
+    assert "partitions 4, 5 added at" in grown["two_explanations"]["cause"]
+    assert all("partitions_added" not in verdicts[t] for t in TOPICS)
+    for topic in TOPICS:
+        assert verdicts[topic]["partition_count"] == PARTITIONS
+        assert verdicts[topic]["partition_count_source"] == "metadata log"
+        assert verdicts[topic]["null_key_records"] == NULL_RECORDS
+
+
+@pytest.mark.parametrize("topic", list(TOPICS))
+def test_counts_null_keys_heavy_hitters_and_distinct_keys_match_the_delivery_reports(scanned, written, topic):
+    truth = written["truth"][topic]
+    found = partitions_of(scanned, topic)
+    assert sorted(found) == list(range(PARTITIONS))
+    for partition, keys in found.items():
+        records = truth["records"][partition]
+        assert keys["records"] == records
+        assert keys["null_key_records"] == truth["nulls"][partition]
+        exact: Counter = truth["keys"][partition]
+        # every key above 1 % of the partition's records, and only those, among the reported ones above 1 %
+        above = {murmur2(k): n for k, n in exact.items() if n > records / 100}
+        reported = {h["key"]["murmur2"]: h for h in keys["heavy_hitters"]}
+        assert above.keys() <= reported.keys(), (partition, above, list(reported))
+        assert {m for m, h in reported.items() if h["records_min"] > records / 100} == above.keys()
+        for fingerprint, n in above.items():
+            assert reported[fingerprint]["records_min"] <= n <= reported[fingerprint]["records_max"]
+        # distinct keys within 3 stated standard errors (a deterministic input: holds or is wrong)
+        error = keys["distinct_keys_relative_std_error"]
+        assert abs(keys["distinct_keys_estimate"] - len(exact)) <= 3 * error * len(exact) + 1
+        assert keys["mode"] == "all" and keys["scanned_bytes"] == keys["log_bytes"]
+        assert keys["notes"] == []
+
+
+def test_hot_keys_are_ranked_first_where_the_reports_put_them(scanned, written):
+    for topic in ("orders-crc32", "orders-murmur2"):
+        truth = written["truth"][topic]["keys"]
+        found = partitions_of(scanned, topic)
+        for hot, share in HOT.items():
+            where = [p for p, counts in truth.items() if hot in counts]
+            assert len(where) == 1  # a hash partitioner: one partition per key
+            heavy = {h["key"]["murmur2"]: h for h in found[where[0]]["heavy_hitters"]}
+            entry = heavy[murmur2(hot)]
+            assert entry["key"] == {"murmur2": murmur2(hot), "length": len(hot), "printable": True}
+            assert entry["records_min"] <= int(RECORDS * share) <= entry["records_max"]
+        ranked = 0
+        for partition, counts in truth.items():
+            # the stated guarantee: a key ahead of the next by more than the error is ranked first
+            (most, first), (_, second) = counts.most_common(2)
+            if first - second > found[partition]["heavy_hitters_error_records"]:
+                assert found[partition]["heavy_hitters"][0]["key"]["murmur2"] == murmur2(most)
+                ranked += 1
+        assert ranked >= 1  # the hot keys' partitions at least
+
+
+def test_the_java_clients_placement_is_our_murmur2(scanned, written):
+    truth = written["truth"]["orders-java"]
+    for key, parts in truth["where"].items():
+        assert parts == {key_partition("murmur2", key, PARTITIONS)}, key
+    found = partitions_of(scanned, "orders-java")
+    assert {p: k["records"] for p, k in found.items()} == dict(truth["records"])
+
+
+@pytest.mark.parametrize("topic", ["orders-mixed", "orders-grown"])
+def test_split_keys_match_the_delivery_reports(scanned, written, topic):
+    where = written["truth"][topic]["where"]
+    split_truth = {murmur2(k): parts for k, parts in where.items() if len(parts) > 1}
+    found = {v["topic"]: v for v in scanned["key_partitioners"]}[topic]["split_keys"]
+    # every topic's keys fit its partitions' samples here (1,000 keys), so every split key is found
+    assert found["split_keys_found"] == len(split_truth) > 0
+    assert found["split_share_estimate"] == pytest.approx(len(split_truth) / len(where), abs=1e-6)
+    for example in found["examples"]:
+        assert {int(p) for p in example["records_by_partition"]} == split_truth[example["key"]["murmur2"]]
+    for verdict in scanned["key_partitioners"]:
+        if verdict["topic"] in ("orders-crc32", "orders-murmur2"):
+            assert verdict["split_keys"]["split_keys_found"] == 0
+
+
+def test_the_hot_partition_is_explained_by_its_hot_key(scanned, written):
+    verdicts = {v["topic"]: v for v in scanned["key_partitioners"]}
+    for topic in ("orders-crc32", "orders-murmur2"):
+        truth = written["truth"][topic]
+        (hot_partition,) = [p for p, counts in truth["keys"].items() if b"hot-customer-a" in counts]
+        skewed = {s["partition"]: s for s in verdicts[topic]["skewed_partitions"]}
+        assert hot_partition in skewed, (topic, verdicts[topic]["skewed_partitions"])
+        cause = skewed[hot_partition]
+        assert cause["cause"] == "hot keys" and cause["records"] == truth["records"][hot_partition]
+        assert cause["keys"][0]["key"]["murmur2"] == murmur2(b"hot-customer-a")
+
+
+def test_keys_never_appear_in_the_output(scanned):
+    text = json.dumps(scanned)
+    assert "customer" not in text and "account" not in text and "device" not in text
+
+
+def test_sampled_mode_says_what_it_read(written):
+    doc = run_scan(written["log_dirs"], "--keys-sample-mib", "0.05")
+    asked = math.floor(0.05 * (1 << 20))
+    bitten = 0
+    for topic in TOPICS:  # the three topics of 8,240 records
+        for partition, keys in partitions_of(doc, topic).items():
+            assert keys["mode"] == "sampled" and keys["sample_bytes_asked"] == asked
+            # from the batch holding the cut: at least the budget (or the whole partition), at most a batch more
+            assert min(asked, keys["log_bytes"]) <= keys["scanned_bytes"] <= keys["log_bytes"]
+            total = written["truth"][topic]["records"][partition]
+            assert 0 < keys["records"] <= total
+            if keys["scanned_bytes"] < keys["log_bytes"]:  # the sample bites: fewer records than the partition holds
+                assert keys["records"] < total
+                bitten += 1
+    assert bitten > 0
