@@ -98,6 +98,20 @@ def _line_loader():
     return Loader
 
 
+def _value_line(text: str, exc: ValueError) -> int:
+    """The line of the first impossible date in ``text`` (the YAML loader's ValueError has no mark)."""
+    import re
+
+    for n, line in enumerate(text.splitlines(), 1):
+        m = re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", line)
+        if m:
+            try:
+                dt.date(*map(int, m.groups()))
+            except ValueError:
+                return n
+    return 1
+
+
 def load(path: str, today: dt.date, lookup: Callable[[str], object] | None = None) -> AcceptFile:
     """The accept file, checked. ``today`` (UTC) is the load time's date: an expiry on or before
     it is refused. ``lookup`` maps a check name to its class (default: the registry)."""
@@ -119,6 +133,8 @@ def load(path: str, today: dt.date, lookup: Callable[[str], object] | None = Non
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
         raise AcceptFileError(f"{path}:{line}: not valid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    except ValueError as exc:  # a scalar YAML resolves but cannot build, e.g. the date 2027-02-30
+        raise AcceptFileError(f"{path}:{_value_line(text, exc)}: {exc} (is a date YYYY-MM-DD right?)") from None
     if doc is None:
         doc = {"__line__": 1, "accept": []}
     if not isinstance(doc, dict):
