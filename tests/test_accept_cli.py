@@ -73,20 +73,6 @@ def test_entries_expired_at_the_audit_time_bring_their_findings_back(sample, tmp
     assert "expired_at_audit.yaml:3" in notes and "expired_at_audit.yaml:8" in notes and "expired on 2099-01-01" in notes
 
 
-def test_an_entry_unmatched_for_n_runs_is_stale(sample, tmp_path):
-    history = tmp_path / "history"
-    first, doc1 = audit(sample, tmp_path, "--accept", CASES / "stale.yaml", "--history", history,
-                        "--as-of", "2026-11-24T03:00:00Z", name="run1.json")
-    second, doc2 = audit(sample, tmp_path, "--accept", CASES / "stale.yaml", "--history", history,
-                         "--as-of", "2026-11-25T03:00:00Z", name="run2.json")
-    assert first.returncode == second.returncode == 1, second.stderr[-2000:]  # the KLA002 FAIL is not accepted
-    e1, e2 = doc1["acceptance"]["entries"][1], doc2["acceptance"]["entries"][1]
-    assert (e1["runs_unmatched"], e1["stale"]) == (1, False)
-    assert (e2["runs_unmatched"], e2["stale"]) == (2, True)
-    assert doc2["acceptance"]["entries"][0]["stale"] is False
-    assert any("stale.yaml:9" in n and "stale" in n for n in doc2["history"]["notes"]), doc2["history"]["notes"]
-
-
 @pytest.mark.parametrize("case, line, what", [
     ("malformed_no_reason.yaml", 7, "entry has no reason"),
     ("malformed_no_expiry.yaml", 2, "entry has no expires"),
@@ -100,19 +86,27 @@ def test_a_malformed_accept_file_is_exit_2_with_one_line(sample, tmp_path, case,
     assert len(lines) == 1 and f"{CASES / case}:{line}: " in lines[0] and what in lines[0], proc.stderr
 
 
-def test_fail_on_new_gates_on_what_changed(sample, tmp_path):
+def test_two_runs_stale_entry_and_the_gate_on_change(sample, tmp_path):
+    """One history, two runs a day apart with stale.yaml and --fail-on-new FAIL: the never-matching
+    entry is stale on the second run; the first run exits 1 (every finding is new), the second 0
+    (the same FAILs, none new)."""
     history = tmp_path / "history"
-    first, doc1 = audit(sample, tmp_path, "--history", history, "--fail-on-new", "FAIL",
-                        "--as-of", "2026-11-24T03:00:00Z", name="run1.json")
-    assert first.returncode == 1 and doc1["since"]["new"] >= 2  # the first run: every finding is new
-    second, doc2 = audit(sample, tmp_path, "--history", history, "--fail-on-new", "FAIL",
-                         "--as-of", "2026-11-25T03:00:00Z", name="run2.json")
-    assert second.returncode == 0, second.stdout[-2000:]  # the same FAILs, none new
-    assert fails(doc2) == DEMO_FAILS and doc2["verdict"] == "FAIL"
-    assert {f["status"] for f in doc2["findings"] if f["severity"] == "FAIL"} == {"persisting"}
-    assert all(f["runs_open"] == 2 and f["first_seen"] == "2026-11-24T03:00:00.000Z"
-               for f in doc2["findings"] if f["severity"] == "FAIL")
+    common = ("--accept", CASES / "stale.yaml", "--history", history, "--fail-on-new", "FAIL")
+    first, doc1 = audit(sample, tmp_path, *common, "--as-of", "2026-11-24T03:00:00Z", name="run1.json")
+    second, doc2 = audit(sample, tmp_path, *common, "--as-of", "2026-11-25T03:00:00Z", name="run2.json")
+    assert first.returncode == 1 and doc1["since"]["new"] >= 1, first.stderr[-2000:]
+    assert second.returncode == 0, second.stdout[-2000:] + second.stderr[-2000:]
+    e1, e2 = doc1["acceptance"]["entries"][1], doc2["acceptance"]["entries"][1]
+    assert (e1["runs_unmatched"], e1["stale"]) == (1, False)
+    assert (e2["runs_unmatched"], e2["stale"]) == (2, True)
+    assert doc2["acceptance"]["entries"][0]["stale"] is False
+    assert any("stale.yaml:9" in n and "stale" in n for n in doc2["history"]["notes"]), doc2["history"]["notes"]
+    fails2 = [f for f in doc2["findings"] if f["severity"] == "FAIL"]
+    assert {f["code"] for f in fails2} == {"KLA002"} and doc2["verdict"] == "FAIL"  # KLA001 is accepted
+    assert all(f["status"] == "persisting" and f["runs_open"] == 2 and f["first_seen"] == "2026-11-24T03:00:00.000Z"
+               for f in fails2)
     assert "since the previous run (2026-11-24T03:00:00.000Z)" in second.stdout
     no_history = subprocess.run([sys.executable, "-m", "auditor.cli", "audit", "--log-dir", str(sample[0][0]),
-                                 "--fail-on-new", "FAIL"], capture_output=True, text=True, cwd=REPO, timeout=120)
+                                 "--fail-on-new", "FAIL"], capture_output=True, text=True, cwd=REPO, timeout=120,
+                                env=dict(os.environ, PYTHONPATH=str(REPO)))
     assert no_history.returncode == 2 and "--fail-on-new needs --history" in no_history.stderr
