@@ -221,3 +221,14 @@ def test_damaged_history_is_a_note_and_no_previous_run(tmp_path, damage):
         assert "newer" in " ".join(doc["history"]["notes"])
     if damage == "foreign":
         assert "notes.txt" in " ".join(doc["history"]["notes"])
+
+
+def test_a_history_file_of_format_1_still_reads():
+    """tests/cases/history holds a findings file written by format 1 (this version's first): any
+    later version must read it (add a file per new format beside it)."""
+    cases = REPO / "tests" / "cases" / "history"
+    previous = fh.read_previous(cases, T0 + DAY)
+    assert previous.notes == [] and previous.run_at_ms == T0 and previous.runs == 1
+    assert previous.findings["KLA045 topic=orders partition=3 broker=1 log_dir=/data/k1"].severity == "WARN"
+    assert previous.findings["KLA001 topic=clicks"].first_seen_ms == T0
+    assert previous.unmatched == {"KLA050 topic=payments partition=* broker=*": 2}
