@@ -55,17 +55,20 @@ def identity_line(fields: Sequence[str]) -> str:
 
 def identity_of(finding: Mapping, fields: Sequence[str]) -> str:
     """``KLA045 topic=orders partition=3 broker=1 log_dir=/data/k1``: readable and stable."""
-    parts = [finding["code"]]
-    if finding["code"] == EXPECTATION_CODE:
+    code = finding["code"]
+    if code == EXPECTATION_CODE:
         m = _EXPECTATION.search(finding.get("message") or "")
-        parts.append(f"expectation={m.group(1)}{'/' + m.group(2) if m and m.group(2) else ''}" if m else
-                     "expectation=" + json.dumps(finding.get("thresholds") or {}, sort_keys=True, default=str))
-        return " ".join(parts)
-    evidence = (finding.get("evidence") or [{}])[0] or {}
+        return f"{code} " + (f"expectation={m.group(1)}{'/' + m.group(2) if m.group(2) else ''}" if m else
+                             "expectation=" + json.dumps(finding.get("thresholds") or {}, sort_keys=True, default=str))
+    parts = [code]
+    evidence = None
     for f in fields:
         if f.startswith("evidence."):
-            key = f.split(".", 1)[1]
-            value = evidence.get(key) if isinstance(evidence, Mapping) else None
+            if evidence is None:
+                first = (finding.get("evidence") or [None])[0]
+                evidence = first if isinstance(first, Mapping) else {}
+            key = f[9:]
+            value = evidence.get(key)
         else:
             key, value = SHORT.get(f, f), finding.get(f)
         parts.append(f"{key}={'-' if value is None else value}")
@@ -121,12 +124,15 @@ def classify(findings: Sequence[dict], previous: Mapping[str, PreviousRow] | Non
     ``previous`` None: no previous run (status new, first seen now)."""
     prev = previous or {}
     out = []
+    texts: dict[int, str | None] = {}  # first-seen times repeat (one per earlier run): format each once
     for f in findings:
         p = prev.get(f["identity"])
         status = status_of(f["severity"], p)
         continuing = p is not None and (RANK[p.severity] > 0) == (RANK[f["severity"]] > 0)
         first = p.first_seen_ms if continuing else now_ms
-        out.append({**f, "status": status, "first_seen_ms": first, "first_seen": iso_utc(first),
+        if first not in texts:
+            texts[first] = iso_utc(first)
+        out.append({**f, "status": status, "first_seen_ms": first, "first_seen": texts[first],
                     "runs_open": p.runs_open + 1 if continuing else 1})
     worst_now: dict[str, int] = {}
     for f in findings:
@@ -151,9 +157,11 @@ def history_rows(findings: Iterable[dict], accepted: Iterable[dict] = ()) -> lis
     """One row per identity (its worst severity) for the history: from the classified findings
     and the accepted ones (accepted findings keep their age)."""
     rows: dict[str, dict] = {}
-    for f, is_accepted in [(f, False) for f in findings] + [(f, True) for f in accepted]:
-        row = rows.get(f["identity"])
-        if row is None or RANK[f["severity"]] > RANK[row["severity"]]:
+    for is_accepted, group in ((False, findings), (True, accepted)):
+        for f in group:
+            row = rows.get(f["identity"])
+            if row is not None and RANK[f["severity"]] <= RANK[row["severity"]]:
+                continue
             rows[f["identity"]] = {
                 "identity": f["identity"], "check": f["check"], "code": f["code"], "severity": f["severity"],
                 "topic": f.get("topic"), "partition": f.get("partition"), "broker_id": f.get("broker_id"),
