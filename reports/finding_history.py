@@ -72,7 +72,12 @@ def read_previous(history_dir: str | Path, now_ms: int) -> Previous:
         out.notes.append(f"history dir {d} does not exist yet: this is its first run, every finding is new")
         return out
     runs, foreign, later = [], [], 0
-    for p in sorted(d.iterdir()):
+    try:
+        names = sorted(d.iterdir())
+    except OSError as exc:
+        out.notes.append(f"history dir {d} cannot be listed ({exc.strerror or exc}): no previous run to compare with")
+        return out
+    for p in names:
         t = _run_ms(p.name)
         if t is None:
             if p.name.startswith(PREFIX) or not KNOWN_OTHER.match(p.name):

@@ -151,6 +151,8 @@ def execute(req: AuditRequest, args, out_html, out_json, history) -> int:
 def night_options(args, history, as_of_ms):
     """``--accept`` (loaded and checked now: exit 2 before any scanning) and ``--fail-on-new``."""
     accept_path, fail_on_new = getattr(args, "accept", None), getattr(args, "fail_on_new", None)
+    if history and Path(history).exists() and not Path(history).is_dir():
+        raise CliError(f"--history {history}: not a directory")
     if fail_on_new is not None:
         try:
             fail_on_new = Severity.parse(fail_on_new).name
