@@ -130,7 +130,7 @@ def request_from_args(args) -> AuditRequest:
 def execute(req: AuditRequest, args, out_html, out_json, history) -> int:
     """Runs the audit, writes its outputs and the summary; returns the audit's exit code."""
     progress = progress_printer() if wants_progress(args) else (lambda msg: None)
-    accept, fail_on_new = night_options(args, history, req.now_ms)
+    accept, fail_on_new = night_options(args, history)
     try:
         outcome: AuditOutcome = run_audit(req, progress)
     except (ConfigError, LiveConfigError, ValueError) as exc:
@@ -148,7 +148,7 @@ def execute(req: AuditRequest, args, out_html, out_json, history) -> int:
     return doc["exit_code"]
 
 
-def night_options(args, history, as_of_ms):
+def night_options(args, history):
     """``--accept`` (loaded and checked now: exit 2 before any scanning) and ``--fail-on-new``."""
     accept_path, fail_on_new = getattr(args, "accept", None), getattr(args, "fail_on_new", None)
     if history and Path(history).exists() and not Path(history).is_dir():
