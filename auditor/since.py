@@ -148,9 +148,11 @@ def classify(findings: Sequence[dict], previous: Mapping[str, PreviousRow] | Non
     return Comparison(out, resolved)
 
 
-def unclassified(findings: Sequence[dict]) -> list[dict]:
-    """The fields without a history (no ``--history``): status None, first seen unknown."""
-    return [{**f, "status": None, "first_seen": None, "first_seen_ms": None, "runs_open": None} for f in findings]
+def unclassified(findings: Sequence[dict], now_ms: int) -> list[dict]:
+    """The fields without a history (no ``--history``): status None; first seen this run and open
+    for 1 run, as far as a run without history knows."""
+    text = iso_utc(now_ms)
+    return [{**f, "status": None, "first_seen": text, "first_seen_ms": now_ms, "runs_open": 1} for f in findings]
 
 
 def history_rows(findings: Iterable[dict], accepted: Iterable[dict] = ()) -> list[dict]:

@@ -33,7 +33,8 @@ def annotate(doc: dict, previous: Previous | None, accept: AcceptFile | None, fa
     split = split_accepted(findings, accept, now_ms)
     notes = list(previous.notes) if previous is not None else []
     if previous is None:
-        kept, accepted, comparison = unclassified(split.findings), unclassified(split.accepted), Comparison([])
+        kept, accepted = unclassified(split.findings, now_ms), unclassified(split.accepted, now_ms)
+        comparison = Comparison([])
     else:
         comparison = classify(split.findings + split.accepted, previous.findings, now_ms)
         n = len(split.findings)
