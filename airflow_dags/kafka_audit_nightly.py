@@ -21,6 +21,11 @@ Params (Airflow UI "Trigger DAG w/ config", or Variables through Jinja):
     metrics_labels         labels on every metric, e.g. {"cluster": "prod"} (several clusters' files
                            in one textfile directory)
     fail_on                severity that fails the run: INFO, WARN or FAIL
+    fail_on_new            gate on change instead ('' = off): fail only for findings new or worsened
+                           since the previous run (history_dir) at or above this severity; the
+                           failure mail lists the new ones first, then the worsened, and the report
+    accept_file            accepted findings (YAML, docs/nightly-history.md): their own report
+                           section, not counted for the gate until their expiry
     recipients             e-mail addresses notified on failure (SMTP connection smtp_default)
     keep                   dated copies kept in output_dir
     max_input_age_hours    manifests older than this fail the input check
@@ -85,6 +90,9 @@ with DAG(
                            description="incremental scans of log_dirs: closed segments read once, then taken from "
                                        "this dir while unchanged ('' reads everything every night)"),
         "fail_on": Param("FAIL", enum=["INFO", "WARN", "FAIL"]),
+        "fail_on_new": Param("", enum=["", "INFO", "WARN", "FAIL"],
+                             description="gate on change: fail only for new or worsened findings from this severity"),
+        "accept_file": Param("", type="string", description="accepted findings (YAML) with reason, owner and expiry"),
         "recipients": Param([], type="array", description="e-mail addresses notified on failure"),
         "keep": Param(30, type="integer", minimum=1),
         "max_input_age_hours": Param(26, type="number"),
@@ -104,7 +112,8 @@ with DAG(
                           history_dir=params["history_dir"], fail_on=params["fail_on"],
                           spark_conf=params["spark_conf"], state_dir=params.get("state_dir") or None,
                           metrics_file=params.get("metrics_file") or f"{params['output_dir']}/kafka-audit.prom",
-                          metrics_labels=params.get("metrics_labels") or None)
+                          metrics_labels=params.get("metrics_labels") or None,
+                          accept_file=params.get("accept_file") or None, fail_on_new=params.get("fail_on_new") or None)
 
     @task.branch(retries=0)
     def choose_engine(planned: dict) -> str:

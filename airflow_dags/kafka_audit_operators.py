@@ -162,6 +162,7 @@ def audit_cli_args(work_dir: str, log_dirs=None, manifests=None, spark_master: s
                    config_file: str | None = None, history_dir: str | None = None, fail_on: str = "FAIL",
                    spark_conf: dict | None = None, state_dir: str | None = None,
                    metrics_file: str | None = None, metrics_labels: dict | None = None,
+                   accept_file: str | None = None, fail_on_new: str | None = None,
                    extra_args: Sequence[str] = ()) -> list[str]:
     """The ``kafka-audit audit`` arguments writing report.html and findings.json into ``work_dir``
     (and, with ``metrics_file``, the run's metrics at that path for node_exporter's textfile
@@ -184,6 +185,10 @@ def audit_cli_args(work_dir: str, log_dirs=None, manifests=None, spark_master: s
         args += ["--metrics", metrics_file]
         for key, value in (metrics_labels or {}).items():
             args += ["--metrics-label", f"{key}={value}"]
+    if accept_file:
+        args += ["--accept", accept_file]
+    if fail_on_new:  # the gate on change: only new or worsened findings fail the night (needs history_dir)
+        args += ["--fail-on-new", fail_on_new]
     if state_dir and _as_list(log_dirs):  # incremental scans of log dirs (manifests keep theirs on the brokers)
         args += ["--state", state_dir]
     for key, value in (spark_conf or {}).items():
@@ -290,10 +295,36 @@ def publish_report(result: dict, output_dir: str, date: str, keep: int = 30) -> 
     return {"written": written, "latest_report": str(out / "kafka-audit-latest.html")}
 
 
+def change_lines(doc: dict, limit: int = 20) -> list[str]:
+    """The failure mail's body for a gate on change (``fail_on_new``): the new findings at or above
+    it (FAILs first), then the worsened ones, each "SEVERITY CODE where: message"."""
+    rank = {"PASS": 0, "INFO": 1, "WARN": 2, "FAIL": 3}
+    floor = rank[doc["fail_on_new"]]
+    lines = []
+    for status in ("new", "worsened"):
+        hits = sorted((f for f in doc["findings"] if f.get("status") == status and rank[f["severity"]] >= max(floor, 1)),
+                      key=lambda f: (-rank[f["severity"]], f.get("identity") or ""))
+        lines.append(f"{status} ({len(hits)}):")
+        for f in hits[:limit]:
+            place = f"{f.get('topic')}-{f.get('partition')}" if f.get("topic") is not None else "cluster"
+            lines.append(f"  {f['severity']} {f['code']} {place}"
+                         f"{' broker ' + str(f['broker_id']) if f.get('broker_id') is not None else ''}: {f['message']}")
+        if len(hits) > limit:
+            lines.append(f"  ... and {len(hits) - limit} more in the report")
+    return lines
+
+
 def enforce_severity(result: dict, published: dict) -> dict:
-    """Fails the run when the findings reached the failing severity (the audit's exit_code)."""
+    """Fails the run when the findings reached the failing severity (the audit's exit_code); with
+    the gate on change, the message lists the new findings first, then the worsened ones."""
     if result["exit_code"] != EXIT_OK:
         doc = json.loads(Path(result["findings"]).read_text())
+        if doc.get("fail_on_new"):
+            since = doc.get("since") or {}
+            raise AirflowFailException(
+                f"audit: {since.get('new', 0)} new and {since.get('worsened', 0)} worsened finding(s), gate at "
+                f"{doc['fail_on_new']} (new or worsened since {(doc.get('history') or {}).get('previous_run_utc') or 'no earlier run'})\n"
+                + "\n".join(change_lines(doc)) + f"\nreport: {published['latest_report']}")
         worst = [f for f in doc["findings"] if f["severity"] == doc["verdict"]][:5]
         lines = "; ".join(f"{f['code']} {f.get('topic') or ''}-{f.get('partition')}: {f['message']}" for f in worst)
         raise AirflowFailException(f"audit verdict {doc['verdict']} reaches {doc['fail_on']}: {lines} "
@@ -305,6 +336,7 @@ def notify_failure(context: dict[str, Any]) -> None:
     """on_failure_callback: mail the ``recipients`` param through Airflow's SMTP notifier.
     Without recipients (or without an SMTP connection) it only logs: the failed run, its log and
     Airflow's own alerting remain."""
+    import html
     import logging
 
     log = logging.getLogger("kafka_audit")
@@ -318,8 +350,9 @@ def notify_failure(context: dict[str, Any]) -> None:
     try:
         from airflow.providers.smtp.notifications.smtp import SmtpNotifier
 
-        SmtpNotifier(to=recipients, subject=f"[kafka-audit] {what[:150]}",
-                     html_content=f"<p>{what}</p><p>Report: {params.get('output_dir')}/kafka-audit-latest.html</p>",
+        SmtpNotifier(to=recipients, subject=f"[kafka-audit] {what.splitlines()[0][:150]}",
+                     html_content=f"<pre>{html.escape(what)}</pre><p>Report: "
+                                  f"{html.escape(str(params.get('output_dir')))}/kafka-audit-latest.html</p>",
                      smtp_conn_id=params.get("smtp_conn_id") or "smtp_default").notify(context)
     except Exception as exc:  # noqa: BLE001 - a notification problem must not hide the failure itself
         log.error("kafka-audit: could not mail %s: %s", recipients, exc)

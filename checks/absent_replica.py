@@ -34,6 +34,7 @@ class AbsentReplica(Check):
     name = "metadata.absent_replica"
     title = "Assigned replicas absent from every log dir of their broker"
     scope = "cluster"
+    identity = ("topic", "partition", "broker_id")
     options = {
         "severity": severity_option("FAIL"),
     }

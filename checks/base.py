@@ -200,6 +200,11 @@ class Check:
     title: ClassVar[str]
     scope: ClassVar[str]  # "partition" | "cluster"
     options: ClassVar[dict[str, Option]] = {}
+    identity: ClassVar[tuple[str, ...]] = ("topic", "partition", "broker_id", "log_dir")
+    """What makes two findings of this check, on two nights, the same problem: finding fields
+    (``topic``, ``partition``, ``broker_id``, ``log_dir``) and ``evidence.<key>`` (the first evidence
+    item's key, e.g. a consumer group). Never ``base_offset``: segments roll. See
+    ``auditor/finding_identity.py`` and docs/nightly-history.md."""
 
     def run(self, data: "CheckInput", ctx: "AuditContext", opts: Mapping[str, Any]) -> Iterable[Finding]:
         raise NotImplementedError

@@ -39,6 +39,7 @@ class GroupBelowLogStart(Check):
     name = "groups.below_log_start"
     title = "Consumer groups committed below the log start"
     scope = "partition"
+    identity = ("topic", "partition", "broker_id", "log_dir", "evidence.group")
     options = {
         "severity": severity_option("FAIL"),
         "min_records": Option(1, "unread records gone before reporting", int, positive, ">= 1"),

@@ -36,6 +36,7 @@ class SkewBrokerDisk(Check):
     name = "skew.broker_disk"
     title = "Broker and log-dir disk skew"
     scope = "cluster"
+    identity = ("broker_id", "log_dir")
     options = {
         "warn_ratio": Option(1.5, "ratio to the mean for WARN", float, positive, "> 0"),
         "fail_ratio": Option(3.0, "ratio to the mean for FAIL", float, positive, "> 0"),

@@ -87,6 +87,7 @@ class GroupMissingPartition(Check):
     name = "groups.missing_partition"
     title = "Consumer group commits to partitions that no longer exist"
     scope = "cluster"
+    identity = ("evidence.group",)
     options = {
         "severity": severity_option("WARN"),
     }

@@ -44,6 +44,7 @@ class SkewPartitionSize(Check):
     name = "skew.partition_size"
     title = "Partition size skew"
     scope = "cluster"
+    identity = ("topic",)
     options = {
         "warn_ratio": Option(3.0, "ratio to the median for WARN", float, positive, "> 0"),
         "fail_ratio": Option(10.0, "ratio to the median for FAIL", float, positive, "> 0"),

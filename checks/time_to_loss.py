@@ -63,6 +63,7 @@ class GroupTimeToLoss(Check):
     name = "groups.time_to_loss"
     title = "Lagging consumer groups: time to data loss"
     scope = "partition"
+    identity = ("topic", "partition", "broker_id", "log_dir", "evidence.group")
     options = {
         "warn_hours": Option(24.0, "window for WARN", float, non_negative, ">= 0"),
         "fail_hours": Option(1.0, "window for FAIL", float, non_negative, ">= 0"),

@@ -55,6 +55,7 @@ class TopicConfig(Check):
     name = "metadata.topic_config"
     title = "Topic configs recorded by the cluster that change what other checks judge"
     scope = "cluster"
+    identity = ("topic", "evidence.config")
     options = {
         "severity": severity_option("INFO"),
     }

@@ -17,12 +17,19 @@ from reports import history as hist
 from reports.html import render
 from checks.config import INTERNAL_TOPIC_DEFAULTS, KAFKA_DEFAULTS
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SEVERITIES = ("PASS", "INFO", "WARN", "FAIL")
 
 
 def build_document(outcome) -> dict:
-    """The findings JSON of an ``AuditOutcome`` (schema: findings.schema.json)."""
+    """The findings JSON of an ``AuditOutcome`` (schema: findings.schema.json), without a history
+    or accept file (``reports.since_run.annotate`` adds those)."""
+    from reports.since_run import annotate
+
+    return annotate(_plain_document(outcome), None, None)[0]
+
+
+def _plain_document(outcome) -> dict:
     req, tables, config = outcome.request, outcome.tables, outcome.config
     gx = tables.gx
     return json_envelope(

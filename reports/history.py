@@ -62,5 +62,8 @@ def read(history_dir: str | Path | None) -> list[dict]:
         return []
     out: list[dict] = []
     for f in sorted(Path(history_dir).glob("run-*.parquet")):
-        out.extend(pq.read_table(f).to_pylist())
+        try:  # a cut-off or foreign file costs its points on the trend chart, never the run
+            out.extend(pq.read_table(f).to_pylist())
+        except Exception:  # noqa: BLE001
+            continue
     return out

@@ -122,6 +122,41 @@ def _config_table(doc: dict) -> dict:
             "counts": sorted(counts.items()), "any": bool(rows)}
 
 
+#: Rows per table of the "Since the previous run" section (the JSON has all).
+MAX_SINCE_ROWS = 200
+
+
+def _since(doc: dict) -> dict:
+    """The "Since the previous run" section: new and worsened (new FAILs first), resolved, still
+    open with their age, the accepted findings with their reason, and the history's notes."""
+    problems = [f for f in doc["findings"] if RANK[f["severity"]] > 0]
+
+    def row(f: dict) -> dict:
+        runs = f.get("runs_open")
+        age = f"open for {runs} run{'s' if runs != 1 else ''}, since {f.get('first_seen')}" if runs else ""
+        return {**f, "rank": RANK[f["severity"]], "where": where(f), "age": age}
+
+    changed = sorted((row(f) for f in problems if f.get("status") in ("new", "worsened")),
+                     key=lambda r: (r["status"] != "new", -r["rank"], r["where"]))
+    still = sorted((row(f) for f in problems if f.get("status") == "persisting"),
+                   key=lambda r: (-(r.get("runs_open") or 0), -r["rank"], r["where"]))
+    resolved = [dict(r, where=where(r), rank=RANK[r["severity_before"]],
+                     age=f"was open for {r.get('runs_open')} run(s), since {r.get('first_seen')}")
+                for r in doc.get("resolved") or []]
+    accepted = sorted((row(f) for f in doc.get("accepted") or []), key=lambda r: (-r["rank"], r["where"]))
+    history = doc.get("history") or {}
+    entries = ((doc.get("acceptance") or {}).get("entries")) or []
+    return {
+        "tracked": doc.get("since") is not None, "previous": history.get("previous_run_utc"),
+        "runs": history.get("runs"), "notes": history.get("notes") or [],
+        "counts": {"new": sum(r["status"] == "new" for r in changed), "worsened": sum(r["status"] == "worsened" for r in changed),
+                   "resolved": len(resolved), "persisting": len(still), "accepted": len(accepted)},
+        "changed": changed[:MAX_SINCE_ROWS], "resolved": resolved[:MAX_SINCE_ROWS], "still": still[:MAX_SINCE_ROWS],
+        "accepted": accepted[:MAX_SINCE_ROWS], "entries": entries, "acceptance": doc.get("acceptance") is not None,
+        "cap": MAX_SINCE_ROWS,
+    }
+
+
 def build_charts(doc: dict) -> list[tuple[str, str]]:
     tables = doc.get("tables") or {}
     stats = tables.get("partition_stats") or []
@@ -157,7 +192,7 @@ def render(doc: dict, history: Sequence[dict] = ()) -> str:
         summary=summary, groups=_groups(doc["findings"], doc.get("check_titles") or {}), replay_rows=_replay_rows(doc["findings"]),
         charts=build_charts(doc), expectations={"gx_version": gx.get("gx_version", ""), "results": gx_results},
         trend_chart=charts.trends(history) if history else None,
-        topic_configs=_config_table(doc),
+        topic_configs=_config_table(doc), since=_since(doc),
     )
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
+from auditor.accept import AcceptFileError, load as load_accept
 from auditor.audit import AuditOutcome, AuditRequest, run_audit
 from auditor.cli.common import FORMATTER, CliError, progress_printer, wants_progress
 from auditor.cli.metrics_file import add_metrics_options, check_metrics_args, write_failure_metrics, write_run_metrics
@@ -18,7 +20,9 @@ from checks.base import Severity
 from auditor.units import human_bytes, parse_time
 from checks.config import ConfigError
 from reports.document import build_document, write_outputs
+from reports.finding_history import append as append_findings, read_previous
 from reports.html import where
+from reports.since_run import annotate
 
 
 def register(sub) -> None:
@@ -42,7 +46,9 @@ def register(sub) -> None:
             "  kafka-audit audit --log-dir /data/k1 --log-dir /data/k2 --out report.html --json findings.json\n"
             "  kafka-audit audit --manifest 's3a://audits/manifests/*' --master spark://m:7077 --out r.html\n"
             "  kafka-audit audit --log-dir /data/k1 --at 2024-05-01T00:00:00Z --topic orders --fail-on WARN\n"
-            "exit codes: 0 worst finding below --fail-on, 1 at or above it, 2 usage or config error, 3 input problem"
+            "  kafka-audit audit --log-dir /data/k1 --history hist/ --accept accepted.yaml --fail-on-new FAIL --out r.html\n"
+            "exit codes: 0 worst finding below --fail-on (accepted findings left out; with --fail-on-new: no new or\n"
+            "worsened finding at or above it), 1 otherwise, 2 usage or config error, 3 input problem"
         ),
     )
     src = audit.add_mutually_exclusive_group(required=True)
@@ -59,6 +65,12 @@ def add_audit_options(p) -> None:
                    help="write every finding (and the summary) as JSON here; - for stdout (the table then goes to stderr)")
     p.add_argument("--history", metavar="DIR", help="append this run to a history dir (Parquet) and draw trends")
     add_metrics_options(p)
+    p.add_argument("--accept", metavar="FILE",
+                   help="YAML of accepted findings (check, where, reason, owner, expires): they get their own report "
+                        "section and do not count for the exit code until they expire (docs/nightly-history.md)")
+    p.add_argument("--fail-on-new", metavar="SEVERITY",
+                   help="with --history: exit 1 only for findings new or worsened since the previous run at or above "
+                        "SEVERITY (INFO, WARN or FAIL), instead of --fail-on's gate")
     p.add_argument("--config", metavar="FILE", help="YAML/JSON config: thresholds, per-topic overrides, fail_on")
     p.add_argument("--fail-on", metavar="SEVERITY", help="exit 1 from this severity on: INFO, WARN or FAIL (default FAIL)")
     p.add_argument("--depth", choices=DEPTHS, default="headers",
@@ -120,20 +132,46 @@ def request_from_args(args) -> AuditRequest:
 def execute(req: AuditRequest, args, out_html, out_json, history) -> int:
     """Runs the audit, writes its outputs and the summary; returns the audit's exit code."""
     progress = progress_printer() if wants_progress(args) else (lambda msg: None)
+    accept, fail_on_new = night_options(args, history)
     try:
         outcome: AuditOutcome = run_audit(req, progress)
     except (ConfigError, LiveConfigError, ValueError) as exc:
         raise CliError(str(exc)) from None
-    doc = build_document(outcome)
+    previous = read_previous(history, outcome.now_ms) if history else None
+    doc, history_rows, accept_entries = annotate(build_document(outcome), previous, accept, fail_on_new)
     for path in write_outputs(doc, out_html, out_json, history):
         sys.stderr.write(f"wrote {path}\n")
-    if getattr(args, "metrics", None):  # after the outputs: failing to write them is a failed run
+    if history:
+        sys.stderr.write(f"wrote {append_findings(history, doc['generated_at_ms'], history_rows, accept_entries)}\n")
+    if args.metrics:  # after the outputs: failing to write them is a failed run
         sys.stderr.write(f"wrote {write_run_metrics(args, doc)}\n")
     # with --json - stdout carries the JSON alone, so the summary goes to stderr
     summary = sys.stderr if out_json == "-" else sys.stdout
     for line in summary_lines(doc):
         summary.write(line + "\n")
-    return outcome.exit_code
+    return doc["exit_code"]
+
+
+def night_options(args, history):
+    """``--accept`` (loaded and checked now: exit 2 before any scanning) and ``--fail-on-new``."""
+    accept_path, fail_on_new = getattr(args, "accept", None), getattr(args, "fail_on_new", None)
+    if history and Path(history).exists() and not Path(history).is_dir():
+        raise CliError(f"--history {history}: not a directory")
+    if fail_on_new is not None:
+        try:
+            fail_on_new = Severity.parse(fail_on_new).name
+        except ValueError as exc:
+            raise CliError(f"--fail-on-new: {exc}") from None
+        if fail_on_new == "PASS":
+            raise CliError("--fail-on-new: PASS is not a problem; use INFO, WARN or FAIL")
+        if not history:
+            raise CliError("--fail-on-new needs --history DIR (new and worsened are judged against the previous run)")
+    if not accept_path:
+        return None, fail_on_new
+    try:
+        return load_accept(accept_path, datetime.now(timezone.utc).date()), fail_on_new
+    except AcceptFileError as exc:
+        raise CliError(str(exc)) from None
 
 
 def summary_lines(doc: dict, min_severity: Severity = Severity.WARN) -> list[str]:
@@ -143,6 +181,15 @@ def summary_lines(doc: dict, min_severity: Severity = Severity.WARN) -> list[str
              + ", ".join(f"{doc['counts'][s]} {s}" for s in ("FAIL", "WARN", "INFO", "PASS")),
              f"{t['brokers']} broker(s), {t['log_dirs']} log dir(s), {t['topics']} topic(s), {t['partitions']} partition(s), "
              f"{t['segments']} segment(s), {human_bytes(t['size_bytes'])}; {doc['elapsed_s']} s"]
+    since = doc.get("since")
+    if since is not None:
+        history = doc.get("history") or {}
+        lines.append(f"since the previous run ({history.get('previous_run_utc') or 'none'}): {since['new']} new, "
+                     f"{since['worsened']} worsened, {since['resolved']} resolved, {since['persisting']} still open"
+                     + (f"; {len(doc.get('accepted') or [])} accepted" if doc.get("acceptance") else ""))
+        lines.extend(f"note: {n}" for n in history.get("notes") or [])
+    elif doc.get("acceptance"):
+        lines.append(f"{len(doc.get('accepted') or [])} accepted finding(s)")
     rows = [(f["severity"], f["code"], where(f, detail=False), f["message"]) for f in doc["findings"]
             if Severity.parse(f["severity"]) >= min_severity]
     if rows:
