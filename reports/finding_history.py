@@ -65,18 +65,17 @@ class Previous:
     notes: list[str] = field(default_factory=list)
 
 
-def read_previous(history_dir: str | Path, now_ms: int) -> Previous:
-    d = Path(history_dir)
-    out = Previous()
+def _earlier_runs(d: Path, now_ms: int, out: Previous) -> list[tuple[int, Path]]:
+    """The history's findings files before ``now_ms`` as (run time, path); notes into ``out``."""
     if not d.is_dir():
         out.notes.append(f"history dir {d} does not exist yet: this is its first run, every finding is new")
-        return out
+        return []
     runs, foreign, later = [], [], 0
     try:
         names = sorted(d.iterdir())
     except OSError as exc:
         out.notes.append(f"history dir {d} cannot be listed ({exc.strerror or exc}): no previous run to compare with")
-        return out
+        return []
     for p in names:
         t = _run_ms(p.name)
         if t is None:
@@ -94,6 +93,15 @@ def read_previous(history_dir: str | Path, now_ms: int) -> Previous:
     out.runs = len(runs)
     if not runs:
         out.notes.append(f"history dir {d} holds no earlier run's findings: every finding is new")
+    return runs
+
+
+def read_previous(history_dir: str | Path, now_ms: int) -> Previous:
+    """The newest run before ``now_ms`` in the history dir; anything it cannot trust is a note and
+    no previous run (never a guess that would mark findings resolved)."""
+    out = Previous()
+    runs = _earlier_runs(Path(history_dir), now_ms, out)
+    if not runs:
         return out
     t, path = max(runs)
     try:

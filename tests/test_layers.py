@@ -13,7 +13,8 @@ its own layer and the ones below):
  6 auditor.manifest (collect, read, find manifests)
  7 auditor.engine (Spark), auditor.local_engine (its in-process twin for small audits)
  8 checks (pure)
- 9 auditor.check_runner, auditor.live_config, auditor.audit, auditor.audit_local (the pipeline)
+ 9 auditor.check_runner, auditor.live_config, auditor.audit, auditor.audit_local (the pipeline),
+   auditor.since, auditor.accept (findings from night to night)
 10 reports
 11 auditor.cli, auditor.submit_app
 12 airflow_dags
@@ -50,6 +51,8 @@ LAYERS: list[tuple[str, int]] = [
     ("auditor.live_config", 9),
     ("auditor.audit", 9),
     ("auditor.audit_local", 9),  # the pipeline's in-process path for small inputs
+    ("auditor.since", 9),  # finding identity and the night-to-night comparison (pure; names from checks)
+    ("auditor.accept", 9),  # accepted findings (the --accept YAML), matched by check and where
     ("reports", 10),
     ("auditor.metrics", 10),  # the findings document as Prometheus text, as reports render it as HTML
     ("auditor.cli", 11),
