@@ -22,8 +22,14 @@ give the audit and ``replay-check --manifest`` what disk mode reads from those f
 manifests without them: older manifests, or brokers without them).
 
 Every file also carries key-value metadata (``kafka_audit.*``: table, tool version, depth,
-host, collection start time, log dirs). Files are written under a temporary name and renamed
-into place, so a reader never sees half a manifest file. :func:`find_manifests` is the one rule
+host, collection start time, log dirs). Files are written under a temporary name, fsynced and
+renamed into place (:mod:`auditor.atomic`), so a reader never sees half a manifest file; and
+since format 3 the last file written is ``_complete.json`` (:data:`COMPLETE_FILE`: every other
+file's size and CRC-32), removed first when a collect starts: a manifest a killed or failed
+collect left (some files new, some old, some missing) has no marker, or one its files do not
+match, and :func:`find_manifests` refuses it (:class:`IncompleteManifest`) instead of reading it
+as complete. With ``--state``, the new scan state is renamed into place only after the marker:
+a failed collect leaves the state as it was. :func:`find_manifests` is the one rule
 for naming manifests (dirs, parent dirs, globs), used by the engine
 (``auditor.engine.parquet.read_manifests``), ``replay-check`` and the Airflow DAG's input check.
 """
@@ -32,6 +38,8 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import json
+import zlib
 import os
 import platform
 import socket
@@ -44,6 +52,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from auditor import __version__
+from auditor.atomic import OutputError, atomic_open, atomic_write, fsync_dir, publish, remove_stale_temps, temp_path
 from auditor.cluster import portable
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, GroupsResult, offsets_partition_dirs
 from auditor.cluster.consumer_groups import read_groups as read_offsets_groups
@@ -63,9 +72,17 @@ LOG_DIRS_FILE = "log_dirs.parquet"
 CLUSTER_METADATA_FILE = "cluster_metadata.jsonl.gz"
 REMOTE_LOG_METADATA_FILE = "remote_log_metadata.jsonl.gz"
 CONSUMER_GROUPS_FILE = "consumer_groups.jsonl.gz"
-MANIFEST_FORMAT = 2
-"""2: may carry CLUSTER_METADATA_FILE / REMOTE_LOG_METADATA_FILE / CONSUMER_GROUPS_FILE (1: the three
-Parquet files only)."""
+COMPLETE_FILE = "_complete.json"
+"""Written last (format 3 on): ``{"format": COMPLETE_FORMAT, "manifest_format": 3, "files": {name:
+{"bytes": n, "crc32": "8 hex digits"}}, ...}``. Its absence or a file that does not match it means
+the collect that wrote the directory did not finish."""
+COMPLETE_FORMAT = "kafka-audit.manifest-complete"
+MANIFEST_FORMAT = 3
+"""3: ends with COMPLETE_FILE; 2: may carry CLUSTER_METADATA_FILE / REMOTE_LOG_METADATA_FILE /
+CONSUMER_GROUPS_FILE (1: the three Parquet files only)."""
+MANIFEST_FILES = (SEGMENTS_FILE, PARTITIONS_FILE, LOG_DIRS_FILE, CLUSTER_METADATA_FILE, REMOTE_LOG_METADATA_FILE,
+                  CONSUMER_GROUPS_FILE, COMPLETE_FILE)
+"""Every file collect writes (and so the only temporary names it cleans up after a killed run)."""
 FLUSH_ROWS = 8192
 NICE_READ_RATE_MIB_S = 64.0
 """``collect --nice`` reads at most this many MiB/s unless ``--max-read-rate`` says otherwise."""
@@ -88,6 +105,10 @@ LOG_DIRS_SCHEMA = pa.schema(
 
 class CollectError(Exception):
     """A usage problem (e.g. --out inside a log dir): one line, exit 2."""
+
+
+class IncompleteManifest(FileNotFoundError):
+    """A manifest directory a collect did not finish (killed, full disk...): never read as complete."""
 
 
 @dataclass
@@ -117,7 +138,7 @@ def check_out_path(out: str | os.PathLike, log_dirs: Iterable[str | os.PathLike]
                 "the auditor never writes under a log dir; choose a path outside it"
             )
     if out_real.exists() and not out_real.is_dir():
-        raise CollectError(f"--out {out} exists and is not a directory")
+        raise OutputError(out, "exists and is not a directory")
     return out_real
 
 
@@ -173,9 +194,12 @@ class _Sink:
 
     def __init__(self, path: Path, schema: pa.Schema):
         self.path = path
-        self.tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        self.tmp = temp_path(path)
         self.schema = schema
-        self.writer = pq.ParquetWriter(self.tmp, schema, compression="zstd")
+        try:
+            self.writer = pq.ParquetWriter(self.tmp, schema, compression="zstd")
+        except OSError as exc:
+            raise OutputError(path, exc) from exc
         self.rows: list[dict] = []
         self.count = 0
 
@@ -187,13 +211,24 @@ class _Sink:
 
     def flush(self) -> None:
         if self.rows:
-            self.writer.write_table(pa.Table.from_pylist(self.rows, schema=self.schema))
+            try:
+                self.writer.write_table(pa.Table.from_pylist(self.rows, schema=self.schema))
+            except OSError as exc:
+                raise OutputError(self.path, exc) from exc
             self.rows = []
 
     def close(self) -> None:
         self.flush()
-        self.writer.close()
-        os.replace(self.tmp, self.path)
+        try:
+            self.writer.close()
+            fd = os.open(self.tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise OutputError(self.path, exc) from exc
+        publish(self.tmp, self.path)
 
     def abort(self) -> None:
         try:
@@ -224,19 +259,20 @@ def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, 
     started = time.monotonic()
     started_ms = time.time_ns() // 1_000_000
     abs_dirs = [os.path.abspath(d) for d in log_dirs]
-    out_dir.mkdir(parents=True, exist_ok=True)
+    _start_manifest(out_dir)
     sinks = {
         "segments": _Sink(out_dir / SEGMENTS_FILE, SEGMENT_SCHEMA.with_metadata(_metadata("segments", depth, started_ms, abs_dirs))),
         "partitions": _Sink(out_dir / PARTITIONS_FILE, PARTITION_SCHEMA.with_metadata(_metadata("partitions", depth, started_ms, abs_dirs))),
     }
     host = socket.gethostname()
     infos = []
+    states = []  # each log dir's new scan state, written but renamed into place only once the manifest is complete
     try:
         progress = Progress(log_dirs_total=len(log_dirs))
         for log_dir in log_dirs:
             for rows, prow, info in iter_log_dir(log_dir, depth, progress=progress, on_progress=on_progress,
                                                  state_dir=state_dir, page_cache_care=care,
-                                                 max_read_rate_mib_s=rate):
+                                                 max_read_rate_mib_s=rate, hold_state=states):
                 if rows:
                     sinks["segments"].add(rows)
                 if prow is not None:
@@ -248,32 +284,115 @@ def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, 
                  "collected_at_ms": started_ms, "finished_at_ms": finished_ms} for info in infos]
         for sink in sinks.values():
             sink.close()
-        tmp = out_dir / f".{LOG_DIRS_FILE}.tmp-{os.getpid()}"
         schema = LOG_DIRS_SCHEMA.with_metadata(_metadata("log_dirs", depth, started_ms, abs_dirs))
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp, compression="zstd")
-        os.replace(tmp, out_dir / LOG_DIRS_FILE)
+        table = pa.Table.from_pylist(rows, schema=schema)
+        atomic_write(out_dir / LOG_DIRS_FILE, lambda fh: pq.write_table(table, fh, compression="zstd"))
+        result.cluster_parts = collect_cluster_parts(log_dirs, out_dir, page_cache_care=care, max_read_rate_mib_s=rate)
+        _finish_manifest(out_dir, started_ms, depth)
+        for state in states:   # after the marker: a collect that failed before it leaves every state as it was
+            state.publish()
     except BaseException:
         for sink in sinks.values():
             if sink.tmp.exists():
                 sink.abort()
+        for state in states:
+            state.abort()
         raise
-    result.cluster_parts = collect_cluster_parts(log_dirs, out_dir, page_cache_care=care, max_read_rate_mib_s=rate)
     result.segments, result.partitions = sinks["segments"].count, sinks["partitions"].count
     result.log_dirs = infos
     result.elapsed_s = time.monotonic() - started
     return result
 
 
-def _write_part(path: Path, write, what) -> int:
-    """One cluster part under a temporary name, renamed into place; lines written."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+def _start_manifest(out_dir: Path) -> None:
+    """Creates ``out_dir`` if needed; removes its completion marker first (from here until the new one
+    is written the directory reads as incomplete) and the temporary files of collects killed before."""
     try:
-        with open(tmp, "wb") as out:
-            lines = write(what, out)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / COMPLETE_FILE).unlink(missing_ok=True)
+    except OSError as exc:
+        raise OutputError(out_dir / COMPLETE_FILE if out_dir.is_dir() else out_dir, exc) from exc
+    fsync_dir(out_dir)
+    remove_stale_temps(out_dir, set(MANIFEST_FILES))
+
+
+def _file_crc32(path: Path) -> int:
+    crc = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            crc = zlib.crc32(chunk, crc)
+    return crc
+
+
+def _finish_manifest(out_dir: Path, started_ms: int, depth: str) -> None:
+    """Writes COMPLETE_FILE: the size and CRC-32 of every file of the manifest, last."""
+    files = {}
+    for name in MANIFEST_FILES[:-1]:
+        path = out_dir / name
+        if path.is_file():
+            files[name] = {"bytes": path.stat().st_size, "crc32": f"{_file_crc32(path):08x}"}
+    marker = {"format": COMPLETE_FORMAT, "manifest_format": MANIFEST_FORMAT, "tool_version": __version__,
+              "collected_at_ms": started_ms, "depth": depth, "files": files}
+    atomic_write(out_dir / COMPLETE_FILE, json.dumps(marker, sort_keys=True) + "\n")
+
+
+def manifest_completeness(path: str | os.PathLike, verify_bytes: bool = False) -> str | None:
+    """None when the local manifest directory ``path`` is complete, else why not (one line).
+
+    Complete: COMPLETE_FILE is there and lists exactly the manifest files the directory holds
+    (collect removes it before touching any file and writes it after the last: its presence says
+    that collect finished, and nothing was written since). ``verify_bytes``: each file also has
+    the size and CRC-32 the marker lists (reads every byte: for checking copies; a reader need
+    not, and a cluster part damaged later is a note where it is read, docs/manifests.md). A
+    manifest of format 1 or 2 (no marker: older collects) is taken as before when its
+    segments.parquet says so; one of format 3 without the marker is what a killed or failed
+    collect leaves."""
+    p = Path(path)
+    try:
+        marker = json.loads((p / COMPLETE_FILE).read_bytes())
+    except FileNotFoundError:
+        try:
+            meta = pq.read_schema(p / SEGMENTS_FILE).metadata or {}
+            fmt = int(meta.get(b"kafka_audit.manifest_format", b"1"))
+        except (OSError, ValueError) as exc:
+            return f"{SEGMENTS_FILE} unreadable ({exc})"
+        if fmt < 3:
+            return None
+        return f"no {COMPLETE_FILE}: the collect that wrote it did not finish (killed, or it failed)"
+    except (OSError, ValueError) as exc:
+        return f"{COMPLETE_FILE} unreadable ({type(exc).__name__}: {exc})"
+    files = marker.get("files") if isinstance(marker, dict) and marker.get("format") == COMPLETE_FORMAT else None
+    if not isinstance(files, dict):
+        return f"{COMPLETE_FILE} is not a manifest completion marker"
+    for name in MANIFEST_FILES[:-1]:
+        present = (p / name).is_file()
+        if name not in files:
+            if present:
+                return f"{name} is not in {COMPLETE_FILE}: written by a collect that did not finish"
+            continue
+        if not present:
+            return f"{name} is listed in {COMPLETE_FILE} but missing"
+        if not verify_bytes:
+            continue
+        want = files[name]
+        size = (p / name).stat().st_size
+        if size != want.get("bytes") or f"{_file_crc32(p / name):08x}" != want.get("crc32"):
+            return (f"{name} is not the file {COMPLETE_FILE} describes ({size} bytes, expected "
+                    f"{want.get('bytes')}, or another CRC-32)")
+    return None
+
+
+def check_manifest_complete(path: str | os.PathLike, verify_bytes: bool = False) -> None:
+    """IncompleteManifest naming ``path`` and why, unless it is complete (:func:`manifest_completeness`)."""
+    why = manifest_completeness(path, verify_bytes)
+    if why is not None:
+        raise IncompleteManifest(f"manifest {path} is incomplete: {why}; run collect again")
+
+
+def _write_part(path: Path, write, what) -> int:
+    """One cluster part, whole or not at all (:func:`auditor.atomic.atomic_open`); lines written."""
+    with atomic_open(path) as out:
+        lines = write(what, out)
     return lines
 
 
@@ -351,7 +470,8 @@ def find_manifests(paths: Iterable[str | os.PathLike]) -> list[str]:
     """Manifest directories (holding segments.parquet) named by paths, globs or parent dirs.
 
     A URL (``hdfs://``, ``s3a://``) cannot be listed here: it is taken as one manifest dir.
-    FileNotFoundError when nothing is found at all.
+    FileNotFoundError when nothing is found at all; IncompleteManifest (a FileNotFoundError) when a
+    local one is not complete (:func:`manifest_completeness`: a collect killed or failed while writing it).
     """
     paths = [str(p) for p in paths]
     found: list[str] = []
@@ -369,7 +489,11 @@ def find_manifests(paths: Iterable[str | os.PathLike]) -> list[str]:
                 found.extend(str(s.parent) for s in sorted(p.rglob(SEGMENTS_FILE)))
     if not found:
         raise FileNotFoundError(f"no manifest ({SEGMENTS_FILE}) found under {', '.join(paths)}")
-    return sorted(dict.fromkeys(found))
+    found = sorted(dict.fromkeys(found))
+    for manifest in found:
+        if "://" not in manifest:
+            check_manifest_complete(manifest)
+    return found
 
 
 def _open_part(manifest: str, name: str):

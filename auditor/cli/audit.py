@@ -6,8 +6,9 @@ import sys
 import time
 from pathlib import Path
 
+from auditor.atomic import OutputError, check_writable
 from auditor.audit import AuditOutcome, AuditRequest, run_audit
-from auditor.cli.common import FORMATTER, CliError, progress_printer, wants_progress
+from auditor.cli.common import FORMATTER, CliError, InputProblem, progress_printer, wants_progress
 from auditor.engine import parse_conf
 from auditor.live_config import LiveConfigError
 from auditor.local_engine import LOCAL_MAX_SEGMENT_ROWS
@@ -107,6 +108,12 @@ def request_from_args(args) -> AuditRequest:
             check_state_dir(args.state, args.log_dir)
         except StateDirError as exc:
             raise CliError(str(exc)) from None
+    # outputs that cannot be written fail now (exit 3), not after the scan (and before a --state moves on)
+    for path, is_dir in ((getattr(args, "out", None), False), (getattr(args, "json", None), False),
+                         (getattr(args, "history", None), True), (getattr(args, "parquet", None), True),
+                         (getattr(args, "state", None), True)):
+        if path and path != "-" and "://" not in path:
+            check_writable(path, is_dir)
     topics = [t for chunk in (args.topic or []) for t in chunk.split(",") if t] or None
     return AuditRequest(log_dirs=args.log_dir or [], manifests=args.manifest or [], depth=args.depth,
                         config_path=args.config, fail_on=args.fail_on, at_ms=at, topics=topics, master=args.master,
@@ -122,8 +129,16 @@ def execute(req: AuditRequest, args, out_html, out_json, history) -> int:
         outcome: AuditOutcome = run_audit(req, progress)
     except (ConfigError, LiveConfigError, ValueError) as exc:
         raise CliError(str(exc)) from None
+    except FileNotFoundError as exc:  # no manifest there, or one a killed collect left (IncompleteManifest)
+        raise InputProblem(str(exc)) from None
     doc = build_document(outcome)
-    for path in write_outputs(doc, out_html, out_json, history):
+    try:
+        written = write_outputs(doc, out_html, out_json, history)
+    except OutputError:
+        raise
+    except OSError as exc:  # (a full disk under the history's Parquet writer names no path)
+        raise OutputError(exc.filename or history or out_json or out_html, exc) from exc
+    for path in written:
         sys.stderr.write(f"wrote {path}\n")
     # with --json - stdout carries the JSON alone, so the summary goes to stderr
     summary = sys.stderr if out_json == "-" else sys.stdout

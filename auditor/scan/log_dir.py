@@ -110,6 +110,7 @@ def iter_log_dir(
     state_dir: str | os.PathLike | None = None,
     page_cache_care: bool = False,
     max_read_rate_mib_s: float | None = None,
+    hold_state: list | None = None,
 ) -> Iterator[tuple[list[dict], dict | None, dict | None]]:
     """Yields (segment rows, partition row) per partition directory, then (\u2205, None, log-dir info).
 
@@ -117,7 +118,9 @@ def iter_log_dir(
     ``state_dir`` the scan is incremental (:mod:`auditor.scan.state`: unchanged closed segments are
     not read again; the log-dir info gets ``scan_state`` counts); ``page_cache_care`` drops the
     pages the scan brought into the page cache, ``max_read_rate_mib_s`` paces the reads
-    (:mod:`auditor.scan.pagecache`; the info gets ``page_cache``).
+    (:mod:`auditor.scan.pagecache`; the info gets ``page_cache``). ``hold_state``: the new state is
+    written but not renamed into place; it is appended to this list for the caller to ``publish()``
+    (or ``abort()``) once its own outputs are complete (``collect``).
     """
     from auditor.scan.pagecache import PageCacheCare, ReadRate  # here: ctypes and libc only for a scan that asks
 
@@ -146,8 +149,12 @@ def iter_log_dir(
         if state is not None:
             state.abort()
         raise
-    if state is not None:
+    if state is not None and hold_state is not None:
+        state.prepare()
+        hold_state.append(state)
+    elif state is not None:
         state.commit()
+    if state is not None:
         plan.info["scan_state"] = {"file": str(state.path), "reused": state.reused, "read": state.scanned,
                                    "continued": state.continued, "skipped_bytes": state.skipped_bytes,
                                    "kept": state.stored, "rewritten": state.rewritten}

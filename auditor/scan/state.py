@@ -27,7 +27,9 @@ compacting and moving replicas between log dirs).
 One state file per log dir and depth, in the state dir (never inside a log dir: refused like
 ``collect --out``): lines of text (see END_MARK) with one line per kept segment (directory name,
 base offset, proof, for an active segment where its walk ended, the segment row as a JSON array),
-streamed to a temporary name, ended by a count and a CRC-32, fsynced and renamed into place;
+streamed to a temporary name, ended by a count and a CRC-32, fsynced and renamed into place
+(:mod:`auditor.atomic`; a state file without its end line or with another CRC is never trusted;
+``collect`` renames it only after its manifest is complete, so a failed collect leaves it as it was);
 not written at all when every line would be the old file's (nothing new, nothing gone, nothing
 changed: the nightly run of a quiet log dir; an active segment with nothing appended keeps its
 line, whose row is its seed: the walk's columns are what a continuation takes from it). Its
@@ -53,6 +55,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from auditor import __version__
+from auditor.atomic import OutputError, publish, remove_stale_temps, temp_path
 from auditor.formats.log_reader import c_segment_proof
 from auditor.scan.resume import WALK_COLUMNS, can_seed, quiet_row
 from auditor.scan.segment import SegmentFiles
@@ -130,7 +133,7 @@ def _check_state_path(state_dir, log_dirs) -> None:
         if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
             _refuse(state_dir, real, root)
     if os.path.exists(real) and not os.path.isdir(real):
-        raise StateDirError(f"--state {state_dir} exists and is not a directory")
+        raise OutputError(state_dir, "--state exists and is not a directory")
 
 
 def _refuse(state_dir, real: str, root: str) -> None:
@@ -370,6 +373,7 @@ class LogDirState:
                     "directory_id": str(info.get("directory_id")), "cluster_id": str(info.get("cluster_id")),
                     "broker_id": str(info.get("broker_id"))}
         state = cls(Path(state_dir) / state_file_name(log_dir, depth), identity)
+        remove_stale_temps(state_dir, {state.path.name})  # what runs killed before their rename left
         state._load()
         return state
 
@@ -433,13 +437,19 @@ class LogDirState:
             else:
                 data = self._zout.compress(b"".join(self._pending))
                 self._pending = [data]
-            self._out.write(b"".join(self._pending))
+            try:
+                self._out.write(b"".join(self._pending))
+            except OSError as exc:  # (a full disk: named here, the caller aborts)
+                raise OutputError(self.path, exc) from exc
             self._pending, self._pending_bytes = [], 0
 
     def _start(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
-        self._out = open(self._tmp, "wb")  # noqa: SIM115 - closed by commit/abort
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._tmp = temp_path(self.path)
+            self._out = open(self._tmp, "wb")  # noqa: SIM115 - closed by commit/abort
+        except OSError as exc:
+            raise OutputError(self.path, exc) from exc
         self._zout = zlib.compressobj(LEVEL)
         head = (json.dumps(self.identity, sort_keys=True) + "\n").encode()
         self._crc = zlib.crc32(head)
@@ -452,27 +462,50 @@ class LogDirState:
         """Writes the new state (every closed segment seen this run) and renames it into place; nothing
         when it would be the old one (a trusted state whose every line was kept as it was, none
         added: the nightly run of a quiet log dir writes and fsyncs nothing)."""
+        self.prepare()
+        self.publish()
+
+    def prepare(self) -> None:
+        """:meth:`commit` but the rename: the new state whole and fsynced under its temporary name
+        (``collect`` renames it with :meth:`publish` only once its manifest is complete)."""
         if self._out is None and self._old_lines == self._lines:
             self._held, self.by_dir = [], {}
             return
-        if self._out is None:
-            self._start()
-        self._write(f"{END_MARK}\t{self._lines}\t{self._crc:08x}\n".encode(), flush=True)
-        if self._zout is not None:
-            self._out.write(self._zout.flush())
-        self._zout = None
-        self._out.flush()
-        os.fsync(self._out.fileno())
-        self._out.close()
-        os.replace(self._tmp, self.path)
+        try:
+            if self._out is None:
+                self._start()
+            self._write(f"{END_MARK}\t{self._lines}\t{self._crc:08x}\n".encode(), flush=True)
+            if self._zout is not None:
+                self._out.write(self._zout.flush())
+            self._zout = None
+            self._out.flush()
+            os.fsync(self._out.fileno())
+            self._out.close()
+        except OutputError:
+            self.abort()
+            raise
+        except OSError as exc:
+            self.abort()
+            raise OutputError(self.path, exc) from exc
         self._out = None
         self.rewritten = True
         self.by_dir = {}
 
+    def publish(self) -> None:
+        """Renames the state :meth:`prepare` wrote into place (readers see the old file or the new one)."""
+        if self._tmp is not None and self.rewritten:
+            publish(self._tmp, self.path)
+            self._tmp = None
+
     def abort(self) -> None:
+        """Drops the new state (the old file stays as it was)."""
         self._zout = None
         if self._out is not None:
-            self._out.close()
+            try:
+                self._out.close()
+            except OSError:
+                pass  # (a full disk fails the close's flush too: the file goes anyway)
             self._out = None
         if self._tmp is not None:
             self._tmp.unlink(missing_ok=True)
+            self._tmp = None
