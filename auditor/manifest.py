@@ -199,6 +199,7 @@ class _Sink:
         try:
             self.writer = pq.ParquetWriter(self.tmp, schema, compression="zstd")
         except OSError as exc:
+            self.tmp.unlink(missing_ok=True)
             raise OutputError(path, exc) from exc
         self.rows: list[dict] = []
         self.count = 0
@@ -231,8 +232,11 @@ class _Sink:
         publish(self.tmp, self.path)
 
     def abort(self) -> None:
+        """Drops the temporary file, whatever state the writer is in (a full disk fails its close too)."""
         try:
             self.writer.close()
+        except OSError:
+            self.writer.is_open = False  # (else pyarrow's __del__ closes it again and reports the same error)
         finally:
             self.tmp.unlink(missing_ok=True)
 
@@ -260,14 +264,15 @@ def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, 
     started_ms = time.time_ns() // 1_000_000
     abs_dirs = [os.path.abspath(d) for d in log_dirs]
     _start_manifest(out_dir)
-    sinks = {
-        "segments": _Sink(out_dir / SEGMENTS_FILE, SEGMENT_SCHEMA.with_metadata(_metadata("segments", depth, started_ms, abs_dirs))),
-        "partitions": _Sink(out_dir / PARTITIONS_FILE, PARTITION_SCHEMA.with_metadata(_metadata("partitions", depth, started_ms, abs_dirs))),
-    }
+    sinks: dict[str, _Sink] = {}
     host = socket.gethostname()
     infos = []
     states = []  # each log dir's new scan state, written but renamed into place only once the manifest is complete
     try:
+        sinks["segments"] = _Sink(out_dir / SEGMENTS_FILE, SEGMENT_SCHEMA.with_metadata(
+            _metadata("segments", depth, started_ms, abs_dirs)))
+        sinks["partitions"] = _Sink(out_dir / PARTITIONS_FILE, PARTITION_SCHEMA.with_metadata(
+            _metadata("partitions", depth, started_ms, abs_dirs)))
         progress = Progress(log_dirs_total=len(log_dirs))
         for log_dir in log_dirs:
             for rows, prow, info in iter_log_dir(log_dir, depth, progress=progress, on_progress=on_progress,
@@ -293,8 +298,7 @@ def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, 
             state.publish()
     except BaseException:
         for sink in sinks.values():
-            if sink.tmp.exists():
-                sink.abort()
+            sink.abort()
         for state in states:
             state.abort()
         raise
