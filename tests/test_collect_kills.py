@@ -7,7 +7,7 @@ segments to retention, beside a topic of many closed segments and the broker's o
 and ``__consumer_offsets``. Each round:
 
 1. ``kafka-audit collect --state S --depth headers --out O LOGDIR`` runs as a real process (forked
-   from a Python that imported the CLI once: :data:`ZYGOTE`) and is killed with SIGKILL: either after a random delay within an uninterrupted run's duration
+   from a Python that imported the CLI once: tests/harness/forked.py) and is killed with SIGKILL: either after a random delay within an uninterrupted run's duration
    (start-up, scan, writes), or as soon as it holds a chosen temporary file open (the Parquet
    parts during the scan, the state file, ``log_dirs.parquet``, a cluster part, the completion
    marker) plus a random 0-2 ms. The random generator is seeded; the seed is printed (set
@@ -31,8 +31,6 @@ import json
 import os
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -44,9 +42,10 @@ from auditor.atomic import TEMP_MARK
 from auditor.manifest import (COMPLETE_FILE, LOG_DIRS_FILE, PARTITIONS_FILE, SEGMENTS_FILE, IncompleteManifest,
                               check_manifest_complete, collect_manifest, find_manifests)
 from auditor.scan.state import read_state_file
+from harness.forked import Zygote, open_files
+from harness.forked import alive as _alive
 from harness.kafka import KafkaCluster, wait_until
 
-ROOT = Path(__file__).resolve().parents[1]
 KILLS = 50
 DEPTH = "headers"
 SEGMENT_MS = 10_000
@@ -106,20 +105,7 @@ def cluster(kafka_classpath_str, tmp_path_factory):
 
 def _open_temp_files(pid: int) -> list[str]:
     """Names of the tool's temporary files process ``pid`` holds open now."""
-    names = []
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return names
-    for fd in fds:
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        name = os.path.basename(target)
-        if TEMP_MARK in name:
-            names.append(name)
-    return names
+    return open_files(pid, TEMP_MARK)
 
 
 def _phase(names: list[str]) -> str:
@@ -133,84 +119,6 @@ def _phase(names: list[str]) -> str:
 
 def _collect_args(log_dir: Path, out: Path, state: Path) -> list[str]:
     return ["collect", "--state", str(state), "--depth", DEPTH, "--no-progress", "--out", str(out), str(log_dir)]
-
-
-def _env() -> dict:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-
-
-ZYGOTE = r"""
-import json, os, sys
-from auditor.cli import build_parser, main
-build_parser("collect")  # imports everything collect runs: each forked run starts where the CLI's scan starts
-for line in sys.stdin:
-    args, err_path = json.loads(line)
-    pid = os.fork()
-    if pid == 0:
-        fd = os.open(err_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.dup2(fd, 2)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        try:
-            code = main(args)
-        except SystemExit as exc:  # (argparse)
-            code = exc.code if isinstance(exc.code, int) else 2
-        except BaseException:
-            import traceback
-            traceback.print_exc()
-            code = 99
-        sys.stderr.flush()
-        os._exit(code)
-    sys.stdout.write(f"{pid}\n")
-    sys.stdout.flush()
-    _, status = os.waitpid(pid, 0)
-    sys.stdout.write(f"{status}\n")
-    sys.stdout.flush()
-"""
-"""A Python that has imported the CLI once and forks one ``kafka-audit collect`` per request: each is
-a real process running ``main([...])`` from its start, killed with a real SIGKILL, without paying
-the interpreter's start-up and imports 50 times (seconds each on a loaded machine)."""
-
-
-class Zygote:
-    def __init__(self, tmp: Path):
-        self.tmp = tmp
-        self.proc = subprocess.Popen([sys.executable, "-c", ZYGOTE], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=_env(), cwd=ROOT, text=True, bufsize=1)
-
-    def start(self, args: list[str]) -> int:
-        """Forks one run of ``kafka-audit ARGS``; its pid."""
-        self.proc.stdin.write(json.dumps([args, str(self.tmp / "stderr")]) + "\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        assert line, "the zygote died"
-        return int(line)
-
-    def wait(self) -> int:
-        """The wait status of the run started last."""
-        line = self.proc.stdout.readline()
-        assert line, "the zygote died"
-        return int(line)
-
-    def stderr(self) -> str:
-        return (self.tmp / "stderr").read_text(errors="replace")
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
-
-def _alive(pid: int) -> bool:
-    """Running (not yet a zombie the zygote has not reaped)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
 
 
 def _run_and_kill(zygote: Zygote, args: list[str], rng: random.Random, full_run_s: float) -> tuple[str, str, int]:
@@ -294,7 +202,7 @@ def test_collect_killed_at_random_moments_then_the_next_run_equals_a_full_scan(c
     producer = Producer(cluster, "busy", int(time.time() * 1000) - 2 * 3_600_000)
     producer.start()
     wait_until(lambda: producer.steps >= 3 or producer.error is not None, 180, "the producer's first appends")
-    zygote = Zygote(tmp_path)
+    zygote = Zygote(tmp_path, "collect")
     started = time.monotonic()
     for _ in range(2):  # the first run (the state), then how long a run with the state takes
         run_started = time.monotonic()
