@@ -161,3 +161,8 @@ def check_writable(path: str | os.PathLike, is_dir: bool = False) -> None:
         os.unlink(probe)
     except OSError as exc:
         raise OutputError(path, exc) from exc
+
+
+def as_output_error(path: str | os.PathLike, exc: OSError) -> OutputError:
+    """``exc`` as an OutputError naming ``path`` (itself when it already is one)."""
+    return exc if isinstance(exc, OutputError) else OutputError(path, exc)

@@ -22,14 +22,9 @@ give the audit and ``replay-check --manifest`` what disk mode reads from those f
 manifests without them: older manifests, or brokers without them).
 
 Every file also carries key-value metadata (``kafka_audit.*``: table, tool version, depth,
-host, collection start time, log dirs). Files are written under a temporary name, fsynced and
-renamed into place (:mod:`auditor.atomic`), so a reader never sees half a manifest file; and
-since format 3 the last file written is ``_complete.json`` (:data:`COMPLETE_FILE`: every other
-file's size and CRC-32), removed first when a collect starts: a manifest a killed or failed
-collect left (some files new, some old, some missing) has no marker, or one its files do not
-match, and :func:`find_manifests` refuses it (:class:`IncompleteManifest`) instead of reading it
-as complete. With ``--state``, the new scan state is renamed into place only after the marker:
-a failed collect leaves the state as it was. :func:`find_manifests` is the one rule
+host, collection start time, log dirs). How the files are written so that a reader never trusts
+half a manifest (each file whole, a completion marker written last, ``--state`` renamed after
+it): :mod:`auditor.manifest_write`. :func:`find_manifests` is the one rule
 for naming manifests (dirs, parent dirs, globs), used by the engine
 (``auditor.engine.parquet.read_manifests``), ``replay-check`` and the Airflow DAG's input check.
 """
@@ -38,8 +33,6 @@ from __future__ import annotations
 
 import ctypes
 import glob
-import json
-import zlib
 import os
 import platform
 import socket
@@ -52,7 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from auditor import __version__
-from auditor.atomic import OutputError, atomic_open, atomic_write, fsync_dir, publish, remove_stale_temps, temp_path
+from auditor.atomic import OutputError, atomic_write
 from auditor.cluster import portable
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, GroupsResult, offsets_partition_dirs
 from auditor.cluster.consumer_groups import read_groups as read_offsets_groups
@@ -61,29 +54,16 @@ from auditor.cluster.metadata_state import Note
 from auditor.cluster.remote_storage import METADATA_TOPIC as REMOTE_METADATA_TOPIC
 from auditor.cluster.remote_storage import RemoteLogMetadata
 from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_dirs
+from auditor.manifest_write import (CLUSTER_METADATA_FILE, COMPLETE_FILE, CONSUMER_GROUPS_FILE,  # noqa: F401
+                                    FLUSH_ROWS, LOG_DIRS_FILE, MANIFEST_FILES, MANIFEST_FORMAT, PARTITIONS_FILE,
+                                    REMOTE_LOG_METADATA_FILE, SEGMENTS_FILE, IncompleteManifest, ParquetSink,
+                                    check_manifest_complete, finish_manifest, manifest_completeness,
+                                    start_manifest, write_part)
 from auditor.scan import Progress, iter_log_dir
 from auditor.scan.pagecache import PageCacheCare, ReadRate
 from auditor.scan.state import check_state_dir
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, read_parquet
 
-SEGMENTS_FILE = "segments.parquet"
-PARTITIONS_FILE = "partitions.parquet"
-LOG_DIRS_FILE = "log_dirs.parquet"
-CLUSTER_METADATA_FILE = "cluster_metadata.jsonl.gz"
-REMOTE_LOG_METADATA_FILE = "remote_log_metadata.jsonl.gz"
-CONSUMER_GROUPS_FILE = "consumer_groups.jsonl.gz"
-COMPLETE_FILE = "_complete.json"
-"""Written last (format 3 on): ``{"format": COMPLETE_FORMAT, "manifest_format": 3, "files": {name:
-{"bytes": n, "crc32": "8 hex digits"}}, ...}``. Its absence or a file that does not match it means
-the collect that wrote the directory did not finish."""
-COMPLETE_FORMAT = "kafka-audit.manifest-complete"
-MANIFEST_FORMAT = 3
-"""3: ends with COMPLETE_FILE; 2: may carry CLUSTER_METADATA_FILE / REMOTE_LOG_METADATA_FILE /
-CONSUMER_GROUPS_FILE (1: the three Parquet files only)."""
-MANIFEST_FILES = (SEGMENTS_FILE, PARTITIONS_FILE, LOG_DIRS_FILE, CLUSTER_METADATA_FILE, REMOTE_LOG_METADATA_FILE,
-                  CONSUMER_GROUPS_FILE, COMPLETE_FILE)
-"""Every file collect writes (and so the only temporary names it cleans up after a killed run)."""
-FLUSH_ROWS = 8192
 NICE_READ_RATE_MIB_S = 64.0
 """``collect --nice`` reads at most this many MiB/s unless ``--max-read-rate`` says otherwise."""
 
@@ -105,10 +85,6 @@ LOG_DIRS_SCHEMA = pa.schema(
 
 class CollectError(Exception):
     """A usage problem (e.g. --out inside a log dir): one line, exit 2."""
-
-
-class IncompleteManifest(FileNotFoundError):
-    """A manifest directory a collect did not finish (killed, full disk...): never read as complete."""
 
 
 @dataclass
@@ -189,58 +165,6 @@ def _metadata(table: str, depth: str, started_ms: int, log_dirs: list[str]) -> d
     }
 
 
-class _Sink:
-    """A Parquet file written batch by batch under a temporary name, renamed on close."""
-
-    def __init__(self, path: Path, schema: pa.Schema):
-        self.path = path
-        self.tmp = temp_path(path)
-        self.schema = schema
-        try:
-            self.writer = pq.ParquetWriter(self.tmp, schema, compression="zstd")
-        except OSError as exc:
-            self.tmp.unlink(missing_ok=True)
-            raise OutputError(path, exc) from exc
-        self.rows: list[dict] = []
-        self.count = 0
-
-    def add(self, rows: list[dict]) -> None:
-        self.rows.extend(rows)
-        self.count += len(rows)
-        if len(self.rows) >= FLUSH_ROWS:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.rows:
-            try:
-                self.writer.write_table(pa.Table.from_pylist(self.rows, schema=self.schema))
-            except OSError as exc:
-                raise OutputError(self.path, exc) from exc
-            self.rows = []
-
-    def close(self) -> None:
-        self.flush()
-        try:
-            self.writer.close()
-            fd = os.open(self.tmp, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        except OSError as exc:
-            raise OutputError(self.path, exc) from exc
-        publish(self.tmp, self.path)
-
-    def abort(self) -> None:
-        """Drops the temporary file, whatever state the writer is in (a full disk fails its close too)."""
-        try:
-            self.writer.close()
-        except OSError:
-            self.writer.is_open = False  # (else pyarrow's __del__ closes it again and reports the same error)
-        finally:
-            self.tmp.unlink(missing_ok=True)
-
-
 def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, depth: str = "index", *,
                      nice: bool = False, on_progress=None, state_dir: str | os.PathLike | None = None,
                      page_cache_care: bool | None = None, max_read_rate_mib_s: float | None = None) -> CollectResult:
@@ -263,15 +187,14 @@ def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, 
     started = time.monotonic()
     started_ms = time.time_ns() // 1_000_000
     abs_dirs = [os.path.abspath(d) for d in log_dirs]
-    _start_manifest(out_dir)
-    sinks: dict[str, _Sink] = {}
-    host = socket.gethostname()
+    start_manifest(out_dir)
+    sinks: dict[str, ParquetSink] = {}
     infos = []
     states = []  # each log dir's new scan state, written but renamed into place only once the manifest is complete
     try:
-        sinks["segments"] = _Sink(out_dir / SEGMENTS_FILE, SEGMENT_SCHEMA.with_metadata(
+        sinks["segments"] = ParquetSink(out_dir / SEGMENTS_FILE, SEGMENT_SCHEMA.with_metadata(
             _metadata("segments", depth, started_ms, abs_dirs)))
-        sinks["partitions"] = _Sink(out_dir / PARTITIONS_FILE, PARTITION_SCHEMA.with_metadata(
+        sinks["partitions"] = ParquetSink(out_dir / PARTITIONS_FILE, PARTITION_SCHEMA.with_metadata(
             _metadata("partitions", depth, started_ms, abs_dirs)))
         progress = Progress(log_dirs_total=len(log_dirs))
         for log_dir in log_dirs:
@@ -285,15 +208,11 @@ def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, 
                 if info is not None:
                     infos.append(info)
         finished_ms = time.time_ns() // 1_000_000
-        rows = [{**{k: info.get(k) for k in LOG_DIRS_SCHEMA.names}, "host": host,
-                 "collected_at_ms": started_ms, "finished_at_ms": finished_ms} for info in infos]
         for sink in sinks.values():
             sink.close()
-        schema = LOG_DIRS_SCHEMA.with_metadata(_metadata("log_dirs", depth, started_ms, abs_dirs))
-        table = pa.Table.from_pylist(rows, schema=schema)
-        atomic_write(out_dir / LOG_DIRS_FILE, lambda fh: pq.write_table(table, fh, compression="zstd"))
+        _write_log_dirs(out_dir / LOG_DIRS_FILE, infos, (started_ms, finished_ms), depth, abs_dirs)
         result.cluster_parts = collect_cluster_parts(log_dirs, out_dir, page_cache_care=care, max_read_rate_mib_s=rate)
-        _finish_manifest(out_dir, started_ms, depth)
+        finish_manifest(out_dir, started_ms, depth)
         for state in states:   # after the marker: a collect that failed before it leaves every state as it was
             state.publish()
     except BaseException:
@@ -308,96 +227,14 @@ def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, 
     return result
 
 
-def _start_manifest(out_dir: Path) -> None:
-    """Creates ``out_dir`` if needed; removes its completion marker first (from here until the new one
-    is written the directory reads as incomplete) and the temporary files of collects killed before."""
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / COMPLETE_FILE).unlink(missing_ok=True)
-    except OSError as exc:
-        raise OutputError(out_dir / COMPLETE_FILE if out_dir.is_dir() else out_dir, exc) from exc
-    fsync_dir(out_dir)
-    remove_stale_temps(out_dir, set(MANIFEST_FILES))
-
-
-def _file_crc32(path: Path) -> int:
-    crc = 0
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            crc = zlib.crc32(chunk, crc)
-    return crc
-
-
-def _finish_manifest(out_dir: Path, started_ms: int, depth: str) -> None:
-    """Writes COMPLETE_FILE: the size and CRC-32 of every file of the manifest, last."""
-    files = {}
-    for name in MANIFEST_FILES[:-1]:
-        path = out_dir / name
-        if path.is_file():
-            files[name] = {"bytes": path.stat().st_size, "crc32": f"{_file_crc32(path):08x}"}
-    marker = {"format": COMPLETE_FORMAT, "manifest_format": MANIFEST_FORMAT, "tool_version": __version__,
-              "collected_at_ms": started_ms, "depth": depth, "files": files}
-    atomic_write(out_dir / COMPLETE_FILE, json.dumps(marker, sort_keys=True) + "\n")
-
-
-def manifest_completeness(path: str | os.PathLike, verify_bytes: bool = False) -> str | None:
-    """None when the local manifest directory ``path`` is complete, else why not (one line).
-
-    Complete: COMPLETE_FILE is there and lists exactly the manifest files the directory holds
-    (collect removes it before touching any file and writes it after the last: its presence says
-    that collect finished, and nothing was written since). ``verify_bytes``: each file also has
-    the size and CRC-32 the marker lists (reads every byte: for checking copies; a reader need
-    not, and a cluster part damaged later is a note where it is read, docs/manifests.md). A
-    manifest of format 1 or 2 (no marker: older collects) is taken as before when its
-    segments.parquet says so; one of format 3 without the marker is what a killed or failed
-    collect leaves."""
-    p = Path(path)
-    try:
-        marker = json.loads((p / COMPLETE_FILE).read_bytes())
-    except FileNotFoundError:
-        try:
-            meta = pq.read_schema(p / SEGMENTS_FILE).metadata or {}
-            fmt = int(meta.get(b"kafka_audit.manifest_format", b"1"))
-        except (OSError, ValueError) as exc:
-            return f"{SEGMENTS_FILE} unreadable ({exc})"
-        if fmt < 3:
-            return None
-        return f"no {COMPLETE_FILE}: the collect that wrote it did not finish (killed, or it failed)"
-    except (OSError, ValueError) as exc:
-        return f"{COMPLETE_FILE} unreadable ({type(exc).__name__}: {exc})"
-    files = marker.get("files") if isinstance(marker, dict) and marker.get("format") == COMPLETE_FORMAT else None
-    if not isinstance(files, dict):
-        return f"{COMPLETE_FILE} is not a manifest completion marker"
-    for name in MANIFEST_FILES[:-1]:
-        present = (p / name).is_file()
-        if name not in files:
-            if present:
-                return f"{name} is not in {COMPLETE_FILE}: written by a collect that did not finish"
-            continue
-        if not present:
-            return f"{name} is listed in {COMPLETE_FILE} but missing"
-        if not verify_bytes:
-            continue
-        want = files[name]
-        size = (p / name).stat().st_size
-        if size != want.get("bytes") or f"{_file_crc32(p / name):08x}" != want.get("crc32"):
-            return (f"{name} is not the file {COMPLETE_FILE} describes ({size} bytes, expected "
-                    f"{want.get('bytes')}, or another CRC-32)")
-    return None
-
-
-def check_manifest_complete(path: str | os.PathLike, verify_bytes: bool = False) -> None:
-    """IncompleteManifest naming ``path`` and why, unless it is complete (:func:`manifest_completeness`)."""
-    why = manifest_completeness(path, verify_bytes)
-    if why is not None:
-        raise IncompleteManifest(f"manifest {path} is incomplete: {why}; run collect again")
-
-
-def _write_part(path: Path, write, what) -> int:
-    """One cluster part, whole or not at all (:func:`auditor.atomic.atomic_open`); lines written."""
-    with atomic_open(path) as out:
-        lines = write(what, out)
-    return lines
+def _write_log_dirs(path: Path, infos: list[dict], times: tuple[int, int], depth: str, abs_dirs: list[str]) -> None:
+    """LOG_DIRS_FILE: one row per log dir (the scan's info, this host, the collection's start and end)."""
+    host = socket.gethostname()
+    rows = [{**{k: info.get(k) for k in LOG_DIRS_SCHEMA.names}, "host": host,
+             "collected_at_ms": times[0], "finished_at_ms": times[1]} for info in infos]
+    schema = LOG_DIRS_SCHEMA.with_metadata(_metadata("log_dirs", depth, times[0], abs_dirs))
+    table = pa.Table.from_pylist(rows, schema=schema)
+    atomic_write(path, lambda fh: pq.write_table(table, fh, compression="zstd"))
 
 
 def collect_cluster_parts(log_dirs: list[str | os.PathLike], out_dir: Path, *, page_cache_care: bool = False,
@@ -414,7 +251,7 @@ def collect_cluster_parts(log_dirs: list[str | os.PathLike], out_dir: Path, *, p
         said.append("metadata log: none in these log dirs (not written)")
     else:
         log = _read_with_care(care, metadata_dirs, lambda: read_metadata_log(log_dirs, history=True))
-        _write_part(out_dir / CLUSTER_METADATA_FILE, portable.write_metadata, log)
+        write_part(out_dir / CLUSTER_METADATA_FILE, portable.write_metadata, log)
         said.append(f"metadata log: {log.metadata_dir} up to offset {log.state.last_offset}, "
                     f"{len(log.state.topics)} topics, {len(log.history)} changes, {len(log.notes)} notes "
                     f"-> {CLUSTER_METADATA_FILE}")
@@ -430,7 +267,7 @@ def _collect_remote(log_dirs: list[str], out_dir: Path, care) -> str:
         (out_dir / REMOTE_LOG_METADATA_FILE).unlink(missing_ok=True)
         return f"remote log metadata: no {REMOTE_METADATA_TOPIC} in these log dirs (not written)"
     meta = _read_with_care(care, remote_dirs, lambda: read_remote_log_dirs(log_dirs))
-    _write_part(out_dir / REMOTE_LOG_METADATA_FILE, portable.write_remote, meta)
+    write_part(out_dir / REMOTE_LOG_METADATA_FILE, portable.write_remote, meta)
     segments = sum(len(rp.segments) for rp in meta.partitions.values())
     return (f"remote log metadata: {len(meta.metadata_partitions)} {REMOTE_METADATA_TOPIC} partitions, "
             f"{len(meta.partitions)} partitions, {segments} remote segments, {len(meta.notes)} notes "
@@ -443,7 +280,7 @@ def _collect_groups(log_dirs: list[str], out_dir: Path, care, rate: ReadRate | N
         (out_dir / CONSUMER_GROUPS_FILE).unlink(missing_ok=True)
         return f"consumer groups: no {OFFSETS_TOPIC} in these log dirs (not written)"
     result = _read_with_care(care, dirs, lambda: read_offsets_groups(log_dirs, pace=rate.pace if rate else None))
-    _write_part(out_dir / CONSUMER_GROUPS_FILE, portable.write_groups, result)
+    write_part(out_dir / CONSUMER_GROUPS_FILE, portable.write_groups, result)
     return (f"consumer groups: {len(result.partitions)} {OFFSETS_TOPIC} partitions, {len(result.live)} live groups, "
             f"{sum(len(g.offsets) for g in result.live.values())} committed offsets, {len(result.notes)} notes "
             f"-> {CONSUMER_GROUPS_FILE}")

@@ -119,8 +119,7 @@ def iter_log_dir(
     not read again; the log-dir info gets ``scan_state`` counts); ``page_cache_care`` drops the
     pages the scan brought into the page cache, ``max_read_rate_mib_s`` paces the reads
     (:mod:`auditor.scan.pagecache`; the info gets ``page_cache``). ``hold_state``: the new state is
-    written but not renamed into place; it is appended to this list for the caller to ``publish()``
-    (or ``abort()``) once its own outputs are complete (``collect``).
+    written but appended to this list to be renamed (``publish()``) once the caller's outputs are whole.
     """
     from auditor.scan.pagecache import PageCacheCare, ReadRate  # here: ctypes and libc only for a scan that asks
 
@@ -149,15 +148,8 @@ def iter_log_dir(
         if state is not None:
             state.abort()
         raise
-    if state is not None and hold_state is not None:
-        state.prepare()
-        hold_state.append(state)
-    elif state is not None:
-        state.commit()
     if state is not None:
-        plan.info["scan_state"] = {"file": str(state.path), "reused": state.reused, "read": state.scanned,
-                                   "continued": state.continued, "skipped_bytes": state.skipped_bytes,
-                                   "kept": state.stored, "rewritten": state.rewritten}
+        _finish_state(state, plan.info, hold_state)
     if care is not None or rate is not None:
         plan.info["page_cache"] = {"dropped_bytes": care.dropped_bytes if care else 0,
                                    "paced_s": round(rate.slept_s, 3) if rate else 0.0}
@@ -166,6 +158,18 @@ def iter_log_dir(
         if on_progress is not None:
             on_progress(progress)
     yield [], None, plan.info
+
+
+def _finish_state(state: LogDirState, info: dict, hold_state: list | None) -> None:
+    """Writes the new state (renamed into place now, or by whoever holds it: ``hold_state``); its counts in ``info``."""
+    if hold_state is None:
+        state.commit()
+    else:
+        state.prepare()
+        hold_state.append(state)
+    info["scan_state"] = {"file": str(state.path), "reused": state.reused, "read": state.scanned,
+                          "continued": state.continued, "skipped_bytes": state.skipped_bytes,
+                          "kept": state.stored, "rewritten": state.rewritten}
 
 
 def _open_state(state_dir, plan: LogDirPlan, depth: str) -> LogDirState | None:

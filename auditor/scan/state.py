@@ -28,8 +28,7 @@ One state file per log dir and depth, in the state dir (never inside a log dir: 
 ``collect --out``): lines of text (see END_MARK) with one line per kept segment (directory name,
 base offset, proof, for an active segment where its walk ended, the segment row as a JSON array),
 streamed to a temporary name, ended by a count and a CRC-32, fsynced and renamed into place
-(:mod:`auditor.atomic`; a state file without its end line or with another CRC is never trusted;
-``collect`` renames it only after its manifest is complete, so a failed collect leaves it as it was);
+(``collect``: after its manifest is complete, so a failed collect leaves the old one as it was);
 not written at all when every line would be the old file's (nothing new, nothing gone, nothing
 changed: the nightly run of a quiet log dir; an active segment with nothing appended keeps its
 line, whose row is its seed: the walk's columns are what a continuation takes from it). Its
@@ -42,6 +41,7 @@ out one partition directory at a time.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import json.scanner
@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from auditor import __version__
-from auditor.atomic import OutputError, publish, remove_stale_temps, temp_path
+from auditor.atomic import OutputError, as_output_error, publish, remove_stale_temps, temp_path
 from auditor.formats.log_reader import c_segment_proof
 from auditor.scan.resume import WALK_COLUMNS, can_seed, quiet_row
 from auditor.scan.segment import SegmentFiles
@@ -417,9 +417,12 @@ class LogDirState:
         if same and self._held is not None:
             self._held.append((dir_name, base_offset, proof, resume_json, row_json))
             return
-        if self._out is None:
-            self._start()
-        self._line(dir_name, base_offset, proof, resume_json, row_json)
+        try:
+            if self._out is None:
+                self._start()
+            self._line(dir_name, base_offset, proof, resume_json, row_json)
+        except OSError as exc:  # (a full or read-only state dir: named here; the scan aborts the state)
+            raise as_output_error(self.path, exc) from exc
 
     def _line(self, dir_name: str, base_offset: int, proof: str | None, resume_json: str | None,
               row_json: str) -> None:
@@ -437,19 +440,13 @@ class LogDirState:
             else:
                 data = self._zout.compress(b"".join(self._pending))
                 self._pending = [data]
-            try:
-                self._out.write(b"".join(self._pending))
-            except OSError as exc:  # (a full disk: named here, the caller aborts)
-                raise OutputError(self.path, exc) from exc
+            self._out.write(b"".join(self._pending))
             self._pending, self._pending_bytes = [], 0
 
     def _start(self) -> None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._tmp = temp_path(self.path)
-            self._out = open(self._tmp, "wb")  # noqa: SIM115 - closed by commit/abort
-        except OSError as exc:
-            raise OutputError(self.path, exc) from exc
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._tmp = temp_path(self.path)
+        self._out = open(self._tmp, "wb")  # noqa: SIM115 - closed by commit/abort
         self._zout = zlib.compressobj(LEVEL)
         head = (json.dumps(self.identity, sort_keys=True) + "\n").encode()
         self._crc = zlib.crc32(head)
@@ -466,8 +463,7 @@ class LogDirState:
         self.publish()
 
     def prepare(self) -> None:
-        """:meth:`commit` but the rename: the new state whole and fsynced under its temporary name
-        (``collect`` renames it with :meth:`publish` only once its manifest is complete)."""
+        """:meth:`commit` but the rename (``collect`` calls :meth:`publish` once its manifest is complete)."""
         if self._out is None and self._old_lines == self._lines:
             self._held, self.by_dir = [], {}
             return
@@ -481,12 +477,9 @@ class LogDirState:
             self._out.flush()
             os.fsync(self._out.fileno())
             self._out.close()
-        except OutputError:
-            self.abort()
-            raise
         except OSError as exc:
             self.abort()
-            raise OutputError(self.path, exc) from exc
+            raise as_output_error(self.path, exc) from exc
         self._out = None
         self.rewritten = True
         self.by_dir = {}
@@ -495,17 +488,13 @@ class LogDirState:
         """Renames the state :meth:`prepare` wrote into place (readers see the old file or the new one)."""
         if self._tmp is not None and self.rewritten:
             publish(self._tmp, self.path)
-            self._tmp = None
 
     def abort(self) -> None:
         """Drops the new state (the old file stays as it was)."""
         self._zout = None
         if self._out is not None:
-            try:
+            with contextlib.suppress(OSError):  # (a full disk fails the close's flush too: the file goes anyway)
                 self._out.close()
-            except OSError:
-                pass  # (a full disk fails the close's flush too: the file goes anyway)
             self._out = None
         if self._tmp is not None:
             self._tmp.unlink(missing_ok=True)
-            self._tmp = None
