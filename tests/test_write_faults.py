@@ -344,3 +344,17 @@ def test_atomic_write_keeps_the_old_file_on_failure(tmp_path):
     mine.write_bytes(b"a live writer's")
     assert remove_stale_temps(tmp_path, {"f"}) == [stale]
     assert mine.exists()
+
+
+def test_the_dags_input_check_names_an_incomplete_manifest(tmp_path, log_dir):
+    """The Airflow DAG's input check fails on a manifest a killed collect left, naming it (not "no manifest")."""
+    from airflow.exceptions import AirflowFailException
+
+    from airflow_dags.kafka_audit_operators import check_inputs
+
+    out = tmp_path / "manifest"
+    collect_manifest([log_dir], out, "index")
+    assert check_inputs(manifests=[str(out)])
+    (out / COMPLETE_FILE).unlink()
+    with pytest.raises(AirflowFailException, match=f"manifest {out} is incomplete: no {COMPLETE_FILE}"):
+        check_inputs(manifests=[str(out)])
