@@ -31,7 +31,7 @@ from typing import Any, Sequence
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from auditor.manifest import SEGMENTS_FILE, find_manifests
+from auditor.manifest import SEGMENTS_FILE, IncompleteManifest, find_manifests
 
 #: Exit codes of ``kafka-audit`` (auditor/cli/common.py).
 EXIT_OK, EXIT_UNSAFE, EXIT_USAGE, EXIT_INPUT_PROBLEM = 0, 1, 2, 3
@@ -142,6 +142,9 @@ def check_inputs(log_dirs=None, manifests=None, max_age_hours: float = 26.0) -> 
     for pattern in patterns:
         try:
             hits = [os.path.join(d, SEGMENTS_FILE) for d in find_manifests([pattern])]
+        except IncompleteManifest as exc:  # what a killed or failed collect left: never audited as complete
+            problems.append(str(exc))
+            continue
         except FileNotFoundError:
             problems.append(f"{pattern}: no manifest ({SEGMENTS_FILE}) found")
             continue

@@ -22,8 +22,9 @@ give the audit and ``replay-check --manifest`` what disk mode reads from those f
 manifests without them: older manifests, or brokers without them).
 
 Every file also carries key-value metadata (``kafka_audit.*``: table, tool version, depth,
-host, collection start time, log dirs). Files are written under a temporary name and renamed
-into place, so a reader never sees half a manifest file. :func:`find_manifests` is the one rule
+host, collection start time, log dirs). How the files are written so that a reader never trusts
+half a manifest (each file whole, a completion marker written last, ``--state`` renamed after
+it): :mod:`auditor.manifest_write`. :func:`find_manifests` is the one rule
 for naming manifests (dirs, parent dirs, globs), used by the engine
 (``auditor.engine.parquet.read_manifests``), ``replay-check`` and the Airflow DAG's input check.
 """
@@ -44,6 +45,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from auditor import __version__
+from auditor.atomic import OutputError, atomic_write
 from auditor.cluster import portable
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, GroupsResult, offsets_partition_dirs
 from auditor.cluster.consumer_groups import read_groups as read_offsets_groups
@@ -52,21 +54,16 @@ from auditor.cluster.metadata_state import Note
 from auditor.cluster.remote_storage import METADATA_TOPIC as REMOTE_METADATA_TOPIC
 from auditor.cluster.remote_storage import RemoteLogMetadata
 from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_dirs
+from auditor.manifest_write import (CLUSTER_METADATA_FILE, COMPLETE_FILE, CONSUMER_GROUPS_FILE,  # noqa: F401
+                                    FLUSH_ROWS, LOG_DIRS_FILE, MANIFEST_FILES, MANIFEST_FORMAT, PARTITIONS_FILE,
+                                    REMOTE_LOG_METADATA_FILE, SEGMENTS_FILE, IncompleteManifest, ParquetSink,
+                                    check_manifest_complete, finish_manifest, manifest_completeness,
+                                    start_manifest, write_part)
 from auditor.scan import Progress, iter_log_dir
 from auditor.scan.pagecache import PageCacheCare, ReadRate
 from auditor.scan.state import check_state_dir
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, read_parquet
 
-SEGMENTS_FILE = "segments.parquet"
-PARTITIONS_FILE = "partitions.parquet"
-LOG_DIRS_FILE = "log_dirs.parquet"
-CLUSTER_METADATA_FILE = "cluster_metadata.jsonl.gz"
-REMOTE_LOG_METADATA_FILE = "remote_log_metadata.jsonl.gz"
-CONSUMER_GROUPS_FILE = "consumer_groups.jsonl.gz"
-MANIFEST_FORMAT = 2
-"""2: may carry CLUSTER_METADATA_FILE / REMOTE_LOG_METADATA_FILE / CONSUMER_GROUPS_FILE (1: the three
-Parquet files only)."""
-FLUSH_ROWS = 8192
 NICE_READ_RATE_MIB_S = 64.0
 """``collect --nice`` reads at most this many MiB/s unless ``--max-read-rate`` says otherwise."""
 
@@ -117,7 +114,7 @@ def check_out_path(out: str | os.PathLike, log_dirs: Iterable[str | os.PathLike]
                 "the auditor never writes under a log dir; choose a path outside it"
             )
     if out_real.exists() and not out_real.is_dir():
-        raise CollectError(f"--out {out} exists and is not a directory")
+        raise OutputError(out, "exists and is not a directory")
     return out_real
 
 
@@ -168,40 +165,6 @@ def _metadata(table: str, depth: str, started_ms: int, log_dirs: list[str]) -> d
     }
 
 
-class _Sink:
-    """A Parquet file written batch by batch under a temporary name, renamed on close."""
-
-    def __init__(self, path: Path, schema: pa.Schema):
-        self.path = path
-        self.tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        self.schema = schema
-        self.writer = pq.ParquetWriter(self.tmp, schema, compression="zstd")
-        self.rows: list[dict] = []
-        self.count = 0
-
-    def add(self, rows: list[dict]) -> None:
-        self.rows.extend(rows)
-        self.count += len(rows)
-        if len(self.rows) >= FLUSH_ROWS:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.rows:
-            self.writer.write_table(pa.Table.from_pylist(self.rows, schema=self.schema))
-            self.rows = []
-
-    def close(self) -> None:
-        self.flush()
-        self.writer.close()
-        os.replace(self.tmp, self.path)
-
-    def abort(self) -> None:
-        try:
-            self.writer.close()
-        finally:
-            self.tmp.unlink(missing_ok=True)
-
-
 def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, depth: str = "index", *,
                      nice: bool = False, on_progress=None, state_dir: str | os.PathLike | None = None,
                      page_cache_care: bool | None = None, max_read_rate_mib_s: float | None = None) -> CollectResult:
@@ -224,19 +187,20 @@ def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, 
     started = time.monotonic()
     started_ms = time.time_ns() // 1_000_000
     abs_dirs = [os.path.abspath(d) for d in log_dirs]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    sinks = {
-        "segments": _Sink(out_dir / SEGMENTS_FILE, SEGMENT_SCHEMA.with_metadata(_metadata("segments", depth, started_ms, abs_dirs))),
-        "partitions": _Sink(out_dir / PARTITIONS_FILE, PARTITION_SCHEMA.with_metadata(_metadata("partitions", depth, started_ms, abs_dirs))),
-    }
-    host = socket.gethostname()
+    start_manifest(out_dir)
+    sinks: dict[str, ParquetSink] = {}
     infos = []
+    states = []  # each log dir's new scan state, written but renamed into place only once the manifest is complete
     try:
+        sinks["segments"] = ParquetSink(out_dir / SEGMENTS_FILE, SEGMENT_SCHEMA.with_metadata(
+            _metadata("segments", depth, started_ms, abs_dirs)))
+        sinks["partitions"] = ParquetSink(out_dir / PARTITIONS_FILE, PARTITION_SCHEMA.with_metadata(
+            _metadata("partitions", depth, started_ms, abs_dirs)))
         progress = Progress(log_dirs_total=len(log_dirs))
         for log_dir in log_dirs:
             for rows, prow, info in iter_log_dir(log_dir, depth, progress=progress, on_progress=on_progress,
                                                  state_dir=state_dir, page_cache_care=care,
-                                                 max_read_rate_mib_s=rate):
+                                                 max_read_rate_mib_s=rate, hold_state=states):
                 if rows:
                     sinks["segments"].add(rows)
                 if prow is not None:
@@ -244,37 +208,33 @@ def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, 
                 if info is not None:
                     infos.append(info)
         finished_ms = time.time_ns() // 1_000_000
-        rows = [{**{k: info.get(k) for k in LOG_DIRS_SCHEMA.names}, "host": host,
-                 "collected_at_ms": started_ms, "finished_at_ms": finished_ms} for info in infos]
         for sink in sinks.values():
             sink.close()
-        tmp = out_dir / f".{LOG_DIRS_FILE}.tmp-{os.getpid()}"
-        schema = LOG_DIRS_SCHEMA.with_metadata(_metadata("log_dirs", depth, started_ms, abs_dirs))
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp, compression="zstd")
-        os.replace(tmp, out_dir / LOG_DIRS_FILE)
+        _write_log_dirs(out_dir / LOG_DIRS_FILE, infos, (started_ms, finished_ms), depth, abs_dirs)
+        result.cluster_parts = collect_cluster_parts(log_dirs, out_dir, page_cache_care=care, max_read_rate_mib_s=rate)
+        finish_manifest(out_dir, started_ms, depth)
+        for state in states:   # after the marker: a collect that failed before it leaves every state as it was
+            state.publish()
     except BaseException:
         for sink in sinks.values():
-            if sink.tmp.exists():
-                sink.abort()
+            sink.abort()
+        for state in states:
+            state.abort()
         raise
-    result.cluster_parts = collect_cluster_parts(log_dirs, out_dir, page_cache_care=care, max_read_rate_mib_s=rate)
     result.segments, result.partitions = sinks["segments"].count, sinks["partitions"].count
     result.log_dirs = infos
     result.elapsed_s = time.monotonic() - started
     return result
 
 
-def _write_part(path: Path, write, what) -> int:
-    """One cluster part under a temporary name, renamed into place; lines written."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        with open(tmp, "wb") as out:
-            lines = write(what, out)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return lines
+def _write_log_dirs(path: Path, infos: list[dict], times: tuple[int, int], depth: str, abs_dirs: list[str]) -> None:
+    """LOG_DIRS_FILE: one row per log dir (the scan's info, this host, the collection's start and end)."""
+    host = socket.gethostname()
+    rows = [{**{k: info.get(k) for k in LOG_DIRS_SCHEMA.names}, "host": host,
+             "collected_at_ms": times[0], "finished_at_ms": times[1]} for info in infos]
+    schema = LOG_DIRS_SCHEMA.with_metadata(_metadata("log_dirs", depth, times[0], abs_dirs))
+    table = pa.Table.from_pylist(rows, schema=schema)
+    atomic_write(path, lambda fh: pq.write_table(table, fh, compression="zstd"))
 
 
 def collect_cluster_parts(log_dirs: list[str | os.PathLike], out_dir: Path, *, page_cache_care: bool = False,
@@ -291,7 +251,7 @@ def collect_cluster_parts(log_dirs: list[str | os.PathLike], out_dir: Path, *, p
         said.append("metadata log: none in these log dirs (not written)")
     else:
         log = _read_with_care(care, metadata_dirs, lambda: read_metadata_log(log_dirs, history=True))
-        _write_part(out_dir / CLUSTER_METADATA_FILE, portable.write_metadata, log)
+        write_part(out_dir / CLUSTER_METADATA_FILE, portable.write_metadata, log)
         said.append(f"metadata log: {log.metadata_dir} up to offset {log.state.last_offset}, "
                     f"{len(log.state.topics)} topics, {len(log.history)} changes, {len(log.notes)} notes "
                     f"-> {CLUSTER_METADATA_FILE}")
@@ -307,7 +267,7 @@ def _collect_remote(log_dirs: list[str], out_dir: Path, care) -> str:
         (out_dir / REMOTE_LOG_METADATA_FILE).unlink(missing_ok=True)
         return f"remote log metadata: no {REMOTE_METADATA_TOPIC} in these log dirs (not written)"
     meta = _read_with_care(care, remote_dirs, lambda: read_remote_log_dirs(log_dirs))
-    _write_part(out_dir / REMOTE_LOG_METADATA_FILE, portable.write_remote, meta)
+    write_part(out_dir / REMOTE_LOG_METADATA_FILE, portable.write_remote, meta)
     segments = sum(len(rp.segments) for rp in meta.partitions.values())
     return (f"remote log metadata: {len(meta.metadata_partitions)} {REMOTE_METADATA_TOPIC} partitions, "
             f"{len(meta.partitions)} partitions, {segments} remote segments, {len(meta.notes)} notes "
@@ -320,7 +280,7 @@ def _collect_groups(log_dirs: list[str], out_dir: Path, care, rate: ReadRate | N
         (out_dir / CONSUMER_GROUPS_FILE).unlink(missing_ok=True)
         return f"consumer groups: no {OFFSETS_TOPIC} in these log dirs (not written)"
     result = _read_with_care(care, dirs, lambda: read_offsets_groups(log_dirs, pace=rate.pace if rate else None))
-    _write_part(out_dir / CONSUMER_GROUPS_FILE, portable.write_groups, result)
+    write_part(out_dir / CONSUMER_GROUPS_FILE, portable.write_groups, result)
     return (f"consumer groups: {len(result.partitions)} {OFFSETS_TOPIC} partitions, {len(result.live)} live groups, "
             f"{sum(len(g.offsets) for g in result.live.values())} committed offsets, {len(result.notes)} notes "
             f"-> {CONSUMER_GROUPS_FILE}")
@@ -351,7 +311,8 @@ def find_manifests(paths: Iterable[str | os.PathLike]) -> list[str]:
     """Manifest directories (holding segments.parquet) named by paths, globs or parent dirs.
 
     A URL (``hdfs://``, ``s3a://``) cannot be listed here: it is taken as one manifest dir.
-    FileNotFoundError when nothing is found at all.
+    FileNotFoundError when nothing is found at all; IncompleteManifest (a FileNotFoundError) when a
+    local one is not complete (:func:`manifest_completeness`: a collect killed or failed while writing it).
     """
     paths = [str(p) for p in paths]
     found: list[str] = []
@@ -369,7 +330,11 @@ def find_manifests(paths: Iterable[str | os.PathLike]) -> list[str]:
                 found.extend(str(s.parent) for s in sorted(p.rglob(SEGMENTS_FILE)))
     if not found:
         raise FileNotFoundError(f"no manifest ({SEGMENTS_FILE}) found under {', '.join(paths)}")
-    return sorted(dict.fromkeys(found))
+    found = sorted(dict.fromkeys(found))
+    for manifest in found:
+        if "://" not in manifest:
+            check_manifest_complete(manifest)
+    return found
 
 
 def _open_part(manifest: str, name: str):

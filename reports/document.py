@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from auditor.atomic import atomic_open, atomic_write
 from auditor.json_stream import write_document
 from auditor.live_config import WANTED
 from auditor.schema import json_envelope
@@ -113,7 +114,7 @@ def write_outputs(doc: dict, out_html: str | None, out_json: str | None, history
     elif out_json:
         p = Path(out_json)
         p.parent.mkdir(parents=True, exist_ok=True)
-        with open(p, "w") as fh:
+        with atomic_open(p, "w") as fh:  # whole or not at all (auditor.atomic): a killed run leaves the old file
             write_document(doc, fh, default=str)
         written.append(str(p))
     history_rows: list[dict] = []
@@ -124,6 +125,6 @@ def write_outputs(doc: dict, out_html: str | None, out_json: str | None, history
     if out_html:
         p = Path(out_html)
         p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(render(doc, history_rows))
+        atomic_write(p, render(doc, history_rows))
         written.append(str(p))
     return written

@@ -5,12 +5,12 @@ Fails on: an import of a higher layer, a cycle between modules, a private ``_nam
 another package, a module the order does not place. The order, lowest first (a module may import
 its own layer and the ones below):
 
- 1 auditor (the package: __version__), auditor.units, auditor.schema, auditor.json_stream
+ 1 auditor (the package: __version__), auditor.units, auditor.schema, auditor.json_stream, auditor.atomic
  2 auditor.formats (pure parsing; auditor.formats.specs: generated tables)
  3 auditor.scan (files -> rows, pure Python), auditor.keys (key statistics and partitioners)
  4 auditor.cluster (what the cluster records about itself, read offline)
  5 auditor.replay (the replay search)
- 6 auditor.manifest (collect, read, find manifests)
+ 6 auditor.manifest (collect, read, find manifests), auditor.manifest_write (whole files, the marker)
  7 auditor.engine (Spark), auditor.local_engine (its in-process twin for small audits)
  8 checks (pure)
  9 auditor.check_runner, auditor.live_config, auditor.audit, auditor.audit_local (the pipeline),
@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, int]] = [
     ("auditor.units", 1),
     ("auditor.schema", 1),
     ("auditor.json_stream", 1),  # a streaming JSON encoder: no project import
+    ("auditor.atomic", 1),  # output files whole or absent: no project import
     ("auditor.formats", 2),
     ("auditor.formats.specs", 2),
     ("auditor.scan", 3),
@@ -44,6 +45,7 @@ LAYERS: list[tuple[str, int]] = [
     ("auditor.cluster", 4),
     ("auditor.replay", 5),
     ("auditor.manifest", 6),
+    ("auditor.manifest_write", 6),  # how collect writes a manifest so no reader trusts half of one
     ("auditor.engine", 7),
     ("auditor.local_engine", 7),
     ("checks", 8),

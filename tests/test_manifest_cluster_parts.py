@@ -20,8 +20,8 @@ from auditor.audit import AuditRequest, audit_context
 from auditor.cluster import metadata_log as ml
 from auditor.cluster import portable
 from auditor.cluster.remote_storage import RemoteLogMetadata, RemotePartition, RemoteSegment
-from auditor.manifest import (CLUSTER_METADATA_FILE, REMOTE_LOG_METADATA_FILE, collect_manifest,
-                              read_cluster_metadata, read_remote_log_metadata)
+from auditor.manifest import (CLUSTER_METADATA_FILE, COMPLETE_FILE, REMOTE_LOG_METADATA_FILE, collect_manifest,
+                              finish_manifest, read_cluster_metadata, read_remote_log_metadata)
 from auditor.scan.pagecache import file_residency
 from realdata import LOG_DIRS, REAL
 
@@ -116,6 +116,7 @@ def test_damaged_parts_are_notes_and_the_next_copy_is_used(manifest, tmp_path):
     (tmp_path / "junk").mkdir()
     shutil.copy(manifest / "segments.parquet", tmp_path / "junk")
     (tmp_path / "junk" / CLUSTER_METADATA_FILE).write_bytes(b"not gzip at all")
+    finish_manifest(tmp_path / "junk", 0, "index")  # (a complete manifest: only its part is junk)
     log, notes = read_cluster_metadata([tmp_path / "junk"])
     assert log is None and "not used" in notes[0].message
 
@@ -124,7 +125,8 @@ def test_a_manifest_without_the_parts_reads_as_before(manifest, tmp_path):
     """The manifest format before the cluster parts (the three Parquet files only): nothing from
     the metadata log, no remote view; the audit context is what it was."""
     old = tmp_path / "old"
-    shutil.copytree(manifest, old, ignore=shutil.ignore_patterns("*.jsonl.gz"))
+    shutil.copytree(manifest, old, ignore=shutil.ignore_patterns("*.jsonl.gz", COMPLETE_FILE))
+    finish_manifest(old, 0, "index")  # (complete without them)
     assert read_cluster_metadata([old]) == (None, [])
     assert read_remote_log_metadata([old]) == (None, [])
     ctx = audit_context(AuditRequest(manifests=[str(old)]), lambda m: None)

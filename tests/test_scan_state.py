@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from auditor.atomic import OutputError
 from auditor.scan import scan_log_dirs
 from auditor.scan.state import STATE_FORMAT, StateDirError, check_state_dir, read_state_file, state_file_name
 from harness.moves import move_log_dir
@@ -335,5 +336,5 @@ def test_state_dir_inside_a_log_dir_is_refused(cluster, tmp_path):
             check_state_dir(state, [tmp_path / "elsewhere", logs])
     check_state_dir(tmp_path / "link", [log_dir, tmp_path / "elsewhere"])
     (tmp_path / "file").write_text("x")
-    with pytest.raises(StateDirError, match="not a directory"):
+    with pytest.raises(OutputError, match="not a directory"):
         check_state_dir(tmp_path / "file", [log_dir])

@@ -11,7 +11,8 @@ import importlib
 import sys
 
 from auditor import __version__
-from auditor.cli.common import EXIT_OK, EXIT_USAGE, FORMATTER, CliError
+from auditor.atomic import OutputError
+from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_USAGE, FORMATTER, CliError, InputProblem
 
 COMMANDS = {
     "scan": ("auditor.cli.scan", "read log dirs into the segment and partition tables"),
@@ -72,5 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         sys.stderr.write(f"kafka-audit: error: {exc}\n")
         return EXIT_USAGE
+    except (OutputError, InputProblem) as exc:  # an output that cannot be written, an incomplete manifest
+        sys.stderr.write(f"kafka-audit: error: {exc}\n")
+        return EXIT_INPUT_PROBLEM
     except BrokenPipeError:
         return EXIT_OK

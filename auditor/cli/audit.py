@@ -8,8 +8,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from auditor.accept import AcceptFileError, load as load_accept
+from auditor.atomic import OutputError, check_writable
 from auditor.audit import AuditOutcome, AuditRequest, run_audit
-from auditor.cli.common import FORMATTER, CliError, progress_printer, wants_progress
+from auditor.cli.common import FORMATTER, CliError, InputProblem, progress_printer, wants_progress
 from auditor.cli.metrics_file import add_metrics_options, check_metrics_args, write_failure_metrics, write_run_metrics
 from auditor.engine import parse_conf
 from auditor.live_config import LiveConfigError
@@ -121,6 +122,12 @@ def request_from_args(args) -> AuditRequest:
             check_state_dir(args.state, args.log_dir)
         except StateDirError as exc:
             raise CliError(str(exc)) from None
+    # outputs that cannot be written fail now (exit 3), not after the scan (and before a --state moves on)
+    for path, is_dir in ((getattr(args, "out", None), False), (getattr(args, "json", None), False),
+                         (getattr(args, "history", None), True), (getattr(args, "parquet", None), True),
+                         (getattr(args, "state", None), True)):
+        if path and path != "-" and "://" not in path:
+            check_writable(path, is_dir)
     topics = [t for chunk in (args.topic or []) for t in chunk.split(",") if t] or None
     return AuditRequest(log_dirs=args.log_dir or [], manifests=args.manifest or [], depth=args.depth,
                         config_path=args.config, fail_on=args.fail_on, at_ms=at, topics=topics, master=args.master,
@@ -137,12 +144,20 @@ def execute(req: AuditRequest, args, out_html, out_json, history) -> int:
         outcome: AuditOutcome = run_audit(req, progress)
     except (ConfigError, LiveConfigError, ValueError) as exc:
         raise CliError(str(exc)) from None
+    except FileNotFoundError as exc:  # no manifest there, or one a killed collect left (IncompleteManifest)
+        raise InputProblem(str(exc)) from None
     previous = read_previous(history, outcome.now_ms) if history else None
     doc, history_rows, accept_entries = annotate(build_document(outcome), previous, accept, fail_on_new)
-    for path in write_outputs(doc, out_html, out_json, history):
+    try:
+        written = write_outputs(doc, out_html, out_json, history)
+        if history:
+            written.append(append_findings(history, doc["generated_at_ms"], history_rows, accept_entries))
+    except OutputError:
+        raise
+    except OSError as exc:  # (a full disk under the history's Parquet writer names no path)
+        raise OutputError(exc.filename or history or out_json or out_html, exc) from exc
+    for path in written:
         sys.stderr.write(f"wrote {path}\n")
-    if history:
-        sys.stderr.write(f"wrote {append_findings(history, doc['generated_at_ms'], history_rows, accept_entries)}\n")
     if args.metrics:  # after the outputs: failing to write them is a failed run
         sys.stderr.write(f"wrote {write_run_metrics(args, doc)}\n")
     # with --json - stdout carries the JSON alone, so the summary goes to stderr

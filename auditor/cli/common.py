@@ -39,6 +39,11 @@ class CliError(Exception):
     """A usage or configuration problem: reported as one line, exit 2."""
 
 
+class InputProblem(Exception):
+    """An input the command cannot use as it is (e.g. a manifest a killed collect left): one line, exit 3.
+    (An output that cannot be written, :class:`auditor.atomic.OutputError`, is also exit 3.)"""
+
+
 def input_exit_code(log_dirs: Iterable[dict]) -> int:
     """EXIT_INPUT_PROBLEM when a given path is not a Kafka log dir (no meta.properties and no
     partition directory), else EXIT_OK: the one exit-3 rule of scan and collect."""

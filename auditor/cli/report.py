@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+from auditor.atomic import atomic_write
 from auditor.cli.common import EXIT_OK, FORMATTER, CliError
 from reports import history as hist
 from reports.html import render
@@ -26,6 +27,6 @@ def run(args) -> int:
         doc = json.loads(Path(args.findings_json).read_text())
     except (OSError, ValueError) as exc:
         raise CliError(f"{args.findings_json}: cannot read the findings JSON: {exc}") from None
-    Path(args.out).write_text(render(doc, hist.read(args.history)))
+    atomic_write(args.out, render(doc, hist.read(args.history)))  # whole or not at all
     sys.stderr.write(f"wrote {args.out}\n")
     return EXIT_OK

@@ -114,10 +114,14 @@ def run(args) -> int:
     if show_progress:
         sys.stderr.write("\n")
     if args.parquet:
+        from auditor.atomic import check_writable, atomic_write  # each file whole or not at all
+
         out_dir = Path(args.parquet)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        pq.write_table(to_table(result.segments, SEGMENT_SCHEMA), out_dir / "segments.parquet")
-        pq.write_table(to_table(result.partitions, PARTITION_SCHEMA), out_dir / "partitions.parquet")
+        check_writable(out_dir, is_dir=True)
+        for name, rows, schema in (("segments.parquet", result.segments, SEGMENT_SCHEMA),
+                                   ("partitions.parquet", result.partitions, PARTITION_SCHEMA)):
+            table = to_table(rows, schema)
+            atomic_write(out_dir / name, lambda fh, table=table: pq.write_table(table, fh))
         sys.stderr.write(f"wrote {out_dir / 'segments.parquet'} and {out_dir / 'partitions.parquet'}\n")
     if args.json:
         extra = key_statistics(args, result) if want_keys else {}

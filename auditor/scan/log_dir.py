@@ -110,6 +110,7 @@ def iter_log_dir(
     state_dir: str | os.PathLike | None = None,
     page_cache_care: bool = False,
     max_read_rate_mib_s: float | None = None,
+    hold_state: list | None = None,
 ) -> Iterator[tuple[list[dict], dict | None, dict | None]]:
     """Yields (segment rows, partition row) per partition directory, then (\u2205, None, log-dir info).
 
@@ -117,7 +118,8 @@ def iter_log_dir(
     ``state_dir`` the scan is incremental (:mod:`auditor.scan.state`: unchanged closed segments are
     not read again; the log-dir info gets ``scan_state`` counts); ``page_cache_care`` drops the
     pages the scan brought into the page cache, ``max_read_rate_mib_s`` paces the reads
-    (:mod:`auditor.scan.pagecache`; the info gets ``page_cache``).
+    (:mod:`auditor.scan.pagecache`; the info gets ``page_cache``). ``hold_state``: the new state is
+    written but appended to this list to be renamed (``publish()``) once the caller's outputs are whole.
     """
     from auditor.scan.pagecache import PageCacheCare, ReadRate  # here: ctypes and libc only for a scan that asks
 
@@ -147,10 +149,7 @@ def iter_log_dir(
             state.abort()
         raise
     if state is not None:
-        state.commit()
-        plan.info["scan_state"] = {"file": str(state.path), "reused": state.reused, "read": state.scanned,
-                                   "continued": state.continued, "skipped_bytes": state.skipped_bytes,
-                                   "kept": state.stored, "rewritten": state.rewritten}
+        _finish_state(state, plan.info, hold_state)
     if care is not None or rate is not None:
         plan.info["page_cache"] = {"dropped_bytes": care.dropped_bytes if care else 0,
                                    "paced_s": round(rate.slept_s, 3) if rate else 0.0}
@@ -159,6 +158,18 @@ def iter_log_dir(
         if on_progress is not None:
             on_progress(progress)
     yield [], None, plan.info
+
+
+def _finish_state(state: LogDirState, info: dict, hold_state: list | None) -> None:
+    """Writes the new state (renamed into place now, or by whoever holds it: ``hold_state``); its counts in ``info``."""
+    if hold_state is None:
+        state.commit()
+    else:
+        state.prepare()
+        hold_state.append(state)
+    info["scan_state"] = {"file": str(state.path), "reused": state.reused, "read": state.scanned,
+                          "continued": state.continued, "skipped_bytes": state.skipped_bytes,
+                          "kept": state.stored, "rewritten": state.rewritten}
 
 
 def _open_state(state_dir, plan: LogDirPlan, depth: str) -> LogDirState | None:

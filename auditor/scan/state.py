@@ -27,7 +27,8 @@ compacting and moving replicas between log dirs).
 One state file per log dir and depth, in the state dir (never inside a log dir: refused like
 ``collect --out``): lines of text (see END_MARK) with one line per kept segment (directory name,
 base offset, proof, for an active segment where its walk ended, the segment row as a JSON array),
-streamed to a temporary name, ended by a count and a CRC-32, fsynced and renamed into place;
+streamed to a temporary name, ended by a count and a CRC-32, fsynced and renamed into place
+(``collect``: after its manifest is complete, so a failed collect leaves the old one as it was);
 not written at all when every line would be the old file's (nothing new, nothing gone, nothing
 changed: the nightly run of a quiet log dir; an active segment with nothing appended keeps its
 line, whose row is its seed: the walk's columns are what a continuation takes from it). Its
@@ -40,6 +41,7 @@ out one partition directory at a time.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import json.scanner
@@ -53,6 +55,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from auditor import __version__
+from auditor.atomic import OutputError, as_output_error, publish, remove_stale_temps, temp_path
 from auditor.formats.log_reader import c_segment_proof
 from auditor.scan.resume import WALK_COLUMNS, can_seed, quiet_row
 from auditor.scan.segment import SegmentFiles
@@ -130,7 +133,7 @@ def _check_state_path(state_dir, log_dirs) -> None:
         if real == root or real.startswith(root.rstrip(os.sep) + os.sep):
             _refuse(state_dir, real, root)
     if os.path.exists(real) and not os.path.isdir(real):
-        raise StateDirError(f"--state {state_dir} exists and is not a directory")
+        raise OutputError(state_dir, "--state exists and is not a directory")
 
 
 def _refuse(state_dir, real: str, root: str) -> None:
@@ -370,6 +373,7 @@ class LogDirState:
                     "directory_id": str(info.get("directory_id")), "cluster_id": str(info.get("cluster_id")),
                     "broker_id": str(info.get("broker_id"))}
         state = cls(Path(state_dir) / state_file_name(log_dir, depth), identity)
+        remove_stale_temps(state_dir, {state.path.name})  # what runs killed before their rename left
         state._load()
         return state
 
@@ -413,9 +417,12 @@ class LogDirState:
         if same and self._held is not None:
             self._held.append((dir_name, base_offset, proof, resume_json, row_json))
             return
-        if self._out is None:
-            self._start()
-        self._line(dir_name, base_offset, proof, resume_json, row_json)
+        try:
+            if self._out is None:
+                self._start()
+            self._line(dir_name, base_offset, proof, resume_json, row_json)
+        except OSError as exc:  # (a full or read-only state dir: named here; the scan aborts the state)
+            raise as_output_error(self.path, exc) from exc
 
     def _line(self, dir_name: str, base_offset: int, proof: str | None, resume_json: str | None,
               row_json: str) -> None:
@@ -438,7 +445,7 @@ class LogDirState:
 
     def _start(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
+        self._tmp = temp_path(self.path)
         self._out = open(self._tmp, "wb")  # noqa: SIM115 - closed by commit/abort
         self._zout = zlib.compressobj(LEVEL)
         head = (json.dumps(self.identity, sort_keys=True) + "\n").encode()
@@ -452,27 +459,42 @@ class LogDirState:
         """Writes the new state (every closed segment seen this run) and renames it into place; nothing
         when it would be the old one (a trusted state whose every line was kept as it was, none
         added: the nightly run of a quiet log dir writes and fsyncs nothing)."""
+        self.prepare()
+        self.publish()
+
+    def prepare(self) -> None:
+        """:meth:`commit` but the rename (``collect`` calls :meth:`publish` once its manifest is complete)."""
         if self._out is None and self._old_lines == self._lines:
             self._held, self.by_dir = [], {}
             return
-        if self._out is None:
-            self._start()
-        self._write(f"{END_MARK}\t{self._lines}\t{self._crc:08x}\n".encode(), flush=True)
-        if self._zout is not None:
-            self._out.write(self._zout.flush())
-        self._zout = None
-        self._out.flush()
-        os.fsync(self._out.fileno())
-        self._out.close()
-        os.replace(self._tmp, self.path)
+        try:
+            if self._out is None:
+                self._start()
+            self._write(f"{END_MARK}\t{self._lines}\t{self._crc:08x}\n".encode(), flush=True)
+            if self._zout is not None:
+                self._out.write(self._zout.flush())
+            self._zout = None
+            self._out.flush()
+            os.fsync(self._out.fileno())
+            self._out.close()
+        except OSError as exc:
+            self.abort()
+            raise as_output_error(self.path, exc) from exc
         self._out = None
         self.rewritten = True
         self.by_dir = {}
 
+    def publish(self) -> None:
+        """Renames the state :meth:`prepare` wrote into place (readers see the old file or the new one)."""
+        if self._tmp is not None and self.rewritten:
+            publish(self._tmp, self.path)
+
     def abort(self) -> None:
+        """Drops the new state (the old file stays as it was)."""
         self._zout = None
         if self._out is not None:
-            self._out.close()
+            with contextlib.suppress(OSError):  # (a full disk fails the close's flush too: the file goes anyway)
+                self._out.close()
             self._out = None
         if self._tmp is not None:
             self._tmp.unlink(missing_ok=True)
