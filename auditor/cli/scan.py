@@ -10,8 +10,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from auditor.cli.common import (
-    DEPTH_HELP, FORMATTER, CliError, csv_cell, input_exit_code, progress_printer, wants_progress,
-    write_json, write_scan_table,
+    DEPTH_HELP, FORMATTER, CliError, csv_cell, input_exit_code, progress_printer, require_extra,
+    wants_progress, write_json, write_scan_table,
 )
 from auditor.engine import (
     LOG_DIR_INFO_KEYS, aggregates, build_spark, parse_conf, read_manifests, rows_to_driver, scan_dataframes,
@@ -73,6 +73,7 @@ def run(args) -> int:
     if not args.log_dirs and not args.manifest:
         raise CliError("give at least one LOGDIR (or --manifest with --engine spark)")
     if args.engine == "spark":
+        require_extra("scan --engine spark", "audit")
         try:
             return run_spark(args)
         except (ValueError, FileNotFoundError) as exc:
