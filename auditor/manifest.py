@@ -39,9 +39,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING
 
 from auditor import __version__
 from auditor.cluster import portable
@@ -55,7 +53,10 @@ from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_dirs
 from auditor.scan import Progress, iter_log_dir
 from auditor.scan.pagecache import PageCacheCare, ReadRate
 from auditor.scan.state import check_state_dir
-from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, read_parquet
+from auditor.schema import PARTITION_COLUMNS, SEGMENT_COLUMNS, arrow_schema, arrow_type, read_parquet
+
+if TYPE_CHECKING:  # pyarrow (numpy with it: ~0.4 s) is imported where a table is written or read
+    import pyarrow as pa
 
 SEGMENTS_FILE = "segments.parquet"
 PARTITIONS_FILE = "partitions.parquet"
@@ -70,20 +71,18 @@ FLUSH_ROWS = 8192
 NICE_READ_RATE_MIB_S = 64.0
 """``collect --nice`` reads at most this many MiB/s unless ``--max-read-rate`` says otherwise."""
 
-LOG_DIRS_SCHEMA = pa.schema(
-    [
-        pa.field("log_dir", pa.string()),
-        pa.field("broker_id", pa.int32()),
-        pa.field("cluster_id", pa.string()),
-        pa.field("directory_id", pa.string()),
-        pa.field("partition_dirs", pa.int64()),
-        pa.field("problems", pa.list_(pa.string())),
-        pa.field("host", pa.string()),
-        pa.field("collected_at_ms", pa.int64()),
-        pa.field("finished_at_ms", pa.int64()),
-    ]
-)
-"""One row per log dir of a manifest (the scanner's log-dir info plus where and when)."""
+LOG_DIRS_FIELDS = (("log_dir", "string"), ("broker_id", "int32"), ("cluster_id", "string"), ("directory_id", "string"),
+                   ("partition_dirs", "int64"), ("problems", "list<string>"), ("host", "string"),
+                   ("collected_at_ms", "int64"), ("finished_at_ms", "int64"))
+"""LOG_DIRS_SCHEMA's columns (built by ``__getattr__``: pyarrow imported on first use): one row per log dir."""
+
+
+def __getattr__(name: str):
+    if name != "LOG_DIRS_SCHEMA":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import pyarrow as pa
+
+    return pa.schema([pa.field(column, arrow_type(type_name)) for column, type_name in LOG_DIRS_FIELDS])
 
 
 class CollectError(Exception):
@@ -172,6 +171,10 @@ class _Sink:
     """A Parquet file written batch by batch under a temporary name, renamed on close."""
 
     def __init__(self, path: Path, schema: pa.Schema):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.from_rows = pa.Table.from_pylist
         self.path = path
         self.tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         self.schema = schema
@@ -187,7 +190,7 @@ class _Sink:
 
     def flush(self) -> None:
         if self.rows:
-            self.writer.write_table(pa.Table.from_pylist(self.rows, schema=self.schema))
+            self.writer.write_table(self.from_rows(self.rows, schema=self.schema))
             self.rows = []
 
     def close(self) -> None:
@@ -225,10 +228,10 @@ def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, 
     started_ms = time.time_ns() // 1_000_000
     abs_dirs = [os.path.abspath(d) for d in log_dirs]
     out_dir.mkdir(parents=True, exist_ok=True)
-    sinks = {
-        "segments": _Sink(out_dir / SEGMENTS_FILE, SEGMENT_SCHEMA.with_metadata(_metadata("segments", depth, started_ms, abs_dirs))),
-        "partitions": _Sink(out_dir / PARTITIONS_FILE, PARTITION_SCHEMA.with_metadata(_metadata("partitions", depth, started_ms, abs_dirs))),
-    }
+    tables = {"segments": (SEGMENTS_FILE, arrow_schema(SEGMENT_COLUMNS)), "partitions": (PARTITIONS_FILE, arrow_schema(PARTITION_COLUMNS)),
+              "log_dirs": (LOG_DIRS_FILE, __getattr__("LOG_DIRS_SCHEMA"))}
+    sinks = {name: _Sink(out_dir / file, schema.with_metadata(_metadata(name, depth, started_ms, abs_dirs)))
+             for name, (file, schema) in tables.items()}
     host = socket.gethostname()
     infos = []
     try:
@@ -244,14 +247,10 @@ def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, 
                 if info is not None:
                     infos.append(info)
         finished_ms = time.time_ns() // 1_000_000
-        rows = [{**{k: info.get(k) for k in LOG_DIRS_SCHEMA.names}, "host": host,
-                 "collected_at_ms": started_ms, "finished_at_ms": finished_ms} for info in infos]
+        sinks["log_dirs"].add([{**{k: info.get(k) for k, _ in LOG_DIRS_FIELDS}, "host": host,
+                                "collected_at_ms": started_ms, "finished_at_ms": finished_ms} for info in infos])
         for sink in sinks.values():
             sink.close()
-        tmp = out_dir / f".{LOG_DIRS_FILE}.tmp-{os.getpid()}"
-        schema = LOG_DIRS_SCHEMA.with_metadata(_metadata("log_dirs", depth, started_ms, abs_dirs))
-        pq.write_table(pa.Table.from_pylist(rows, schema=schema), tmp, compression="zstd")
-        os.replace(tmp, out_dir / LOG_DIRS_FILE)
     except BaseException:
         for sink in sinks.values():
             if sink.tmp.exists():
@@ -342,8 +341,8 @@ def _listing(log_dir) -> list[str]:
 def read_manifest(path: str | os.PathLike) -> tuple[pa.Table, pa.Table, pa.Table]:
     """One manifest's three tables with pyarrow (no Spark): segments, partitions, log dirs."""
     p = Path(path)
-    return (read_parquet(p / SEGMENTS_FILE, schema=SEGMENT_SCHEMA),
-            read_parquet(p / PARTITIONS_FILE, schema=PARTITION_SCHEMA),
+    return (read_parquet(p / SEGMENTS_FILE, schema=arrow_schema(SEGMENT_COLUMNS)),
+            read_parquet(p / PARTITIONS_FILE, schema=arrow_schema(PARTITION_COLUMNS)),
             read_parquet(p / LOG_DIRS_FILE))
 
 
