@@ -51,7 +51,7 @@ from auditor.cluster.remote_storage import METADATA_TOPIC as REMOTE_METADATA_TOP
 from auditor.cluster.remote_storage import RemoteLogMetadata
 from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_dirs
 from auditor.scan import Progress, iter_log_dir
-from auditor.scan.pagecache import PageCacheCare, ReadRate
+from auditor.scan.pagecache import NICE_READ_RATE_MIB_S, PageCacheCare, ReadRate
 from auditor.scan.state import check_state_dir
 from auditor.schema import PARTITION_COLUMNS, SEGMENT_COLUMNS, arrow_schema, arrow_type, read_parquet
 
@@ -68,8 +68,6 @@ MANIFEST_FORMAT = 2
 """2: may carry CLUSTER_METADATA_FILE / REMOTE_LOG_METADATA_FILE / CONSUMER_GROUPS_FILE (1: the three
 Parquet files only)."""
 FLUSH_ROWS = 8192
-NICE_READ_RATE_MIB_S = 64.0
-"""``collect --nice`` reads at most this many MiB/s unless ``--max-read-rate`` says otherwise."""
 
 LOG_DIRS_FIELDS = (("log_dir", "string"), ("broker_id", "int32"), ("cluster_id", "string"), ("directory_id", "string"),
                    ("partition_dirs", "int64"), ("problems", "list<string>"), ("host", "string"),
