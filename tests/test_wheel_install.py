@@ -233,6 +233,20 @@ def test_audit_extra_lists_what_the_cli_checks_for():
         m.replace("_", "-") for m in AUDIT_ONLY_MODULES)
 
 
+@pytest.mark.parametrize("command", ["collect", "replay-check", "groups", "metadata"])
+def test_broker_commands_start_without_arrow_or_the_audit_stack(command):
+    """Their ``--help`` imports neither pyarrow nor numpy (~0.4 s on a broker) nor the [audit] stack:
+    the start-up benchmarks/startup.py measures stays small."""
+    heavy = ("pyarrow", "numpy") + AUDIT_ONLY_MODULES
+    code = ("import contextlib, io, sys\nfrom auditor.cli import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+            f"    main([{command!r}, '--help'])  # argparse exits after the help\n"
+            f"print(0, sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r}))")
+    proc = checked(run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}),
+                   f"{command} --help")
+    assert proc.stdout.split(None, 1) == ["0", "[]\n"], proc.stdout
+
+
 def test_base_install_runs_the_broker_commands_with_the_checkouts_results(venv, log_dirs, checkout_results, tmp_path,
                                                                            capsys):
     where = venv_python(venv, "import auditor, auditor.formats._cwalk as c; print(auditor.__file__); print(c.__file__)")
