@@ -60,12 +60,10 @@ from auditor.manifest_write import (CLUSTER_METADATA_FILE, COMPLETE_FILE, CONSUM
                                     check_manifest_complete, finish_manifest, manifest_completeness,
                                     start_manifest, write_part)
 from auditor.scan import Progress, iter_log_dir
-from auditor.scan.pagecache import PageCacheCare, ReadRate
+from auditor.scan.pagecache import NICE_READ_RATE_MIB_S, PageCacheCare, ReadRate  # noqa: F401 (re-exported)
 from auditor.scan.state import check_state_dir
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, read_parquet
 
-NICE_READ_RATE_MIB_S = 64.0
-"""``collect --nice`` reads at most this many MiB/s unless ``--max-read-rate`` says otherwise."""
 
 LOG_DIRS_SCHEMA = pa.schema(
     [

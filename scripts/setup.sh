@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Creates .venv in the repo root and installs the auditor (and, with --test, the test tools).
+# Creates .venv in the repo root and installs the auditor with the full audit's [audit] extra
+# (with --test: [test], which includes [audit], [airflow] and the test tools).
 # Idempotent: re-running only installs what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,5 +14,7 @@ PIP=(.venv/bin/python -m pip install -q --retries 10 --timeout 60)
 if [ "${1:-}" = "--test" ]; then
   "${PIP[@]}" -e ".[test]"
 else
-  "${PIP[@]}" -e .
+  # the README's demo runs the full audit on Spark: the [audit] extra (a broker needs only the
+  # base install: docs/broker-install.md)
+  "${PIP[@]}" -e ".[audit]"
 fi

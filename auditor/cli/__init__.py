@@ -12,7 +12,8 @@ import sys
 
 from auditor import __version__
 from auditor.atomic import OutputError
-from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_USAGE, FORMATTER, CliError, InputProblem
+from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_USAGE, FORMATTER, CliError, InputProblem, NeedsExtra, \
+    require_extra
 
 COMMANDS = {
     "scan": ("auditor.cli.scan", "read log dirs into the segment and partition tables"),
@@ -33,6 +34,11 @@ module registers), in the order ``--help`` lists them. A module is imported only
 runs: replay-check must not pay for pandas, the audit stack or Spark (tests/test_layers.py), and the
 top-level ``--help`` lists the commands from these lines alone (tests/test_cli.py proves they equal
 the modules' own)."""
+
+NEEDS_EXTRA = {"audit": "audit", "report": "audit", "demo": "audit"}
+"""Command -> the optional extra it needs (pyproject.toml); checked before its module is imported,
+so a base install (a broker's) answers with one line naming the extra instead of a traceback.
+``scan --engine spark`` checks the same extra where that mode starts."""
 
 
 def build_parser(only: str | None = None, *, summary: bool = False) -> argparse.ArgumentParser:
@@ -60,6 +66,16 @@ def build_parser(only: str | None = None, *, summary: bool = False) -> argparse.
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        if argv and argv[0] in NEEDS_EXTRA:
+            require_extra(argv[0], NEEDS_EXTRA[argv[0]])
+        return _run(argv)
+    except NeedsExtra as exc:
+        sys.stderr.write(f"{exc}\n")
+        return EXIT_USAGE
+
+
+def _run(argv: list[str]) -> int:
     # a command's own arguments are parsed by its subparser alone: when the first word names a
     # command, the other commands' modules are not imported; anything else (--help, --version,
     # nothing, a word that is no command) is answered from the one-line summaries

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from auditor.cli.common import DEPTH_HELP, FORMATTER, CliError, input_exit_code, progress_printer, wants_progress
-from auditor.manifest import NICE_READ_RATE_MIB_S, CollectError, collect_manifest
+from auditor.scan.pagecache import NICE_READ_RATE_MIB_S
 from auditor.scan.state import StateDirError
 from auditor.units import human_bytes
 from auditor.schema import DEPTHS
@@ -60,6 +60,10 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    # here, not at the top: `collect --help` starts without the manifest writer and the cluster
+    # decoders (half its start-up on a broker; benchmarks/startup.py)
+    from auditor.manifest import CollectError, collect_manifest
+
     for path in args.log_dirs:
         if not Path(path).is_dir():
             raise CliError(f"log dir {path!r} is not a directory")

@@ -11,6 +11,7 @@ Exit codes (so scripts can gate on them):
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -42,6 +43,29 @@ class CliError(Exception):
 class InputProblem(Exception):
     """An input the command cannot use as it is (e.g. a manifest a killed collect left): one line, exit 3.
     (An output that cannot be written, :class:`auditor.atomic.OutputError`, is also exit 3.)"""
+
+
+EXTRA_MODULES = {"audit": ("pyspark", "great_expectations", "pandas", "matplotlib", "jinja2")}
+"""An optional extra of pyproject.toml -> the top-level modules of the packages it adds. The base
+install (collect, scan, replay-check, groups, metadata) needs none of them; tests/test_wheel_install.py
+checks this list against pyproject.toml's."""
+
+
+class NeedsExtra(Exception):
+    """A command (or one of its modes) needs an optional extra that is not installed: one line,
+    naming the extra and how to install it, exit 2 (a usage error: this install cannot do that)."""
+
+    def __init__(self, what: str, extra: str, missing: list[str]):
+        super().__init__(f"kafka-audit {what}: needs the [{extra}] extra: "
+                         f"pip install 'kafka-log-auditor[{extra}]' (not installed here: {', '.join(missing)})")
+
+
+def require_extra(what: str, extra: str) -> None:
+    """Raise :class:`NeedsExtra` unless every module of ``extra`` can be imported. Looked up with
+    ``find_spec`` (nothing imported): the check costs a few path lookups, not the audit stack."""
+    missing = [m for m in EXTRA_MODULES[extra] if importlib.util.find_spec(m) is None]
+    if missing:
+        raise NeedsExtra(what, extra, missing)
 
 
 def input_exit_code(log_dirs: Iterable[dict]) -> int:

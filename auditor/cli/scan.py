@@ -10,8 +10,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from auditor.cli.common import (
-    DEPTH_HELP, FORMATTER, CliError, csv_cell, input_exit_code, progress_printer, wants_progress,
-    write_json, write_scan_table,
+    DEPTH_HELP, FORMATTER, CliError, csv_cell, input_exit_code, progress_printer, require_extra,
+    wants_progress, write_json, write_scan_table,
 )
 from auditor.engine import (
     LOG_DIR_INFO_KEYS, aggregates, build_spark, parse_conf, read_manifests, rows_to_driver, scan_dataframes,
@@ -105,6 +105,7 @@ def run(args) -> int:
     if want_keys and (args.engine != "local" or not args.json):
         raise CliError("--keys / --keys-sample-mib need --json and the local engine")
     if args.engine == "spark":
+        require_extra("scan --engine spark", "audit")
         try:
             return run_spark(args)
         except (ValueError, FileNotFoundError) as exc:

@@ -32,6 +32,8 @@ PAGE = mmap.PAGESIZE
 _PROT_READ = 0x1
 _MAP_SHARED = 0x01
 _MAP_FAILED = ctypes.c_void_p(-1).value
+NICE_READ_RATE_MIB_S = 64.0
+"""``collect --nice`` reads at most this many MiB/s unless ``--max-read-rate`` says otherwise."""
 
 
 def _libc():
