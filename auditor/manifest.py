@@ -41,8 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING
 
 from auditor import __version__
 from auditor.atomic import OutputError, atomic_write
@@ -62,23 +61,24 @@ from auditor.manifest_write import (CLUSTER_METADATA_FILE, COMPLETE_FILE, CONSUM
 from auditor.scan import Progress, iter_log_dir
 from auditor.scan.pagecache import NICE_READ_RATE_MIB_S, PageCacheCare, ReadRate  # noqa: F401 (re-exported)
 from auditor.scan.state import check_state_dir
-from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, read_parquet
+from auditor.schema import PARTITION_COLUMNS, SEGMENT_COLUMNS, arrow_schema, arrow_type, read_parquet
+
+if TYPE_CHECKING:  # pyarrow (numpy with it: ~0.4 s) is imported where a table is written or read
+    import pyarrow as pa
 
 
-LOG_DIRS_SCHEMA = pa.schema(
-    [
-        pa.field("log_dir", pa.string()),
-        pa.field("broker_id", pa.int32()),
-        pa.field("cluster_id", pa.string()),
-        pa.field("directory_id", pa.string()),
-        pa.field("partition_dirs", pa.int64()),
-        pa.field("problems", pa.list_(pa.string())),
-        pa.field("host", pa.string()),
-        pa.field("collected_at_ms", pa.int64()),
-        pa.field("finished_at_ms", pa.int64()),
-    ]
-)
-"""One row per log dir of a manifest (the scanner's log-dir info plus where and when)."""
+LOG_DIRS_FIELDS = (("log_dir", "string"), ("broker_id", "int32"), ("cluster_id", "string"), ("directory_id", "string"),
+                   ("partition_dirs", "int64"), ("problems", "list<string>"), ("host", "string"),
+                   ("collected_at_ms", "int64"), ("finished_at_ms", "int64"))
+"""LOG_DIRS_SCHEMA's columns (built by ``__getattr__``: pyarrow imported on first use): one row per log dir."""
+
+
+def __getattr__(name: str):
+    if name != "LOG_DIRS_SCHEMA":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import pyarrow as pa
+
+    return pa.schema([pa.field(column, arrow_type(type_name)) for column, type_name in LOG_DIRS_FIELDS])
 
 
 class CollectError(Exception):
@@ -190,9 +190,9 @@ def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, 
     infos = []
     states = []  # each log dir's new scan state, written but renamed into place only once the manifest is complete
     try:
-        sinks["segments"] = ParquetSink(out_dir / SEGMENTS_FILE, SEGMENT_SCHEMA.with_metadata(
+        sinks["segments"] = ParquetSink(out_dir / SEGMENTS_FILE, arrow_schema(SEGMENT_COLUMNS).with_metadata(
             _metadata("segments", depth, started_ms, abs_dirs)))
-        sinks["partitions"] = ParquetSink(out_dir / PARTITIONS_FILE, PARTITION_SCHEMA.with_metadata(
+        sinks["partitions"] = ParquetSink(out_dir / PARTITIONS_FILE, arrow_schema(PARTITION_COLUMNS).with_metadata(
             _metadata("partitions", depth, started_ms, abs_dirs)))
         progress = Progress(log_dirs_total=len(log_dirs))
         for log_dir in log_dirs:
@@ -228,9 +228,13 @@ def collect_manifest(log_dirs: list[str | os.PathLike], out: str | os.PathLike, 
 def _write_log_dirs(path: Path, infos: list[dict], times: tuple[int, int], depth: str, abs_dirs: list[str]) -> None:
     """LOG_DIRS_FILE: one row per log dir (the scan's info, this host, the collection's start and end)."""
     host = socket.gethostname()
-    rows = [{**{k: info.get(k) for k in LOG_DIRS_SCHEMA.names}, "host": host,
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    log_dirs_schema = __getattr__("LOG_DIRS_SCHEMA")
+    rows = [{**{k: info.get(k) for k in log_dirs_schema.names}, "host": host,
              "collected_at_ms": times[0], "finished_at_ms": times[1]} for info in infos]
-    schema = LOG_DIRS_SCHEMA.with_metadata(_metadata("log_dirs", depth, times[0], abs_dirs))
+    schema = log_dirs_schema.with_metadata(_metadata("log_dirs", depth, times[0], abs_dirs))
     table = pa.Table.from_pylist(rows, schema=schema)
     atomic_write(path, lambda fh: pq.write_table(table, fh, compression="zstd"))
 
@@ -297,11 +301,11 @@ def _listing(log_dir) -> list[str]:
         return []
 
 
-def read_manifest(path: str | os.PathLike) -> tuple[pa.Table, pa.Table, pa.Table]:
+def read_manifest(path: str | os.PathLike) -> "tuple[pa.Table, pa.Table, pa.Table]":
     """One manifest's three tables with pyarrow (no Spark): segments, partitions, log dirs."""
     p = Path(path)
-    return (read_parquet(p / SEGMENTS_FILE, schema=SEGMENT_SCHEMA),
-            read_parquet(p / PARTITIONS_FILE, schema=PARTITION_SCHEMA),
+    return (read_parquet(p / SEGMENTS_FILE, schema=arrow_schema(SEGMENT_COLUMNS)),
+            read_parquet(p / PARTITIONS_FILE, schema=arrow_schema(PARTITION_COLUMNS)),
             read_parquet(p / LOG_DIRS_FILE))
 
 

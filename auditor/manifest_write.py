@@ -16,11 +16,13 @@ import os
 import zlib
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING
 
 from auditor import __version__
 from auditor.atomic import OutputError, atomic_open, atomic_write, fsync_dir, publish, remove_stale_temps, temp_path
+
+if TYPE_CHECKING:  # pyarrow is imported where a table is written or read (broker commands' --help stay light)
+    import pyarrow as pa
 
 SEGMENTS_FILE = "segments.parquet"
 PARTITIONS_FILE = "partitions.parquet"
@@ -95,6 +97,8 @@ def manifest_completeness(path: str | os.PathLike, verify_bytes: bool = False) -
         marker = json.loads((p / COMPLETE_FILE).read_bytes())
     except FileNotFoundError:
         try:
+            import pyarrow.parquet as pq
+
             meta = pq.read_schema(p / SEGMENTS_FILE).metadata or {}
             fmt = int(meta.get(b"kafka_audit.manifest_format", b"1"))
         except (OSError, ValueError) as exc:
@@ -135,7 +139,11 @@ def check_manifest_complete(path: str | os.PathLike, verify_bytes: bool = False)
 class ParquetSink:
     """A Parquet file written batch by batch under a temporary name, renamed on close."""
 
-    def __init__(self, path: Path, schema: pa.Schema):
+    def __init__(self, path: Path, schema: "pa.Schema"):
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self.from_rows = pa.Table.from_pylist
         self.path = path
         self.tmp = temp_path(path)
         self.schema = schema
@@ -156,7 +164,7 @@ class ParquetSink:
     def flush(self) -> None:
         if self.rows:
             try:
-                self.writer.write_table(pa.Table.from_pylist(self.rows, schema=self.schema))
+                self.writer.write_table(self.from_rows(self.rows, schema=self.schema))
             except OSError as exc:
                 raise OutputError(self.path, exc) from exc
             self.rows = []
