@@ -96,7 +96,7 @@ static void walk(int fd, int64_t pos, int64_t size, unsigned char *buf, totals_t
 
         int64_t base_offset = be64(h + BASE_OFFSET_OFFSET);
         unsigned attrs = be16(h + ATTRIBUTES_OFFSET);
-        int64_t last = base_offset + be32(h + LAST_OFFSET_DELTA_OFFSET);
+        int64_t last = wrap_add(base_offset, be32(h + LAST_OFFSET_DELTA_OFFSET));
         int64_t base_ts = be64(h + BASE_TIMESTAMP_OFFSET);
         int64_t max_ts = be64(h + MAX_TIMESTAMP_OFFSET);
         int32_t count = be32(h + RECORDS_COUNT_OFFSET);
@@ -221,11 +221,11 @@ static int read_entries(int fd, int time_index, int64_t i, int count, int64_t ba
             x->key = be64(e);
             x->rel = be32(e + 8);
             x->first = x->key;
-            x->second = base + x->rel;
+            x->second = wrap_add(base, x->rel);
         } else {
             x->rel = be32(e);
             x->key = be32(e + 4);
-            x->first = base + x->rel;
+            x->first = wrap_add(base, x->rel);
             x->second = x->key;
         }
     }
@@ -432,7 +432,7 @@ static int quiet_segment(const char *paths[3], int64_t base, int64_t pos, struct
         close(fd);
         if (!ok) return 0;
     }
-    if (pos < 0 || pos + RECORD_BATCH_OVERHEAD > (int64_t)st[0].st_size) return 0;
+    if (pos < 0 || pos > (int64_t)st[0].st_size - RECORD_BATCH_OVERHEAD) return 0;   /* (pos + 61 may overflow) */
     int fd = open(paths[0], O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) return 0;
     struct stat fst;

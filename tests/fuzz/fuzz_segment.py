@@ -16,11 +16,14 @@ Input: the bytes of one .log. Checks:
 
 from __future__ import annotations
 
+import pyarrow as pa
 from auditor.formats.compression import CODEC_NAMES
 from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
 import auditor.scan.segment as segment
 from auditor.scan.segment import SegmentFiles, scan_segment
+
+from auditor.schema import SEGMENT_SCHEMA
 
 from fuzz.common import Disagreement, write
 
@@ -35,6 +38,7 @@ def _row(path, depth: str, use_c: bool) -> dict:
                            indexes=False)
     finally:
         segment.USE_C_WALK = True
+    pa.Table.from_pylist([row], schema=SEGMENT_SCHEMA)   # what collect writes: every value fits its column
     return {k: v for k, v in row.items() if k not in IGNORED}
 
 

@@ -1,0 +1,44 @@
+"""One test per thing the fuzzers found (issue 24), on the normal build, with the bytes that
+triggered it (tests/fuzz/regressions/<harness>/). tests/test_fuzz_regressions.py replays the same
+inputs through their harnesses; these tests state what each finding broke, at the user's level."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from auditor.formats import _cwalk
+from auditor.formats.log_reader import LogReader
+from auditor.manifest import collect_manifest, read_manifest
+
+REGRESSIONS = Path(__file__).resolve().parent / "fuzz" / "regressions"
+
+
+def test_batch_whose_last_offset_leaves_int64_is_collected_as_kafka_computes_it(tmp_path):
+    """baseOffset 2^63 - 1 with lastOffsetDelta 5: Python made 2^63 + 4 (collect then died writing it
+    into the int64 column: OverflowError), the C fold added in signed C (undefined behaviour; wrapped
+    with gcc's -fwrapv). Kafka's lastOffset() is a Java long sum: both now give its wrapped value."""
+    data = (REGRESSIONS / "segment" / "last-offset-beyond-int64.bin").read_bytes()
+    base, = struct.unpack_from(">q", data, 0)
+    delta, = struct.unpack_from(">i", data, 23)
+    assert (base, delta) == (2**63 - 1, 5)
+    java = base + delta - 2**64
+    part = tmp_path / "logs" / "t-0"
+    part.mkdir(parents=True)
+    (part / "00000000000000000000.log").write_bytes(data)
+    with LogReader(part / "00000000000000000000.log") as reader:
+        assert [b.last_offset for b in reader.batches()] == [java]
+        assert reader.fold_v2_headers(0)["last_offset"] == java
+    for depth in ("headers", "deep"):
+        collect_manifest([tmp_path / "logs"], tmp_path / f"out-{depth}", depth)
+        segments = read_manifest(tmp_path / f"out-{depth}")[0].to_pylist()
+        assert [(s["first_offset"], s["last_offset"]) for s in segments] == [(base, java)], depth
+
+
+def test_quiet_check_at_a_position_near_int64_max_is_a_plain_no(tmp_path):
+    """pos + 61 overflowed in C (undefined behaviour) for a position read from a damaged state file."""
+    for name, size in (("a.log", 100), ("a.index", 8), ("a.timeindex", 12)):   # zero-filled: no entry
+        (tmp_path / name).write_bytes(bytes(size))
+    paths = [str(tmp_path / n) for n in ("a.log", "a.index", "a.timeindex")]
+    assert _cwalk.quiet_facts(*paths, 0, 2**63 - 10) is None
+    assert _cwalk.quiet_facts(*paths, 0, 39) is not None
