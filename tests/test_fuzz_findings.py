@@ -42,3 +42,40 @@ def test_quiet_check_at_a_position_near_int64_max_is_a_plain_no(tmp_path):
     paths = [str(tmp_path / n) for n in ("a.log", "a.index", "a.timeindex")]
     assert _cwalk.quiet_facts(*paths, 0, 2**63 - 10) is None
     assert _cwalk.quiet_facts(*paths, 0, 39) is not None
+
+
+def _manifest_with(tmp_path, name: str, content: bytes) -> Path:
+    out = tmp_path / "manifest"
+    out.mkdir()
+    (out / "segments.parquet").touch()   # find_manifests' mark of a manifest dir (the part is what is read)
+    (out / name).write_bytes(content)
+    return out
+
+
+def test_cluster_part_with_a_damaged_deflate_stream_is_a_note_not_a_crash(tmp_path):
+    """zlib.error (not an OSError) escaped portable._load_lines and manifest._part_of: the audit and
+    replay-check died on a manifest part damaged in transit. Found by the manifest_parts harness in
+    13 executions."""
+    from auditor.manifest import (CONSUMER_GROUPS_FILE, REMOTE_LOG_METADATA_FILE, read_consumer_groups,
+                                  read_remote_log_metadata)
+    data = (REGRESSIONS / "manifest_parts" / "damaged-deflate-stream.bin").read_bytes()[1:]   # (selector byte)
+    out = _manifest_with(tmp_path, REMOTE_LOG_METADATA_FILE, data)
+    meta, notes = read_remote_log_metadata([out])
+    assert meta is None and len(notes) == 1
+    assert f"{out}/{REMOTE_LOG_METADATA_FILE}" in notes[0] and "unreadable" in notes[0] and "decompressing" in notes[0]
+    (out / CONSUMER_GROUPS_FILE).write_bytes(data)
+    groups, notes = read_consumer_groups([out])
+    assert groups is None and "unreadable" in notes[0]
+
+
+def test_cluster_part_with_json_nested_too_deep_is_a_note_not_a_crash(tmp_path):
+    """A line of 5,000 '[' made json raise RecursionError, which nothing caught."""
+    import gzip
+
+    from auditor.manifest import CLUSTER_METADATA_FILE, read_cluster_metadata
+    text = (REGRESSIONS / "manifest_parts" / "json-nested-too-deep.bin").read_bytes()[1:]
+    out = _manifest_with(tmp_path, CLUSTER_METADATA_FILE, gzip.compress(text))
+    log, notes = read_cluster_metadata([out])
+    assert log is None and len(notes) == 1
+    assert CLUSTER_METADATA_FILE in str(notes[0]) and "line 1 is not JSON" in notes[0].message
+    assert "recursion" in notes[0].message

@@ -26,7 +26,9 @@ def scratch() -> Path:
 
 
 def write(name: str, data: bytes) -> Path:
+    """``data`` as scratch()/name (name may hold a subdirectory of one harness's own)."""
     path = scratch() / name
+    path.parent.mkdir(exist_ok=True)
     path.write_bytes(data)
     return path
 

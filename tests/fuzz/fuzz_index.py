@@ -41,14 +41,13 @@ BASES = (0, 1, 4, 18, 1000, 2**31 - 1, 2**31, 2**40, 2**63 - 2**31, 2**63 - 1)
 
 
 def _paths(base: int, index: bytes, timeindex: bytes, txnindex: bytes, log: bytes) -> dict:
-    stem = f"{base:020d}"
+    """One segment's files, alone in this harness's directory."""
+    stem = f"index/{base:020d}"
     paths = {"log": str(write(stem + ".log", log)), "index": str(write(stem + ".index", index)),
              "timeindex": str(write(stem + ".timeindex", timeindex))}
-    for old in scratch().glob("*.txnindex"):
-        old.unlink()
     if txnindex:
         paths["txnindex"] = str(write(stem + ".txnindex", txnindex))
-    for old in scratch().iterdir():  # one segment in the directory at a time
+    for old in (scratch() / "index").iterdir():
         if str(old) not in paths.values():
             old.unlink()
     return paths
