@@ -79,3 +79,34 @@ def test_cluster_part_with_json_nested_too_deep_is_a_note_not_a_crash(tmp_path):
     assert log is None and len(notes) == 1
     assert CLUSTER_METADATA_FILE in str(notes[0]) and "line 1 is not JSON" in notes[0].message
     assert "recursion" in notes[0].message
+
+
+def test_checkpoint_line_positions_after_non_ascii_lines(tmp_path):
+    """The byte position of each line was found by encoding the whole text before it again, for every
+    line: quadratic (a 40 KB file of empty lines after one 'é' took 2.9 s, 1 MiB about half an hour;
+    benchmarks/fuzz_hangs.py --before 6d1d442). Now counted line by line: the same positions."""
+    from auditor.formats import checkpoints
+    from auditor.formats.errors import FormatError
+    path = tmp_path / "replication-offset-checkpoint"
+    path.write_bytes("0\n3\nté 0 5\r\nü 1 7\nt 2\n".encode())
+    assert [(n, pos) for n, pos, _ in checkpoints._lines(path)] == [(1, 0), (2, 2), (3, 4), (4, 13), (5, 20)]
+    try:
+        checkpoints.read_offset_checkpoint(path)
+        raise AssertionError("a 2-field entry line must be refused")
+    except FormatError as exc:
+        assert exc.position == 20 and exc.field == "line 5: entry"
+    data = (REGRESSIONS / "checkpoints" / "non-ascii-then-many-lines.bin").read_bytes()[1:]
+    path.write_bytes(data)
+    lines = checkpoints._lines(path)
+    assert len(lines) == 4003 and lines[-1][:2] == (4003, len(data) - 1)
+
+
+def test_properties_continuation_lines_join_as_before(tmp_path):
+    """Each continuation line was appended to one growing str (quadratic: 80,000 lines took 0.8 s,
+    1 MiB about 15 s); now joined once, to the same value."""
+    from auditor.formats import checkpoints
+    path = tmp_path / "meta.properties"
+    path.write_bytes((REGRESSIONS / "checkpoints" / "many-continuation-lines.bin").read_bytes()[1:])
+    assert checkpoints.parse_properties(path) == {"k": "a" * 3000 + "b"}
+    path.write_bytes(b"a=x\\\n   y\\\\\nb : 1\\\n\nc=\\\\\\\n  z\n")
+    assert checkpoints.parse_properties(path) == {"a": "xy\\", "b": "1", "c": "\\z"}
