@@ -110,3 +110,31 @@ def test_properties_continuation_lines_join_as_before(tmp_path):
     assert checkpoints.parse_properties(path) == {"k": "a" * 3000 + "b"}
     path.write_bytes(b"a=x\\\n   y\\\\\nb : 1\\\n\nc=\\\\\\\n  z\n")
     assert checkpoints.parse_properties(path) == {"a": "xy\\", "b": "1", "c": "\\z"}
+
+
+def test_mtime_beyond_int64_nanoseconds_is_reported_as_os_stat_does(tmp_path):
+    """A file dated after 2262 (or before 1678): seconds * 10^9 overflowed an int64 in _cwalk (undefined
+    behaviour; gcc's -fwrapv gave -8446744073709551616 for 10^19 ns) while Python's os.stat gives the
+    exact int: segment_proof, quiet_facts and index_ends disagreed with their Python twins."""
+    import os
+
+    from auditor.scan.resume import quiet_facts_py
+    from auditor.scan.segment import SegmentFiles
+    from auditor.scan.state import segment_proof_py
+    paths = []
+    for name, size in (("00000000000000000000.log", 100), ("00000000000000000000.index", 8),
+                       ("00000000000000000000.timeindex", 12)):
+        (tmp_path / name).write_bytes(bytes(size))
+        paths.append(str(tmp_path / name))
+    stored = []
+    for wanted in (10**19, -10**19 + 5, 2**63, -(2**63)):
+        for p in paths:
+            os.utime(p, ns=(wanted, wanted))
+        ns = os.stat(paths[0]).st_mtime_ns   # (a file system may clamp what it stores)
+        stored.append(ns)
+        files = SegmentFiles(0, None, dict(zip(("log", "index", "timeindex"), paths)))
+        assert _cwalk.segment_proof(*paths, None) == segment_proof_py(files) == (
+            f"{os.stat(paths[0]).st_dev}:{os.stat(paths[0]).st_ino}:100:{ns}|8:{ns}|12:{ns}|-")
+        assert _cwalk.quiet_facts(*paths, 0, 39) == quiet_facts_py(*paths, 0, 39)
+        assert _cwalk.quiet_facts(*paths, 0, 39)[3] == ns
+    assert max(stored) >= 2**63, f"the file system kept no mtime beyond int64 nanoseconds: {stored}"

@@ -321,8 +321,33 @@ static int index_segment(const char *paths[3], int64_t base, unsigned char *buf,
     return ok;
 }
 
+/* st's mtime in nanoseconds, as decimal text into out[MTIME_TEXT_BYTES]: os.stat's st_mtime_ns. It
+ * need not fit an int64 (a file dated after 2262 or before 1678: seconds * 10^9 overflowed, undefined
+ * behaviour, and disagreed with Python's int), so it is computed in 128 bits. */
+#define MTIME_TEXT_BYTES 48
+static void mtime_ns_text(const struct stat *st, char *out) {
+    __int128 v = (__int128)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+    unsigned __int128 u = v < 0 ? -(unsigned __int128)v : (unsigned __int128)v;
+    char digits[MTIME_TEXT_BYTES];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    char *p = out;
+    if (v < 0) *p++ = '-';
+    while (n) *p++ = digits[--n];
+    *p = '\0';
+}
+
 static PyObject *mtime_ns(const struct stat *st) {
-    return PyLong_FromLongLong((long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec);
+    long long ns;
+    if (!__builtin_mul_overflow((long long)st->st_mtim.tv_sec, 1000000000LL, &ns) &&
+        !__builtin_add_overflow(ns, (long long)st->st_mtim.tv_nsec, &ns))
+        return PyLong_FromLongLong(ns);
+    char text[MTIME_TEXT_BYTES];
+    mtime_ns_text(st, text);
+    return PyLong_FromString(text, NULL, 10);
 }
 
 static PyObject *opt_ts(int64_t value) { return opt_int(value != NO_TIMESTAMP, value); }
@@ -381,7 +406,7 @@ static PyObject *index_ends(PyObject *self, PyObject *args) {
 static PyObject *segment_proof(PyObject *self, PyObject *args) {
     PyObject *objs[4];
     if (!PyArg_ParseTuple(args, "OOOO", &objs[0], &objs[1], &objs[2], &objs[3])) return NULL;
-    char out[256];
+    char out[512];   /* 4 files x (dev, inode, size, mtime up to 29 digits): < 300 bytes */
     size_t len = 0;
     for (int k = 0; k < 4; k++) {
         if (k > 0) out[len++] = '|';
@@ -396,13 +421,14 @@ static PyObject *segment_proof(PyObject *self, PyObject *args) {
         int ok = lstat(PyBytes_AS_STRING(encoded), &st) == 0 && S_ISREG(st.st_mode);
         Py_DECREF(encoded);
         if (!ok) Py_RETURN_NONE;
-        long long mtime = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+        char mtime[MTIME_TEXT_BYTES];
+        mtime_ns_text(&st, mtime);
         int n;
         if (k == 0)
-            n = snprintf(out + len, sizeof out - len, "%llu:%llu:%lld:%lld", (unsigned long long)st.st_dev,
+            n = snprintf(out + len, sizeof out - len, "%llu:%llu:%lld:%s", (unsigned long long)st.st_dev,
                          (unsigned long long)st.st_ino, (long long)st.st_size, mtime);
         else
-            n = snprintf(out + len, sizeof out - len, "%lld:%lld", (long long)st.st_size, mtime);
+            n = snprintf(out + len, sizeof out - len, "%lld:%s", (long long)st.st_size, mtime);
         if (n < 0 || (size_t)n >= sizeof out - len - 2) {
             PyErr_SetString(PyExc_OverflowError, "segment proof longer than its buffer");
             return NULL;

@@ -2,7 +2,7 @@
 (auditor/formats/_fixed_index.py, offset_index.py, time_index.py, txn_index.py; the C one-call
 segment ends _cwalk.index_ends and the quiet check _cwalk.quiet_facts).
 
-Input (tests/fuzz/common.py split): a control piece (base offset, quiet position), the .index,
+Input (tests/fuzz/common.py split): a control piece (base offset, quiet position, mtime), the .index,
 the .timeindex, the .txnindex, and the rest is the .log. Checks:
 
 * ``scan_segment`` at 'index' (and 'headers' with the index files) never raises;
@@ -10,7 +10,8 @@ the .timeindex, the .txnindex, and the rest is the .log. Checks:
   computed in C alone (lstat, binary search of both indexes, the first batch and the batches after
   the last index entry): independent of Python. When it returns None the Python path scans the
   segment in both runs (equal by construction);
-* ``quiet_facts`` (C) equals ``quiet_facts_py`` (independent implementations; None both or equal);
+* ``quiet_facts`` (C) equals ``quiet_facts_py`` (independent implementations; None both or equal),
+  and so does ``segment_proof`` (C) with ``segment_proof_py``, with and without a missing file;
 * the full read of a small index without numpy equals the numpy read (``_read_all_small`` and
   ``_read_all``: independent), and the tail read's count and last entry equal the full read's
   when the full read has no problem and its entries are a valid prefix;
@@ -27,6 +28,7 @@ import auditor.scan.segment as segment
 from auditor.formats import _fixed_index, offset_index, time_index
 from auditor.formats.txn_index import read_txn_index
 from auditor.scan.resume import quiet_facts_py
+from auditor.scan.state import segment_proof_py
 from auditor.scan.segment import SegmentFiles, scan_segment
 
 from auditor.schema import SEGMENT_SCHEMA
@@ -38,6 +40,9 @@ from auditor.formats import _cwalk  # the build under test (tests/fuzz/native.py
 IGNORED = {"scanned_at_ms"}
 #: base offsets the control byte picks from (a file name's offset: 0, small, large, near int64's end)
 BASES = (0, 1, 4, 18, 1000, 2**31 - 1, 2**31, 2**40, 2**63 - 2**31, 2**63 - 1)
+#: file mtimes (ns) the control piece's 10th byte picks from: none set, now-ish, and ones whose
+#: nanoseconds leave int64 (after 2262, before 1678) or sit at its edges
+MTIMES = (None, 1_700_000_000_123_456_789, 2**63 - 1, 2**63, 10**19, -1, -(2**63), -10**19 + 5)
 
 
 def _paths(base: int, index: bytes, timeindex: bytes, txnindex: bytes, log: bytes) -> dict:
@@ -88,10 +93,14 @@ def _check_reader(path: str, base: int, layout, check_order) -> None:
 
 def one_input(data: bytes) -> None:
     control, index, timeindex, txnindex, log = split(data, 5)
-    control = control.ljust(9, b"\0")
+    control = control.ljust(10, b"\0")
     base = BASES[control[0] % len(BASES)]
     (pos,) = struct.unpack_from(">q", control, 1)
     paths = _paths(base, index, timeindex, txnindex, log)
+    mtime = MTIMES[control[9] % len(MTIMES)]
+    if mtime is not None:
+        for path in paths.values():
+            os.utime(path, ns=(mtime, mtime))
     with_c = _row(base, paths, "index", True)
     pure = _row(base, paths, "index", False)
     if with_c != pure:
@@ -103,6 +112,12 @@ def one_input(data: bytes) -> None:
         py = quiet_facts_py(paths["log"], paths["index"], paths["timeindex"], base, p)
         if c != py:
             raise Disagreement(f"quiet_facts at {p}: C {c} != Python {py}")
+    for missing in (None, "index", "txnindex"):
+        ps = {k: (v if k != missing else v + ".gone") for k, v in paths.items()}
+        c = _cwalk.segment_proof(ps["log"], ps["index"], ps["timeindex"], ps.get("txnindex"))
+        py = segment_proof_py(SegmentFiles(base, None, ps))
+        if c != py:
+            raise Disagreement(f"segment_proof: C {c} != Python {py}")
     _check_reader(paths["index"], base, offset_index.LAYOUT, offset_index._check_order)
     _check_reader(paths["timeindex"], base, time_index.LAYOUT, time_index._check_order)
     if "txnindex" in paths:
