@@ -9,8 +9,9 @@
 # harness with the load average; then the line coverage of each C file by the whole corpus, with
 # the lines never run. Findings (crash, sanitizer report, timeout, out of memory, a C/Python
 # disagreement) land in build/fuzz/findings/H/ and make the exit code 1.
+# FUZZ_HANGS=1: then benchmarks/fuzz_hangs.py (1 MiB worst cases of every decoder, normal build).
 # Long run (the issue's 10,000,000 executions per harness), e.g.:
-#   FUZZ_RUNS=10000000 tools/fuzz.sh 0            # -runs instead of a time limit
+#   FUZZ_RUNS=10000000 tools/fuzz.sh 0            # a number of runs instead of a time limit
 # Docs: docs/fuzzing.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -59,4 +60,9 @@ done
 echo
 echo "line coverage of the C decoders by the corpus (committed + grown; clang source-based coverage):"
 $PY tests/fuzz/coverage.py $HARNESSES || status=1
+if [ -n "${FUZZ_HANGS:-}" ]; then
+  echo
+  echo "1 MiB worst cases on the normal build (a hang: more than 1 s per decoder call):"
+  nice -n 10 "$PY" benchmarks/fuzz_hangs.py || status=1
+fi
 exit $status

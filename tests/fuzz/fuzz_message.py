@@ -77,6 +77,10 @@ def compare(spec, version: int, buf: bytes, pos: int, end: int, exact: bool = Tr
     full = _outcome(lambda: c(buf, pos, end, "fuzz", 0))
     if repr(full) != repr(py):
         raise Disagreement(f"{spec.name} v{version}: the C decoder's call gave {full}, Python {py}")
+    # the keyword call form, and error positions offset by base (as the metadata log reader calls it)
+    keywords = _outcome(lambda: c(buf, pos=pos, end=end, file="fuzz", base=7))
+    if repr(keywords) != repr(_outcome(lambda: python(buf, pos, end, "fuzz", 7))):
+        raise Disagreement(f"{spec.name} v{version}: keyword call {keywords} differs from Python's")
 
 
 def _metadata_value(value: bytes) -> None:
