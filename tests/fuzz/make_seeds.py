@@ -121,6 +121,8 @@ def offsets_fold() -> None:
         starts = entry_starts(data)
         for k in range(0, len(starts), max(1, len(starts) // 6)):
             s.add(batch_prefix(data, 8 * 1024, starts[k]))
+        if len(data) > 100 * 1024:   # one seed past the C fold's first 64 KiB read window
+            s.add(batch_prefix(data, 100 * 1024))
     print("offsets_fold", s.count)
 
 
@@ -179,6 +181,8 @@ def metadata_batch() -> None:
     for snap in sorted((REAL / "metadata").rglob("*.checkpoint")):
         for b, data in _batches(snap):
             s.add(data)
+            if not b.is_control:   # the same records in a LogAppendTime batch
+                s.add(data[:22] + bytes([data[22] | 0x08]) + data[23:])
     print("metadata_batch", s.count)
 
 
@@ -219,10 +223,10 @@ def manifest_parts() -> None:
         shutil.copytree(REAL / "metadata" / "kraft-transactional", d)
         shutil.copy(kraft / "meta.properties", d / "meta.properties")
         log = read_metadata_log([d], history=True)
-    texts = []
-    out = io.BytesIO()
-    portable.write_metadata(log, out)
-    texts.append((0, gzip.decompress(out.getvalue())))
+        out = io.BytesIO()
+        portable.write_metadata(log, out)
+        # (the temporary dir's name replaced by a fixed one: the same seed every time)
+        texts = [(0, gzip.decompress(out.getvalue()).replace(str(d).encode(), b"/var/lib/kafka/data"))]
     out = io.BytesIO()
     portable.write_groups(read_groups(logs), out)
     texts.append((3, gzip.decompress(out.getvalue())))
