@@ -1,7 +1,7 @@
 """Line coverage of the C decoders by the fuzz corpus: ``python tests/fuzz/coverage.py [harness...]``.
 
-Replays every input of each harness's corpus (committed tests/fuzz/corpus/H and grown
-build/fuzz/corpus/H) once through the harness on the ``cov`` build (clang
+Replays every input of each harness's corpus (committed tests/fuzz/corpus/H, the findings'
+tests/fuzz/regressions/H and the grown build/fuzz/corpus/H) once through the harness on the ``cov`` build (clang
 ``-fprofile-instr-generate -fcoverage-mapping``; tests/fuzz/native.py), merges the profiles with
 llvm-profdata and reads the per-line counts with ``llvm-cov show``. Prints each C file's line
 coverage and the lines no input ran (numbers and text), so each can be explained or covered.
@@ -38,7 +38,8 @@ def replay(harnesses: list[str]) -> None:
     env = dict(os.environ, LLVM_PROFILE_FILE=str(PROFILES / "%p-%m.profraw"))
     env["PYTHONPATH"] = f"{native.ROOT}:{native.ROOT / 'tests'}"
     for h in harnesses:
-        dirs = [str(d) for d in (HERE / "corpus" / h, native.BUILD / "corpus" / h) if d.is_dir()]
+        dirs = [str(d) for d in (HERE / "corpus" / h, HERE / "regressions" / h, native.BUILD / "corpus" / h)
+                if d.is_dir()]
         subprocess.run([sys.executable, str(HERE / "run.py"), h, "--replay", *dirs], env=env, check=True,
                        stdout=subprocess.DEVNULL)
 
