@@ -25,6 +25,7 @@ import dataclasses
 import gzip
 import io
 import json
+import zlib
 from pathlib import Path
 from typing import IO, Iterable, Iterator
 
@@ -78,7 +79,7 @@ def _load_lines(source: IO[bytes], label: str, fmt: str) -> Iterator[dict]:
             for number, raw in enumerate(io.TextIOWrapper(gz, encoding="utf-8"), start=1):
                 try:
                     line = decode(raw)
-                except ValueError as exc:
+                except (ValueError, RecursionError) as exc:   # RecursionError: arrays nested too deep
                     raise PortableError(f"{label}: line {number} is not JSON ({exc})") from None
                 if not isinstance(line, dict):
                     raise PortableError(f"{label}: line {number} is not a JSON object")
@@ -92,7 +93,7 @@ def _load_lines(source: IO[bytes], label: str, fmt: str) -> Iterator[dict]:
                     break
                 count += 1
                 yield line
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:   # zlib.error: a damaged deflate stream
         raise PortableError(f"{label}: unreadable after {count} lines ({exc})") from None
     if not ended:
         raise PortableError(f"{label}: cut off after {count} lines (no end line)")

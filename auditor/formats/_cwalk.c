@@ -96,7 +96,7 @@ static void walk(int fd, int64_t pos, int64_t size, unsigned char *buf, totals_t
 
         int64_t base_offset = be64(h + BASE_OFFSET_OFFSET);
         unsigned attrs = be16(h + ATTRIBUTES_OFFSET);
-        int64_t last = base_offset + be32(h + LAST_OFFSET_DELTA_OFFSET);
+        int64_t last = wrap_add(base_offset, be32(h + LAST_OFFSET_DELTA_OFFSET));
         int64_t base_ts = be64(h + BASE_TIMESTAMP_OFFSET);
         int64_t max_ts = be64(h + MAX_TIMESTAMP_OFFSET);
         int32_t count = be32(h + RECORDS_COUNT_OFFSET);
@@ -221,11 +221,11 @@ static int read_entries(int fd, int time_index, int64_t i, int count, int64_t ba
             x->key = be64(e);
             x->rel = be32(e + 8);
             x->first = x->key;
-            x->second = base + x->rel;
+            x->second = wrap_add(base, x->rel);
         } else {
             x->rel = be32(e);
             x->key = be32(e + 4);
-            x->first = base + x->rel;
+            x->first = wrap_add(base, x->rel);
             x->second = x->key;
         }
     }
@@ -321,8 +321,33 @@ static int index_segment(const char *paths[3], int64_t base, unsigned char *buf,
     return ok;
 }
 
+/* st's mtime in nanoseconds, as decimal text into out[MTIME_TEXT_BYTES]: os.stat's st_mtime_ns. It
+ * need not fit an int64 (a file dated after 2262 or before 1678: seconds * 10^9 overflowed, undefined
+ * behaviour, and disagreed with Python's int), so it is computed in 128 bits. */
+#define MTIME_TEXT_BYTES 48
+static void mtime_ns_text(const struct stat *st, char *out) {
+    __int128 v = (__int128)st->st_mtim.tv_sec * 1000000000 + st->st_mtim.tv_nsec;
+    unsigned __int128 u = v < 0 ? -(unsigned __int128)v : (unsigned __int128)v;
+    char digits[MTIME_TEXT_BYTES];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    char *p = out;
+    if (v < 0) *p++ = '-';
+    while (n) *p++ = digits[--n];
+    *p = '\0';
+}
+
 static PyObject *mtime_ns(const struct stat *st) {
-    return PyLong_FromLongLong((long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec);
+    long long ns;
+    if (!__builtin_mul_overflow((long long)st->st_mtim.tv_sec, 1000000000LL, &ns) &&
+        !__builtin_add_overflow(ns, (long long)st->st_mtim.tv_nsec, &ns))
+        return PyLong_FromLongLong(ns);
+    char text[MTIME_TEXT_BYTES];
+    mtime_ns_text(st, text);
+    return PyLong_FromString(text, NULL, 10);
 }
 
 static PyObject *opt_ts(int64_t value) { return opt_int(value != NO_TIMESTAMP, value); }
@@ -381,7 +406,7 @@ static PyObject *index_ends(PyObject *self, PyObject *args) {
 static PyObject *segment_proof(PyObject *self, PyObject *args) {
     PyObject *objs[4];
     if (!PyArg_ParseTuple(args, "OOOO", &objs[0], &objs[1], &objs[2], &objs[3])) return NULL;
-    char out[256];
+    char out[512];   /* 4 files x (dev, inode, size, mtime up to 29 digits): < 300 bytes */
     size_t len = 0;
     for (int k = 0; k < 4; k++) {
         if (k > 0) out[len++] = '|';
@@ -396,13 +421,14 @@ static PyObject *segment_proof(PyObject *self, PyObject *args) {
         int ok = lstat(PyBytes_AS_STRING(encoded), &st) == 0 && S_ISREG(st.st_mode);
         Py_DECREF(encoded);
         if (!ok) Py_RETURN_NONE;
-        long long mtime = (long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+        char mtime[MTIME_TEXT_BYTES];
+        mtime_ns_text(&st, mtime);
         int n;
         if (k == 0)
-            n = snprintf(out + len, sizeof out - len, "%llu:%llu:%lld:%lld", (unsigned long long)st.st_dev,
+            n = snprintf(out + len, sizeof out - len, "%llu:%llu:%lld:%s", (unsigned long long)st.st_dev,
                          (unsigned long long)st.st_ino, (long long)st.st_size, mtime);
         else
-            n = snprintf(out + len, sizeof out - len, "%lld:%lld", (long long)st.st_size, mtime);
+            n = snprintf(out + len, sizeof out - len, "%lld:%s", (long long)st.st_size, mtime);
         if (n < 0 || (size_t)n >= sizeof out - len - 2) {
             PyErr_SetString(PyExc_OverflowError, "segment proof longer than its buffer");
             return NULL;
@@ -432,7 +458,7 @@ static int quiet_segment(const char *paths[3], int64_t base, int64_t pos, struct
         close(fd);
         if (!ok) return 0;
     }
-    if (pos < 0 || pos + RECORD_BATCH_OVERHEAD > (int64_t)st[0].st_size) return 0;
+    if (pos < 0 || pos > (int64_t)st[0].st_size - RECORD_BATCH_OVERHEAD) return 0;   /* (pos + 61 may overflow) */
     int fd = open(paths[0], O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) return 0;
     struct stat fst;

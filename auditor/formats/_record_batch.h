@@ -35,6 +35,10 @@ static inline int32_t be32(const unsigned char *p) {
     return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3]);
 }
 
+/* a + b as Java's long arithmetic gives it (wraps at 64 bits: auditor/formats/java_long.py), without
+ * C's undefined signed overflow: lastOffset = baseOffset + lastOffsetDelta on a corrupt baseOffset */
+static inline int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+
 static inline uint16_t be16(const unsigned char *p) { return (uint16_t)((p[0] << 8) | p[1]); }
 
 #endif

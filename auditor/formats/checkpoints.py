@@ -64,11 +64,15 @@ def _lines(path, encoding: str = "utf-8") -> list[tuple[int, int, str]]:
         raise FormatError(path, exc.start, "text", data[exc.start:exc.start + 8], f"valid {encoding}") from None
     one_byte = len(text) == len(data)  # every character one byte (ASCII): byte positions are character positions
     out, start, number = [], 0, 1
+    byte_pos = 0   # of `start`, counted line by line (encoding each line's prefix anew was quadratic: issue 24)
     for m in _LINE_BREAK.finditer(text):
-        out.append((number, start if one_byte else len(text[:start].encode(encoding)), text[start:m.start()]))
+        line = text[start:m.start()]
+        out.append((number, start if one_byte else byte_pos, line))
+        if not one_byte:
+            byte_pos += len(line.encode(encoding)) + len(m.group().encode(encoding))
         start, number = m.end(), number + 1
     if start < len(text):
-        out.append((number, start if one_byte else len(text[:start].encode(encoding)), text[start:]))
+        out.append((number, start if one_byte else byte_pos, text[start:]))
     return out
 
 
@@ -177,9 +181,12 @@ def parse_properties(path) -> dict[str, str]:
         i += 1
         if not logical or logical[0] in "#!":
             continue
-        while _ends_with_odd_backslashes(logical) and i < len(lines):
-            logical = logical[:-1] + lines[i][2].lstrip(" \t\f")
+        parts = [logical]   # joined once: appending to one growing str was quadratic (issue 24)
+        while _ends_with_odd_backslashes(parts[-1]) and i < len(lines):
+            parts[-1] = parts[-1][:-1]
+            parts.append(lines[i][2].lstrip(" \t\f"))
             i += 1
+        logical = "".join(parts)
         key_end, j = len(logical), 0
         while j < len(logical):
             c = logical[j]

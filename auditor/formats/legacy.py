@@ -39,6 +39,7 @@ from typing import Iterator
 
 from auditor.formats import compression
 from auditor.formats.errors import FormatError
+from auditor.formats.java_long import wrap
 from auditor.formats.record_batch import LOG_OVERHEAD, BatchHeader, Record
 
 MAGIC_VALUE_V0 = 0
@@ -176,7 +177,7 @@ def _inner_entries(header: BatchHeader, entry_bytes, label: str, max_decompresse
                                   f">= {last_inner} (the last inner relative offset) or 0")
             absolute_base = wrapper_offset - last_inner
         for e in inner:
-            e[0] += absolute_base
+            e[0] = wrap(e[0] + absolute_base)   # Java long arithmetic (java_long.py)
     ts_type = None if magic == MAGIC_VALUE_V0 else _TS_TYPES[(attrs & TIMESTAMP_TYPE_MASK) >> 3]
     return inner, wrapper_ts, ts_type
 

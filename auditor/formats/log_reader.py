@@ -40,6 +40,7 @@ from typing import Iterator
 from auditor.formats import compression, legacy
 from auditor.formats import record_batch as v2
 from auditor.formats.errors import FormatError
+from auditor.formats.java_long import INT64_MAX, INT64_MIN, wrap
 from auditor.formats.record_batch import (
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
@@ -241,8 +242,11 @@ class LogReader:
                                       f">= {MIN_BATCH_LENGTH} (a v2 batch header is {RECORD_BATCH_OVERHEAD} bytes)")
                 (base, length, ple, magic, crc, attrs, lod, base_ts, max_ts, pid, pepoch, bseq,
                  count) = unpack_v2(buf, at)
+                last = base + lod
+                if not INT64_MIN <= last <= INT64_MAX:
+                    last = wrap(last)  # Java long arithmetic (java_long.py)
                 header = BatchHeader(
-                    pos, base, base + lod, LOG_OVERHEAD + length, 2, codecs[attrs & 7], ts_types[(attrs & 8) >> 3],
+                    pos, base, last, LOG_OVERHEAD + length, 2, codecs[attrs & 7], ts_types[(attrs & 8) >> 3],
                     base_ts, max_ts, count, (attrs & 0x10) != 0, (attrs & 0x20) != 0, (attrs & 0x40) != 0,
                     pid, pepoch, bseq, ple, crc)
             elif magic == 0 or magic == 1:

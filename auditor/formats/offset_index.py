@@ -16,6 +16,7 @@ from __future__ import annotations
 import struct
 
 from auditor.formats._fixed_index import IndexLayout, IndexRead, read_index
+from auditor.formats.java_long import wrap
 
 RELATIVE_OFFSET_OFFSET = 0
 RELATIVE_OFFSET_LENGTH = 4
@@ -46,7 +47,7 @@ LAYOUT = IndexLayout(
     kind="offset index",
     entry_size=ENTRY_SIZE,
     decode=decode_entry,
-    to_entry=lambda position, rel, base: (base + rel, position),
+    to_entry=lambda position, rel, base: (wrap(base + rel), position),   # numpy's int64 sum wraps alike
     key_name="position",
     np_fields=(("rel", ">i4"), ("key", ">i4")),
     offset_first=True,

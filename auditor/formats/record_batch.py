@@ -29,6 +29,7 @@ from typing import Iterator
 
 from auditor.formats import compression
 from auditor.formats.errors import FormatError
+from auditor.formats.java_long import INT64_MAX, INT64_MIN, wrap
 from auditor.formats.varint import read_varint, read_varlong
 
 # --- framing shared by every magic (`Records.java`) ------------------------------------------
@@ -155,7 +156,7 @@ def parse_v2_header(buf, at: int, position: int) -> BatchHeader:
     (base, length, ple, magic, crc, attrs, lod, base_ts, max_ts, pid, pepoch, bseq, count) = \
         V2_HEADER.unpack_from(buf, at)
     return BatchHeader(
-        position, base, base + lod, LOG_OVERHEAD + length, magic,
+        position, base, wrap(base + lod), LOG_OVERHEAD + length, magic,
         _CODECS[attrs & COMPRESSION_CODEC_MASK],
         _TS_TYPES[(attrs & TIMESTAMP_TYPE_MASK) >> 3],
         base_ts, max_ts, count,
@@ -204,6 +205,7 @@ def iter_records(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
     control = header.is_control
     where = label if base_pos is not None else f"{label} (batch at byte {pos0}, decompressed {header.codec} records)"
     pos = start
+    lo, hi = INT64_MIN, INT64_MAX
     for i in range(count):
         rec_start = pos
         fpos = (base_pos + pos) if base_pos is not None else pos
@@ -244,9 +246,13 @@ def iter_records(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
                 raise FormatError(where, fpos, f"record {i} control key size", key_size,
                                   f">= {CONTROL_KEY_SIZE} (version:int16, type:int16)")
             control_type = _CONTROL_KEY.unpack_from(data, key_at)[1]
-        yield Record(base_offset + off_delta,
-                     log_append if log_append is not None else base_ts + ts_delta,
-                     key_size, value_size, nheaders, control_type,
+        offset = base_offset + off_delta
+        if not lo <= offset <= hi:
+            offset = wrap(offset)  # Java long arithmetic (java_long.py); a compare, not a call, per record
+        ts = log_append if log_append is not None else base_ts + ts_delta
+        if not lo <= ts <= hi:
+            ts = wrap(ts)
+        yield Record(offset, ts, key_size, value_size, nheaders, control_type,
                      (bytes(data[key_at:key_at + key_size]) if key_size >= 0 else None) if keys else None)
     if pos != end:
         fpos = (base_pos + pos) if base_pos is not None else pos

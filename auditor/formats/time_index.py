@@ -16,6 +16,7 @@ from __future__ import annotations
 import struct
 
 from auditor.formats._fixed_index import IndexLayout, IndexRead, read_index
+from auditor.formats.java_long import wrap
 
 TIMESTAMP_OFFSET = 0
 TIMESTAMP_LENGTH = 8
@@ -46,7 +47,7 @@ LAYOUT = IndexLayout(
     kind="time index",
     entry_size=ENTRY_SIZE,
     decode=decode_entry,
-    to_entry=lambda timestamp_ms, rel, base: (timestamp_ms, base + rel),
+    to_entry=lambda timestamp_ms, rel, base: (timestamp_ms, wrap(base + rel)),   # numpy's int64 sum wraps alike
     key_name="timestamp_ms",
     np_fields=(("key", ">i8"), ("rel", ">i4")),
     offset_first=False,

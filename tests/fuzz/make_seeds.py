@@ -1,0 +1,255 @@
+"""Write the committed seed corpora (tests/fuzz/corpus/<harness>/) from the real broker files in
+../shared/fixtures/real/ and the tests' own inputs: ``python tests/fuzz/make_seeds.py``.
+
+Every seed is small (a prefix of a real file cut at a batch boundary, an index trimmed to that
+prefix, one record value): the corpus stays a few hundred KB, and the fuzzers grow their own
+corpus from it in an ignored folder (tools/fuzz.sh).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import random
+import shutil
+import struct
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent)]
+
+from auditor.formats import metadata_records as mrec  # noqa: E402
+from auditor.formats import offsets_records as orec  # noqa: E402
+from auditor.formats.log_reader import LogReader  # noqa: E402
+from fuzz.common import join  # noqa: E402
+from realdata import REAL  # noqa: E402
+
+CORPUS = HERE / "corpus"
+SEED_BYTES = 16 * 1024
+
+
+def batch_prefix(data: bytes, limit: int = SEED_BYTES, start: int = 0) -> bytes:
+    """Whole entries of ``data`` from ``start`` up to about ``limit`` bytes (at least one entry)."""
+    pos = start
+    while pos + 12 <= len(data):
+        (size,) = struct.unpack_from(">i", data, pos + 8)
+        if size <= 0 or pos + 12 + size > len(data) or (pos > start and pos + 12 + size - start > limit):
+            break
+        pos += 12 + size
+    return data[start:pos]
+
+
+def entry_starts(data: bytes) -> list[int]:
+    out, pos = [], 0
+    while pos + 12 <= len(data):
+        (size,) = struct.unpack_from(">i", data, pos + 8)
+        if size <= 0:
+            break
+        out.append(pos)
+        pos += 12 + size
+    return out
+
+
+class Seeds:
+    def __init__(self, name: str):
+        self.dir = CORPUS / name
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.mkdir(parents=True)
+        self.count = 0
+
+    def add(self, data: bytes) -> None:
+        (self.dir / hashlib.sha1(data).hexdigest()).write_bytes(data)
+        self.count += 1
+
+
+def segment() -> None:
+    s = Seeds("segment")
+    for p in sorted((REAL / "record-sets").rglob("*.bin")):
+        data = p.read_bytes()
+        s.add(data[:SEED_BYTES] if len(data) <= SEED_BYTES else batch_prefix(data))
+    for p in sorted((REAL / "broker-dirs").rglob("*.log")) + sorted((REAL / "metadata").rglob("*.checkpoint")):
+        data = p.read_bytes()
+        if data:
+            s.add(batch_prefix(data))
+    s.add(b"")
+    s.add(bytes(200))                       # a preallocated zero tail
+    print("segment", s.count)
+
+
+def _trim_index(index: bytes, timeindex: bytes, log: bytes, base: int) -> tuple[bytes, bytes]:
+    """Index entries that point inside ``log`` (a prefix of the real .log)."""
+    starts = set(entry_starts(log))
+    last = 0
+    with_offsets = []
+    for pos in entry_starts(log):
+        (off,) = struct.unpack_from(">q", log, pos)
+        with_offsets.append(off)
+    last = max(with_offsets, default=base)
+    idx = b"".join(index[i:i + 8] for i in range(0, len(index) - 7, 8)
+                   if struct.unpack_from(">i", index, i + 4)[0] in starts and struct.unpack_from(">i", index, i)[0] > 0)
+    tix = b"".join(timeindex[i:i + 12] for i in range(0, len(timeindex) - 11, 12)
+                   if 0 < struct.unpack_from(">i", timeindex, i + 8)[0] + base <= last)
+    return idx, tix
+
+
+def index() -> None:
+    from fuzz.fuzz_index import BASES
+    s = Seeds("index")
+    for log in sorted((REAL / "broker-dirs").rglob("*.log")):
+        stem = log.with_suffix("")
+        base = int(stem.name)
+        parts = [stem.with_suffix(x).read_bytes() if stem.with_suffix(x).exists() else b""
+                 for x in (".index", ".timeindex", ".txnindex")]
+        data = log.read_bytes()
+        ctrl = bytes([BASES.index(base) if base in BASES else 0]) + struct.pack(">q", 0)
+        prefix = batch_prefix(data, 32 * 1024)
+        idx, tix = _trim_index(parts[0], parts[1], prefix, base)
+        s.add(join([ctrl, idx, tix, parts[2], prefix]))
+        if len(data) == len(prefix):
+            s.add(join([ctrl, parts[0], parts[1], parts[2], data]))
+        # a preallocated active segment: the index files' zero tails
+        s.add(join([ctrl, idx + bytes(64), tix + bytes(96), b"", prefix]))
+    print("index", s.count)
+
+
+def offsets_fold() -> None:
+    s = Seeds("offsets_fold")
+    for log in sorted((REAL / "broker-dirs").rglob("__consumer_offsets-*/*.log")):
+        data = log.read_bytes()
+        starts = entry_starts(data)
+        for k in range(0, len(starts), max(1, len(starts) // 6)):
+            s.add(batch_prefix(data, 8 * 1024, starts[k]))
+        if len(data) > 100 * 1024:   # one seed past the C fold's first 64 KiB read window
+            s.add(batch_prefix(data, 100 * 1024))
+    print("offsets_fold", s.count)
+
+
+def _batches(path: Path):
+    reader = LogReader(path)
+    try:
+        for b in reader.batches():
+            yield b, bytes(reader.read_batch_bytes(b))
+    finally:
+        reader.close()
+
+
+def message() -> None:
+    from fuzz.fuzz_message import TARGETS
+    from test_cmessage import Encoder
+    s = Seeds("message")
+    seen: dict = {}
+    for snap in sorted((REAL / "metadata").rglob("*.checkpoint")):
+        for b, data in _batches(snap):
+            for _o, _t, key, value in mrec.iter_records(b, data):
+                if b.is_control:
+                    ctype = mrec.control_key(key)[1]
+                    k = ("control", ctype)
+                    if seen.setdefault(k, 0) < 2:
+                        seen[k] += 1
+                        s.add(bytes([4, ctype, struct.unpack_from(">h", key)[0]]) + value)
+                    continue
+                frame = mrec.read_frame(value)
+                k = ("metadata", frame.api_key, frame.version)
+                if seen.setdefault(k, 0) < 2:
+                    seen[k] += 1
+                    s.add(b"\x00" + value)
+    for log in sorted((REAL / "broker-dirs").rglob("__consumer_offsets-*/*.log")):
+        for b, data in _batches(log):
+            if b.magic != 2 or b.is_control:
+                continue
+            for _o, _t, key, value in orec.iter_key_values(b, data):
+                rtype = orec.key_version(key)
+                k = ("offsets", rtype, None if value is None else value[:2])
+                if seen.setdefault(k, 0) < 2:
+                    seen[k] += 1
+                    s.add(b"\x02" + key)
+                    if value is not None:
+                        s.add(b"\x03" + bytes([rtype & 0xFF]) + value)
+    rnd = random.Random(24)
+    for n, (spec, version) in enumerate(TARGETS):
+        body = Encoder(spec, version, rnd).struct(spec.fields)
+        s.add(bytes([8]) + struct.pack(">H", n) + body)
+        if spec.source == "kafka_storage" and spec.api_key is not None:   # remote log metadata frames
+            s.add(b"\x01" + bytes([1, spec.api_key, version]) + body)
+    print("message", s.count)
+
+
+def metadata_batch() -> None:
+    s = Seeds("metadata_batch")
+    for snap in sorted((REAL / "metadata").rglob("*.checkpoint")):
+        for b, data in _batches(snap):
+            s.add(data)
+            if not b.is_control:   # the same records in a LogAppendTime batch
+                s.add(data[:22] + bytes([data[22] | 0x08]) + data[23:])
+    print("metadata_batch", s.count)
+
+
+def checkpoints() -> None:
+    from fuzz.fuzz_checkpoints import READERS
+    s = Seeds("checkpoints")
+    names = [n for n, _ in READERS]
+    for p in sorted(REAL.rglob("*")):
+        if p.is_file() and p.name in names + ["recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+                                              "cleaner-offset-checkpoint"]:
+            kind = names.index(p.name) if p.name in names else 0
+            s.add(bytes([kind]) + p.read_bytes()[:4096])
+    print("checkpoints", s.count)
+
+
+def producer_snapshot() -> None:
+    s = Seeds("producer_snapshot")
+    import crc32c
+    for p in sorted(REAL.rglob("*.snapshot")):
+        s.add(p.read_bytes())
+    entries = struct.pack(">i", 2) + b"".join(struct.pack(">qhiqiqiq", 1000 + i, 0, 41, 77 + i, 3, 1_700_000_000_000, -1, -1)
+                                               for i in range(2))
+    s.add(struct.pack(">hI", 1, crc32c.crc32c(entries)) + entries)
+    print("producer_snapshot", s.count)
+
+
+def manifest_parts() -> None:
+    from auditor.cluster import portable
+    from auditor.cluster.consumer_groups import read_groups
+    from auditor.cluster.metadata_log import read_metadata_log
+    s = Seeds("manifest_parts")
+    kraft = REAL / "broker-dirs" / "kraft-transactional" / "kafka-data"
+    logs = sorted(p for p in (REAL / "broker-dirs").glob("*/*") if p.is_dir())
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        # the metadata log sits apart from the broker dir in the fixtures: a log dir holding both
+        d = Path(tmp) / "logdir"
+        shutil.copytree(REAL / "metadata" / "kraft-transactional", d)
+        shutil.copy(kraft / "meta.properties", d / "meta.properties")
+        log = read_metadata_log([d], history=True)
+        out = io.BytesIO()
+        portable.write_metadata(log, out)
+        # (the temporary dir's name replaced by a fixed one: the same seed every time)
+        texts = [(0, gzip.decompress(out.getvalue()).replace(str(d).encode(), b"/var/lib/kafka/data"))]
+    out = io.BytesIO()
+    portable.write_groups(read_groups(logs), out)
+    texts.append((3, gzip.decompress(out.getvalue())))
+    remote = (b'{"line":"header","format":"kafka-audit.remote-log-metadata","version":1,"records":2,'
+              b'"metadata_dirs":["/d/__remote_log_metadata-0"],"metadata_partitions":[0],"partition_counts":[1]}\n'
+              b'{"line":"partition","topic":"t","partition":0,"topic_id":"kQ7tpUX5RxeCk2JNalsaFg",'
+              b'"delete_state":null,"notes":[],"metadata_partitions":[0]}\n'
+              b'{"line":"note","text":"n"}\n{"line":"end","lines":3}\n')
+    texts.append((2, remote))
+    for kind, text in texts:
+        lines = text.splitlines(keepends=True)
+        if len(text) > SEED_BYTES:   # the header, a sample of the content lines, an end line counting them
+            keep = lines[:60]   # the header and the first content lines (topics before their partitions)
+            text = b"".join(keep) + b'{"line":"end","lines":%d}\n' % len(keep)
+        s.add(bytes([kind]) + text)
+        if kind == 0:
+            s.add(bytes([1]) + text[:2048])
+        s.add(bytes([0x80 | kind]) + gzip.compress(text, mtime=0)[:4096])
+    print("manifest_parts", s.count)
+
+
+if __name__ == "__main__":
+    for make in (segment, index, offsets_fold, message, metadata_batch, checkpoints, producer_snapshot, manifest_parts):
+        make()
+    total = sum(f.stat().st_size for f in CORPUS.rglob("*") if f.is_file())
+    print(f"corpus: {total} bytes")

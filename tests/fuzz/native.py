@@ -1,0 +1,141 @@
+"""The C extensions built for fuzzing, beside (never over) the normal in-place build.
+
+Two variants, each into ``build/fuzz/<variant>/`` (``build/`` is git-ignored; the in-place
+``auditor/formats/*.so`` that setup.py builds is never touched):
+
+* ``asan``: ``clang -fsanitize=fuzzer-no-link,address,undefined`` (libFuzzer's coverage counters
+  and comparison hooks, AddressSanitizer, UndefinedBehaviorSanitizer made fatal with
+  ``-fno-sanitize-recover=all``), ``-g -O1 -fno-omit-frame-pointer``. Such a library has no
+  sanitizer runtime of its own: the process must start with one preloaded (:func:`sanitizer_env`).
+* ``cov``: ``-fprofile-instr-generate -fcoverage-mapping`` (clang's source-based coverage, for
+  ``llvm-cov``), no sanitizer: the line coverage the fuzz corpus reaches in each C file.
+
+:func:`install` loads one variant's modules under their real names
+(``auditor.formats._cwalk`` ...) into ``sys.modules`` before any decoder module imports them, so
+``auditor.formats.log_reader`` and the others run on the instrumented code without a change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build" / "fuzz"
+FORMATS = ROOT / "auditor" / "formats"
+#: module name -> its C source (setup.py's three extensions)
+EXTENSIONS = {
+    "auditor.formats._cwalk": FORMATS / "_cwalk.c",
+    "auditor.formats._coffsets": FORMATS / "_coffsets.c",
+    "auditor.formats._cmessage": FORMATS / "_cmessage.c",
+}
+DEPENDS = [FORMATS / "_record_batch.h"]
+CLANG = os.environ.get("FUZZ_CLANG", "clang-14")
+COMMON_FLAGS = ["-shared", "-fPIC", "-g", "-fno-omit-frame-pointer", "-Wall", "-Werror=implicit-function-declaration"]
+VARIANT_FLAGS = {
+    "asan": ["-O1", "-fsanitize=fuzzer-no-link,address,undefined", "-fno-sanitize-recover=all"],
+    "cov": ["-O0", "-fprofile-instr-generate", "-fcoverage-mapping"],
+}
+#: Where atheris keeps the ASan runtime with libFuzzer linked in (pip wheel: beside site-packages).
+SANITIZER_RUNTIME = "asan_with_fuzzer.so"
+
+
+class NativeBuildError(RuntimeError):
+    """clang, the sanitizer runtime or atheris is missing, or a compile failed: the fuzz tests fail."""
+
+
+def _suffix() -> str:
+    return sysconfig.get_config_var("EXT_SUFFIX")
+
+
+def module_path(variant: str, name: str) -> Path:
+    return BUILD / variant / (name.replace(".", "/") + _suffix())
+
+
+def _stamp(variant: str) -> str:
+    h = hashlib.sha256()
+    for path in [*EXTENSIONS.values(), *DEPENDS]:
+        h.update(path.read_bytes())
+    h.update(" ".join([CLANG, *COMMON_FLAGS, *VARIANT_FLAGS[variant], sys.version]).encode())
+    return h.hexdigest()
+
+
+def build(variant: str = "asan") -> Path:
+    """Compile the three extensions for ``variant`` (skipped when sources and flags are unchanged)."""
+    if shutil.which(CLANG) is None:
+        raise NativeBuildError(f"{CLANG} not found: install Debian's clang and libclang-rt-14-dev "
+                               f"(scripts/system-packages.sh)")
+    out = BUILD / variant
+    stamp = out / "stamp"
+    want = _stamp(variant)
+    if stamp.is_file() and stamp.read_text() == want and all(module_path(variant, n).is_file() for n in EXTENSIONS):
+        return out
+    include = sysconfig.get_paths()["include"]
+    for name, source in EXTENSIONS.items():
+        target = module_path(variant, name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        cmd = [CLANG, *COMMON_FLAGS, *VARIANT_FLAGS[variant], f"-I{include}", f"-I{FORMATS}", str(source),
+               "-o", str(target)]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise NativeBuildError(f"{' '.join(cmd)} failed:\n{done.stderr}")
+    stamp.write_text(want)
+    return out
+
+
+def install(variant: str) -> dict[str, str]:
+    """Load ``variant``'s modules into sys.modules under their real names; their paths by name.
+    Must run before anything imports auditor.formats' C modules (it checks that nothing did)."""
+    loaded = {}
+    for name in EXTENSIONS:
+        if name in sys.modules:
+            raise NativeBuildError(f"{name} was imported before the {variant} build was installed")
+        path = module_path(variant, name)
+        loader = importlib.machinery.ExtensionFileLoader(name, str(path))
+        spec = importlib.util.spec_from_file_location(name, path, loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+        sys.modules[name] = module
+        loaded[name] = str(path)
+    return loaded
+
+
+def sanitizer_runtime() -> Path:
+    """atheris' ASan runtime with libFuzzer linked in (it also holds UBSan's handlers)."""
+    try:
+        import atheris
+    except ImportError as exc:
+        raise NativeBuildError("atheris is not installed: .venv/bin/python -m pip install atheris "
+                               "(the test extra of pyproject.toml)") from exc
+    path = Path(atheris.path()) / SANITIZER_RUNTIME
+    if not path.is_file():
+        raise NativeBuildError(f"{path} missing: the atheris wheel ships it; reinstall atheris")
+    return path
+
+
+def sanitizer_env(base: dict | None = None) -> dict:
+    """The environment a process running the ``asan`` build must start with.
+
+    LD_PRELOAD: the instrumented libraries reference the ASan/UBSan runtime and libFuzzer's
+    coverage callbacks, which neither python nor atheris' default module provide.
+    PYTHONMALLOC=malloc: every Python object (the bytes a decoder reads) comes from malloc, so
+    ASan puts red zones around it; with pymalloc a read past a small bytes object stays inside an
+    arena and goes unseen. detect_leaks=0: CPython keeps its objects at exit by design.
+    """
+    env = dict(os.environ if base is None else base)
+    env["LD_PRELOAD"] = str(sanitizer_runtime())
+    env["PYTHONMALLOC"] = "malloc"
+    env["ASAN_OPTIONS"] = ("detect_leaks=0:abort_on_error=1:symbolize=1:allocator_may_return_null=1:"
+                           "detect_stack_use_after_return=1:strict_string_checks=1")
+    env["UBSAN_OPTIONS"] = "halt_on_error=1:abort_on_error=1:print_stacktrace=1"
+    symbolizer = shutil.which("llvm-symbolizer-14") or shutil.which("llvm-symbolizer")
+    if symbolizer:
+        env["ASAN_SYMBOLIZER_PATH"] = symbolizer
+    return env
