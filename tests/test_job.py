@@ -23,6 +23,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+# tier (tests/harness/tiers.py): a standalone Spark cluster and `scan --engine spark` subprocesses, started without a fixture
+pytestmark = pytest.mark.live
+
 from auditor.manifest import LOG_DIRS_FILE, collect_manifest
 from auditor.engine import aggregates, read_manifests, scan_dataframes
 from auditor.scan import scan_log_dirs

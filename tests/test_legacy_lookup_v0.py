@@ -32,6 +32,9 @@ import time
 from pathlib import Path
 
 import pytest
+
+# tier (tests/harness/tiers.py): its module fixture starts a Kafka 3.9.1 cluster without kafka_cluster_factory
+pytestmark = pytest.mark.live
 from confluent_kafka import ElectionType, TopicPartition
 
 from auditor import replay

@@ -44,6 +44,8 @@ from confluent_kafka.admin import (
     OffsetSpec,
 )
 
+from .tiers import refuse_in_fast_tiers
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_VERSION = os.environ.get("KAFKA_VERSION", "4.2.1")
 LONG_MAX = 9223372036854775807
@@ -373,6 +375,7 @@ class KafkaCluster:
         return self
 
     def _spawn(self, node: BrokerNode) -> None:
+        refuse_in_fast_tiers(f"a Kafka broker (node {node.node_id})")
         if node.proc is not None and node.proc.poll() is None:
             raise KafkaHarnessError(f"node {node.node_id} is already running (pid {node.proc.pid})")
         node.stdout = open(node.dir / "stdout.log", "ab")
