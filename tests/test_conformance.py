@@ -29,7 +29,7 @@ from auditor.formats.time_index import read_time_index
 from auditor.formats.txn_index import read_txn_index
 from auditor.scan import SegmentFiles, scan_segment
 from harness.scenarios import populate_conformance_data
-from realdata import BROKER_DIRS, RECORD_SETS
+from realdata import BROKER_DIRS, RECORD_SET_FILES, RECORD_SETS, at_least
 
 COUNTS: Counter = Counter()
 CONTROL_NAMES = {0: "ABORT", 1: "COMMIT"}
@@ -159,8 +159,7 @@ def _segment_files(root: Path) -> list[Path]:
                   and filenames.parse_segment_file(p.name) is not None)
 
 
-SHARED_FILES = _segment_files(BROKER_DIRS)
-RECORD_SET_FILES = sorted(RECORD_SETS.rglob("*.bin"))
+SHARED_FILES = at_least(_segment_files(BROKER_DIRS), 13, "segment files of the broker dirs")
 
 
 @pytest.fixture(scope="module")

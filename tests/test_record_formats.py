@@ -31,7 +31,7 @@ from auditor.formats import record_batch as v2
 from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
 from auditor.formats.varint import encode_varint, read_varint, read_varlong
-from realdata import BROKER_DIRS, REAL, RECORD_SETS
+from realdata import BROKER_DIRS, REAL, RECORD_SETS, at_least
 
 EXPECTED_FILE = REAL / "EXPECTED.txt"
 # Fixtures README: its header says codec none but the records are not v2 records; Kafka's deep
@@ -69,7 +69,8 @@ def _parse_expected() -> dict[str, dict]:
 
 
 EXPECTED = _parse_expected()
-FIXTURE_FILES = sorted(p for p in RECORD_SETS.rglob("*") if p.is_file()) + sorted(BROKER_DIRS.rglob("*.log"))
+FIXTURE_FILES = at_least(sorted(p for p in RECORD_SETS.rglob("*") if p.is_file()) + sorted(BROKER_DIRS.rglob("*.log")),
+                         45 + 7, "record sets and broker-dir .log files")
 
 
 def _rel(p: Path) -> str:
