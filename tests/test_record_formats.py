@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import ast
 import datetime as dt
 import os
 import re
@@ -31,6 +30,7 @@ from auditor.formats import record_batch as v2
 from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
 from auditor.formats.varint import encode_varint, read_varint, read_varlong
+from harness.expected_txt import read_expected
 from realdata import BROKER_DIRS, REAL, RECORD_SETS, at_least
 
 EXPECTED_FILE = REAL / "EXPECTED.txt"
@@ -38,37 +38,7 @@ EXPECTED_FILE = REAL / "EXPECTED.txt"
 # iteration throws on it as well. Shallow facts and the CRC still compare.
 NOT_V2_RECORDS = {"v0_recordbatch_zstd.bin"}
 
-_LINE = re.compile(
-    r"^(?P<path>\S+) size (?P<size>\d+) batches (?P<batches>\d+) magic (?P<magic>\{[^}]*\}) "
-    r"codec (?P<codec>\{[^}]*\}) txn (?P<txn>\d+) ctrl (?P<ctrl>\d+) offs (?P<offs>\([^)]*\)) "
-    r"ts (?P<ts>\([^)]*\)) crc_bad (?P<crc_bad>\d+) trail (?P<trail>\d+) (?P<rest>\{.*\})$"
-)
-
-
-def _parse_expected() -> dict[str, dict]:
-    out = {}
-    for number, line in enumerate(EXPECTED_FILE.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        m = _LINE.match(line)
-        assert m, f"EXPECTED.txt line {number} not understood: {line!r}"
-        ts = ast.literal_eval(m["ts"])
-        out[m["path"]] = {
-            "size": int(m["size"]),
-            "batches": int(m["batches"]),
-            "magic": ast.literal_eval(m["magic"]),
-            "codec": ast.literal_eval(m["codec"]),
-            "txn": int(m["txn"]),
-            "ctrl": int(m["ctrl"]),
-            "offs": ast.literal_eval(m["offs"]),
-            "ts": tuple(None if t == "None" else t for t in ts),
-            "crc_bad": int(m["crc_bad"]),
-            "trail": int(m["trail"]),
-        }
-    return out
-
-
-EXPECTED = _parse_expected()
+EXPECTED = read_expected(EXPECTED_FILE)
 FIXTURE_FILES = at_least(sorted(p for p in RECORD_SETS.rglob("*") if p.is_file()) + sorted(BROKER_DIRS.rglob("*.log")),
                          45 + 7, "record sets and broker-dir .log files")
 
