@@ -23,7 +23,8 @@ from auditor.cluster import offsets_segments
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, fold_partition_dir, offsets_partition_dirs, read_groups
 from auditor.formats import offsets_records as orec
 from realdata import LOG_DIRS
-from test_consumer_groups_real import _commit_key, _commit_value, _varint
+from harness.encoding import zigzag_varint as _varint
+from test_consumer_groups_real import _commit_key, _commit_value
 
 TS = 1_700_000_000_000
 REAL_2018 = next(d for d in LOG_DIRS if (d / f"{OFFSETS_TOPIC}-28").is_dir()) / f"{OFFSETS_TOPIC}-28" / f"{0:020d}.log"
