@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, offsets_partition_dirs, read_groups
+from harness.cli import kafka_audit
 from harness.groups import (GROUP_BROKER_CONFIG, build_group_scenario, describe_groups, list_committed_offsets,
                             wait_offsets_cleaned, wait_offsets_settled)
 from harness.log_dirs import copy_live_dir
@@ -125,19 +126,10 @@ def test_c_and_python_replays_agree_on_the_real_broker(groups_cluster, monkeypat
 # ------------------------------------------------------------------------------ the commands
 
 
-def _cli(*args, timeout=300):
-    import subprocess
-    import sys
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[1]
-    return subprocess.run([sys.executable, "-m", "auditor.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=root, timeout=timeout)
-
-
 def test_groups_command_json(groups_cluster):
     import json
     kc, scenario, _ = groups_cluster
-    proc = _cli("groups", *kc.log_dirs(1), "--json")
+    proc = kafka_audit("groups", *kc.log_dirs(1), "--json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     import jsonschema  # the published schema of `groups --json` (reports/groups.schema.json)
@@ -161,7 +153,7 @@ def test_groups_command_json(groups_cluster):
                 n += 1
     assert len(live) >= 20 and n >= 90
     assert live["kip848-0"]["protocol"] == "consumer" and live["simple-0"]["protocol"] == "classic"
-    text = _cli("groups", *kc.log_dirs(1))
+    text = kafka_audit("groups", *kc.log_dirs(1))
     assert text.returncode == 0 and "below-start" in text.stdout and "deleted-group" not in text.stdout
 
 
@@ -221,10 +213,10 @@ def test_replay_check_group_equals_reset_offsets_dry_run(groups_cluster, kafka_c
                         assert p["bytes_reread"] is None and p["bytes_skipped"] is None
     assert compared >= 80
     # the subprocess path (exit code, JSON on stdout) once
-    proc = _cli("replay-check", "--group", "below-start", "--at", targets["inside the data"], "--log-dir",
+    proc = kafka_audit("replay-check", "--group", "below-start", "--at", targets["inside the data"], "--log-dir",
                 kc.log_dirs(1)[0], "--json")
     assert proc.returncode in (0, 1) and json.loads(proc.stdout)["group"]["group"] == "below-start"
-    assert _cli("replay-check", "--group", "no-such-group", "--at", targets["inside the data"], "--log-dir",
+    assert kafka_audit("replay-check", "--group", "no-such-group", "--at", targets["inside the data"], "--log-dir",
                 kc.log_dirs(1)[0]).returncode == 3
 
 
@@ -288,10 +280,10 @@ def test_groups_and_replay_check_from_a_manifest(groups_cluster, kafka_classpath
     from harness.groups import ConsumerGroupsTool
     kc, scenario, _ = groups_cluster
     manifest = tmp_path / "manifest"
-    proc = _cli("collect", "--out", manifest, "--depth", "headers", "--no-progress", *kc.log_dirs(1))
+    proc = kafka_audit("collect", "--out", manifest, "--depth", "headers", "--no-progress", *kc.log_dirs(1))
     assert proc.returncode == 0, proc.stderr
-    from_disk = json.loads(_cli("groups", *kc.log_dirs(1), "--json").stdout)["groups"]
-    proc = _cli("groups", "--manifest", manifest, "--json")
+    from_disk = json.loads(kafka_audit("groups", *kc.log_dirs(1), "--json").stdout)["groups"]
+    proc = kafka_audit("groups", "--manifest", manifest, "--json")
     assert proc.returncode == 0, proc.stderr
     from_manifest = json.loads(proc.stdout)["groups"]
     strip = ("lag_bytes",)   # the manifest was taken after the disk read: compare what cannot move
@@ -301,7 +293,7 @@ def test_groups_and_replay_check_from_a_manifest(groups_cluster, kafka_classpath
              for t, parts in d["topics"].items()} for g, d in from_disk.items()}
     target = scenario.t0_ms + 21 * 60_000 + 250
     theirs = ConsumerGroupsTool(kafka_classpath, kc.bootstrap_servers).reset_to_datetime_dry_run("simple-6", target)
-    proc = _cli("replay-check", "--group", "simple-6", "--at", target, "--manifest", manifest, "--json")
+    proc = kafka_audit("replay-check", "--group", "simple-6", "--at", target, "--manifest", manifest, "--json")
     assert proc.returncode in (0, 1), proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["mode"] == "manifest"
@@ -353,16 +345,16 @@ def test_group_commands_from_a_manifest_need_no_offsets_files(groups_cluster, ka
         shutil.rmtree(d)
     target = scenario.t0_ms + 21 * 60_000 + 250
     theirs = ConsumerGroupsTool(kafka_classpath, kc.bootstrap_servers).reset_to_datetime_dry_run("simple-6", target)
-    proc = _cli("replay-check", "--group", "simple-6", "--at", target, "--manifest", manifest, "--json")
+    proc = kafka_audit("replay-check", "--group", "simple-6", "--at", target, "--manifest", manifest, "--json")
     assert proc.returncode in (0, 1), proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["mode"] == "manifest"
     assert {(p["topic"], p["partition"]): p["reset_offset"] for p in doc["group"]["partitions"]} == theirs
-    proc = _cli("groups", "--manifest", manifest, "--json")
+    proc = kafka_audit("groups", "--manifest", manifest, "--json")
     assert proc.returncode == 0, proc.stderr
-    from_disk = json.loads(_cli("groups", *kc.log_dirs(1), "--json").stdout)["groups"]
+    from_disk = json.loads(kafka_audit("groups", *kc.log_dirs(1), "--json").stdout)["groups"]
     committed = {g: {t: {p: e["committed_offset"] for p, e in parts.items()} for t, parts in d["topics"].items()}
                  for g, d in json.loads(proc.stdout)["groups"].items()}
     assert committed == {g: {t: {p: e["committed_offset"] for p, e in parts.items()} for t, parts in d["topics"].items()}
                          for g, d in from_disk.items()}
-    assert _cli("replay-check", "--group", "no-such-group", "--at", target, "--manifest", manifest).returncode == 3
+    assert kafka_audit("replay-check", "--group", "no-such-group", "--at", target, "--manifest", manifest).returncode == 3
