@@ -17,7 +17,6 @@ import datetime as dt
 import os
 import re
 import struct
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -203,18 +202,14 @@ def test_first_batch_and_restart_from_a_position():
         assert list(reader.batches(all_batches[1].position)) == all_batches[1:]
 
 
-def test_shallow_walk_speed_on_real_segment():
-    """The hot loop: 8,202 real batches. A loose floor (shared CI machines); the rate is printed."""
+def test_shallow_walk_of_a_real_segment():
+    """The hot loop's whole walk: 8,202 real batches, to the end. Its speed is measured in
+    benchmarks/pacing_and_walk.py, not asserted here (a loaded machine is not a regression)."""
     path = BROKER_DIRS / "kafka-2018-v2/kafka-logs/__consumer_offsets-28/00000000000000000000.log"
     with LogReader(path) as reader:
-        best = float("inf")
-        for _ in range(5):
-            t0 = time.perf_counter()
-            n = sum(1 for _ in reader.batches(0))
-            best = min(best, time.perf_counter() - t0)
-    rate = n / best
-    print(f"\nshallow walk: {n} batches in {best * 1e3:.1f} ms = {rate:,.0f} batches/s")
-    assert n == 8202 and rate > 100_000
+        n = sum(1 for _ in reader.batches(0))
+        assert reader.stop_reason is None and reader.stop_position == reader.size_bytes
+    assert n == 8202
 
 
 # ---------------------------------------------------------------------------------------
