@@ -46,13 +46,12 @@ def pytest_collection_modifyitems(config, items):
         implied = "unit"
         if names & tiers.RECORDED_FIXTURES or (item.module is not None and _reads_real_files(item.module)):
             implied = "recorded"
-        if names & tiers.LIVE_FIXTURES:
+        if names & tiers.LIVE_FIXTURES or any(tiers.LIVE_FIXTURE_NAME.search(n) for n in names - tiers.RECORDED_FIXTURES):
             implied = "live"
         explicit = [m.name for m in item.iter_markers() if m.name in rank]
         heaviest = max(explicit, key=rank.__getitem__, default="unit")
         if explicit and rank[heaviest] < rank[implied]:
-            errors.append(f"{item.nodeid}: marked {heaviest} but its fixtures make it {implied} "
-                          f"({sorted(names & (tiers.LIVE_FIXTURES | tiers.RECORDED_FIXTURES))})")
+            errors.append(f"{item.nodeid}: marked {heaviest} but its fixtures make it {implied} ({sorted(names)})")
         tier = max(heaviest, implied, key=rank.__getitem__)
         if tier not in explicit:
             item.add_marker(getattr(pytest.mark, tier))

@@ -9,7 +9,8 @@ live      a running component: a Kafka broker, Spark (local session or standalon
 A test's tier is the heaviest of:
   1. the fixtures it uses, directly or through other fixtures (``item.fixturenames`` is the whole
      closure, so a module fixture built on ``kafka_cluster_factory`` makes its tests live):
-     LIVE_FIXTURES -> live, RECORDED_FIXTURES -> recorded;
+     LIVE_FIXTURES or a name matching LIVE_FIXTURE_NAME (not in RECORDED_FIXTURES) -> live,
+     RECORDED_FIXTURES -> recorded;
   2. its module importing the real-fixture locator (``from realdata import ...`` /
      ``import realdata``) -> recorded;
   3. an explicit ``pytest.mark.unit|recorded|live`` (module ``pytestmark`` or decorator), for
@@ -28,6 +29,7 @@ instead of slowing it down unnoticed.
 from __future__ import annotations
 
 import os
+import re
 
 TIERS = ("unit", "recorded", "live")  # lightest first
 
@@ -37,6 +39,10 @@ LIVE_FIXTURES = frozenset({
     "spark_standalone",       # test_airflow_dags: a standalone Spark master + worker
     "airflow_env",            # test_airflow_dags: a migrated Airflow home for dag.test()
 })
+# A fixture named after a component (``prometheus_server``, ``broker``, ``groups_cluster``,
+# ``browser``) is live too, unless listed in RECORDED_FIXTURES: a new helper's fixture that starts
+# one lands in the live tier without a list to update (erring towards live: slower, never hidden).
+LIVE_FIXTURE_NAME = re.compile(r"kafka|broker|cluster|spark|airflow|chromium|browser|playwright|prometheus|exporter")
 RECORDED_FIXTURES = frozenset({
     "kafka_classpath",        # conftest: the Kafka jars (a JVM tool may run, no broker)
     "kafka_classpath_str",
