@@ -23,7 +23,7 @@ from checks.config import Config
 from auditor.live_config import LiveConfigError, fetch_topic_configs
 from auditor.check_runner import run_local, run_spark
 from harness.kafka import free_port, wait_until
-from harness.moves import move_log_dir, reassign
+from harness.moves import move_log_dir, reassign, wait_replica_quiet
 from spark_session import spark  # noqa: F401
 
 DAY = 86_400_000
@@ -110,7 +110,7 @@ def test_reassignment_detected_as_mtime_reset_naming_both_replicas(cluster):
     topic = "moved"
     cluster.create_topic(topic, replica_assignment=[[1]], config={"segment.ms": "2000", "segment.jitter.ms": "0"})
     produce_spaced_groups(cluster, topic, groups=5, gap_s=2.3)
-    time.sleep(5)
+    wait_replica_quiet(cluster, topic, 0, quiet_s=5)   # the move's mtimes clearly after the old ones
     reassign(cluster, topic, 0, [1, 2])
     dirs = cluster.partition_dirs(topic, 0)
     assert set(dirs) == {1, 2}
@@ -130,7 +130,7 @@ def test_log_dir_move_detected_as_mtime_reset(cluster):
     topic = "dirmove"
     cluster.create_topic(topic, replica_assignment=[[1, 2]], config={"segment.ms": "2000", "segment.jitter.ms": "0"})
     produce_spaced_groups(cluster, topic, groups=5, gap_s=2.3)
-    time.sleep(5)
+    wait_replica_quiet(cluster, topic, 0, quiet_s=5)   # the move's mtimes clearly after the old ones
     before = cluster.partition_dirs(topic, 0)[1].parent
     target = next(d for d in cluster.log_dirs(1) if d != before)
     move_log_dir(cluster, topic, 0, 1, target)
