@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, offsets_partition_dirs, read_groups
+from checks.base import Severity
 from harness.cli import kafka_audit
 from harness.groups import (GROUP_BROKER_CONFIG, build_group_scenario, describe_groups, list_committed_offsets,
                             wait_offsets_cleaned, wait_offsets_settled)
@@ -177,7 +178,14 @@ def test_replay_check_group_equals_reset_offsets_dry_run(groups_cluster, kafka_c
     from harness.groups import ConsumerGroupsTool
     kc, scenario, _ = groups_cluster
     tool = ConsumerGroupsTool(kafka_classpath, kc.bootstrap_servers)
-    groups = ["simple-3", "kip848-3", "below-start", "lagging-group"]
+    # one group of every kind the scenario made (classic, KIP-848 consumer, simple, transactional
+    # commit, lagging, below the log start, a deleted topic's, ...) that holds committed offsets
+    kinds: dict[str, str] = {}
+    for name, info in sorted(scenario.groups.items()):
+        if name not in scenario.deleted_groups and scenario.expected.get(name):
+            kinds.setdefault(info["kind"], name)
+    groups = sorted(set(kinds.values()) | {"simple-3", "kip848-3", "below-start", "lagging-group"})
+    assert len(groups) >= 7, kinds
     now = int(time.time() * 1000)
     targets = {"before the data": scenario.t0_ms - 3_600_000,
                "inside the data": scenario.t0_ms + 13 * 60_000 + 500,
@@ -193,8 +201,10 @@ def test_replay_check_group_equals_reset_offsets_dry_run(groups_cluster, kafka_c
                 for i in range(1, len(mode)):
                     args += [mode[0], mode[i]]
                 rc, out = _cli_inprocess(*args)
-                assert rc in (0, 1), out
                 doc = json.loads(out)
+                # the exact exit code of the verdict the document states (0 safe, 1 unsafe)
+                assert rc == (0 if doc["safe"] else 1), (group, label, mode[0], rc, doc["worst"], doc["fail_on"])
+                assert doc["safe"] == (Severity.parse(doc["worst"]) < Severity.parse(doc["fail_on"])), doc
                 got = {(p["topic"], p["partition"]): p["reset_offset"] for p in doc["group"]["partitions"]}
                 assert got == theirs, (group, label, mode[0])
                 compared += len(got)
@@ -212,6 +222,8 @@ def test_replay_check_group_equals_reset_offsets_dry_run(groups_cluster, kafka_c
                     else:
                         assert p["bytes_reread"] is None and p["bytes_skipped"] is None
     assert compared >= 80
+    print(f"\nreplay-check --group vs kafka-consumer-groups --dry-run: {len(groups)} groups "
+          f"({', '.join(groups)}) x {len(targets)} targets x 2 modes, {compared} partitions")
     # the subprocess path (exit code, JSON on stdout) once
     proc = kafka_audit("replay-check", "--group", "below-start", "--at", targets["inside the data"], "--log-dir",
                 kc.log_dirs(1)[0], "--json")
