@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: sets up .venv (Python packages), the Kafka jars (Maven Central,
-# cached under .cache/), then runs the whole test suite. Fails loudly when a component is missing.
+# cached under .cache/), then runs the whole test suite, tier by tier (below). Fails loudly when a
+# component is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v java >/dev/null || { echo "test.sh: java (17+) is required for the real Kafka broker" >&2; exit 1; }
@@ -13,12 +14,48 @@ KAFKA_VERSION=3.9.1 bash scripts/kafka-jars.sh
 # Debian packages (Chromium for the report, ...): scripts/system-packages.sh lists them
 bash scripts/system-packages.sh
 export SPARK_LOCAL_IP=127.0.0.1
-set +e
-.venv/bin/python -m pytest "$@"
-rc=$?
-set -e
-if [ "$rc" -eq 5 ]; then
-  echo "test.sh: pytest collected no tests: that is a failure here" >&2
+
+# The suite in three tiers (pytest marks applied by tests/conftest.py; rules in tests/harness/tiers.py),
+# fastest first; a failing tier stops the run before any broker starts:
+#   unit      pure functions            2 workers (pytest-xdist), whole files per worker
+#   recorded  real files read offline   2 workers, whole files per worker (module fixtures and
+#                                       module totals stay in one process)
+#   live      brokers, Spark, Airflow,  serial: at most one broker/Spark module at a time
+#             Chromium
+# TEST_TIERS="unit recorded" runs the fast lane only. Arguments go to every tier's pytest; with no
+# arguments (CI) a tier that collects no test (pytest exit 5) is a failure, with arguments (a path,
+# -k ...) a tier holding none of the selected tests is passed over, and all of them holding none fails.
+TIERS=${TEST_TIERS:-unit recorded live}
+declare -A XDIST=([unit]="-n 2 --dist loadfile" [recorded]="-n 2 --dist loadfile" [live]="")
+summary=()
+ran=0
+report() { printf 'test.sh: %s\n' "${summary[@]}" "load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2; }
+for tier in $TIERS; do
+  [ -n "${XDIST[$tier]+x}" ] || { echo "test.sh: unknown tier '$tier' in TEST_TIERS (unit recorded live)" >&2; exit 2; }
+  start=$SECONDS
+  set +e
+  # shellcheck disable=SC2086  # the xdist options are words
+  .venv/bin/python -m pytest -m "$tier" ${XDIST[$tier]} "$@"
+  rc=$?
+  set -e
+  summary+=("tier $tier: exit $rc in $((SECONDS - start)) s")
+  if [ "$rc" -eq 5 ] && [ "$#" -gt 0 ]; then
+    summary[-1]+=" (none of the selected tests is in this tier)"
+    continue
+  fi
+  ran=$((ran + 1))
+  if [ "$rc" -eq 5 ]; then
+    summary[-1]+=" (pytest collected no tests: that is a failure here)"
+    report
+    exit 1
+  fi
+  if [ "$rc" -ne 0 ]; then
+    report
+    exit "$rc"
+  fi
+done
+report
+if [ "$ran" -eq 0 ]; then
+  echo "test.sh: no tier collected a test: that is a failure here" >&2
   exit 1
 fi
-exit "$rc"

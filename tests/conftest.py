@@ -6,14 +6,63 @@ a test that silently skips its real broker proves nothing.
 
 from __future__ import annotations
 
+import inspect
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from harness import tiers
 from harness.dumplog import DumpLogSegments
 from harness.kafka import KafkaCluster, kafka_classpath
+
+
+_module_reads_real_files: dict[str, bool] = {}
+
+
+def _reads_real_files(module) -> bool:
+    """The module imported tests/realdata.py (itself, or a name it defines)."""
+    if module.__name__ not in _module_reads_real_files:
+        rd = sys.modules.get(tiers.RECORDED_MODULE)
+        ours = set()
+        if rd is not None:
+            ours = {id(v) for k, v in vars(rd).items() if not k.startswith("_") and k != "annotations"
+                    and not inspect.ismodule(v) and not isinstance(v, type)}
+            ours.add(id(rd))
+        _module_reads_real_files[module.__name__] = any(id(v) in ours for v in vars(module).values())
+    return _module_reads_real_files[module.__name__]
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by these marks
+def pytest_collection_modifyitems(config, items):
+    """Give every test exactly one tier mark (unit, recorded, live): tests/harness/tiers.py."""
+    rank = {t: i for i, t in enumerate(tiers.TIERS)}
+    errors = []
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        implied = "unit"
+        if names & tiers.RECORDED_FIXTURES or (item.module is not None and _reads_real_files(item.module)):
+            implied = "recorded"
+        if names & tiers.LIVE_FIXTURES or any(tiers.LIVE_FIXTURE_NAME.search(n) for n in names - tiers.RECORDED_FIXTURES):
+            implied = "live"
+        explicit = [m.name for m in item.iter_markers() if m.name in rank]
+        heaviest = max(explicit, key=rank.__getitem__, default="unit")
+        if explicit and rank[heaviest] < rank[implied]:
+            errors.append(f"{item.nodeid}: marked {heaviest} but its fixtures make it {implied} ({sorted(names)})")
+        tier = max(heaviest, implied, key=rank.__getitem__)
+        if tier not in explicit:
+            item.add_marker(getattr(pytest.mark, tier))
+    if errors:
+        raise pytest.UsageError("tier marks lighter than the fixtures used:\n" + "\n".join(errors))
+
+
+def pytest_collection_finish(session):
+    """A session with no live test selected may not start a broker or Spark (tiers.py's guard)."""
+    if session.items and not any(item.get_closest_marker("live") for item in session.items):
+        os.environ[tiers.FAST_ONLY_ENV] = "1"
 
 
 def _require_java_and_maven() -> None:

@@ -13,8 +13,22 @@ RECORD_SETS = REAL / "record-sets"
 if not REAL.is_dir():  # fail loudly: a missing fixture must never turn into a skipped test
     raise RuntimeError(f"real Kafka fixtures not found at {REAL}: ../shared must sit beside the repo")
 
-LOG_DIRS = sorted(p for p in BROKER_DIRS.glob("*/*") if p.is_dir())
+
+
+def at_least(items, minimum: int, what: str) -> list:
+    """``items`` as a list, or RuntimeError (at collection) when the fixtures hold fewer than
+    ``minimum``: a partly emptied fixture folder must fail, never shrink a parametrization."""
+    items = list(items)
+    if len(items) < minimum:
+        raise RuntimeError(f"{what}: {len(items)} found under {REAL}, at least {minimum} expected "
+                           "(the fixtures README lists them): the real fixtures are incomplete")
+    return items
+
+
+LOG_DIRS = at_least(sorted(p for p in BROKER_DIRS.glob("*/*") if p.is_dir()), 3, "broker log dirs")
 """The log dirs (the broker's log.dirs entries) under broker-dirs/."""
+RECORD_SET_FILES = at_least(sorted(RECORD_SETS.rglob("*.bin")), 45, "record sets (*.bin)")
+"""Every real record set (fetch responses and produce batches laid out like a .log)."""
 
 
 def copy_log_dir(name: str, dest: Path) -> Path:

@@ -16,6 +16,9 @@ import pytest
 def spark():
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from auditor.engine import build_spark
+    from harness.tiers import refuse_in_fast_tiers
+
+    refuse_in_fast_tiers("a Spark session")
 
     session = build_spark("local[2]", {"spark.sql.shuffle.partitions": "4"})
     yield session

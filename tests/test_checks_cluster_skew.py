@@ -53,7 +53,7 @@ def skewed(kafka_cluster_factory):
     assert len(hot_partitions) == 1, f"one key, one partition: {hot_partitions}"
     messages = Counter(d.partition for d in hot + cold)
     assert len(messages) == PARTITIONS, f"the cold keys should reach every partition: {messages}"
-    kc.stop()  # quiet files: what the test measures is what the tool reads
+    kc.stop(require_clean=True)  # quiet files: what the test measures is what the tool reads
     log_dirs = {node: kc.log_dirs(node) for node in sorted(kc.nodes)}
     return {"cluster": kc, "hot": hot_partitions.pop(), "messages": dict(messages), "log_dirs": log_dirs,
             "all_dirs": [d for dirs in log_dirs.values() for d in dirs]}

@@ -49,7 +49,7 @@ def broker(kafka_cluster_factory):
     t0 = now - HOUR
     jumpy = kc.produce("jumpy", [("k", "a", t0), ("k", "b", t0 + 1000), ("k", "c", t0 - 3 * HOUR), ("k", "d", t0 + 2000)],
                        linger_ms=200)
-    kc.stop()  # quiet files
+    kc.stop(require_clean=True)  # quiet files
     return {"cluster": kc, "log_dir": kc.log_dirs(1)[0], "txn_last_offset": last[-1].offset,
             "rolled_largest_ms": [t + 4 for t in firsts], "txn_stamped_ms": now,
             "jump_offset": jumpy[2].offset, "jump_ms": 3 * HOUR + 1000}

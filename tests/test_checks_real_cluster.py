@@ -22,8 +22,8 @@ from checks.base import AuditContext, Severity
 from checks.config import Config
 from auditor.live_config import LiveConfigError, fetch_topic_configs
 from auditor.check_runner import run_local, run_spark
-from harness.kafka import free_port
-from harness.moves import move_log_dir, reassign
+from harness.kafka import free_port, wait_until
+from harness.moves import move_log_dir, reassign, wait_replica_quiet
 from spark_session import spark  # noqa: F401
 
 DAY = 86_400_000
@@ -110,7 +110,7 @@ def test_reassignment_detected_as_mtime_reset_naming_both_replicas(cluster):
     topic = "moved"
     cluster.create_topic(topic, replica_assignment=[[1]], config={"segment.ms": "2000", "segment.jitter.ms": "0"})
     produce_spaced_groups(cluster, topic, groups=5, gap_s=2.3)
-    time.sleep(5)
+    wait_replica_quiet(cluster, topic, 0, quiet_s=5)   # the move's mtimes clearly after the old ones
     reassign(cluster, topic, 0, [1, 2])
     dirs = cluster.partition_dirs(topic, 0)
     assert set(dirs) == {1, 2}
@@ -130,7 +130,7 @@ def test_log_dir_move_detected_as_mtime_reset(cluster):
     topic = "dirmove"
     cluster.create_topic(topic, replica_assignment=[[1, 2]], config={"segment.ms": "2000", "segment.jitter.ms": "0"})
     produce_spaced_groups(cluster, topic, groups=5, gap_s=2.3)
-    time.sleep(5)
+    wait_replica_quiet(cluster, topic, 0, quiet_s=5)   # the move's mtimes clearly after the old ones
     before = cluster.partition_dirs(topic, 0)[1].parent
     target = next(d for d in cluster.log_dirs(1) if d != before)
     move_log_dir(cluster, topic, 0, 1, target)
@@ -181,11 +181,22 @@ def test_future_timestamp_blocks_the_brokers_own_retention(cluster):
                         partition=0)
     cluster.produce(topic, [("recent", "now", None)], partition=0)
 
-    deadline = time.monotonic() + 120   # a retention check every second, but a loaded machine stalls
-    while cluster.list_offsets(topic, 0, "earliest")[0] < 20 and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert cluster.list_offsets(topic, 0, "earliest")[0] == 20, "the broker did not delete the first (old) segment"
-    time.sleep(5)  # five more retention checks
+    # a retention check every second, but a loaded machine stalls
+    wait_until(lambda: cluster.list_offsets(topic, 0, "earliest")[0] >= 20, 180,
+               f"the broker to delete the first (old) segment of {topic!r}")
+    assert cluster.list_offsets(topic, 0, "earliest")[0] == 20
+    # Proof that retention ran again after that deletion and still held the rest: a probe topic on
+    # the same broker, with two expired segments made only now; once the broker deleted them, a
+    # later retention pass (every log of the broker, 'blocked' included) has happened.
+    probe = "blocked-probe"
+    cluster.create_topic(probe, replica_assignment=[[1]], config={
+        "retention.ms": str(HOUR), "segment.ms": "60000", "segment.jitter.ms": "0", "file.delete.delay.ms": "500"})
+    cluster.produce(probe, [("p0", "old", old)], partition=0)
+    cluster.produce(probe, [("p1", "old, a record-time roll later", old + 120_000)], partition=0)
+    cluster.produce(probe, [("p2", "now: rolls again, stays", None)], partition=0)
+    wait_until(lambda: cluster.list_offsets(probe, 0, "earliest")[0] >= 2, 180,
+               f"the broker's retention to delete {probe!r}'s two expired segments")
+    assert cluster.list_offsets(topic, 0, "earliest")[0] == 20, "retention deleted past the future-stamped segment"
 
     pdir = cluster.partition_dir(topic, 0)
     logs = sorted(int(p.name.split(".")[0]) for p in pdir.glob("*.log"))

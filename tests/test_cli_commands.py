@@ -5,25 +5,17 @@ broker that deleted old data itself, in disk mode and in protocol mode."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from harness.cli import kafka_audit
 from harness.groups import wait_segments_below_log_start_deleted
 from harness.scenarios import make_retention_gap
 from realdata import LOG_DIRS
 
-REPO = Path(__file__).resolve().parents[1]
 DAY = 86_400_000
-
-
-def kafka_audit(*args, timeout=900):
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
-    return subprocess.run([sys.executable, "-m", "auditor.cli", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=timeout, cwd=REPO)
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, offsets_partition_dirs, read_groups
+from checks.base import Severity
+from harness.cli import kafka_audit
 from harness.groups import (GROUP_BROKER_CONFIG, build_group_scenario, describe_groups, list_committed_offsets,
                             wait_offsets_cleaned, wait_offsets_settled)
 from harness.log_dirs import copy_live_dir
@@ -125,19 +127,10 @@ def test_c_and_python_replays_agree_on_the_real_broker(groups_cluster, monkeypat
 # ------------------------------------------------------------------------------ the commands
 
 
-def _cli(*args, timeout=300):
-    import subprocess
-    import sys
-    from pathlib import Path
-    root = Path(__file__).resolve().parents[1]
-    return subprocess.run([sys.executable, "-m", "auditor.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=root, timeout=timeout)
-
-
 def test_groups_command_json(groups_cluster):
     import json
     kc, scenario, _ = groups_cluster
-    proc = _cli("groups", *kc.log_dirs(1), "--json")
+    proc = kafka_audit("groups", *kc.log_dirs(1), "--json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     import jsonschema  # the published schema of `groups --json` (reports/groups.schema.json)
@@ -161,7 +154,7 @@ def test_groups_command_json(groups_cluster):
                 n += 1
     assert len(live) >= 20 and n >= 90
     assert live["kip848-0"]["protocol"] == "consumer" and live["simple-0"]["protocol"] == "classic"
-    text = _cli("groups", *kc.log_dirs(1))
+    text = kafka_audit("groups", *kc.log_dirs(1))
     assert text.returncode == 0 and "below-start" in text.stdout and "deleted-group" not in text.stdout
 
 
@@ -185,7 +178,14 @@ def test_replay_check_group_equals_reset_offsets_dry_run(groups_cluster, kafka_c
     from harness.groups import ConsumerGroupsTool
     kc, scenario, _ = groups_cluster
     tool = ConsumerGroupsTool(kafka_classpath, kc.bootstrap_servers)
-    groups = ["simple-3", "kip848-3", "below-start", "lagging-group"]
+    # one group of every kind the scenario made (classic, KIP-848 consumer, simple, transactional
+    # commit, lagging, below the log start, a deleted topic's, ...) that holds committed offsets
+    kinds: dict[str, str] = {}
+    for name, info in sorted(scenario.groups.items()):
+        if name not in scenario.deleted_groups and scenario.expected.get(name):
+            kinds.setdefault(info["kind"], name)
+    groups = sorted(set(kinds.values()) | {"simple-3", "kip848-3", "below-start", "lagging-group"})
+    assert len(groups) >= 7, kinds
     now = int(time.time() * 1000)
     targets = {"before the data": scenario.t0_ms - 3_600_000,
                "inside the data": scenario.t0_ms + 13 * 60_000 + 500,
@@ -201,8 +201,10 @@ def test_replay_check_group_equals_reset_offsets_dry_run(groups_cluster, kafka_c
                 for i in range(1, len(mode)):
                     args += [mode[0], mode[i]]
                 rc, out = _cli_inprocess(*args)
-                assert rc in (0, 1), out
                 doc = json.loads(out)
+                # the exact exit code of the verdict the document states (0 safe, 1 unsafe)
+                assert rc == (0 if doc["safe"] else 1), (group, label, mode[0], rc, doc["worst"], doc["fail_on"])
+                assert doc["safe"] == (Severity.parse(doc["worst"]) < Severity.parse(doc["fail_on"])), doc
                 got = {(p["topic"], p["partition"]): p["reset_offset"] for p in doc["group"]["partitions"]}
                 assert got == theirs, (group, label, mode[0])
                 compared += len(got)
@@ -220,11 +222,13 @@ def test_replay_check_group_equals_reset_offsets_dry_run(groups_cluster, kafka_c
                     else:
                         assert p["bytes_reread"] is None and p["bytes_skipped"] is None
     assert compared >= 80
+    print(f"\nreplay-check --group vs kafka-consumer-groups --dry-run: {len(groups)} groups "
+          f"({', '.join(groups)}) x {len(targets)} targets x 2 modes, {compared} partitions")
     # the subprocess path (exit code, JSON on stdout) once
-    proc = _cli("replay-check", "--group", "below-start", "--at", targets["inside the data"], "--log-dir",
+    proc = kafka_audit("replay-check", "--group", "below-start", "--at", targets["inside the data"], "--log-dir",
                 kc.log_dirs(1)[0], "--json")
     assert proc.returncode in (0, 1) and json.loads(proc.stdout)["group"]["group"] == "below-start"
-    assert _cli("replay-check", "--group", "no-such-group", "--at", targets["inside the data"], "--log-dir",
+    assert kafka_audit("replay-check", "--group", "no-such-group", "--at", targets["inside the data"], "--log-dir",
                 kc.log_dirs(1)[0]).returncode == 3
 
 
@@ -288,10 +292,10 @@ def test_groups_and_replay_check_from_a_manifest(groups_cluster, kafka_classpath
     from harness.groups import ConsumerGroupsTool
     kc, scenario, _ = groups_cluster
     manifest = tmp_path / "manifest"
-    proc = _cli("collect", "--out", manifest, "--depth", "headers", "--no-progress", *kc.log_dirs(1))
+    proc = kafka_audit("collect", "--out", manifest, "--depth", "headers", "--no-progress", *kc.log_dirs(1))
     assert proc.returncode == 0, proc.stderr
-    from_disk = json.loads(_cli("groups", *kc.log_dirs(1), "--json").stdout)["groups"]
-    proc = _cli("groups", "--manifest", manifest, "--json")
+    from_disk = json.loads(kafka_audit("groups", *kc.log_dirs(1), "--json").stdout)["groups"]
+    proc = kafka_audit("groups", "--manifest", manifest, "--json")
     assert proc.returncode == 0, proc.stderr
     from_manifest = json.loads(proc.stdout)["groups"]
     strip = ("lag_bytes",)   # the manifest was taken after the disk read: compare what cannot move
@@ -301,7 +305,7 @@ def test_groups_and_replay_check_from_a_manifest(groups_cluster, kafka_classpath
              for t, parts in d["topics"].items()} for g, d in from_disk.items()}
     target = scenario.t0_ms + 21 * 60_000 + 250
     theirs = ConsumerGroupsTool(kafka_classpath, kc.bootstrap_servers).reset_to_datetime_dry_run("simple-6", target)
-    proc = _cli("replay-check", "--group", "simple-6", "--at", target, "--manifest", manifest, "--json")
+    proc = kafka_audit("replay-check", "--group", "simple-6", "--at", target, "--manifest", manifest, "--json")
     assert proc.returncode in (0, 1), proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["mode"] == "manifest"
@@ -353,16 +357,16 @@ def test_group_commands_from_a_manifest_need_no_offsets_files(groups_cluster, ka
         shutil.rmtree(d)
     target = scenario.t0_ms + 21 * 60_000 + 250
     theirs = ConsumerGroupsTool(kafka_classpath, kc.bootstrap_servers).reset_to_datetime_dry_run("simple-6", target)
-    proc = _cli("replay-check", "--group", "simple-6", "--at", target, "--manifest", manifest, "--json")
+    proc = kafka_audit("replay-check", "--group", "simple-6", "--at", target, "--manifest", manifest, "--json")
     assert proc.returncode in (0, 1), proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["mode"] == "manifest"
     assert {(p["topic"], p["partition"]): p["reset_offset"] for p in doc["group"]["partitions"]} == theirs
-    proc = _cli("groups", "--manifest", manifest, "--json")
+    proc = kafka_audit("groups", "--manifest", manifest, "--json")
     assert proc.returncode == 0, proc.stderr
-    from_disk = json.loads(_cli("groups", *kc.log_dirs(1), "--json").stdout)["groups"]
+    from_disk = json.loads(kafka_audit("groups", *kc.log_dirs(1), "--json").stdout)["groups"]
     committed = {g: {t: {p: e["committed_offset"] for p, e in parts.items()} for t, parts in d["topics"].items()}
                  for g, d in json.loads(proc.stdout)["groups"].items()}
     assert committed == {g: {t: {p: e["committed_offset"] for p, e in parts.items()} for t, parts in d["topics"].items()}
                          for g, d in from_disk.items()}
-    assert _cli("replay-check", "--group", "no-such-group", "--at", target, "--manifest", manifest).returncode == 3
+    assert kafka_audit("replay-check", "--group", "no-such-group", "--at", target, "--manifest", manifest).returncode == 3

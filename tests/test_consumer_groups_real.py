@@ -20,6 +20,7 @@ import crc32c
 
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, offsets_partition_dirs, read_groups
 from auditor.formats import record_batch as v2
+from harness.encoding import zigzag_varint
 from harness.offsets_dump import dump_offsets, latest_offsets
 from realdata import LOG_DIRS
 
@@ -48,25 +49,12 @@ def test_real_partitions_equal_dumplogsegments(dump_log_segments):
 # ------------------------------------------------------------------------------- bad input
 
 
-def _varint(v: int) -> bytes:
-    z = (v << 1) ^ (v >> 63)
-    out = bytearray()
-    while True:
-        b = z & 0x7F
-        z >>= 7
-        if z:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
 def _record(offset_delta: int, key: bytes | None, value: bytes | None) -> bytes:
-    body = b"\x00" + _varint(0) + _varint(offset_delta)
-    body += _varint(-1) if key is None else _varint(len(key)) + key
-    body += _varint(-1) if value is None else _varint(len(value)) + value
-    body += _varint(0)
-    return _varint(len(body)) + body
+    body = b"\x00" + zigzag_varint(0) + zigzag_varint(offset_delta)
+    body += zigzag_varint(-1) if key is None else zigzag_varint(len(key)) + key
+    body += zigzag_varint(-1) if value is None else zigzag_varint(len(value)) + value
+    body += zigzag_varint(0)
+    return zigzag_varint(len(body)) + body
 
 
 def _batch(base_offset: int, records: list[tuple[bytes | None, bytes | None]], ts: int = 1_700_000_000_000) -> bytes:

@@ -15,11 +15,11 @@ import jsonschema
 import pytest
 
 from auditor.cli import main
-from realdata import REAL
+from realdata import REAL, at_least
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "reports" / "groups.schema.json").read_text())
 DIRS = sorted(p.parent for p in (REAL / "broker-dirs").glob("*/*/__consumer_offsets-*"))
-LOG_DIRS = sorted(set(DIRS))
+LOG_DIRS = at_least(sorted(set(DIRS)), 2, "log dirs holding __consumer_offsets")
 
 
 def _groups_json(*args) -> dict:

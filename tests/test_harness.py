@@ -7,6 +7,7 @@ import ast
 import hashlib
 import os
 import re
+import signal
 import subprocess
 import time
 from collections import Counter
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.kafka import REPO_ROOT, ROLL_TOPIC_CONFIG, wait_until
+from harness.kafka import REPO_ROOT, ROLL_TOPIC_CONFIG, KafkaHarnessError, wait_until
 from harness.scenarios import CODECS, populate_conformance_data
 from realdata import BROKER_DIRS, REAL, RECORD_SETS
 
@@ -187,6 +188,14 @@ def test_three_broker_cluster_replicates_and_restarts(kafka_cluster_factory):
     assert set(kc.admin().list_topics(timeout=10).brokers) == {1, 2, 3}
     kc.produce("r3", [("after", "restart", T0 + 100)], partition=0)
     assert len(kc.consume("r3")) == 31
+    # a broker that does not answer SIGTERM (stopped with SIGSTOP) is SIGKILLed after the timeout:
+    # silently by default, an error where the caller needs cleanly closed files
+    os.killpg(kc.nodes[3].proc.pid, signal.SIGSTOP)
+    with pytest.raises(KafkaHarnessError, match="node 3 did not exit within 3 s of SIGTERM and was SIGKILLed"):
+        kc.stop_broker(3, timeout_s=3, require_clean=True)
+    assert kc.nodes[3].proc is None
+    os.killpg(kc.nodes[2].proc.pid, signal.SIGSTOP)
+    assert kc.stop_broker(2, timeout_s=3) == -signal.SIGKILL
 
 
 # ----------------------------------------------------------------- conformance data

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import ast
 import os
-import re
 import struct
 from pathlib import Path
 
@@ -17,25 +15,16 @@ from auditor.formats.offset_index import ENTRY_SIZE as OFFSET_ENTRY, read_offset
 from auditor.formats.producer_snapshot import read_producer_snapshot_header
 from auditor.formats.time_index import ENTRY_SIZE as TIME_ENTRY, read_time_index
 from auditor.formats.txn_index import ENTRY_SIZE as TXN_ENTRY, read_txn_index
-from realdata import BROKER_DIRS, REAL  # raises when ../shared is absent: no silent empty parametrization
+from harness.expected_txt import read_expected
+from realdata import BROKER_DIRS, REAL, at_least  # raises when ../shared is absent: no silent empty parametrization
 
-REAL_FILES = sorted(p for p in BROKER_DIRS.rglob("*") if p.is_file())
-assert REAL_FILES, f"no file under {BROKER_DIRS}: the real fixtures are incomplete"
+REAL_FILES = at_least(sorted(p for p in BROKER_DIRS.rglob("*") if p.is_file()), 54, "files of the broker dirs")
 PREALLOC_INDEX = 10485760
 PREALLOC_TIMEINDEX = 10485756
 
 
-def _expected_index_counts() -> dict[str, dict]:
-    out = {}
-    path = REAL / "EXPECTED.txt"
-    for line in path.read_text().splitlines():
-        m = re.match(r"(\S+\.log) .*(\{[^{}]*\})$", line)
-        if m and line.startswith("broker-dirs/"):
-            out[m.group(1)] = ast.literal_eval(m.group(2))
-    return out
-
-
-EXPECTED = _expected_index_counts()
+EXPECTED = {path: facts["indexes"] for path, facts in read_expected(REAL / "EXPECTED.txt").items()
+            if path.startswith("broker-dirs/")}
 assert EXPECTED, f"no index counts parsed from {REAL / 'EXPECTED.txt'}"
 
 

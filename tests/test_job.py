@@ -23,6 +23,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+# tier (tests/harness/tiers.py): a standalone Spark cluster and `scan --engine spark` subprocesses, started without a fixture
+pytestmark = pytest.mark.live
+
 from auditor.manifest import LOG_DIRS_FILE, collect_manifest
 from auditor.engine import aggregates, read_manifests, scan_dataframes
 from auditor.scan import scan_log_dirs
@@ -251,7 +254,7 @@ def cluster_snapshot(kafka_cluster_factory, tmp_path_factory):
     # broker starts) could delete them before kc.stop() on a loaded machine
     kc = kafka_cluster_factory(brokers=3, log_dirs_per_broker=2, broker_config={"log.retention.ms": "-1"})
     _produce_cluster_data(kc)
-    kc.stop()  # a quiet, flushed state; the snapshot is what every engine reads
+    kc.stop(require_clean=True)  # a quiet, flushed state; the snapshot is what every engine reads
     snap = tmp_path_factory.mktemp("snapshot")
     log_dirs = {}
     for node_id in sorted(kc.nodes):

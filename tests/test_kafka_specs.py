@@ -22,6 +22,7 @@ import pytest
 from auditor.formats import kafka_message as km
 from auditor.formats.errors import FormatError
 from auditor.formats.specs import kafka_metadata
+from harness.encoding import uvarint
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -111,18 +112,6 @@ def test_partition_change_directories_and_register_broker_log_dirs_are_in_the_ta
 
 
 # ------------------------------------------------------------------ an independent encoder ----
-
-def uvarint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
 
 def cstr(s):            # compact (flexible) nullable string
     if s is None:

@@ -32,14 +32,17 @@ import time
 from pathlib import Path
 
 import pytest
+
+# tier (tests/harness/tiers.py): its module fixture starts a Kafka 3.9.1 cluster without kafka_cluster_factory
+pytestmark = pytest.mark.live
 from confluent_kafka import ElectionType, TopicPartition
 
 from auditor import replay
 from auditor.cli import main as kafka_audit_main
 from auditor.scan import scan_log_dirs
-from harness.kafka import KafkaCluster
+from harness.kafka import KafkaCluster, wait_until
 from harness.list_offsets_v0 import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID, ListOffsetsV0Client
-from harness.moves import move_log_dir, reassign
+from harness.moves import move_log_dir, reassign, wait_replica_quiet
 
 LEGACY_KAFKA_VERSION = os.environ.get("LEGACY_KAFKA_VERSION", "3.9.1")
 REPO = Path(__file__).resolve().parents[1]
@@ -236,12 +239,10 @@ def test_two_replicas_each_leading(legacy_cluster):
 def test_after_inter_broker_reassignment(legacy_cluster):
     kc = legacy_cluster
     before = _compare(kc, "v0-reassigned", 1, "reassigned, before (broker 1)")
-    time.sleep(1.0)  # the new replica's mtimes land clearly after the old ones
+    wait_replica_quiet(kc, "v0-reassigned", 0, quiet_s=1.0)  # the new replica's mtimes clearly after the old ones
     reassign(kc, "v0-reassigned", 0, [2])
-    deadline = time.monotonic() + 90
-    while kc.leader("v0-reassigned", 0) != 2 or 1 in kc.partition_dirs("v0-reassigned", 0):
-        assert time.monotonic() < deadline, "the old replica on broker 1 was not removed"
-        time.sleep(0.2)
+    wait_until(lambda: kc.leader("v0-reassigned", 0) == 2 and 1 not in kc.partition_dirs("v0-reassigned", 0), 90,
+               "broker 2 to lead v0-reassigned-0 and the old replica on broker 1 to be removed")
     # the old mtimes are targets too: there the new replica answers nothing (every mtime is newer)
     after = _compare(kc, "v0-reassigned", 2, "reassigned, after (broker 2)", extra_mtimes=before["mtimes"])
     assert min(after["mtimes"]) > max(before["mtimes"]), "the new replica's files should all be new"
@@ -254,7 +255,7 @@ def test_after_log_dir_move(legacy_cluster):
     before = _compare(kc, "v0-logdir", 1, "log-dir move, before")
     current = kc.partition_dir("v0-logdir", 0, 1).parent
     other = next(d for d in kc.log_dirs(1) if d != current)
-    time.sleep(1.0)
+    wait_replica_quiet(kc, "v0-logdir", 0, quiet_s=1.0)  # the moved files' mtimes clearly after the old ones
     move_log_dir(kc, "v0-logdir", 0, 1, other)   # returns once the old dir is renamed ...-delete too
     assert kc.partition_dir("v0-logdir", 0, 1).parent == other
     after = _compare(kc, "v0-logdir", 1, "log-dir move, after", extra_mtimes=before["mtimes"])

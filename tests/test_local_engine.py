@@ -21,6 +21,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+# tier (tests/harness/tiers.py): `kafka-audit` runs on the Spark engine in subprocesses, beside the spark fixture
+pytestmark = pytest.mark.live
+
 from auditor import local_engine
 from auditor.check_runner import run_local, run_spark
 from auditor.cli.demo import unpack_demo_sample

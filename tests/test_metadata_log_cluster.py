@@ -26,7 +26,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from auditor.cluster import metadata_log as ml
 from auditor.formats import kafka_message as km
 from harness.log_dirs import copy_live_dir, describe_log_dirs
-from harness.moves import move_log_dir, reassign
+from harness.moves import move_log_dir, reassign, wait_replica_quiet
 from test_metadata_log import assert_equal_to_dump
 
 SNAPSHOT_CONFIG = {
@@ -327,7 +327,8 @@ def test_kla020_names_the_recorded_reassignment_and_log_dir_move(scenario):
     kc.create_topic("kla020-dirmove", replica_assignment=[[1, 2]], config=seg)
     _produce_spaced_groups(kc, "kla020-moved", groups=5, gap_s=2.3)
     _produce_spaced_groups(kc, "kla020-dirmove", groups=5, gap_s=2.3)
-    time.sleep(5)
+    for topic in ("kla020-moved", "kla020-dirmove"):   # the moves' mtimes clearly after the old ones
+        wait_replica_quiet(kc, topic, 0, quiet_s=5)
     t1 = int(time.time() * 1000)
     reassign(kc, "kla020-moved", 0, [1, 2])
     t2 = int(time.time() * 1000)

@@ -23,7 +23,8 @@ from auditor.cluster import offsets_segments
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, fold_partition_dir, offsets_partition_dirs, read_groups
 from auditor.formats import offsets_records as orec
 from realdata import LOG_DIRS
-from test_consumer_groups_real import _commit_key, _commit_value, _varint
+from harness.encoding import zigzag_varint as _varint
+from test_consumer_groups_real import _commit_key, _commit_value
 
 TS = 1_700_000_000_000
 REAL_2018 = next(d for d in LOG_DIRS if (d / f"{OFFSETS_TOPIC}-28").is_dir()) / f"{OFFSETS_TOPIC}-28" / f"{0:020d}.log"
@@ -264,7 +265,9 @@ def test_paced_replay_is_the_same_replay(monkeypatch):
 
 def test_collect_paces_the_consumer_offsets_read(tmp_path):
     """collect's --max-read-rate covers the __consumer_offsets read of the cluster parts: 1 MiB of the
-    real partition at 1 MiB/s takes about a second; unpaced, a few hundredths."""
+    real partition at 1 MiB/s takes at least about a second, however loaded the machine (a lower
+    bound the pacing guarantees; the unpaced time, and so the comparison, is in
+    benchmarks/pacing_and_walk.py)."""
     from auditor.manifest import CONSUMER_GROUPS_FILE, collect_cluster_parts
     import time
     log_dir = tmp_path / "logs"
@@ -278,4 +281,4 @@ def test_collect_paces_the_consumer_offsets_read(tmp_path):
         said = collect_cluster_parts([log_dir], out, max_read_rate_mib_s=rate)
         took[rate] = time.monotonic() - t
         assert (out / CONSUMER_GROUPS_FILE).is_file() and any("1 live groups" in s for s in said), said
-    assert took[1.0] >= 0.8 and took[1.0] > took[None] + 0.5, took
+    assert took[1.0] >= 0.8, took

@@ -42,14 +42,14 @@ def test_a_swap_in_progress_is_waited_for(tmp_path):
     # The moment between the cleaner's two renames: the offsets live only in the .swap.
     (pdir / SEGMENT).rename(pdir / f"{SEGMENT}.swap")
     done = threading.Timer(0.4, lambda: (pdir / f"{SEGMENT}.swap").rename(pdir / SEGMENT))
+    t0 = time.monotonic()   # before the timer starts: the read cannot end before the rename, 0.4 s on
     done.start()
     try:
-        t0 = time.monotonic()
         during = fold_partition_dir(pdir, 28)
         waited = time.monotonic() - t0
     finally:
         done.join()
-    assert waited >= 0.3
+    assert waited >= 0.4
     assert _facts(during) == _facts(whole) and not during.notes
 
 

@@ -92,10 +92,14 @@ def test_collect_with_care_leaves_a_real_log_dir_as_resident_as_before(tmp_path)
 def test_read_rate_paces_the_reads(tmp_path):
     f = tmp_path / "big.log"
     f.write_bytes(os.urandom(4 * 1024 * 1024))
-    rate = ReadRate(8)                          # 8 MiB/s: 4 MiB take about half a second
     started = time.monotonic()
+    rate = ReadRate(8)                          # 8 MiB/s: 4 MiB take at least half a second
     _read(f)
+    read_took = time.monotonic() - started
     rate.pace()
-    assert time.monotonic() - started >= 0.45 and rate.slept_s > 0.3
+    # a lower bound whatever the load; it slept unless the read itself already took that long
+    # (the speed figures are in benchmarks/pacing_and_walk.py)
+    assert time.monotonic() - started >= 0.45
+    assert rate.slept_s > 0 or read_took >= 0.5, (rate.slept_s, read_took)
     with pytest.raises(ValueError, match="positive"):
         ReadRate(0)

@@ -13,12 +13,10 @@
 
 from __future__ import annotations
 
-import ast
 import datetime as dt
 import os
 import re
 import struct
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -31,45 +29,17 @@ from auditor.formats import record_batch as v2
 from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
 from auditor.formats.varint import encode_varint, read_varint, read_varlong
-from realdata import BROKER_DIRS, REAL, RECORD_SETS
+from harness.expected_txt import read_expected
+from realdata import BROKER_DIRS, REAL, RECORD_SETS, at_least
 
 EXPECTED_FILE = REAL / "EXPECTED.txt"
 # Fixtures README: its header says codec none but the records are not v2 records; Kafka's deep
 # iteration throws on it as well. Shallow facts and the CRC still compare.
 NOT_V2_RECORDS = {"v0_recordbatch_zstd.bin"}
 
-_LINE = re.compile(
-    r"^(?P<path>\S+) size (?P<size>\d+) batches (?P<batches>\d+) magic (?P<magic>\{[^}]*\}) "
-    r"codec (?P<codec>\{[^}]*\}) txn (?P<txn>\d+) ctrl (?P<ctrl>\d+) offs (?P<offs>\([^)]*\)) "
-    r"ts (?P<ts>\([^)]*\)) crc_bad (?P<crc_bad>\d+) trail (?P<trail>\d+) (?P<rest>\{.*\})$"
-)
-
-
-def _parse_expected() -> dict[str, dict]:
-    out = {}
-    for number, line in enumerate(EXPECTED_FILE.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        m = _LINE.match(line)
-        assert m, f"EXPECTED.txt line {number} not understood: {line!r}"
-        ts = ast.literal_eval(m["ts"])
-        out[m["path"]] = {
-            "size": int(m["size"]),
-            "batches": int(m["batches"]),
-            "magic": ast.literal_eval(m["magic"]),
-            "codec": ast.literal_eval(m["codec"]),
-            "txn": int(m["txn"]),
-            "ctrl": int(m["ctrl"]),
-            "offs": ast.literal_eval(m["offs"]),
-            "ts": tuple(None if t == "None" else t for t in ts),
-            "crc_bad": int(m["crc_bad"]),
-            "trail": int(m["trail"]),
-        }
-    return out
-
-
-EXPECTED = _parse_expected()
-FIXTURE_FILES = sorted(p for p in RECORD_SETS.rglob("*") if p.is_file()) + sorted(BROKER_DIRS.rglob("*.log"))
+EXPECTED = read_expected(EXPECTED_FILE)
+FIXTURE_FILES = at_least(sorted(p for p in RECORD_SETS.rglob("*") if p.is_file()) + sorted(BROKER_DIRS.rglob("*.log")),
+                         45 + 7, "record sets and broker-dir .log files")
 
 
 def _rel(p: Path) -> str:
@@ -232,18 +202,14 @@ def test_first_batch_and_restart_from_a_position():
         assert list(reader.batches(all_batches[1].position)) == all_batches[1:]
 
 
-def test_shallow_walk_speed_on_real_segment():
-    """The hot loop: 8,202 real batches. A loose floor (shared CI machines); the rate is printed."""
+def test_shallow_walk_of_a_real_segment():
+    """The hot loop's whole walk: 8,202 real batches, to the end. Its speed is measured in
+    benchmarks/pacing_and_walk.py, not asserted here (a loaded machine is not a regression)."""
     path = BROKER_DIRS / "kafka-2018-v2/kafka-logs/__consumer_offsets-28/00000000000000000000.log"
     with LogReader(path) as reader:
-        best = float("inf")
-        for _ in range(5):
-            t0 = time.perf_counter()
-            n = sum(1 for _ in reader.batches(0))
-            best = min(best, time.perf_counter() - t0)
-    rate = n / best
-    print(f"\nshallow walk: {n} batches in {best * 1e3:.1f} ms = {rate:,.0f} batches/s")
-    assert n == 8202 and rate > 100_000
+        n = sum(1 for _ in reader.batches(0))
+        assert reader.stop_reason is None and reader.stop_position == reader.size_bytes
+    assert n == 8202
 
 
 # ---------------------------------------------------------------------------------------

@@ -16,6 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
+
+# tier (tests/harness/tiers.py): test_comparison_totals reads what the broker tests of this module compared
+pytestmark = pytest.mark.live
 from confluent_kafka import Consumer, TopicPartition
 
 from auditor import replay

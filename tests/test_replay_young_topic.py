@@ -15,29 +15,19 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from confluent_kafka import TopicPartition
 
 from auditor.cli import main as kafka_audit_main
+from harness.cli import kafka_audit
 from harness.groups import cleaner_pending
 from harness.scenarios import read_cleaner_checkpoint
 
-REPO = Path(__file__).resolve().parents[1]
 MINUTE = 60_000
 DELETE_BEFORE = 12
 APIS_MODERN = ("--api", "modern")
-
-
-def kafka_audit(*args, timeout=900):
-    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1")
-    return subprocess.run([sys.executable, "-m", "auditor.cli", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=timeout, cwd=REPO)
 
 
 @pytest.fixture(scope="module")

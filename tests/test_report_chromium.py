@@ -15,6 +15,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+# tier (tests/harness/tiers.py): headless Chromium (Playwright) and `kafka-audit demo` on Spark
+pytestmark = pytest.mark.live
+
 REPO = Path(__file__).resolve().parents[1]
 ARTIFACTS = REPO / "artifacts"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import ast
 import json
-import re
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -13,30 +11,15 @@ import pytest
 
 from auditor.scan import scan_log_dirs
 from auditor.schema import DEPTHS, PARTITION_SCHEMA, SEGMENT_FIELDS, SEGMENT_SCHEMA, to_table
+from harness.expected_txt import read_expected
 from realdata import BROKER_DIRS, LOG_DIRS, REAL
 
-EXPECTED_LINE = re.compile(
-    r"^(?P<path>\S+) size (?P<size>\d+) batches (?P<batches>\d+) magic (?P<magic>\{.*?\}) codec (?P<codec>\{.*?\}) "
-    r"txn (?P<txn>\d+) ctrl (?P<ctrl>\d+) offs (?P<offs>\(.*?\)) ts (?P<ts>\(.*?\)) crc_bad (?P<crc>\d+) "
-    r"trail (?P<trail>\d+) (?P<idx>\{.*\})$"
-)
-
-
-def _expected() -> dict[str, dict]:
-    out = {}
-    for line in (REAL / "EXPECTED.txt").read_text().splitlines():
-        m = EXPECTED_LINE.match(line)
-        assert m, f"EXPECTED.txt line not understood: {line!r}"
-        out[m["path"]] = m.groupdict()
-    return out
-
-
-EXPECTED = {k: v for k, v in _expected().items() if k.startswith("broker-dirs/")}
+EXPECTED = {k: v for k, v in read_expected(REAL / "EXPECTED.txt").items() if k.startswith("broker-dirs/")}
 
 
 def _utc_seconds(ms):
     if ms is None:
-        return "None"
+        return None
     return datetime.fromtimestamp(ms // 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
 
 
@@ -59,18 +42,17 @@ def test_deep_segment_row_matches_independent_scan(deep_scan, rel):
     row = next(s for s in deep_scan.segments
                if s["log_dir"] == str(path.parent.parent) and s["dir_name"] == path.parent.name
                and s["base_offset"] == int(path.stem))
-    assert row["log_size_bytes"] == int(exp["size"])
-    assert row["batch_count"] == int(exp["batches"])
-    assert row["magics"] == sorted(ast.literal_eval(exp["magic"]))
-    assert row["codecs"] == sorted(ast.literal_eval(exp["codec"]))
-    assert row["transactional_batches"] == int(exp["txn"])
-    assert row["control_batches"] == int(exp["ctrl"])
-    assert (row["first_offset"], row["last_offset"]) == ast.literal_eval(exp["offs"])
-    lo, hi = ast.literal_eval(exp["ts"])
-    assert (_utc_seconds(row["min_timestamp_ms"]), _utc_seconds(row["max_timestamp_ms"])) == (lo, hi)
-    assert row["crc_failures"] == int(exp["crc"])
-    assert row["trailing_bytes"] == int(exp["trail"])
-    idx = ast.literal_eval(exp["idx"])
+    assert row["log_size_bytes"] == exp["size"]
+    assert row["batch_count"] == exp["batches"]
+    assert row["magics"] == sorted(exp["magic"])
+    assert row["codecs"] == sorted(exp["codec"])
+    assert row["transactional_batches"] == exp["txn"]
+    assert row["control_batches"] == exp["ctrl"]
+    assert (row["first_offset"], row["last_offset"]) == exp["offs"]
+    assert (_utc_seconds(row["min_timestamp_ms"]), _utc_seconds(row["max_timestamp_ms"])) == exp["ts"]
+    assert row["crc_failures"] == exp["crc_bad"]
+    assert row["trailing_bytes"] == exp["trail"]
+    idx = exp["indexes"]
     if "index" in idx:
         assert row["index_entries"] == idx["index"][0]
     if "timeindex" in idx:

@@ -29,7 +29,9 @@ import pytest
 from auditor.atomic import OutputError
 from auditor.scan import scan_log_dirs
 from auditor.scan.state import STATE_FORMAT, StateDirError, check_state_dir, read_state_file, state_file_name
+from harness.kafka import wait_until
 from harness.moves import move_log_dir
+from harness.scenarios import read_cleaner_checkpoint
 
 DEPTH = "headers"
 ROLL = {"segment.ms": "60000", "segment.jitter.ms": "0"}
@@ -117,12 +119,7 @@ def cluster(kafka_cluster_factory):
 
 
 def _wait(predicate, what: str, timeout_s: float = 180) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
+    wait_until(predicate, timeout_s, what, interval_s=0.25)
 
 
 def _produce_compacted(cluster, base_ms: int, groups: int) -> None:
@@ -147,8 +144,8 @@ def test_state_rows_equal_full_scans_while_the_broker_works(cluster, tmp_path):
                               segment_ms=60_000)
         cluster.roll_segments("mover", 0, segments=4, records_per_segment=30)
         # keys overwritten many times; the cleaner waits (min.compaction.lag.ms) until the compaction step
+        # (produce() returns once the broker acknowledged every record: nothing to settle)
         _produce_compacted(cluster, now - 3 * 3_600_000, groups=6)
-        time.sleep(1)
 
         first = _assert_state_rows_equal_full_scan(cluster, state, "busy")
         assert first["reused"] == 0 and first["kept"] > 10, first
@@ -172,13 +169,17 @@ def test_state_rows_equal_full_scans_while_the_broker_works(cluster, tmp_path):
 
         # the cleaner rewrites the compacted topic's segments (new inodes behind the same names)
         old = _inodes(cluster, "compacted")
+        checkpoint_before = read_cleaner_checkpoint(cluster, "compacted")
         _produce_compacted(cluster, now - 2 * 3_600_000, groups=3)
         cluster.alter_topic_config("compacted", {"min.compaction.lag.ms": "0"})
         _wait(lambda: any(_inodes(cluster, "compacted").get(n) not in (None, ino) for n, ino in old.items()),
               "the cleaner to rewrite a segment")
         _wait(lambda: not [p for p in cluster.partition_dir("compacted", 0).iterdir()
                            if p.suffix in (".cleaned", ".swap", ".deleted")], "the cleaner to finish")
-        time.sleep(1)
+        # the cleaner writes cleaner-offset-checkpoint after the swap: a scan before that and one
+        # after it would read different cleaner offsets
+        _wait(lambda: read_cleaner_checkpoint(cluster, "compacted") not in (None, checkpoint_before),
+              "the cleaner's checkpoint for compacted-0")
         _assert_state_rows_equal_full_scan(cluster, state, "busy")
 
         # a replica moves to the other log dir: its files are new there
@@ -246,7 +247,10 @@ def test_active_segments_continue_where_the_last_run_stopped(cluster, tmp_path):
     cluster.alter_topic_config("growing", {"segment.ms": "1000"})
     # the broker must have applied it before the appends below, or nothing rolls
     _wait(lambda: cluster.topic_config("growing")["segment.ms"] == "1000", "segment.ms=1000 applied")
-    time.sleep(2)
+    # a record-time roll: the next records must be stamped more than segment.ms after the active
+    # segment's first batch (whose timestamp is at most the newest one the scan saw)
+    _wait(lambda: time.time() * 1000 - active["max_timestamp_ms"] > 1_100,
+          "the clock to pass segment.ms after the active segment's newest record", timeout_s=30)
     _grow(cluster, 100, "three")
     _wait(lambda: len(list(cluster.partition_dir("growing", 0).glob("*.log"))) >= 2, "'growing' to roll")
     third, rows = _assert_growing_equal(cluster, state)

@@ -24,6 +24,9 @@ from types import SimpleNamespace
 
 import pytest
 
+# tier (tests/harness/tiers.py): its `tiered` fixture starts a tiered-storage broker without kafka_cluster_factory
+pytestmark = pytest.mark.live
+
 from auditor import replay
 from auditor.cluster import remote_storage as rs
 from auditor.formats import remote_log_metadata as rlm

@@ -44,6 +44,8 @@ from confluent_kafka.admin import (
     OffsetSpec,
 )
 
+from .tiers import refuse_in_fast_tiers
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_VERSION = os.environ.get("KAFKA_VERSION", "4.2.1")
 LONG_MAX = 9223372036854775807
@@ -373,6 +375,7 @@ class KafkaCluster:
         return self
 
     def _spawn(self, node: BrokerNode) -> None:
+        refuse_in_fast_tiers(f"a Kafka broker (node {node.node_id})")
         if node.proc is not None and node.proc.poll() is None:
             raise KafkaHarnessError(f"node {node.node_id} is already running (pid {node.proc.pid})")
         node.stdout = open(node.dir / "stdout.log", "ab")
@@ -414,12 +417,15 @@ class KafkaCluster:
         bs = ",".join(f"127.0.0.1:{self.nodes[i].port}" for i in sorted(node_ids))
         return AdminClient({"bootstrap.servers": bs, "socket.timeout.ms": 5000})
 
-    def stop_broker(self, node_id: int, timeout_s: float | None = None) -> int | None:
-        """SIGTERM (controlled shutdown), then SIGKILL after ``timeout_s``.  Returns the exit code."""
+    def stop_broker(self, node_id: int, timeout_s: float | None = None, require_clean: bool = False) -> int | None:
+        """SIGTERM (controlled shutdown), then SIGKILL after ``timeout_s``.  Returns the exit code.
+        ``require_clean``: KafkaHarnessError when it came to SIGKILL, for callers that read the
+        files afterwards and need them closed by the broker (flushed, indexes trimmed)."""
         node = self.nodes[node_id]
         p = node.proc
         if p is None:
             return None
+        killed_after_s = None
         if p.poll() is None:
             try:
                 os.killpg(p.pid, signal.SIGTERM)
@@ -428,6 +434,7 @@ class KafkaCluster:
             try:
                 p.wait(timeout=timeout_s or self.stop_timeout_s)
             except subprocess.TimeoutExpired:
+                killed_after_s = timeout_s or self.stop_timeout_s
                 try:
                     os.killpg(p.pid, signal.SIGKILL)
                 except ProcessLookupError:
@@ -438,6 +445,10 @@ class KafkaCluster:
         if node.stdout:
             node.stdout.close()
             node.stdout = None
+        if killed_after_s is not None and require_clean:
+            raise KafkaHarnessError(
+                f"broker node {node_id} did not exit within {killed_after_s:.0f} s of SIGTERM and was "
+                f"SIGKILLed: its log files were not closed cleanly; server.log tail:\n{_tail(node.server_log)}")
         return rc
 
     def start_broker(self, node_id: int, wait: bool = True) -> None:
@@ -453,11 +464,19 @@ class KafkaCluster:
             node.proc.wait(timeout=30)
         self.stop_broker(node_id)
 
-    def stop(self) -> None:
-        """Stop brokers first, then the controller (node 1), so controlled shutdown can finish."""
+    def stop(self, require_clean: bool = False) -> None:
+        """Stop brokers first, then the controller (node 1), so controlled shutdown can finish.
+        ``require_clean``: every node is stopped, then KafkaHarnessError if any had to be
+        SIGKILLed (see stop_broker)."""
         self._admin = None
+        errors = []
         for node_id in sorted(self.nodes, reverse=True):
-            self.stop_broker(node_id)
+            try:
+                self.stop_broker(node_id, require_clean=require_clean)
+            except KafkaHarnessError as e:
+                errors.append(str(e))
+        if errors:
+            raise KafkaHarnessError("\n".join(errors))
 
     def __enter__(self) -> "KafkaCluster":
         return self.start()

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Sequence
 
-from harness.kafka import KafkaCluster, KafkaHarnessError
+from harness.kafka import KafkaCluster, KafkaHarnessError, wait_until
 
 SOURCE = Path(__file__).parent / "java" / "MoveReplicas.java"
 #: How long the disk may lag the Admin API's "done" (a loaded machine: JVM stalls of 30 s happen).
@@ -74,3 +74,17 @@ def move_log_dir(cluster: KafkaCluster, topic: str, partition: int, broker: int,
     others = {n: None for n, dirs in _replica_dirs(cluster, topic, partition).items() if n != broker}
     _wait_disk(cluster, topic, partition, {**others, broker: Path(log_dir)},
                f"log-dir move of {topic}-{partition} on broker {broker} to {log_dir}")
+
+
+def wait_replica_quiet(cluster: KafkaCluster, topic: str, partition: int, quiet_s: float,
+                       timeout_s: float = 120.0) -> None:
+    """Until no segment (.log) of the partition's replicas was written for ``quiet_s`` (their newest
+    mtime): a move made after that gives the new replica's segments mtimes at least ``quiet_s``
+    apart from the old ones, measured on the files, however long producing took on a loaded machine."""
+    dirs = list(cluster.partition_dirs(topic, partition).values())
+
+    def newest_mtime() -> float:
+        return max(p.stat().st_mtime for d in dirs for p in d.glob("*.log"))
+
+    wait_until(lambda: time.time() - newest_mtime() > quiet_s, timeout_s,
+               f"{topic}-{partition}'s files to stay unwritten for {quiet_s} s")

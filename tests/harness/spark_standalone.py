@@ -12,6 +12,8 @@ from pathlib import Path
 
 from harness.kafka import free_port
 
+from .tiers import refuse_in_fast_tiers
+
 
 def _wait(what: str, ok, timeout_s: float, logs: list[Path]) -> None:
     deadline = time.monotonic() + timeout_s
@@ -53,6 +55,7 @@ class StandaloneSpark:
             return {}
 
     def start(self) -> "StandaloneSpark":
+        refuse_in_fast_tiers("a standalone Spark cluster")
         self.workdir.mkdir(parents=True, exist_ok=True)
         mlog = self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                            "--port", str(self.port), "--webui-port", str(self.ui))

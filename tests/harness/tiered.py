@@ -37,6 +37,7 @@ from typing import Mapping, Sequence
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+from tests.harness.encoding import uvarint
 from tests.harness.kafka import KafkaCluster, KafkaHarnessError, wait_until
 
 LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
@@ -105,19 +106,7 @@ _LIST_OFFSETS_KEY = 2
 
 def _ustr(s: str) -> bytes:  # compact string
     b = s.encode()
-    return _uvarint(len(b) + 1) + b
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+    return uvarint(len(b) + 1) + b
 
 
 def _read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -138,12 +127,12 @@ def list_offsets_raw(host: str, port: int, topic: str, partition: int, timestamp
     EARLIEST_LOCAL (-4) and LATEST_TIERED (-5), which client libraries do not expose."""
     version = 9
     body = struct.pack(">ib", -1, 0)  # replica_id, isolation_level
-    body += _uvarint(2) + _ustr(topic)  # topics: 1 entry
-    body += _uvarint(2) + struct.pack(">iiq", partition, -1, timestamp) + _uvarint(0)  # partitions: 1, tags
-    body += _uvarint(0)  # topic tags
-    body += _uvarint(0)  # request tags (v9 has no timeout_ms: that is v10+)
+    body += uvarint(2) + _ustr(topic)  # topics: 1 entry
+    body += uvarint(2) + struct.pack(">iiq", partition, -1, timestamp) + uvarint(0)  # partitions: 1, tags
+    body += uvarint(0)  # topic tags
+    body += uvarint(0)  # request tags (v9 has no timeout_ms: that is v10+)
     client = b"kla-tiered"
-    header = struct.pack(">hhi", _LIST_OFFSETS_KEY, version, 1) + struct.pack(">h", len(client)) + client + _uvarint(0)
+    header = struct.pack(">hhi", _LIST_OFFSETS_KEY, version, 1) + struct.pack(">h", len(client)) + client + uvarint(0)
     msg = header + body
     with socket.create_connection((host, port), timeout=timeout_s) as s:
         s.sendall(struct.pack(">i", len(msg)) + msg)
