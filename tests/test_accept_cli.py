@@ -13,6 +13,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+# recorded: whole CLI audits of the demo sample's real log dirs (about 90 s: not the unit lane)
+pytestmark = pytest.mark.recorded
+
 from auditor.cli.demo import unpack_demo_sample
 
 REPO = Path(__file__).resolve().parents[1]

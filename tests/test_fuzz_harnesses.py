@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+# recorded: libFuzzer runs on seeds cut from the real brokers' files (about 75 s: not the unit lane)
+pytestmark = pytest.mark.recorded
+
 from fuzz import native, targets
 
 ROOT = Path(__file__).resolve().parents[1]
