@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 from auditor import replay
 from auditor.schema import FINDING_FIELDS
 from checks import check_named
-from checks.base import AuditContext, Check, CheckInput, Finding, Severity
+from checks.base import AuditContext, Check, CheckInput, Finding, PartitionBatch, Severity, error_finding
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where used: replay-check runs replay.safety on plain rows, without pandas
@@ -27,11 +27,7 @@ def _checks(scope: str, names: Sequence[str] | None = None) -> list[type[Check]]
     return [c for n, c in REGISTRY.items() if c.scope == scope and (names is None or n in names)]
 
 
-def _error_finding(check: type[Check], exc: Exception, topic=None, partition=None) -> Finding:
-    # A check that raises is a bug of ours, but one bad partition must not hide the others.
-    return Finding(code=check.code, check=check.name, severity=Severity.FAIL, topic=topic, partition=partition,
-                   message=f"check {check.name} failed on this input: {type(exc).__name__}: {exc}",
-                   fix="Report this to the kafka-log-auditor maintainers with the segment rows of this partition.")
+_error_finding = error_finding  # a check that raises: a FAIL finding naming it (checks.base)
 
 
 def run_partition_checks(segments: pd.DataFrame, partitions: pd.DataFrame, ctx: AuditContext,
@@ -44,6 +40,37 @@ def run_partition_checks(segments: pd.DataFrame, partitions: pd.DataFrame, ctx: 
     data = CheckInput(topic=topic, partition=partition, segments=segments.reset_index(drop=True),
                       partitions=partitions.reset_index(drop=True))
     return _search_then_run(_checks("partition", names), data, ctx)
+
+
+def run_partition_batch(batch: PartitionBatch, ctx: AuditContext, names: Sequence[str] | None = None) -> list[Finding]:
+    """Partition-scope checks on a batch of many partitions (``checks.base.PartitionBatch``): each
+    check's ``run_batch`` once (a check whose batch code raises falls back to the per-partition
+    reference, so a bug there costs time, never findings); replay.safety partition by partition,
+    its replay search first (it reads files: only for the partitions the audit asks about)."""
+    out: list[Finding] = []
+    for check in _checks("partition", names):
+        if check.name == REPLAY_CHECK:
+            out += _replay_batch(check, batch, ctx)
+            continue
+        instance = check()
+        try:
+            found = instance.run_batch(batch, ctx)
+        except Exception:  # noqa: BLE001 - the reference path names any partition that really fails
+            found = batch.run_each(instance, ctx)
+        out += found
+    return out
+
+
+def _replay_batch(check: type[Check], batch: PartitionBatch, ctx: AuditContext) -> list[Finding]:
+    """replay.safety on the batch's partitions: nothing unless the audit has a replay target (its
+    ``run`` answers [] then), else the search and the check per asked partition, as the reference."""
+    if ctx.replay_at_ms is None:
+        return []
+    out: list[Finding] = []
+    for i, (topic, _) in enumerate(batch.keys):
+        if ctx.wants_replay(topic):
+            out += _search_then_run([check], batch.input(i), ctx)
+    return out
 
 
 def replay_safety_on_rows(segments: Iterable[dict], partitions: Iterable[dict], ctx: AuditContext,
@@ -154,6 +181,20 @@ def run_local(segments, partitions, ctx: AuditContext, stats: Mapping[str, pd.Da
               names: Sequence[str] | None = None) -> list[Finding]:
     """In-process engine: segment/partition rows (dicts or DataFrames) -> findings, sorted."""
     from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA  # Arrow: imported by the engines, not replay-check
+
+    seg = as_frame(segments, SEGMENT_SCHEMA)
+    part = as_frame(partitions, PARTITION_SCHEMA)
+    findings = run_partition_batch(PartitionBatch(seg, part), ctx, names)
+    if stats is not None:
+        findings.extend(run_cluster_checks(stats, part, ctx, names))
+    return with_pass_summaries(findings, names)
+
+
+def run_local_reference(segments, partitions, ctx: AuditContext, stats: Mapping[str, pd.DataFrame] | None = None,
+                        names: Sequence[str] | None = None) -> list[Finding]:
+    """:func:`run_local` with today's per-partition semantics (one ``run`` per check per
+    topic-partition, pandas groupby): the reference the batch path is tested against."""
+    from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
 
     seg = as_frame(segments, SEGMENT_SCHEMA)
     part = as_frame(partitions, PARTITION_SCHEMA)

@@ -35,6 +35,11 @@ class TimestampsMissing(Check):
     scope = "partition"
     options = {"severity": severity_option("WARN")}
 
+    def prefilter(self, batch, ctx):
+        """Partitions with a live segment holding magic 0 or NoTimestampType."""
+        hits = batch.list_contains("magics", (0,)) | batch.list_contains("timestamp_types", ("NoTimestampType",))
+        return batch.groups_where("segments", batch.live_segments() & hits)
+
     def run(self, data: CheckInput, ctx, opts):
         out = []
         for broker, log_dir, rows in live_replicas(data.segments):
