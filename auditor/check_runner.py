@@ -1,9 +1,12 @@
 """Runs the registered checks: in-process on pandas, or distributed on Spark.
 
-Both engines call the same pure ``Check.run`` on the same inputs (anything that needs files, the
-replay search, is done here first and handed in): partition-scope checks once per
-topic-partition (pandas groupby here, ``cogroup().applyInPandas`` on Spark, so the segment table
-never reaches the driver), cluster-scope checks once on the small aggregate tables.
+Both engines call the same pure checks on the same inputs (anything that needs files, the
+replay search, is done here first and handed in): partition-scope checks on batches of many
+topic-partitions (``Check.run_batch`` on a ``checks.base.PartitionBatch``: the whole table here,
+one bucket of partitions per ``cogroup().applyInPandas`` call on Spark, so the segment table never
+reaches the driver), cluster-scope checks once on the small aggregate tables. The per-partition
+semantics (one ``Check.run`` per topic-partition, :func:`run_local_reference`) stay the reference
+the batches are tested against.
 """
 
 from __future__ import annotations
@@ -219,24 +222,47 @@ def with_pass_summaries(findings: list[Finding], names: Sequence[str] | None = N
     return sorted(findings, key=Finding.sort_key)
 
 
-def spark_partition_findings(segments_df, partitions_df, ctx: AuditContext, names: Sequence[str] | None = None):
-    """Partition-scope checks distributed over Spark: a DataFrame of FINDING_SCHEMA rows."""
+def spark_partition_findings(segments_df, partitions_df, ctx: AuditContext, names: Sequence[str] | None = None,
+                             buckets: int | None = None):
+    """Partition-scope checks distributed over Spark: a DataFrame of FINDING_SCHEMA rows.
+
+    Rows are bucketed by a hash of (topic, partition) into ``buckets`` groups (default: the
+    segment table's Spark partitions, at least the default parallelism; the audit slices the table
+    at ~100,000 rows, so a bucket's pandas frames stay that size), and each bucket is one
+    :class:`checks.base.PartitionBatch`: one Python call per bucket, not one per partition. A
+    partition's rows all land in one bucket, so the findings are those of the driver engine."""
     import pandas as pd
+    from pyspark.sql import functions as F
 
     from auditor.schema import FINDING_SCHEMA, spark_schema
 
-    def per_partition(seg_pdf: pd.DataFrame, part_pdf: pd.DataFrame) -> pd.DataFrame:
-        found = run_partition_checks(seg_pdf, part_pdf, ctx, names)
+    if buckets is None:
+        buckets = max(segments_df.rdd.getNumPartitions(), segments_df.sparkSession.sparkContext.defaultParallelism)
+    buckets = max(1, min(int(buckets), MAX_SPARK_BUCKETS))
+
+    def per_bucket(seg_pdf: pd.DataFrame, part_pdf: pd.DataFrame) -> pd.DataFrame:
+        batch = PartitionBatch(seg_pdf.drop(columns=[BUCKET]), part_pdf.drop(columns=[BUCKET]))
+        found = run_partition_batch(batch, ctx, names)
         return pd.DataFrame([f.to_row() for f in found], columns=list(FINDING_FIELDS))
 
-    return (segments_df.groupBy(*GROUP).cogroup(partitions_df.groupBy(*GROUP))
-            .applyInPandas(per_partition, schema=spark_schema(FINDING_SCHEMA)))
+    def bucketed(df):
+        return df.withColumn(BUCKET, F.pmod(F.hash(*GROUP), F.lit(buckets)))
+
+    return (bucketed(segments_df).groupBy(BUCKET).cogroup(bucketed(partitions_df).groupBy(BUCKET))
+            .applyInPandas(per_bucket, schema=spark_schema(FINDING_SCHEMA)))
+
+
+#: The bucket column of :func:`spark_partition_findings` (dropped before the checks see the rows).
+BUCKET = "_check_bucket"
+#: Most buckets the Spark checks use: each is one Python call and one pandas batch.
+MAX_SPARK_BUCKETS = 4096
 
 
 def run_spark(segments_df, partitions_df, stats_dfs: Mapping[str, object], ctx: AuditContext,
-              names: Sequence[str] | None = None) -> list[Finding]:
-    """Spark engine: partition checks on executors; only findings and the small stats come back."""
-    rows = spark_partition_findings(segments_df, partitions_df, ctx, names).collect()
+              names: Sequence[str] | None = None, buckets: int | None = None) -> list[Finding]:
+    """Spark engine: partition checks on executors (batches of partitions, see
+    :func:`spark_partition_findings`); only findings and the small stats come back."""
+    rows = spark_partition_findings(segments_df, partitions_df, ctx, names, buckets).collect()
     findings = [Finding.from_row(r.asDict()) for r in rows]
     stats = {k: v.toPandas() for k, v in stats_dfs.items()}
     # Cluster checks need partition-dir rows without the heavy columns; one row per partition dir.
