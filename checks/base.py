@@ -9,10 +9,13 @@ options resolved for the topic); it returns findings, never a bare bool.
 
 Scopes:
 
-* ``partition``: called once per topic-partition with every segment row and partition-dir row
-  of that partition (all replicas: every broker, every log dir, ``-future`` copies included).
-  This is what the Spark engine distributes (``cogroup(...).applyInPandas``), so it must not
-  need anything outside its partition.
+* ``partition``: :meth:`Check.run` sees one topic-partition: every segment row and partition-dir
+  row of that partition (all replicas: every broker, every log dir, ``-future`` copies included),
+  so it must not need anything outside its partition. The engines hand many partitions at once
+  (:class:`PartitionBatch`, to :meth:`Check.run_batch`: the whole table on the driver, one bucket
+  of partitions per ``applyInPandas`` call on Spark); a check's :meth:`Check.prefilter`, a
+  vectorized superset of the partitions that can give a finding, keeps ``run`` to those
+  (docs/batch-checks.md).
 * ``cluster``: called once with the per-partition-dir statistics (``partition_stats`` of
   ``auditor.engine.aggregates``: one row per partition dir, small) and the topic / broker / log-dir
   rollups. Never sees segment rows.
