@@ -28,7 +28,7 @@ from checks import REGISTRY
 from checks.base import AuditContext, Check, PartitionBatch
 from checks.config import Config
 from realdata import LOG_DIRS
-from test_check_cases import CASES, _complete, _ms, _partition_moves, _time_fields
+from test_check_cases import CASES, _complete, case_context
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -52,13 +52,7 @@ def test_thirteen_partition_checks():
 
 @pytest.mark.parametrize("check_name,case", CASES)
 def test_yaml_case_batch_equals_reference(check_name, case):
-    ctx = AuditContext(now_ms=_ms(case["now"]), config=Config(case.get("config"), source=case["name"]),
-                       topic_configs={t: {k: str(v) for k, v in c.items()} for t, c in (case.get("topic_configs") or {}).items()},
-                       replay_at_ms=_ms(case.get("replay_at")),
-                       replay_topics=tuple(case["replay_topics"]) if case.get("replay_topics") else None,
-                       group_offsets=tuple(_time_fields(g) for g in case.get("groups") or ()),
-                       partition_moves=_partition_moves(case.get("metadata"), case.get("metadata_dirs"),
-                                                        case.get("metadata_history")))
+    ctx = case_context(check_name, case)
     assert_batch_equals_reference(_complete(case.get("segments"), SEGMENT_COLUMNS),
                                   _complete(case.get("partitions"), PARTITION_COLUMNS), ctx)
 
