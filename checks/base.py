@@ -519,9 +519,14 @@ def _key_spans(frame) -> tuple[list[tuple], list[tuple[int, int]]]:
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
     stops = np.r_[starts[1:], len(ids)]
     topics, parts = frame["topic"].to_numpy(), frame["partition"].to_numpy()
-    keys = [(None if pd.isna(topics[s]) else topics[s], None if pd.isna(parts[s]) else parts[s].item())
+    keys = [(None if pd.isna(topics[s]) else topics[s], None if pd.isna(parts[s]) else _plain(parts[s]))
             for s in starts]
     return keys, list(zip(starts.tolist(), stops.tolist()))
+
+
+def _plain(value):
+    """A numpy scalar as the Python value (a key equal and hashed like the reference's)."""
+    return value.item() if hasattr(value, "item") else value
 
 
 def _row_groups(frame, keys, spans, index, np):
