@@ -19,6 +19,7 @@ import platform
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from auditor import __version__
@@ -98,29 +99,34 @@ def _versions(gx_version: str) -> dict[str, str]:
             "great_expectations": gx_version, "engine": "local (pandas on the driver; no Spark)"}
 
 
-def _read_inputs(req, progress: Callable[[str], None]) -> tuple[list[dict], list[dict], list[dict]]:
+def _read_inputs(req, progress: Callable[[str], None]) -> tuple[list[dict], list[dict], list[dict], pa.Table | None]:
+    """Segment, partition and log-dir rows; for manifests also the segment table as Arrow (the
+    checks' and the suite's frame is made from it, not from the dicts again)."""
     if req.manifests:
         progress(f"reading {len(req.manifests)} manifest location(s) (pyarrow)")
-        segments, partitions, infos = [], [], []
+        segments, partitions, infos, tables = [], [], [], []
         for d in find_manifests(req.manifests):
             seg, part, info = read_manifest(d)
+            tables.append(seg)
             segments += seg.to_pylist()
             partitions += part.to_pylist()
             infos += info.to_pylist()
-        return segments, partitions, infos
+        return segments, partitions, infos, pa.concat_tables(tables) if tables else None
     progress(f"scanning {len(req.log_dirs)} log dir(s) at depth {req.depth} (in-process)")
     result = scan_log_dirs(req.log_dirs, req.depth, **({"state_dir": req.state_dir} if req.state_dir else {}))
-    return result.segments, result.partitions, result.log_dirs
+    return result.segments, result.partitions, result.log_dirs, None
 
 
 def run_tables_local(req, ctx: AuditContext, progress: Callable[[str], None],
                      timeline_keys: Callable[[list[Finding]], list[tuple[str, int]]],
                      timeline_columns: Sequence[str]) -> TableOutcome:
     """Scan (or read manifests), aggregate, check and validate on the driver."""
-    segments, partitions, infos = _read_inputs(req, progress)
+    segments, partitions, infos, segment_table = _read_inputs(req, progress)
     rows = aggregate_rows(segments, partitions)
     progress(f"running the checks ({len(segments):,} segment rows, on the driver)")
-    segment_frame = as_frame(segments, SEGMENT_SCHEMA)  # converted once: the checks' and the suite's input
+    # converted once: the checks' and the suite's input
+    segment_frame = (segment_table.cast(SEGMENT_SCHEMA).to_pandas() if segment_table is not None
+                     else as_frame(segments, SEGMENT_SCHEMA))
     findings = run_local(segment_frame, partitions, ctx, frames(rows))
     progress("validating the segment table (Great Expectations, pandas)")
     gx = run_expectations(segment_frame, ctx)

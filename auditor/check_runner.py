@@ -1,9 +1,12 @@
 """Runs the registered checks: in-process on pandas, or distributed on Spark.
 
-Both engines call the same pure ``Check.run`` on the same inputs (anything that needs files, the
-replay search, is done here first and handed in): partition-scope checks once per
-topic-partition (pandas groupby here, ``cogroup().applyInPandas`` on Spark, so the segment table
-never reaches the driver), cluster-scope checks once on the small aggregate tables.
+Both engines call the same pure checks on the same inputs (anything that needs files, the
+replay search, is done here first and handed in): partition-scope checks on batches of many
+topic-partitions (``Check.run_batch`` on a ``checks.base.PartitionBatch``: the whole table here,
+one bucket of partitions per ``cogroup().applyInPandas`` call on Spark, so the segment table never
+reaches the driver), cluster-scope checks once on the small aggregate tables. The per-partition
+semantics (one ``Check.run`` per topic-partition, :func:`run_local_reference`) stay the reference
+the batches are tested against.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 from auditor import replay
 from auditor.schema import FINDING_FIELDS
 from checks import check_named
-from checks.base import AuditContext, Check, CheckInput, Finding, Severity
+from checks.base import AuditContext, Check, CheckInput, Finding, PartitionBatch, Severity, error_finding
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where used: replay-check runs replay.safety on plain rows, without pandas
@@ -27,11 +30,7 @@ def _checks(scope: str, names: Sequence[str] | None = None) -> list[type[Check]]
     return [c for n, c in REGISTRY.items() if c.scope == scope and (names is None or n in names)]
 
 
-def _error_finding(check: type[Check], exc: Exception, topic=None, partition=None) -> Finding:
-    # A check that raises is a bug of ours, but one bad partition must not hide the others.
-    return Finding(code=check.code, check=check.name, severity=Severity.FAIL, topic=topic, partition=partition,
-                   message=f"check {check.name} failed on this input: {type(exc).__name__}: {exc}",
-                   fix="Report this to the kafka-log-auditor maintainers with the segment rows of this partition.")
+_error_finding = error_finding  # a check that raises: a FAIL finding naming it (checks.base)
 
 
 def run_partition_checks(segments: pd.DataFrame, partitions: pd.DataFrame, ctx: AuditContext,
@@ -44,6 +43,37 @@ def run_partition_checks(segments: pd.DataFrame, partitions: pd.DataFrame, ctx: 
     data = CheckInput(topic=topic, partition=partition, segments=segments.reset_index(drop=True),
                       partitions=partitions.reset_index(drop=True))
     return _search_then_run(_checks("partition", names), data, ctx)
+
+
+def run_partition_batch(batch: PartitionBatch, ctx: AuditContext, names: Sequence[str] | None = None) -> list[Finding]:
+    """Partition-scope checks on a batch of many partitions (``checks.base.PartitionBatch``): each
+    check's ``run_batch`` once (a check whose batch code raises falls back to the per-partition
+    reference, so a bug there costs time, never findings); replay.safety partition by partition,
+    its replay search first (it reads files: only for the partitions the audit asks about)."""
+    out: list[Finding] = []
+    for check in _checks("partition", names):
+        if check.name == REPLAY_CHECK:
+            out += _replay_batch(check, batch, ctx)
+            continue
+        instance = check()
+        try:
+            found = instance.run_batch(batch, ctx)
+        except Exception:  # noqa: BLE001 - the reference path names any partition that really fails
+            found = batch.run_each(instance, ctx)
+        out += found
+    return out
+
+
+def _replay_batch(check: type[Check], batch: PartitionBatch, ctx: AuditContext) -> list[Finding]:
+    """replay.safety on the batch's partitions: nothing unless the audit has a replay target (its
+    ``run`` answers [] then), else the search and the check per asked partition, as the reference."""
+    if ctx.replay_at_ms is None:
+        return []
+    out: list[Finding] = []
+    for i, (topic, _) in enumerate(batch.keys):
+        if ctx.wants_replay(topic):
+            out += _search_then_run([check], batch.input(i), ctx)
+    return out
 
 
 def replay_safety_on_rows(segments: Iterable[dict], partitions: Iterable[dict], ctx: AuditContext,
@@ -157,6 +187,20 @@ def run_local(segments, partitions, ctx: AuditContext, stats: Mapping[str, pd.Da
 
     seg = as_frame(segments, SEGMENT_SCHEMA)
     part = as_frame(partitions, PARTITION_SCHEMA)
+    findings = run_partition_batch(PartitionBatch(seg, part), ctx, names)
+    if stats is not None:
+        findings.extend(run_cluster_checks(stats, part, ctx, names))
+    return with_pass_summaries(findings, names)
+
+
+def run_local_reference(segments, partitions, ctx: AuditContext, stats: Mapping[str, pd.DataFrame] | None = None,
+                        names: Sequence[str] | None = None) -> list[Finding]:
+    """:func:`run_local` with today's per-partition semantics (one ``run`` per check per
+    topic-partition, pandas groupby): the reference the batch path is tested against."""
+    from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
+
+    seg = as_frame(segments, SEGMENT_SCHEMA)
+    part = as_frame(partitions, PARTITION_SCHEMA)
     findings: list[Finding] = []
     seg_groups, part_groups = _groups(seg), _groups(part)
     for key in sorted(set(seg_groups) | set(part_groups), key=_null_first):
@@ -178,24 +222,47 @@ def with_pass_summaries(findings: list[Finding], names: Sequence[str] | None = N
     return sorted(findings, key=Finding.sort_key)
 
 
-def spark_partition_findings(segments_df, partitions_df, ctx: AuditContext, names: Sequence[str] | None = None):
-    """Partition-scope checks distributed over Spark: a DataFrame of FINDING_SCHEMA rows."""
+def spark_partition_findings(segments_df, partitions_df, ctx: AuditContext, names: Sequence[str] | None = None,
+                             buckets: int | None = None):
+    """Partition-scope checks distributed over Spark: a DataFrame of FINDING_SCHEMA rows.
+
+    Rows are bucketed by a hash of (topic, partition) into ``buckets`` groups (default: the
+    segment table's Spark partitions, at least the default parallelism; the audit slices the table
+    at ~100,000 rows, so a bucket's pandas frames stay that size), and each bucket is one
+    :class:`checks.base.PartitionBatch`: one Python call per bucket, not one per partition. A
+    partition's rows all land in one bucket, so the findings are those of the driver engine."""
     import pandas as pd
+    from pyspark.sql import functions as F
 
     from auditor.schema import FINDING_SCHEMA, spark_schema
 
-    def per_partition(seg_pdf: pd.DataFrame, part_pdf: pd.DataFrame) -> pd.DataFrame:
-        found = run_partition_checks(seg_pdf, part_pdf, ctx, names)
+    if buckets is None:
+        buckets = max(segments_df.rdd.getNumPartitions(), segments_df.sparkSession.sparkContext.defaultParallelism)
+    buckets = max(1, min(int(buckets), MAX_SPARK_BUCKETS))
+
+    def per_bucket(seg_pdf: pd.DataFrame, part_pdf: pd.DataFrame) -> pd.DataFrame:
+        batch = PartitionBatch(seg_pdf.drop(columns=[BUCKET]), part_pdf.drop(columns=[BUCKET]))
+        found = run_partition_batch(batch, ctx, names)
         return pd.DataFrame([f.to_row() for f in found], columns=list(FINDING_FIELDS))
 
-    return (segments_df.groupBy(*GROUP).cogroup(partitions_df.groupBy(*GROUP))
-            .applyInPandas(per_partition, schema=spark_schema(FINDING_SCHEMA)))
+    def bucketed(df):
+        return df.withColumn(BUCKET, F.pmod(F.hash(*GROUP), F.lit(buckets)))
+
+    return (bucketed(segments_df).groupBy(BUCKET).cogroup(bucketed(partitions_df).groupBy(BUCKET))
+            .applyInPandas(per_bucket, schema=spark_schema(FINDING_SCHEMA)))
+
+
+#: The bucket column of :func:`spark_partition_findings` (dropped before the checks see the rows).
+BUCKET = "_check_bucket"
+#: Most buckets the Spark checks use: each is one Python call and one pandas batch.
+MAX_SPARK_BUCKETS = 4096
 
 
 def run_spark(segments_df, partitions_df, stats_dfs: Mapping[str, object], ctx: AuditContext,
-              names: Sequence[str] | None = None) -> list[Finding]:
-    """Spark engine: partition checks on executors; only findings and the small stats come back."""
-    rows = spark_partition_findings(segments_df, partitions_df, ctx, names).collect()
+              names: Sequence[str] | None = None, buckets: int | None = None) -> list[Finding]:
+    """Spark engine: partition checks on executors (batches of partitions, see
+    :func:`spark_partition_findings`); only findings and the small stats come back."""
+    rows = spark_partition_findings(segments_df, partitions_df, ctx, names, buckets).collect()
     findings = [Finding.from_row(r.asDict()) for r in rows]
     stats = {k: v.toPandas() for k, v in stats_dfs.items()}
     # Cluster checks need partition-dir rows without the heavy columns; one row per partition dir.

@@ -37,6 +37,14 @@ class TimestampsBackward(Check):
     scope = "partition"
     options = {"threshold_ms": Option(3_600_000, "smallest jump reported", int, positive, "> 0")}
 
+    def prefilter(self, batch, ctx):
+        """Partitions with a live segment jumping back more than the topic's threshold."""
+        import numpy as np
+
+        limit = batch.per_topic("segments", {t: o["threshold_ms"] for t, o in batch.options(self, ctx).items()})
+        jump = np.nan_to_num(batch.column("max_backward_jump_ms"), nan=0.0)
+        return batch.groups_where("segments", batch.live_segments() & (jump > limit))
+
     def run(self, data: CheckInput, ctx, opts):
         out = []
         for broker, log_dir, rows in live_replicas(data.segments):

@@ -45,6 +45,10 @@ class GroupBelowLogStart(Check):
         "min_records": Option(1, "unread records gone before reporting", int, positive, ">= 1"),
     }
 
+    def prefilter(self, batch, ctx):
+        """Partitions a consumer group committed on: the others have nothing to compare."""
+        return batch.groups_of((c["topic"], c["partition"]) for c in ctx.group_offsets)
+
     def run(self, data: CheckInput, ctx, opts):
         commits = ctx.commits_on(data.topic, data.partition)
         if not commits or data.partitions is None or not len(data.partitions):

@@ -66,6 +66,24 @@ class TimestampsBounds(Check):
         "severity": severity_option("WARN"),
     }
 
+    def prefilter(self, batch, ctx):
+        """Partitions with a live segment beyond a limit against its own mtime or the audit time:
+        the append window the check uses is never wider (a trusted previous mtime is <= this one's)."""
+        import numpy as np
+
+        before, after = {}, {}
+        for topic, opts in batch.options(self, ctx).items():
+            if (ctx.kafka_setting(topic, "message.timestamp.type") or "CreateTime") != "LogAppendTime":
+                before[topic], after[topic] = limits(ctx, topic, opts)
+        before, after = batch.per_topic("segments", before), batch.per_topic("segments", after)
+        hi, mtime = batch.column("max_timestamp_ms"), batch.column("log_mtime_ms")
+        lo = np.where(np.isnan(batch.column("min_timestamp_ms")), batch.column("min_batch_timestamp_ms"),
+                      batch.column("min_timestamp_ms"))
+        with np.errstate(invalid="ignore"):
+            future = hi - np.fmin(mtime, float(ctx.now_ms)) > after
+            past = mtime - lo > before
+        return batch.groups_where("segments", batch.live_segments() & (future | past))
+
     def run(self, data: CheckInput, ctx, opts):
         if (ctx.kafka_setting(data.topic, "message.timestamp.type") or "CreateTime") == "LogAppendTime":
             return []

@@ -36,6 +36,13 @@ class IntegrityCrc(Check):
     scope = "partition"
     options = {"severity": severity_option("FAIL", "severity of a segment with CRC failures")}
 
+    def prefilter(self, batch, ctx):
+        """Partitions with a row (any state) that has CRC failures."""
+        seg = batch.segments
+        if seg is None or not len(seg) or "crc_failures" not in seg:
+            return []
+        return batch.groups_where("segments", (seg["crc_failures"].fillna(0) > 0).to_numpy())
+
     def run(self, data: CheckInput, ctx, opts):
         seg = data.segments
         if seg is None or not len(seg) or "crc_failures" not in seg:

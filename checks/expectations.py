@@ -206,6 +206,7 @@ def run_expectations(segments_df, ctx) -> ExpectationsResult:
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)  # no tqdm bars in DAG / CLI logs
     if isinstance(segments_df, pd.DataFrame):
+        segments_df = _hashable_lists(segments_df)
         source = context.data_sources.add_pandas(name="kafka_log_auditor")
     else:
         source = context.data_sources.add_spark(name="kafka_log_auditor")
@@ -230,6 +231,18 @@ def run_expectations(segments_df, ctx) -> ExpectationsResult:
                                 message=f"segment table: all {len(results)} expectations met{rows}"))
     return ExpectationsResult(success=success, results=results, findings=findings, gx_version=gx.__version__,
                               element_count=element_count)
+
+
+def _hashable_lists(frame):
+    """The frame with its list cells (numpy arrays from Arrow) as tuples: GX fingerprints a pandas
+    batch with ``pd.util.hash_pandas_object``, which refuses arrays and falls back to pickling the
+    whole frame (~60% of the suite's CPU at 100,000 rows, benchmarks/fleet.py). No expectation of
+    the suite reads these columns' values; the columns, their order and every other value stay."""
+    lists = [c for c in ("timestamp_types", "magics", "codecs", "notes") if c in frame.columns]
+    if not lists or not len(frame):
+        return frame
+    return frame.assign(**{c: [None if v is None or isinstance(v, float) else tuple(v) for v in frame[c].to_numpy()]
+                           for c in lists})
 
 
 def _result_entry(r) -> dict[str, Any]:

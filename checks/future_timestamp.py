@@ -45,6 +45,14 @@ def largest_timestamp(row) -> int | None:
     return ts if ts is not None and ts >= 0 else opt_int(row["log_mtime_ms"])
 
 
+def largest_timestamps(batch):
+    """:func:`largest_timestamp` of every segment row of a batch, as float64 (NaN: unknown)."""
+    import numpy as np
+
+    ts = batch.column("max_timestamp_ms")
+    return np.where(ts >= 0, ts, batch.column("log_mtime_ms"))  # NaN >= 0 is False: the mtime
+
+
 class RetentionFutureTimestamp(Check):
     code = "KLA031"
     name = "retention.future_timestamp"
@@ -54,6 +62,16 @@ class RetentionFutureTimestamp(Check):
         "tolerance_ms": Option(3_600_000, "future tolerance", int, non_negative, ">= 0"),
         "fail_after_ms": Option(30 * 86_400_000, "FAIL when deletable this far ahead", int, non_negative, ">= 0"),
     }
+
+    def prefilter(self, batch, ctx):
+        """Partitions of time-retained topics with a live segment stamped beyond the tolerance."""
+        tolerance = {}
+        for topic, opts in batch.options(self, ctx).items():
+            retention = ctx.kafka_int(topic, "retention.ms")
+            if retention is not None and retention >= 0 and "delete" in (ctx.kafka_setting(topic, "cleanup.policy") or "delete"):
+                tolerance[topic] = opts["tolerance_ms"]
+        ahead = largest_timestamps(batch) - ctx.now_ms
+        return batch.groups_where("segments", batch.live_segments() & (ahead > batch.per_topic("segments", tolerance)))
 
     def run(self, data: CheckInput, ctx, opts):
         retention = ctx.kafka_int(data.topic, "retention.ms")

@@ -48,6 +48,28 @@ class IntegrityIndexMismatch(Check):
     scope = "partition"
     options = {"severity": severity_option("WARN")}
 
+    def prefilter(self, batch, ctx):
+        """Partitions with a live segment where one of the tests can hold (the timestamp test without
+        its depth condition; any note with a marker)."""
+        import numpy as np
+
+        col = batch.column
+        with np.errstate(invalid="ignore"):
+            suspect = ((col("last_index_position") >= col("log_size_bytes")) | (col("last_index_offset") > col("last_offset"))
+                       | (col("last_timeindex_offset") > col("last_offset"))
+                       | (col("last_timeindex_timestamp_ms") > col("max_timestamp_ms")))
+        seg = batch.segments
+        if len(seg):
+            closed = ~(seg["is_active"] == True).to_numpy()  # noqa: E712 - a null is not active to the check either
+            size = np.nan_to_num(col("log_size_bytes"), nan=0.0) != 0
+            no_index = np.isnan(col("index_size_bytes")) | np.isnan(col("timeindex_size_bytes"))
+            suspect |= closed & size & seg["file_state"].isna().to_numpy() & no_index
+            notes = seg["notes"].to_numpy()
+            suspect |= np.fromiter((not (n is None or isinstance(n, float)) and len(n) > 0
+                                    and any(m in x for x in n for m in _NOTE_MARKERS + (_EMPTY_TIMEINDEX,)) for n in notes),
+                                   dtype=bool, count=len(notes))
+        return batch.groups_where("segments", batch.live_segments() & suspect)
+
     def run(self, data: CheckInput, ctx, opts):
         out = []
         for broker, log_dir, rows in live_replicas(data.segments):

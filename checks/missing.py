@@ -35,6 +35,11 @@ class TimestampsMissing(Check):
     scope = "partition"
     options = {"severity": severity_option("WARN")}
 
+    def prefilter(self, batch, ctx):
+        """Partitions with a live segment holding magic 0 or NoTimestampType."""
+        hits = batch.list_contains("magics", (0,)) | batch.list_contains("timestamp_types", ("NoTimestampType",))
+        return batch.groups_where("segments", batch.live_segments() & hits)
+
     def run(self, data: CheckInput, ctx, opts):
         out = []
         for broker, log_dir, rows in live_replicas(data.segments):
@@ -49,7 +54,7 @@ class TimestampsMissing(Check):
                 f"time seeks use their .log mtimes",
                 "Let the data expire or re-produce it with timestamps; avoid moving these replicas (it restarts "
                 "their retention clock).",
-                evidence=[{"segment": int(r["base_offset"]), "magics": cells(r["magics"]),
+                evidence=[{"segment": int(r["base_offset"]), "magics": [int(m) for m in cells(r["magics"])],
                            "timestamp_types": cells(r["timestamp_types"]), "log_mtime_ms": opt_int(r["log_mtime_ms"]),
                            "size_bytes": opt_int(r["log_size_bytes"])} for r in hits],
                 topic=data.topic, partition=data.partition, broker_id=broker, log_dir=log_dir,

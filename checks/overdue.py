@@ -33,7 +33,7 @@ Options:
 from __future__ import annotations
 
 from checks.base import Check, CheckInput, Option, live_replicas, non_negative, opt_int
-from checks.future_timestamp import largest_timestamp
+from checks.future_timestamp import largest_timestamp, largest_timestamps
 from auditor.units import human_bytes, iso_utc
 
 
@@ -46,6 +46,25 @@ class RetentionOverdue(Check):
         "grace_ms": Option(3_600_000, "grace after due", int, non_negative, ">= 0"),
         "check_interval_ms": Option(300_000, "log.retention.check.interval.ms", int, non_negative, ">= 0"),
     }
+
+    def prefilter(self, batch, ctx):
+        """Partitions of time-retained topics with a closed live segment due more than the slack ago."""
+        import numpy as np
+
+        due_after = {}
+        for topic, opts in batch.options(self, ctx).items():
+            retention = ctx.kafka_int(topic, "retention.ms")
+            if retention is None or retention < 0 or "delete" not in (ctx.kafka_setting(topic, "cleanup.policy") or "delete"):
+                continue
+            delay = ctx.kafka_int(topic, "file.delete.delay.ms") or 0
+            due_after[topic] = retention + opts["grace_ms"] + opts["check_interval_ms"] + delay
+        seg = batch.segments
+        if not len(seg):
+            return []
+        closed = ~(seg["is_active"] == True).to_numpy()  # noqa: E712 - a null is not active to the check either
+        with np.errstate(invalid="ignore"):
+            overdue = ctx.now_ms - largest_timestamps(batch) > batch.per_topic("segments", due_after)
+        return batch.groups_where("segments", batch.live_segments() & closed & overdue)
 
     def run(self, data: CheckInput, ctx, opts):
         retention = ctx.kafka_int(data.topic, "retention.ms")

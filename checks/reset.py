@@ -64,6 +64,68 @@ class MtimeReset(Check):
         "severity": severity_option("WARN", "severity of a reset"),
     }
 
+    def prefilter(self, batch, ctx):
+        """Partitions where one of the three findings can come out: a late mtime (vector test), a
+        packed replica (its aggregate test, exact), or a replica pair whose mtimes for the same
+        offset differ by more than ``replica_skew_ms`` somewhere (the median the check reports can
+        only pass the threshold if one difference does)."""
+        import numpy as np
+        import pandas as pd
+
+        seg = batch.segments
+        if not len(seg):
+            return []
+        opts = batch.options(self, ctx)
+        live = batch.live_segments()
+        col = batch.column
+        mtime, newest, last, base = col("log_mtime_ms"), col("max_timestamp_ms"), col("last_offset"), col("base_offset")
+        not_true = ~(seg["is_active"] == True).to_numpy()  # noqa: E712 - what `not r["is_active"]` passes
+        with np.errstate(invalid="ignore"):
+            late = live & not_true & (mtime - newest > batch.per_topic("segments", {t: o["mtime_after_ms"] for t, o in opts.items()}))
+        found = set(batch.groups_where("segments", late))
+
+        # packed: _packed_span's test on each replica's closed segments, as aggregates
+        replica = batch.replica_ids()
+        closed = live & ~seg["is_active"].astype(bool).to_numpy() & ~np.isnan(mtime) & ~np.isnan(newest)
+        if closed.any():
+            spans = pd.DataFrame({"r": replica[closed], "m": mtime[closed], "t": newest[closed],
+                                  "g": batch.seg_group[closed]}).groupby("r").agg(
+                n=("m", "size"), m0=("m", "min"), m1=("m", "max"), t0=("t", "min"), t1=("t", "max"), g=("g", "first"))
+            topic_of = np.array([batch.keys[g][0] for g in spans["g"]], dtype=object)
+            pick = {k: np.array([opts[t][k] for t in topic_of], dtype="float64")
+                    for k in ("min_segments", "min_record_span_ms", "packed_ratio")}
+            record_span = spans["t1"].to_numpy() - spans["t0"].to_numpy()
+            packed = ((spans["n"].to_numpy() >= pick["min_segments"]) & (record_span >= pick["min_record_span_ms"])
+                      & (spans["m1"].to_numpy() - spans["m0"].to_numpy() <= pick["packed_ratio"] * record_span * (1 + 1e-9) + 1))
+            found.update(spans["g"].to_numpy()[packed].tolist())
+
+        # replica pairs: each closed point of one replica against the segment of every other replica
+        # whose base offset is the largest at or below the point's last offset (the only one that can
+        # hold it when that replica's segments do not overlap; a replica whose segments overlap or tie
+        # sends its partition to the check as it is)
+        point = live & not_true & ~np.isnan(last) & ~np.isnan(mtime)
+        if point.any():
+            pts = pd.DataFrame({"g": batch.seg_group[point], "r": replica[point], "base": base[point],
+                                "last": last[point], "m": mtime[point]})
+            same = pts["r"].to_numpy()[1:] == pts["r"].to_numpy()[:-1]
+            overlap = same & (pts["base"].to_numpy()[1:] <= pts["last"].to_numpy()[:-1])
+            found.update(pts["g"].to_numpy()[1:][overlap].tolist())
+            reps = pts[["g", "r"]].drop_duplicates()
+            multi = reps.groupby("g")["r"].transform("size") > 1
+            reps = reps[multi.to_numpy()]
+            if len(reps):
+                left = pts[pts["g"].isin(reps["g"])].merge(reps.rename(columns={"r": "other"}), on="g")
+                left = left[left["r"] != left["other"]].sort_values("last", kind="stable")
+                right = pts.rename(columns={"r": "other", "base": "o_base", "last": "o_last", "m": "o_m"})
+                right = right[right["g"].isin(reps["g"])].drop(columns="g").sort_values("o_base", kind="stable")
+                pairs = pd.merge_asof(left, right, left_on="last", right_on="o_base", by="other", direction="backward")
+                skew = np.array([opts[batch.keys[g][0]]["replica_skew_ms"] for g in pairs["g"]], dtype="float64")
+                with np.errstate(invalid="ignore"):
+                    holds = (pairs["o_last"].to_numpy() >= pairs["last"].to_numpy()) & \
+                            (np.abs(pairs["o_m"].to_numpy() - pairs["m"].to_numpy()) > skew)
+                found.update(pairs["g"].to_numpy()[holds].tolist())
+        return sorted(found)
+
     def run(self, data: CheckInput, ctx, opts):
         replicas = live_replicas(data.segments)
         out: list = []

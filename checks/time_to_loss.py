@@ -69,6 +69,10 @@ class GroupTimeToLoss(Check):
         "fail_hours": Option(1.0, "window for FAIL", float, non_negative, ">= 0"),
     }
 
+    def prefilter(self, batch, ctx):
+        """Partitions a consumer group committed on: the others have nothing to compare."""
+        return batch.groups_of((c["topic"], c["partition"]) for c in ctx.group_offsets)
+
     def run(self, data: CheckInput, ctx, opts):
         commits = ctx.commits_on(data.topic, data.partition)
         retention = ctx.kafka_int(data.topic, "retention.ms")

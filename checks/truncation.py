@@ -43,6 +43,16 @@ class IntegrityTruncation(Check):
         "cut_severity": severity_option("WARN", "severity of a cut tail of a closed segment"),
     }
 
+    def prefilter(self, batch, ctx):
+        """Partitions with a live segment that has a stop reason or trailing bytes."""
+        import numpy as np
+
+        seg = batch.segments
+        if not len(seg):
+            return []
+        odd = seg["stop_reason"].notna().to_numpy() | (np.nan_to_num(batch.column("trailing_bytes"), nan=0.0) != 0)
+        return batch.groups_where("segments", batch.live_segments() & odd)
+
     def run(self, data: CheckInput, ctx, opts):
         out = []
         for broker, log_dir, rows in live_replicas(data.segments):

@@ -85,10 +85,8 @@ def test_every_check_has_cases():
     assert not missing, f"checks without a case file in tests/check_cases/: {missing}"
 
 
-@pytest.mark.parametrize("check_name,case", CASES)
-def test_check_case(check_name, case):
-    assert check_name in REGISTRY, f"case file {check_name}.yaml names no registered check"
-    names = case.get("checks", [check_name])
+def case_context(check_name: str, case: dict) -> AuditContext:
+    """The audit context a case describes (time, config, topic configs, replay target, groups, metadata)."""
     cfg = Config(case.get("config"), source=f"{check_name}.yaml::{case['name']}")
     ctx = AuditContext(now_ms=_ms(case["now"]), config=cfg,
                        topic_configs={t: {k: str(v) for k, v in c.items()} for t, c in (case.get("topic_configs") or {}).items()},
@@ -99,6 +97,14 @@ def test_check_case(check_name, case):
                                                         case.get("metadata_history")))
     if case.get("topic_config_sources"):  # as auditor.audit.audit_context records them
         ctx.__dict__["topic_config_sources"] = case["topic_config_sources"]
+    return ctx
+
+
+@pytest.mark.parametrize("check_name,case", CASES)
+def test_check_case(check_name, case):
+    assert check_name in REGISTRY, f"case file {check_name}.yaml names no registered check"
+    names = case.get("checks", [check_name])
+    ctx = case_context(check_name, case)
     stats = None
     if "stats" in case:
         stats = {k: pd.DataFrame([_time_fields(r) for r in v]) for k, v in case["stats"].items()}

@@ -104,6 +104,22 @@ def test_more_planted_anomalies(spark, demo):  # noqa: F811
     assert len(gx) >= 6, gx
 
 
+def test_spark_buckets_equal_driver_batch_and_reference(spark):  # noqa: F811
+    """Spark's bucketed batches (3 buckets of many partitions) give the partition checks' findings of
+    the driver's batch and of the per-partition reference, on SYNTHETIC rows with planted anomalies."""
+    from auditor.check_runner import run_local_reference, spark_partition_findings, with_pass_summaries
+    from checks.base import Finding
+    from test_batch_checks import PARTITION_CHECKS, synthetic_tables
+
+    segments, partitions, ctx = synthetic_tables(5, rows=600)
+    seg_df, part_df = _spark_df(spark, segments, SEGMENT_SCHEMA), _spark_df(spark, partitions, PARTITION_SCHEMA)
+    rows = spark_partition_findings(seg_df, part_df, ctx, PARTITION_CHECKS, buckets=3).collect()
+    on_spark = [f.to_dict() for f in with_pass_summaries([Finding.from_row(r.asDict()) for r in rows], PARTITION_CHECKS)]
+    assert on_spark == [f.to_dict() for f in run_local(segments, partitions, ctx, names=PARTITION_CHECKS)]
+    assert on_spark == [f.to_dict() for f in run_local_reference(segments, partitions, ctx, names=PARTITION_CHECKS)]
+    assert sum(f["severity"] != "PASS" for f in on_spark) > 20
+
+
 def test_live_broker_dirs(spark, kafka_cluster_factory):  # noqa: F811
     kc = kafka_cluster_factory(brokers=1, log_dirs_per_broker=2)
     kc.create_topic("events", partitions=3, config={"segment.ms": "60000", "segment.jitter.ms": "0"})
