@@ -2,7 +2,7 @@
 
 Both engines call the same pure checks on the same inputs (anything that needs files, the
 replay search, is done here first and handed in): partition-scope checks on batches of many
-topic-partitions (``Check.run_batch`` on a ``checks.base.PartitionBatch``: the whole table here,
+topic-partitions (``Check.run_batch`` on a ``checks.batch.PartitionBatch``: the whole table here,
 one bucket of partitions per ``cogroup().applyInPandas`` call on Spark, so the segment table never
 reaches the driver), cluster-scope checks once on the small aggregate tables. The per-partition
 semantics (one ``Check.run`` per topic-partition, :func:`run_local_reference`) stay the reference
@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 from auditor import replay
 from auditor.schema import FINDING_FIELDS
 from checks import check_named
-from checks.base import AuditContext, Check, CheckInput, Finding, PartitionBatch, Severity, error_finding
+from checks.base import AuditContext, Check, CheckInput, Finding, Severity, error_finding
+from checks.batch import PartitionBatch
 
 if TYPE_CHECKING:
     import pandas as pd  # imported where used: replay-check runs replay.safety on plain rows, without pandas
@@ -46,7 +47,7 @@ def run_partition_checks(segments: pd.DataFrame, partitions: pd.DataFrame, ctx: 
 
 
 def run_partition_batch(batch: PartitionBatch, ctx: AuditContext, names: Sequence[str] | None = None) -> list[Finding]:
-    """Partition-scope checks on a batch of many partitions (``checks.base.PartitionBatch``): each
+    """Partition-scope checks on a batch of many partitions (``checks.batch.PartitionBatch``): each
     check's ``run_batch`` once (a check whose batch code raises falls back to the per-partition
     reference, so a bug there costs time, never findings); replay.safety partition by partition,
     its replay search first (it reads files: only for the partitions the audit asks about)."""
@@ -229,7 +230,7 @@ def spark_partition_findings(segments_df, partitions_df, ctx: AuditContext, name
     Rows are bucketed by a hash of (topic, partition) into ``buckets`` groups (default: the
     segment table's Spark partitions, at least the default parallelism; the audit slices the table
     at ~100,000 rows, so a bucket's pandas frames stay that size), and each bucket is one
-    :class:`checks.base.PartitionBatch`: one Python call per bucket, not one per partition. A
+    :class:`checks.batch.PartitionBatch`: one Python call per bucket, not one per partition. A
     partition's rows all land in one bucket, so the findings are those of the driver engine."""
     import pandas as pd
     from pyspark.sql import functions as F

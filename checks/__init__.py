@@ -14,7 +14,7 @@ import pkgutil
 
 from checks.base import Check
 
-FRAMEWORK_MODULES = {"base", "config", "expectations"}
+FRAMEWORK_MODULES = {"base", "batch", "config", "expectations"}
 
 
 def _discover() -> dict[str, type[Check]]:

@@ -86,18 +86,7 @@ class MtimeReset(Check):
 
         # packed: _packed_span's test on each replica's closed segments, as aggregates
         replica = batch.replica_ids()
-        closed = live & ~seg["is_active"].astype(bool).to_numpy() & ~np.isnan(mtime) & ~np.isnan(newest)
-        if closed.any():
-            spans = pd.DataFrame({"r": replica[closed], "m": mtime[closed], "t": newest[closed],
-                                  "g": batch.seg_group[closed]}).groupby("r").agg(
-                n=("m", "size"), m0=("m", "min"), m1=("m", "max"), t0=("t", "min"), t1=("t", "max"), g=("g", "first"))
-            topic_of = np.array([batch.keys[g][0] for g in spans["g"]], dtype=object)
-            pick = {k: np.array([opts[t][k] for t in topic_of], dtype="float64")
-                    for k in ("min_segments", "min_record_span_ms", "packed_ratio")}
-            record_span = spans["t1"].to_numpy() - spans["t0"].to_numpy()
-            packed = ((spans["n"].to_numpy() >= pick["min_segments"]) & (record_span >= pick["min_record_span_ms"])
-                      & (spans["m1"].to_numpy() - spans["m0"].to_numpy() <= pick["packed_ratio"] * record_span * (1 + 1e-9) + 1))
-            found.update(spans["g"].to_numpy()[packed].tolist())
+        found.update(_packed_candidates(batch, opts, live, mtime, newest, replica))
 
         # replica pairs: each closed point of one replica against the segment of every other replica
         # whose base offset is the largest at or below the point's last offset (the only one that can
@@ -284,3 +273,25 @@ def _packed_span(rows, opts) -> tuple[int, int, int, int] | None:
     if record_span >= opts["min_record_span_ms"] and mtime_span <= opts["packed_ratio"] * record_span:
         return int(mt.min()), int(mt.max()), record_span, len(closed)
     return None
+
+
+def _packed_candidates(batch, opts, live, mtime, newest, replica) -> list:
+    """The prefilter's packed test: partitions with a replica whose closed segments' mtimes are
+    packed into a fraction of their records' time span (``_packed_span`` as aggregates, exact)."""
+    import numpy as np
+    import pandas as pd
+
+    seg = batch.segments
+    closed = live & ~seg["is_active"].astype(bool).to_numpy() & ~np.isnan(mtime) & ~np.isnan(newest)
+    if not closed.any():
+        return []
+    spans = pd.DataFrame({"r": replica[closed], "m": mtime[closed], "t": newest[closed],
+                          "g": batch.seg_group[closed]}).groupby("r").agg(
+        n=("m", "size"), m0=("m", "min"), m1=("m", "max"), t0=("t", "min"), t1=("t", "max"), g=("g", "first"))
+    topic_of = np.array([batch.keys[g][0] for g in spans["g"]], dtype=object)
+    pick = {k: np.array([opts[t][k] for t in topic_of], dtype="float64")
+            for k in ("min_segments", "min_record_span_ms", "packed_ratio")}
+    record_span = spans["t1"].to_numpy() - spans["t0"].to_numpy()
+    packed = ((spans["n"].to_numpy() >= pick["min_segments"]) & (record_span >= pick["min_record_span_ms"])
+              & (spans["m1"].to_numpy() - spans["m0"].to_numpy() <= pick["packed_ratio"] * record_span * (1 + 1e-9) + 1))
+    return spans["g"].to_numpy()[packed].tolist()

@@ -1,0 +1,195 @@
+"""A batch of many topic-partitions' rows for the partition-scope checks' batch entry point
+(:meth:`checks.base.Check.run_batch`): sorted once, options resolved once per topic, and each
+partition handed to :meth:`checks.base.Check.run` exactly as the per-partition runner built it."""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Mapping
+
+from checks.base import AuditContext, Check, CheckInput, Finding, error_finding
+
+
+#: The order a batch's rows are sorted in, once, for every check (a replica's segments in offset order).
+BATCH_SORT = ("topic", "partition", "broker_id", "log_dir", "base_offset")
+
+
+class PartitionBatch:
+    """Many topic-partitions' rows at once, for the partition-scope checks' batch entry point.
+
+    ``segments`` and ``partitions`` are pandas DataFrames of the schema's rows, sorted once by
+    :data:`BATCH_SORT` (stable: rows that tie keep their order); ``keys`` lists the batch's
+    (topic, partition) pairs in the order the per-partition reference visits them (a null key first,
+    as its own partition); ``seg_group`` / ``part_group`` give each row's index into ``keys``.
+    :meth:`input` is one partition's :class:`CheckInput`, exactly as the per-partition runner
+    builds it, so a check's :meth:`Check.run` on it is the reference for the batch.
+    """
+
+    def __init__(self, segments, partitions):
+        import numpy as np
+
+        self.segments = _sorted_rows(segments)
+        self.partitions = _sorted_rows(partitions)
+        seg_keys, self._seg_spans = _key_spans(self.segments)
+        part_keys, self._part_spans = _key_spans(self.partitions)
+        self.keys: list[tuple] = sorted(set(seg_keys) | set(part_keys), key=_null_first_key)
+        index = {k: i for i, k in enumerate(self.keys)}
+        self.seg_group = _row_groups(self.segments, seg_keys, self._seg_spans, index, np)
+        self.part_group = _row_groups(self.partitions, part_keys, self._part_spans, index, np)
+        self._seg_span = dict(zip(seg_keys, self._seg_spans))
+        self._part_span = dict(zip(part_keys, self._part_spans))
+        self._topic_codes: dict[str, tuple] = {}
+        self._cache: dict[str, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def input(self, i: int) -> CheckInput:
+        """Partition ``keys[i]`` as the per-partition runner hands it to ``run``."""
+        key = self.keys[i]
+        seg = self._slice(self.segments, self._seg_span.get(key))
+        part = self._slice(self.partitions, self._part_span.get(key))
+        frame = seg if len(seg) else part
+        return CheckInput(topic=frame["topic"].iloc[0], partition=int(frame["partition"].iloc[0]),
+                          segments=seg, partitions=part)
+
+    @staticmethod
+    def _slice(frame, span):
+        if span is None:
+            return frame.iloc[0:0].reset_index(drop=True)
+        return frame.iloc[span[0]:span[1]].reset_index(drop=True)
+
+    def topics(self) -> list:
+        """The distinct topics of the batch (None for rows without one)."""
+        return sorted({k[0] for k in self.keys}, key=lambda t: (t is not None, t or ""))
+
+    def options(self, check: "type[Check] | Check", ctx: "AuditContext") -> dict:
+        """topic -> the check's options for it, resolved once per distinct topic."""
+        name = f"options:{check.name}"
+        if name not in self._cache:
+            self._cache[name] = {t: ctx.options(check, t) for t in self.topics()}
+        return self._cache[name]
+
+    def per_topic(self, which: str, values: Mapping) -> Any:
+        """A numpy array with, for each row of ``segments`` (``which="segments"``) or ``partitions``,
+        ``values[its topic]`` (topics missing from ``values`` get NaN)."""
+        import numpy as np
+        import pandas as pd
+
+        frame = self.segments if which == "segments" else self.partitions
+        if which not in self._topic_codes:
+            self._topic_codes[which] = pd.factorize(frame["topic"], use_na_sentinel=True)
+        codes, uniques = self._topic_codes[which]
+        table = np.array([_as_float(values.get(t)) for t in uniques] + [_as_float(values.get(None))], dtype="float64")
+        return table[codes]  # code -1 (no topic) -> the value for None at the end
+
+    def groups_where(self, which: str, mask) -> list[int]:
+        """The indices into ``keys`` of the partitions with a row where ``mask`` holds."""
+        import numpy as np
+
+        groups = self.seg_group if which == "segments" else self.part_group
+        return np.unique(groups[np.asarray(mask, dtype=bool)]).tolist()
+
+    def groups_of(self, keys: Iterable[tuple]) -> list[int]:
+        """The indices of these (topic, partition) pairs among the batch's keys (absent ones dropped)."""
+        index = self._cache.get("index")
+        if index is None:
+            index = self._cache["index"] = {k: i for i, k in enumerate(self.keys)}
+        return sorted({index[k] for k in keys if k in index})
+
+    def live_segments(self):
+        """Boolean mask of the segment rows :func:`live_replicas` keeps (live dir, no file state, a .log)."""
+        if "live" not in self._cache:
+            seg = self.segments
+            if not len(seg):
+                self._cache["live"] = seg["topic"].notna().to_numpy() & False
+            else:
+                self._cache["live"] = ((seg["dir_kind"] == "live") & seg["file_state"].isna()
+                                       & seg["log_size_bytes"].notna()).to_numpy()
+        return self._cache["live"]
+
+    def replica_ids(self):
+        """Per segment row, an id of its replica (topic, partition, broker, log dir; nulls equal, as
+        :func:`live_replicas` groups): rows of one replica are contiguous, in base-offset order."""
+        if "replica" not in self._cache:
+            seg = self.segments
+            self._cache["replica"] = (seg.groupby(["topic", "partition", "broker_id", "log_dir"], sort=False, dropna=False)
+                                      .ngroup().to_numpy() if len(seg) else seg.index.to_numpy())
+        return self._cache["replica"]
+
+    def list_contains(self, name: str, values: tuple):
+        """Per segment row: does its list cell ``name`` hold any of ``values``?"""
+        import numpy as np
+
+        col = self.segments[name].to_numpy() if len(self.segments) else np.empty(0, dtype=object)
+        return np.fromiter((not (c is None or isinstance(c, float)) and len(c) > 0 and any(v in values for v in c)
+                            for c in col), dtype=bool, count=len(col))
+
+    def column(self, name: str):
+        """A segment column as float64 numpy (NaN for null): the vector form of :func:`opt_int`."""
+        key = f"col:{name}"
+        if key not in self._cache:
+            import pandas as pd
+
+            self._cache[key] = pd.to_numeric(self.segments[name], errors="coerce").to_numpy(dtype="float64", na_value=float("nan"))
+        return self._cache[key]
+
+    def run_each(self, check: "Check", ctx: "AuditContext", groups: Iterable[int] | None = None) -> list[Finding]:
+        """``check.run`` on each partition in ``groups`` (every one: None) whose topic has the
+        check enabled, a raising call turned into a FAIL finding naming it: today's per-partition
+        semantics, the reference every batch implementation is held to."""
+        opts_by_topic = self.options(check, ctx)
+        out: list[Finding] = []
+        for i in (range(len(self.keys)) if groups is None else groups):
+            topic = self.keys[i][0]
+            opts = opts_by_topic[topic]
+            if not opts.get("enabled", True):
+                continue
+            data = self.input(i)
+            try:
+                out.extend(check.run(data, ctx, opts))
+            except Exception as e:  # noqa: BLE001 - turned into a FAIL finding naming the check
+                out.append(error_finding(check, e, data.topic, data.partition))
+        return out
+
+
+def _as_float(value) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def _null_first_key(key: tuple) -> tuple:
+    return tuple((v is not None, v if v is not None else 0) for v in key)
+
+
+def _sorted_rows(frame):
+    if frame is None or not len(frame):
+        return frame
+    by = [c for c in BATCH_SORT if c in frame.columns]
+    return frame.sort_values(by, kind="stable", na_position="first").reset_index(drop=True)
+
+
+def _key_spans(frame) -> tuple[list[tuple], list[tuple[int, int]]]:
+    """The (topic, partition) keys of a sorted frame and each one's row span [start, stop)."""
+    import numpy as np
+    import pandas as pd
+
+    if frame is None or not len(frame):
+        return [], []
+    ids = frame.groupby(["topic", "partition"], sort=False, dropna=False).ngroup().to_numpy()
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    stops = np.r_[starts[1:], len(ids)]
+    topics, parts = frame["topic"].to_numpy(), frame["partition"].to_numpy()
+    keys = [(None if pd.isna(topics[s]) else topics[s], None if pd.isna(parts[s]) else _plain(parts[s]))
+            for s in starts]
+    return keys, list(zip(starts.tolist(), stops.tolist()))
+
+
+def _plain(value):
+    """A numpy scalar as the Python value (a key equal and hashed like the reference's)."""
+    return value.item() if hasattr(value, "item") else value
+
+
+def _row_groups(frame, keys, spans, index, np):
+    out = np.empty(0 if frame is None else len(frame), dtype="int64")
+    for key, (start, stop) in zip(keys, spans):
+        out[start:stop] = index[key]
+    return out
