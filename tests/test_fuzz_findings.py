@@ -143,3 +143,29 @@ def test_mtime_beyond_int64_nanoseconds_is_reported_as_os_stat_does(tmp_path):
         assert _cwalk.quiet_facts(*paths, 0, 39) == quiet_facts_py(*paths, 0, 39)
         assert _cwalk.quiet_facts(*paths, 0, 39)[3] == ns
     assert max(stored) >= 2**63, f"the file system kept no mtime beyond int64 nanoseconds: {stored}"
+
+
+# -- finding 5 (a harness error, not a decoder one): a record below its batch's baseOffset ---------
+
+META_BELOW_BASE = REGRESSIONS / "metadata_batch" / "record-below-its-batch-base-offset.bin"
+
+
+def test_metadata_record_below_its_batch_base_offset_is_left_out_alike_by_both_paths():
+    """A record whose offsetDelta is -1 (offset -1 in a batch at baseOffset 0): the C batch path
+    and the Python path both frame it, and both leave it out below ``start_offset`` (0 by default)
+    and give it when ``start_offset`` is lower. The metadata_batch harness called the C path with
+    the default start_offset 0 and expected every record (old harness: 'metadata_batch gave 0
+    entries for 1 records'; the integrator's input: 162 for 163, one record at offset -89)."""
+    from auditor.formats import metadata_records as mrec
+    from auditor.formats.record_batch import parse_v2_header
+    from fuzz import targets
+
+    data = META_BELOW_BASE.read_bytes()
+    targets.load("metadata_batch").one_input(data)      # raised Disagreement with the old harness
+    header = parse_v2_header(data, 0, 0)
+    assert [r[0] for r in mrec.iter_records(header, data)] == [-1]
+    entry = lambda *args: args  # noqa: E731
+    fallback = lambda offset, ts, key, value: (offset, key, value)  # noqa: E731
+    for start, want in ((0, []), (-(1 << 63), [(-1, None, None)])):
+        c_path = mrec.c_metadata_batch(header, data, entry, fallback, label="t", position=0, start_offset=start)
+        assert c_path is not None and list(c_path) == want

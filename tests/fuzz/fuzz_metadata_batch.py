@@ -9,8 +9,12 @@ so that the batch reaches the record framing; the rest is as given). Checks:
   fast path (``_fast_records``) gives up, or when an offset or timestamp sum leaves int64 (the C
   side's own rule);
 * every record C frames is the Python framing's record (offset, timestamp, key, value), in
-  order; a record C decodes itself gives the entry the Python reader's fields make (independent);
+  order (all of them: ``start_offset`` is the lowest int64); a record C decodes itself gives the entry the Python reader's fields make (independent);
   a record it hands to ``fallback`` is the Python path's by construction;
+* with ``start_offset`` the batch's baseOffset (the metadata log reader passes its state's base
+  offset), the entries are exactly the records at or above it: a negative offsetDelta puts a
+  record below its batch's baseOffset, and ``metadata_batch`` leaves it out as the Python path
+  (metadata_log._python_entries) does;
 * ``iter_records`` and the record value decoders raise nothing but FormatError.
 """
 
@@ -68,7 +72,10 @@ def one_input(data: bytes) -> None:
         fast = None
     factory = lambda label, position, offset, ts, _ctl, name, version, fields: ("C", offset, ts, name, version, fields)  # noqa: E731
     fallback = lambda offset, ts, key, value: ("PY", offset, ts, key, value)  # noqa: E731
-    it = mrec.c_metadata_batch(header, exact_buffer(batch), factory, fallback, label="fuzz", position=0)
+    # start_offset: the lowest int64, so that no record is left out (the default 0 leaves out the
+    # records below offset 0, which a negative offsetDelta makes: that rule is checked apart below)
+    it = mrec.c_metadata_batch(header, exact_buffer(batch), factory, fallback, label="fuzz", position=0,
+                               start_offset=INT64[0])
     if header.codec != "none":
         if it is not None:
             raise Disagreement("metadata_batch took a compressed batch")
@@ -85,6 +92,11 @@ def one_input(data: bytes) -> None:
     entries = list(it)
     if len(entries) != len(fast):
         raise Disagreement(f"metadata_batch gave {len(entries)} entries for {len(fast)} records")
+    start = header.base_offset
+    kept = [e[1] for e in mrec.c_metadata_batch(header, exact_buffer(batch), factory, fallback, label="fuzz",
+                                                 position=0, start_offset=start)]
+    if kept != [offset for offset, _ts, _k, _v in fast if offset >= start]:
+        raise Disagreement(f"metadata_batch with start_offset {start} kept offsets {kept}")
     for entry, (offset, ts, key, value) in zip(entries, fast):
         if entry[0] == "PY":
             if entry[1:] != (offset, ts, key, value):
