@@ -17,9 +17,9 @@ from auditor import replay
 from auditor.schema import FINDING_FIELDS
 from checks import check_named
 from checks.base import AuditContext, Check, CheckInput, Finding, Severity, error_finding
-from checks.batch import PartitionBatch
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # checks.batch (numpy, pandas) is imported where a batch is built: replay-check runs one check on rows
+    from checks.batch import PartitionBatch
     import pandas as pd  # imported where used: replay-check runs replay.safety on plain rows, without pandas
 
 GROUP = ["topic", "partition"]
@@ -188,6 +188,8 @@ def run_local(segments, partitions, ctx: AuditContext, stats: Mapping[str, pd.Da
 
     seg = as_frame(segments, SEGMENT_SCHEMA)
     part = as_frame(partitions, PARTITION_SCHEMA)
+    from checks.batch import PartitionBatch
+
     findings = run_partition_batch(PartitionBatch(seg, part), ctx, names)
     if stats is not None:
         findings.extend(run_cluster_checks(stats, part, ctx, names))
@@ -242,6 +244,8 @@ def spark_partition_findings(segments_df, partitions_df, ctx: AuditContext, name
     buckets = max(1, min(int(buckets), MAX_SPARK_BUCKETS))
 
     def per_bucket(seg_pdf: pd.DataFrame, part_pdf: pd.DataFrame) -> pd.DataFrame:
+        from checks.batch import PartitionBatch
+
         batch = PartitionBatch(seg_pdf.drop(columns=[BUCKET]), part_pdf.drop(columns=[BUCKET]))
         found = run_partition_batch(batch, ctx, names)
         return pd.DataFrame([f.to_row() for f in found], columns=list(FINDING_FIELDS))
