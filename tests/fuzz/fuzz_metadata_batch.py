@@ -9,7 +9,8 @@ so that the batch reaches the record framing; the rest is as given). Checks:
   fast path (``_fast_records``) gives up, or when an offset or timestamp sum leaves int64 (the C
   side's own rule);
 * every record C frames is the Python framing's record (offset, timestamp, key, value), in
-  order (all of them: ``start_offset`` is the lowest int64); a record C decodes itself gives the entry the Python reader's fields make (independent);
+  order (all of them: ``start_offset`` is the lowest int64); a record C decodes itself gives the
+  entry the Python reader's fields make (independent);
   a record it hands to ``fallback`` is the Python path's by construction;
 * with ``start_offset`` the batch's baseOffset (the metadata log reader passes its state's base
   offset), the entries are exactly the records at or above it: a negative offsetDelta puts a
