@@ -158,7 +158,7 @@ def execute(req: AuditRequest, args, out_html, out_json, history) -> int:
         raise OutputError(exc.filename or history or out_json or out_html, exc) from exc
     for path in written:
         sys.stderr.write(f"wrote {path}\n")
-    if args.metrics:  # after the outputs: failing to write them is a failed run
+    if getattr(args, "metrics", None):  # after the outputs (demo shares execute and has no --metrics)
         sys.stderr.write(f"wrote {write_run_metrics(args, doc)}\n")
     # with --json - stdout carries the JSON alone, so the summary goes to stderr
     summary = sys.stderr if out_json == "-" else sys.stdout
