@@ -30,11 +30,12 @@ import math
 import os
 import re
 import statistics
-import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from auditor.atomic import OutputError, atomic_write
 
 PREFIX = "kafka_audit_"
 SEVERITIES = ("PASS", "INFO", "WARN", "FAIL")
@@ -130,8 +131,11 @@ def status_of(finding: Mapping) -> str:
 
 
 def is_tracked(doc: Mapping) -> bool:
-    """Whether the run compared itself with a previous one (--history): the document has its
-    ``resolved`` list, or a finding carries a status."""
+    """Whether the run compared itself with a previous one (--history). Schema v2 documents say so
+    in ``since`` (null without --history, while ``resolved`` is always there, empty); a document
+    without ``since``: its ``resolved`` list, or a finding that carries a status."""
+    if "since" in doc:
+        return doc["since"] is not None
     return isinstance(doc.get("resolved"), list) or any(f.get("status") is not None for f in doc.get("findings") or [])
 
 
@@ -423,34 +427,14 @@ def check_path(path: str | os.PathLike) -> Path:
 
 
 def write_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Writes ``text`` to ``path`` as the textfile collector expects: into a temporary file in the
-    same directory (a dot name not ending in .prom, so the collector skips it), fsynced, then
-    renamed over ``path`` (atomic on one filesystem: a scrape sees the old file or the new one).
-    The file gets the usual permissions (0666 less the umask): node_exporter often runs as
-    another user."""
+    """Writes ``text`` to ``path`` as the textfile collector expects, with :func:`auditor.atomic.atomic_write`:
+    into a temporary file in the same directory (a dot name not ending in .prom, so the collector
+    skips it), fsynced, then renamed over ``path`` (a scrape sees the old file or the new one),
+    the directory fsynced. The file gets the usual permissions (0666 less the umask):
+    node_exporter often runs as another user. A path that cannot be written: OutputError naming it."""
     p = check_path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    try:  # the rename itself durable
-        dir_fd = os.open(p.parent, os.O_RDONLY)
-    except OSError:
-        return p
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
-    return p
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(p.parent, exc) from exc
+    return atomic_write(p, text)

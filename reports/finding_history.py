@@ -18,6 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from auditor.atomic import atomic_write
 from auditor.since import RANK, PreviousRow
 from auditor.units import iso_utc
 
@@ -25,7 +26,7 @@ FORMAT_VERSION = 1
 FORMAT_KEY = b"kafka_audit_findings_history"
 PREFIX = "findings-"
 _NAME = re.compile(r"^findings-(\d{8}T\d{6}\.\d{3}Z)(?:-\d+)?\.parquet$")
-KNOWN_OTHER = re.compile(r"^(run-.*\.parquet|\..*\.tmp)$")  # the trend files (reports/history.py), temp files
+KNOWN_OTHER = re.compile(r"^(run-.*\.parquet|\..*\.tmp(-\d+)?)$")  # the trend files (reports/history.py), temp files
 
 SCHEMA = pa.schema([
     ("kind", pa.string()),  # "finding" or "accept_entry"
@@ -145,7 +146,7 @@ def read_previous(history_dir: str | Path, now_ms: int) -> Previous:
 
 
 def append(history_dir: str | Path, run_at_ms: int, finding_rows: list[dict], entries: list[dict]) -> Path:
-    """Writes this run's file (temp file + rename; a second run at the same time gets ``-2``...)."""
+    """Writes this run's file (auditor.atomic: temp file, fsync, rename; a second run at the same time gets ``-2``...)."""
     d = Path(history_dir)
     d.mkdir(parents=True, exist_ok=True)
     rows = [dict(r, kind="finding", run_at_ms=run_at_ms, runs_unmatched=None) for r in finding_rows]
@@ -158,7 +159,4 @@ def append(history_dir: str | Path, run_at_ms: int, finding_rows: list[dict], en
     while path.exists():
         n += 1
         path = d / f"{base}-{n}.parquet"
-    tmp = d / f".{path.name}.tmp"
-    pq.write_table(table, tmp)
-    tmp.replace(path)
-    return path
+    return atomic_write(path, lambda fh: pq.write_table(table, fh))  # fsynced, renamed: whole or not at all

@@ -14,6 +14,8 @@ from typing import Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from auditor.atomic import atomic_write
+
 HISTORY_SCHEMA = pa.schema([
     ("run_at_ms", pa.int64()), ("verdict", pa.string()), ("topic", pa.string()), ("partitions", pa.int64()),
     ("size_bytes", pa.int64()), ("message_count", pa.int64()), ("skew_ratio", pa.float64()),
@@ -51,10 +53,8 @@ def append(history_dir: str | Path, rows: list[dict], run_at_ms: int) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     name = "run-" + iso_utc(run_at_ms).replace(":", "").replace("+0000", "Z") + ".parquet"
     path = d / name
-    tmp = d / f".{name}.tmp"
-    pq.write_table(pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA), tmp)
-    tmp.replace(path)
-    return path
+    table = pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA)
+    return atomic_write(path, lambda fh: pq.write_table(table, fh))  # whole or not at all, like every output
 
 
 def read(history_dir: str | Path | None) -> list[dict]:

@@ -473,10 +473,12 @@ def test_an_old_manifest_without_remote_metadata_reads_as_before(tiered, tiered_
     """A manifest without the remote part (format 1, or a copy with it removed) still reads:
     replay-check --manifest runs, and a remote-only target is WARN 'cannot tell' (as before)."""
     from auditor.manifest import CLUSTER_METADATA_FILE, REMOTE_LOG_METADATA_FILE, read_remote_log_metadata
+    from auditor.manifest_write import COMPLETE_FILE, finish_manifest
     t = tiered
     old = tmp_path / "old"
     shutil.copytree(tiered_manifest.dir, old,
-                    ignore=shutil.ignore_patterns(REMOTE_LOG_METADATA_FILE, CLUSTER_METADATA_FILE))
+                    ignore=shutil.ignore_patterns(REMOTE_LOG_METADATA_FILE, CLUSTER_METADATA_FILE, COMPLETE_FILE))
+    finish_manifest(old, 0, "index")  # complete without the two parts, as an older collect left it
     assert read_remote_log_metadata([old]) == (None, [])
     stamps = t.sc.group_stamps[0]
     target = (stamps[3][0] + stamps[3][-1]) // 2
