@@ -190,7 +190,20 @@ def _freeze(cluster: KafkaCluster):
     """Stops the broker JVM (SIGSTOP): no file under its log dirs changes until _thaw."""
     pid = cluster.nodes[1].proc.pid
     os.kill(pid, signal.SIGSTOP)
+    # kill() returns before every thread has stopped: a thread inside a call that creates a file
+    # (a new segment's .index after its .log) finishes it first. Frozen = every thread in state T.
+    wait_until(lambda: _all_threads_stopped(pid), 60, f"the broker's threads (pid {pid}) to stop on SIGSTOP")
     return pid
+
+
+def _all_threads_stopped(pid: int) -> bool:
+    states = []
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
+        except (OSError, IndexError):  # a thread that ended meanwhile
+            continue
+    return bool(states) and all(s in ("T", "t") for s in states)
 
 
 def test_collect_killed_at_random_moments_then_the_next_run_equals_a_full_scan(cluster, tmp_path):

@@ -146,6 +146,9 @@ def test_state_rows_equal_full_scans_while_the_broker_works(cluster, tmp_path):
         # keys overwritten many times; the cleaner waits (min.compaction.lag.ms) until the compaction step
         # (produce() returns once the broker acknowledged every record: nothing to settle)
         _produce_compacted(cluster, now - 3 * 3_600_000, groups=6)
+        # the comparison needs a closed segment of the busy topic: wait for its producer's first roll
+        _wait(lambda: len(list(cluster.partition_dir("busy", 0).glob("*.log"))) >= 2,
+              "the busy topic to roll a segment (a closed one to compare)")
 
         first = _assert_state_rows_equal_full_scan(cluster, state, "busy")
         assert first["reused"] == 0 and first["kept"] > 10, first
