@@ -11,13 +11,14 @@ from pathlib import Path
 from auditor.keys.manifest_part import KEYS_FILE, read_keys_parts
 from auditor.keys.partition_keys import scan_partition_keys
 from auditor.manifest import find_manifests
+from realdata import BROKER_DIRS
 
 
 def read_key_stats(paths):
     return read_keys_parts(find_manifests(paths))
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = Path("/work/shared/fixtures/real/broker-dirs/kafka-2018-v2/kafka-logs")
+REAL = BROKER_DIRS / "kafka-2018-v2" / "kafka-logs"  # ../shared beside the repo (tests/realdata.py)
 
 
 def collect(out: Path, *extra: str) -> subprocess.CompletedProcess:
