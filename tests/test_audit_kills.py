@@ -18,13 +18,12 @@ import collections
 import json
 import os
 import random
-import signal
 import time
 from pathlib import Path
 
 from auditor.atomic import TEMP_MARK
 from auditor.scan.state import read_state_file
-from harness.forked import Zygote, alive, open_files
+from harness.forked import Zygote, kill_at_random_moment
 from realdata import copy_log_dir
 from reports import history as hist
 
@@ -75,27 +74,8 @@ def test_audit_killed_at_random_moments_then_the_next_run_equals_a_full_audit(tm
         status = zygote.wait()
         assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, zygote.stderr()[-2000:]
         for kill in range(KILLS):
-            pid = zygote.start(_audit_args(log_dirs, out, state))
-            held: list[str] = []
-            if rng.random() < 0.4:
-                how = f"after {rng.uniform(0, 1.1 * run_s) * 1000:.0f} ms"
-                deadline = time.monotonic() + float(how.split()[1]) / 1000
-                while time.monotonic() < deadline and alive(pid):
-                    held = open_files(pid, ".tmp")
-                    time.sleep(0.002)
-            else:
-                target, extra = rng.choice(sorted(TARGETS)), rng.uniform(0, 0.002)
-                how = f"holding the {target} temp file +{extra * 1000:.1f} ms"
-                deadline = time.monotonic() + 300
-                while alive(pid) and time.monotonic() < deadline:
-                    held = open_files(pid, ".tmp")
-                    if any(TARGETS[target] in n for n in held):
-                        time.sleep(extra)
-                        break
-            if alive(pid):
-                held = open_files(pid, ".tmp") or held
-                os.kill(pid, signal.SIGKILL)
-            status = zygote.wait()
+            how, held, status, _pid = kill_at_random_moment(zygote, _audit_args(log_dirs, out, state), rng, run_s,
+                                                            TARGETS, ".tmp", 300)
             phase = _phase(held) if os.WIFSIGNALED(status) else "finished before the kill"
             phases[phase] += 1
             context = f"kill {kill} (seed {seed}, {how}, {phase})"

@@ -42,8 +42,7 @@ from auditor.atomic import TEMP_MARK
 from auditor.manifest import (COMPLETE_FILE, LOG_DIRS_FILE, PARTITIONS_FILE, SEGMENTS_FILE, IncompleteManifest,
                               check_manifest_complete, collect_manifest, find_manifests)
 from auditor.scan.state import read_state_file
-from harness.forked import Zygote, open_files
-from harness.forked import alive as _alive
+from harness.forked import Zygote, kill_at_random_moment
 from harness.kafka import KafkaCluster, wait_until
 
 KILLS = 50
@@ -103,11 +102,6 @@ def cluster(kafka_classpath_str, tmp_path_factory):
         kc.stop()
 
 
-def _open_temp_files(pid: int) -> list[str]:
-    """Names of the tool's temporary files process ``pid`` holds open now."""
-    return open_files(pid, TEMP_MARK)
-
-
 def _phase(names: list[str]) -> str:
     """What the process was writing: the file written last of those open (the Parquet parts are open
     for the whole scan)."""
@@ -124,29 +118,7 @@ def _collect_args(log_dir: Path, out: Path, state: Path) -> list[str]:
 def _run_and_kill(zygote: Zygote, args: list[str], rng: random.Random, full_run_s: float) -> tuple[str, str, int]:
     """Starts ``collect ARGS``, kills it (SIGKILL) at a random moment; (how the moment was chosen,
     what it held open then, its pid)."""
-    pid = zygote.start(args)
-    held: list[str] = []
-    if rng.random() < 0.4:
-        delay = rng.uniform(0.0, 1.1 * full_run_s)
-        how = f"after {delay * 1000:.0f} ms"
-        deadline = time.monotonic() + delay
-        while time.monotonic() < deadline and _alive(pid):
-            held = _open_temp_files(pid)
-            time.sleep(min(0.002, max(deadline - time.monotonic(), 0)))
-    else:
-        target = rng.choice(sorted(TARGETS))
-        extra = rng.uniform(0.0, 0.002)
-        how = f"holding the {target} temp file +{extra * 1000:.1f} ms"
-        deadline = time.monotonic() + 120
-        while _alive(pid) and time.monotonic() < deadline:
-            held = _open_temp_files(pid)
-            if any(TARGETS[target] in n for n in held):
-                time.sleep(extra)
-                break
-    if _alive(pid):
-        held = _open_temp_files(pid) or held
-        os.kill(pid, signal.SIGKILL)
-    status = zygote.wait()
+    how, held, status, pid = kill_at_random_moment(zygote, args, rng, full_run_s, TARGETS, TEMP_MARK, 120)
     if os.WIFSIGNALED(status):
         assert os.WTERMSIG(status) == signal.SIGKILL, status
         return how, _phase(held), pid

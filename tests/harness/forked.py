@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -120,3 +123,34 @@ def open_files(pid: int, containing: str) -> list[str]:
         if containing in name:
             names.append(name)
     return names
+
+
+def kill_at_random_moment(zygote: Zygote, args: list[str], rng: random.Random, run_s: float,
+                          targets: dict[str, str], temp_mark: str, target_wait_s: float) -> tuple[str, list[str], int, int]:
+    """Starts ``args`` in the zygote and SIGKILLs it at a random moment: 40 % after a random delay
+    (up to 1.1 x ``run_s``), else while it holds one of ``targets``' temporary files open (a
+    random one, plus up to 2 ms). Returns (how the moment was chosen, the temporary files it held
+    open then, its wait status, its pid); a run that finished first is not killed."""
+    pid = zygote.start(args)
+    held: list[str] = []
+    if rng.random() < 0.4:
+        delay = rng.uniform(0.0, 1.1 * run_s)
+        how = f"after {delay * 1000:.0f} ms"
+        deadline = time.monotonic() + delay
+        while time.monotonic() < deadline and alive(pid):
+            held = open_files(pid, temp_mark)
+            time.sleep(min(0.002, max(deadline - time.monotonic(), 0)))
+    else:
+        target = rng.choice(sorted(targets))
+        extra = rng.uniform(0.0, 0.002)
+        how = f"holding the {target} temp file +{extra * 1000:.1f} ms"
+        deadline = time.monotonic() + target_wait_s
+        while alive(pid) and time.monotonic() < deadline:
+            held = open_files(pid, temp_mark)
+            if any(targets[target] in n for n in held):
+                time.sleep(extra)
+                break
+    if alive(pid):
+        held = open_files(pid, temp_mark) or held
+        os.kill(pid, signal.SIGKILL)
+    return how, held, zygote.wait(), pid
