@@ -220,13 +220,10 @@ def audit_context(req: AuditRequest, progress: Callable[[str], None]) -> AuditCo
         config.fail_on = Severity.parse(req.fail_on)
     log = read_cluster_metadata(req, progress)
     topic_configs, sources, notes = topic_config_layers(req, progress, log)
-    ctx = AuditContext(now_ms=req.now_ms or int(time.time() * 1000), config=config, topic_configs=topic_configs,
-                       replay_at_ms=req.at_ms, replay_topics=tuple(req.topics) if req.topics else None)
-    if log is not None:
-        ctx.partition_moves = PartitionMoves.from_log(log)
-    ctx.__dict__["topic_config_sources"] = sources     # read by run_audit for the outcome
-    ctx.__dict__["metadata_notes"] = notes
-    return ctx
+    return AuditContext(now_ms=req.now_ms or int(time.time() * 1000), config=config, topic_configs=topic_configs,
+                        replay_at_ms=req.at_ms, replay_topics=tuple(req.topics) if req.topics else None,
+                        partition_moves=PartitionMoves.from_log(log) if log is not None else None,
+                        topic_config_sources=sources, metadata_notes=notes)
 
 
 def read_consumer_groups(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]):
@@ -315,5 +312,5 @@ def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: N
         tables=tables, findings=tables.findings, worst=worst_severity,
         exit_code=1 if worst_severity >= fail_on and fail_on > Severity.PASS else 0,
         check_titles={**{name: check.title for name, check in REGISTRY.items()}, GX_CHECK: "segment table"},
-        groups=groups, topic_config_sources=ctx.__dict__.get("topic_config_sources", {}),
-        metadata_notes=ctx.__dict__.get("metadata_notes", []), topic_configs=dict(ctx.topic_configs or {}))
+        groups=groups, topic_config_sources=ctx.topic_config_sources,
+        metadata_notes=ctx.metadata_notes, topic_configs=dict(ctx.topic_configs or {}))

@@ -74,7 +74,7 @@ def manifest_rows(manifests: Sequence[str]) -> int | None:
 
 def choose_engine(req, limit: int = LOCAL_MAX_SEGMENT_ROWS) -> tuple[str, str]:
     """(``local`` or ``spark``, why), from the request alone (nothing is scanned)."""
-    engine = getattr(req, "engine", "auto") or "auto"
+    engine = req.engine or "auto"
     if engine != "auto":
         return engine, f"--engine {engine}"
     if req.master or req.spark_conf:

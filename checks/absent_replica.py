@@ -40,7 +40,7 @@ class AbsentReplica(Check):
     }
 
     def run(self, data: CheckInput, ctx, opts):
-        moves = getattr(ctx, "partition_moves", None)
+        moves = ctx.partition_moves
         if moves is None:
             return []
         parts = data.partitions

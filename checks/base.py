@@ -123,7 +123,7 @@ def metadata_partition_rows(data: "CheckInput", ctx: Any):
     """The partition dirs on disk (live ones) with the KRaft metadata log's view of the cluster,
     for the metadata.* checks: yields ``(moves, row, topic, partition, broker_id)``; nothing when
     no metadata log was read or no partition row is there."""
-    moves = getattr(ctx, "partition_moves", None)
+    moves = ctx.partition_moves
     parts = data.partitions
     if moves is None or parts is None or not len(parts):
         return
@@ -297,6 +297,17 @@ class AuditContext:
     (``auditor.cluster.consumer_groups.commit_rows``) or handed in: dicts with group, topic,
     partition, committed_offset, commit_timestamp_ms, protocol. Empty when not read."""
 
+    topic_config_sources: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Where each of ``topic_configs`` came from: {topic: {config: "live cluster" | "metadata log:
+    topic config" | "metadata log: cluster default"}} (``auditor.audit.topic_config_layers``);
+    empty when unknown."""
+
+    metadata_notes: list[str] = field(default_factory=list)
+    """Problems met reading the KRaft metadata log (file, offset, what), for the audit's outcome."""
+
+    _commits_by_tp: dict | None = field(default=None, init=False, repr=False, compare=False)
+    """:meth:`commits_on`'s index of ``group_offsets`` by (topic, partition), built on first use."""
+
     def options(self, check: type[Check] | Check, topic: str | None) -> dict[str, Any]:
         return self.config.options(check, topic)
 
@@ -311,13 +322,12 @@ class AuditContext:
 
     def commits_on(self, topic: str | None, partition: int | None) -> list[dict]:
         """The committed offsets of every consumer group on one topic-partition."""
-        index = self.__dict__.get("_commits_by_tp")
-        if index is None:
-            index = {}
+        if self._commits_by_tp is None:
+            index: dict = {}
             for c in self.group_offsets:
                 index.setdefault((c["topic"], c["partition"]), []).append(c)
-            self.__dict__["_commits_by_tp"] = index
-        return index.get((topic, partition), [])
+            self._commits_by_tp = index
+        return self._commits_by_tp.get((topic, partition), [])
 
     def all_commits(self) -> list[dict]:
         """Every committed offset of every consumer group."""

@@ -243,7 +243,7 @@ def _recorded_event(ctx, data, broker, log_dir, guess: str) -> tuple[str, list[d
     """(what happened, evidence): the KRaft metadata log's event that put this replica there when
     a metadata log was read ("reassigned from [1, 3] to [3, 2] at T", "moved from log dir X to Y
     on broker b at T", its metadata offset as evidence); else the guess from the files alone."""
-    moves = getattr(ctx, "partition_moves", None)
+    moves = ctx.partition_moves
     if moves is None:
         return guess, []
     ev = moves.event_for(data.topic, data.partition, broker, log_dir)

@@ -65,7 +65,7 @@ class TopicConfig(Check):
         if parts is None or not len(parts) or not ctx.topic_configs:
             return []
         out = []
-        sources = getattr(ctx, "topic_config_sources", None) or {}  # set by auditor.audit; absent: unknown
+        sources = ctx.topic_config_sources  # empty: where they came from is unknown
         for topic in sorted({t for t in parts["topic"] if t is not None}):
             recorded = ctx.topic_configs.get(topic, {})
             for key, effect in WATCHED.items():

@@ -47,9 +47,9 @@ def _plain_document(outcome) -> dict:
                 "depth": req.depth if not req.manifests else "manifest",
                 "log_dir_problems": [p for i in tables.log_dirs for p in (i.get("problems") or [])],
                 "consumer_group_notes": list(outcome.groups.notes) if outcome.groups is not None else [],
-                "topic_config_sources": getattr(outcome, "topic_config_sources", {}),
+                "topic_config_sources": outcome.topic_config_sources,
                 "topic_configs": topic_config_rows(outcome),
-                "metadata_log_notes": list(getattr(outcome, "metadata_notes", []))},
+                "metadata_log_notes": list(outcome.metadata_notes)},
         replay=({"at_ms": req.at_ms, "at_utc": iso_utc(req.at_ms), "topics": req.topics or None}
                 if req.at_ms is not None else None),
         versions=tables.versions,
@@ -68,8 +68,8 @@ def topic_config_rows(outcome) -> list[dict]:
     cluster", "metadata log: ...", "config file", "Kafka default"), by the audit's precedence. A
     value equal to Kafka's default that no cluster source gave is called "Kafka default" even when
     the config file repeats it."""
-    sources = getattr(outcome, "topic_config_sources", {}) or {}
-    values = getattr(outcome, "topic_configs", {}) or {}
+    sources = outcome.topic_config_sources or {}
+    values = outcome.topic_configs or {}
     topics = sorted({s["topic"] for s in outcome.tables.stats if s.get("topic") is not None} | set(values))
     rows = []
     for topic in topics:

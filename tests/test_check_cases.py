@@ -94,9 +94,8 @@ def case_context(check_name: str, case: dict) -> AuditContext:
                        replay_topics=tuple(case["replay_topics"]) if case.get("replay_topics") else None,
                        group_offsets=tuple(_time_fields(g) for g in case.get("groups") or ()),
                        partition_moves=_partition_moves(case.get("metadata"), case.get("metadata_dirs"),
-                                                        case.get("metadata_history")))
-    if case.get("topic_config_sources"):  # as auditor.audit.audit_context records them
-        ctx.__dict__["topic_config_sources"] = case["topic_config_sources"]
+                                                        case.get("metadata_history")),
+                       topic_config_sources=case.get("topic_config_sources") or {})
     return ctx
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -11,7 +12,8 @@ from auditor.accept import AcceptFileError, load as load_accept
 from auditor.atomic import OutputError, check_writable
 from auditor.audit import AuditOutcome, AuditRequest, run_audit
 from auditor.cli.common import FORMATTER, CliError, InputProblem, progress_printer, wants_progress
-from auditor.cli.metrics_file import add_metrics_options, check_metrics_args, write_failure_metrics, write_run_metrics
+from auditor.cli.metrics_file import (MetricsFile, add_metrics_options, metrics_file_from_args, write_failure_metrics,
+                                      write_run_metrics)
 from auditor.engine import parse_conf
 from auditor.live_config import LiveConfigError
 from auditor.local_engine import LOCAL_MAX_SEGMENT_ROWS
@@ -101,11 +103,30 @@ def add_audit_options(p) -> None:
                    help="exit 0 whenever the audit ran (orchestrators gate on the JSON's exit_code instead)")
 
 
+@dataclass
+class AuditRun:
+    """One audit as a command asks it: the audit itself and what to do with its outcome. Built by
+    ``audit`` from its options (:func:`run_from_args`) and by ``demo`` from its sample; run by
+    :func:`execute`."""
+
+    request: AuditRequest
+    out_html: str | None = None
+    out_json: str | None = None
+    """the findings JSON's path; - for stdout (the summary then goes to stderr)."""
+    history: str | None = None
+    accept_path: str | None = None
+    """--accept: the YAML of accepted findings."""
+    fail_on_new: str | None = None
+    """--fail-on-new: a severity name (with ``history``)."""
+    metrics: MetricsFile | None = None
+    progress: bool = False
+
+
 def request_from_args(args) -> AuditRequest:
     """The audit's arguments checked and parsed (CliError for bad ones)."""
     now = int(time.time() * 1000)
     try:
-        as_of = parse_time(args.as_of, now) if getattr(args, "as_of", None) else None
+        as_of = parse_time(args.as_of, now) if args.as_of else None
         at = parse_time(args.at, as_of or now) if args.at else None
         conf = parse_conf(args.conf)
     except ValueError as exc:
@@ -115,7 +136,7 @@ def request_from_args(args) -> AuditRequest:
     for d in args.log_dir or []:
         if not Path(d).is_dir():
             raise CliError(f"{d}: not a directory")
-    if getattr(args, "state", None):
+    if args.state:
         if not args.log_dir:
             raise CliError("--state needs --log-dir (manifests carry their own state on the brokers)")
         try:
@@ -123,25 +144,31 @@ def request_from_args(args) -> AuditRequest:
         except StateDirError as exc:
             raise CliError(str(exc)) from None
     # outputs that cannot be written fail now (exit 3), not after the scan (and before a --state moves on)
-    for path, is_dir in ((getattr(args, "out", None), False), (getattr(args, "json", None), False),
-                         (getattr(args, "history", None), True), (getattr(args, "parquet", None), True),
-                         (getattr(args, "state", None), True)):
+    for path, is_dir in ((args.out, False), (args.json, False), (args.history, True), (args.parquet, True),
+                         (args.state, True)):
         if path and path != "-" and "://" not in path:
             check_writable(path, is_dir)
     topics = [t for chunk in (args.topic or []) for t in chunk.split(",") if t] or None
     return AuditRequest(log_dirs=args.log_dir or [], manifests=args.manifest or [], depth=args.depth,
                         config_path=args.config, fail_on=args.fail_on, at_ms=at, topics=topics, master=args.master,
                         spark_conf=conf, bootstrap_servers=args.bootstrap_server, parquet_dir=args.parquet, now_ms=as_of,
-                        engine=getattr(args, "engine", "auto"), state_dir=getattr(args, "state", None),
-                        remote_storage_dir=getattr(args, "remote_storage_dir", None))
+                        engine=args.engine, state_dir=args.state, remote_storage_dir=args.remote_storage_dir)
 
 
-def execute(req: AuditRequest, args, out_html, out_json, history) -> int:
+def run_from_args(args, metrics: MetricsFile | None) -> AuditRun:
+    """``kafka-audit audit``'s options as an :class:`AuditRun` (CliError for bad ones)."""
+    return AuditRun(request=request_from_args(args), out_html=args.out, out_json=args.json, history=args.history,
+                    accept_path=args.accept, fail_on_new=args.fail_on_new, metrics=metrics,
+                    progress=wants_progress(args))
+
+
+def execute(audit_run: AuditRun) -> int:
     """Runs the audit, writes its outputs and the summary; returns the audit's exit code."""
-    progress = progress_printer() if wants_progress(args) else (lambda msg: None)
-    accept, fail_on_new = night_options(args, history)
+    out_html, out_json, history = audit_run.out_html, audit_run.out_json, audit_run.history
+    progress = progress_printer() if audit_run.progress else (lambda msg: None)
+    accept, fail_on_new = night_options(audit_run)
     try:
-        outcome: AuditOutcome = run_audit(req, progress)
+        outcome: AuditOutcome = run_audit(audit_run.request, progress)
     except (ConfigError, LiveConfigError, ValueError) as exc:
         raise CliError(str(exc)) from None
     except FileNotFoundError as exc:  # no manifest there, or one a killed collect left (IncompleteManifest)
@@ -158,8 +185,8 @@ def execute(req: AuditRequest, args, out_html, out_json, history) -> int:
         raise OutputError(exc.filename or history or out_json or out_html, exc) from exc
     for path in written:
         sys.stderr.write(f"wrote {path}\n")
-    if getattr(args, "metrics", None):  # after the outputs (demo shares execute and has no --metrics)
-        sys.stderr.write(f"wrote {write_run_metrics(args, doc)}\n")
+    if audit_run.metrics is not None:  # after the outputs
+        sys.stderr.write(f"wrote {write_run_metrics(audit_run.metrics, doc)}\n")
     # with --json - stdout carries the JSON alone, so the summary goes to stderr
     summary = sys.stderr if out_json == "-" else sys.stdout
     for line in summary_lines(doc):
@@ -167,9 +194,9 @@ def execute(req: AuditRequest, args, out_html, out_json, history) -> int:
     return doc["exit_code"]
 
 
-def night_options(args, history):
+def night_options(audit_run: AuditRun):
     """``--accept`` (loaded and checked now: exit 2 before any scanning) and ``--fail-on-new``."""
-    accept_path, fail_on_new = getattr(args, "accept", None), getattr(args, "fail_on_new", None)
+    accept_path, fail_on_new, history = audit_run.accept_path, audit_run.fail_on_new, audit_run.history
     if history and Path(history).exists() and not Path(history).is_dir():
         raise CliError(f"--history {history}: not a directory")
     if fail_on_new is not None:
@@ -180,7 +207,7 @@ def night_options(args, history):
         if fail_on_new == "PASS":
             raise CliError("--fail-on-new: PASS is not a problem; use INFO, WARN or FAIL")
         if not history:
-            raise CliError("--fail-on-new needs --history DIR (new and worsened are judged against the previous run)")
+            raise CliError("--fail-on-new needs --history DIR (new and worsened are judged against the previous audit_run)")
     if not accept_path:
         return None, fail_on_new
     try:
@@ -217,11 +244,11 @@ def summary_lines(doc: dict, min_severity: Severity = Severity.WARN) -> list[str
 
 def run(args) -> int:
     started_s, started = time.time(), time.monotonic()
-    check_metrics_args(args)
+    metrics = metrics_file_from_args(args)
     try:
-        code = execute(request_from_args(args), args, args.out, args.json, args.history)
+        code = execute(run_from_args(args, metrics))
     except Exception as exc:
-        if args.metrics:
-            write_failure_metrics(args, started_s, time.monotonic() - started, exc)
+        if metrics is not None:
+            write_failure_metrics(metrics, started_s, time.monotonic() - started, exc)
         raise
     return 0 if args.exit_zero else code

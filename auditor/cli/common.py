@@ -77,7 +77,7 @@ def input_exit_code(log_dirs: Iterable[dict]) -> int:
 
 def wants_progress(args) -> bool:
     """``--progress`` / ``--no-progress``, else progress when stderr is a terminal."""
-    return args.progress if getattr(args, "progress", None) is not None else sys.stderr.isatty()
+    return args.progress if args.progress is not None else sys.stderr.isatty()
 
 
 def progress_printer(stream=None) -> Callable:

@@ -10,7 +10,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from auditor.audit import AuditRequest
-from auditor.cli.audit import execute
+from auditor.cli.audit import AuditRun, execute
 from auditor.cli.common import FORMATTER
 
 DEMO_SAMPLE = "demo-cluster.tar.gz"
@@ -59,8 +59,8 @@ def run(args) -> int:
     req = AuditRequest(log_dirs=[str(d) for d in log_dirs], depth="deep", config_path=str(log_dirs[0].parent / "demo-audit.yaml"),
                        at_ms=meta["replay_at_ms"], topics=meta["replay_topics"], master=args.master,
                        now_ms=meta["made_at_ms"], engine=args.engine)
-    args.progress = True
-    execute(req, args, str(out / "report.html"), str(out / "findings.json"), str(out / "history"))
+    execute(AuditRun(request=req, out_html=str(out / "report.html"), out_json=str(out / "findings.json"),
+                     history=str(out / "history"), progress=True))
     print(f"\nreport: {out / 'report.html'}\nfindings: {out / 'findings.json'}")
     # the sample's findings are planted: the demo succeeded when the report is written
     print("(the sample's anomalies are planted: `kafka-audit audit` would exit 1 on them; the demo exits 0)")

@@ -5,6 +5,7 @@ and JSON; a run that fails writes ``kafka_audit_run_success 0`` where it can."""
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass, field
 
 from auditor.cli.common import CliError
 from auditor.metrics import MetricsPathError, check_path, parse_const_label, render, render_failure, write_atomic
@@ -19,39 +20,44 @@ def add_metrics_options(p) -> None:
                         "audited clusters in one textfile directory apart")
 
 
-def metrics_labels(args) -> dict[str, str]:
-    """``--metrics-label NAME=VALUE`` as a dict (CliError for a bad one, or one without --metrics)."""
-    texts = getattr(args, "metrics_label", None) or []
-    if texts and not getattr(args, "metrics", None):
+@dataclass(frozen=True)
+class MetricsFile:
+    """``--metrics FILE.prom`` with its ``--metrics-label``s, checked."""
+
+    path: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+def metrics_file_from_args(args) -> MetricsFile | None:
+    """``--metrics`` and ``--metrics-label NAME=VALUE`` checked before anything runs (CliError for an
+    unusable path, a bad label, or a label without --metrics); None without --metrics."""
+    if args.metrics_label and not args.metrics:
         raise CliError("--metrics-label needs --metrics")
     try:
-        return dict(parse_const_label(text) for text in texts)
+        labels = dict(parse_const_label(text) for text in args.metrics_label)
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    if not args.metrics:
+        return None
+    try:
+        check_path(args.metrics)
+    except MetricsPathError as exc:
+        raise CliError(str(exc)) from None
+    return MetricsFile(args.metrics, labels)
 
 
-def check_metrics_args(args) -> None:
-    """CliError for an unusable --metrics path or --metrics-label, before anything runs."""
-    metrics_labels(args)
-    if getattr(args, "metrics", None):
-        try:
-            check_path(args.metrics)
-        except MetricsPathError as exc:
-            raise CliError(str(exc)) from None
-
-
-def write_run_metrics(args, doc: dict) -> str:
+def write_run_metrics(metrics: MetricsFile, doc: dict) -> str:
     """The findings document's metrics written to --metrics; returns the path."""
-    return str(write_atomic(args.metrics, render(doc, const_labels=metrics_labels(args))))
+    return str(write_atomic(metrics.path, render(doc, const_labels=metrics.labels)))
 
 
-def write_failure_metrics(args, started_s: float, duration_s: float, exc: BaseException) -> None:
+def write_failure_metrics(metrics: MetricsFile, started_s: float, duration_s: float, exc: BaseException) -> None:
     """A failed run's metrics (success 0), so the alerting stack hears of it; a problem writing
     them is one more stderr line, never a mask on the failure itself."""
     try:
         text = render_failure(started_s, duration_s, 2 if isinstance(exc, CliError) else None,
-                              const_labels=metrics_labels(args))
-        write_atomic(args.metrics, text)
-        sys.stderr.write(f"wrote {args.metrics} (kafka_audit_run_success 0)\n")
+                              const_labels=metrics.labels)
+        write_atomic(metrics.path, text)
+        sys.stderr.write(f"wrote {metrics.path} (kafka_audit_run_success 0)\n")
     except (OSError, CliError) as write_exc:
-        sys.stderr.write(f"kafka-audit: could not write the metrics file {args.metrics}: {write_exc}\n")
+        sys.stderr.write(f"kafka-audit: could not write the metrics file {metrics.path}: {write_exc}\n")
