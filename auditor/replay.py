@@ -488,19 +488,18 @@ def predict(views: Sequence[SegmentView], target_ms: int, *, log_start_offset: i
     stamped_max = [v.largest_timestamp_ms for v in views if v.largest_timestamp_ms is not None]
     oldest = min(stamped_min) if stamped_min else None
     newest = max(stamped_max) if stamped_max else None
-    tiers, unknown = None, []
+    answer = TieredAnswer(modern, oldest, newest)
     if remote is not None and lso is not None:
-        modern, oldest, newest, tiers, unknown = _with_remote(
-            views, target_ms, remote, lso, log_end_offset, fetchable, leader_epochs or [], remote_storage_dir,
-            read_files, modern, oldest, newest, notes)
+        answer = _with_remote(TieredLookup(views, target_ms, remote, lso, log_end_offset, fetchable, leader_epochs or [],
+                                           remote_storage_dir, read_files), answer, notes)
     elif views and lso is not None and lso < views[0].base_offset:
         # a log start below the first local segment: tiered storage keeps the records in between
         # remotely (or the checkpoint predates a deletion), and nothing here says which
-        modern, oldest, newest, tiers, unknown = _remote_unknown(views, lso, log_end_offset, modern)
+        answer = _remote_unknown(views, lso, log_end_offset, modern)
     return ReplayPrediction(
-        target_ms=target_ms, modern=modern, legacy=legacy, log_start_offset=lso, log_end_offset=log_end_offset,
-        oldest_timestamp_ms=oldest, newest_timestamp_ms=newest, segments=len(views), notes=notes,
-        tiers=tiers, unknown=unknown,
+        target_ms=target_ms, modern=answer.modern, legacy=legacy, log_start_offset=lso, log_end_offset=log_end_offset,
+        oldest_timestamp_ms=answer.oldest_timestamp_ms, newest_timestamp_ms=answer.newest_timestamp_ms,
+        segments=len(views), notes=notes, tiers=answer.tiers, unknown=answer.unknown,
     )
 
 
@@ -803,25 +802,58 @@ def tier_summary(views: Sequence[SegmentView], remote, log_start_offset: int | N
     return out
 
 
-def _with_remote(views, target_ms, remote, lso, log_end_offset, fetchable, leader_epochs, remote_storage_dir,
-                 read_files, modern, oldest, newest, notes):
+@dataclass
+class TieredLookup:
+    """What the remote-then-local lookup of one replica is asked (:func:`_with_remote`)."""
+
+    views: Sequence[SegmentView]
+    """the replica's local segments."""
+    target_ms: int
+    remote: object
+    """the partition's ``auditor.cluster.remote_storage.RemotePartition``."""
+    log_start_offset: int
+    log_end_offset: int | None
+    fetchable: int | None
+    """the last fetchable offset (the log end offset, else the high watermark)."""
+    leader_epochs: Sequence[tuple[int, int]]
+    remote_storage_dir: str | None
+    read_files: bool
+
+
+@dataclass
+class TieredAnswer:
+    """The modern answer with the retained records' time span, and with tiered storage what is
+    local and what remote (:func:`tier_summary`) and what cannot be known."""
+
+    modern: ModernAnswer
+    oldest_timestamp_ms: int | None
+    newest_timestamp_ms: int | None
+    tiers: dict | None = None
+    unknown: list[str] = field(default_factory=list)
+
+
+def _with_remote(ask: TieredLookup, local: TieredAnswer, notes: list[str]) -> TieredAnswer:
+    """The local-only answer ``local`` made the broker's remote-then-local one; problems reading
+    remote files are added to ``notes``."""
+    views, target_ms, remote, lso, log_end_offset = (ask.views, ask.target_ms, ask.remote, ask.log_start_offset,
+                                                     ask.log_end_offset)
+    modern, oldest, newest = local.modern, local.oldest_timestamp_ms, local.newest_timestamp_ms
     unknown = [f"__remote_log_metadata is incomplete for this partition: {u}" for u in remote.unknown]
     if remote.finished():
+        tiered = dict(log_start_offset=lso, leader_epochs=ask.leader_epochs, log_end_offset=log_end_offset,
+                      fetchable=ask.fetchable, read_files=ask.read_files)
         try:
-            modern = predict_modern_tiered(views, target_ms, remote, log_start_offset=lso, leader_epochs=leader_epochs,
-                                           log_end_offset=log_end_offset, fetchable=fetchable,
-                                           remote_storage_dir=remote_storage_dir, read_files=read_files)
+            modern = predict_modern_tiered(views, target_ms, remote, remote_storage_dir=ask.remote_storage_dir, **tiered)
         except (OSError, FormatError) as exc:
             notes.append(f"cannot read a remote segment's files ({exc}); answered from the remote metadata")
-            modern = predict_modern_tiered(views, target_ms, remote, log_start_offset=lso, leader_epochs=leader_epochs,
-                                           log_end_offset=log_end_offset, fetchable=fetchable, read_files=read_files)
+            modern = predict_modern_tiered(views, target_ms, remote, **tiered)
         rmax = remote.max_timestamp_ms
         newest = rmax if newest is None else max(newest, rmax)
         held = [s for s in remote.finished() if s.end_offset >= lso]
         if held and (not views or held[0].start_offset < views[0].base_offset):
             # the oldest retained record is in remote storage
             try:
-                exact = remote_oldest_timestamp(remote, lso, remote_storage_dir)
+                exact = remote_oldest_timestamp(remote, lso, ask.remote_storage_dir)
             except (OSError, FormatError) as exc:
                 notes.append(f"cannot read the oldest remote segment's records ({exc})")
                 exact = None
@@ -833,15 +865,16 @@ def _with_remote(views, target_ms, remote, lso, log_end_offset, fetchable, leade
                     f"newest record {held[0].max_timestamp_ms} ms); whether a deleted record was at or after the "
                     f"target needs that segment's own timestamps, in remote storage (give its directory)")
     elif views and lso < views[0].base_offset:
-        modern, oldest, newest, _, more = _remote_unknown(views, lso, log_end_offset, modern)
-        unknown += more
+        without = _remote_unknown(views, lso, log_end_offset, modern)
+        modern, oldest, newest = without.modern, without.oldest_timestamp_ms, without.newest_timestamp_ms
+        unknown += without.unknown
     if unknown and modern.exact and modern.tier == "remote":
         modern.exact = False
         modern.upper_bound_offset = modern.offset
-    return modern, oldest, newest, tier_summary(views, remote, lso, log_end_offset), unknown
+    return TieredAnswer(modern, oldest, newest, tier_summary(views, remote, lso, log_end_offset), unknown)
 
 
-def _remote_unknown(views, lso, log_end_offset, modern):
+def _remote_unknown(views, lso, log_end_offset, modern) -> TieredAnswer:
     """The local log starts above the log start offset (tiered storage, or a log-start checkpoint
     older than a deletion) and no remote metadata says what is in between: the answer is somewhere
     from the log start to the local answer."""
@@ -855,7 +888,7 @@ def _remote_unknown(views, lso, log_end_offset, modern):
                f"start offset: in remote storage (tiered storage) or deleted after the last log-start checkpoint; "
                f"__remote_log_metadata is not under the given log dirs, so what a seek to the target returns, and "
                f"whether records were deleted, cannot be told from these files"]
-    return answer, None, None, tier_summary(views, None, lso, log_end_offset), unknown
+    return TieredAnswer(answer, None, None, tier_summary(views, None, lso, log_end_offset), unknown)
 
 
 # ---------------------------------------------------------------------------------------

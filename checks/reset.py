@@ -44,6 +44,7 @@ Options:
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
 from checks.base import Check, CheckInput, Option, Severity, live_replicas, non_negative, opt_int, positive, severity_option
 from auditor.units import human_duration, iso_utc
@@ -122,15 +123,15 @@ class MtimeReset(Check):
         for broker, log_dir, rows in replicas:
             span = _packed_span(rows, opts)
             if span is not None:
-                packed[(broker, log_dir)] = span
+                packed[Replica(broker, log_dir)] = span
             else:
                 out += self._late_mtimes(data, broker, log_dir, rows, opts)
         moves = self._local_moves(data)
         reported = set()
-        for later, earlier, skew_ms, matched in self._compare_replicas(replicas, opts):
-            out.append(self._moved(data, ctx, later, earlier, skew_ms, matched, moves, packed.get(later), opts))
-            reported.add(later)
-        for key, span in sorted(packed.items(), key=lambda kv: str(kv[0])):
+        for skew in self._compare_replicas(replicas, opts):
+            out.append(self._moved(data, ctx, skew, moves, packed.get(skew.later), opts))
+            reported.add(skew.later)
+        for key, span in sorted(packed.items(), key=lambda kv: kv[0].order):
             if key not in reported:
                 out.append(self._packed(data, ctx, key, span, moves, opts))
         return out
@@ -154,36 +155,39 @@ class MtimeReset(Check):
                        "mtime_after_ms": int(r["log_mtime_ms"] - r["max_timestamp_ms"])} for r in late],
             topic=data.topic, partition=data.partition, broker_id=broker, log_dir=log_dir)]
 
-    def _moved(self, data, ctx, later, earlier, skew_ms, matched, moves, info, opts):
+    def _moved(self, data, ctx, skew: "ReplicaSkew", moves, info: "PackedSpan | None", opts):
         """A replica whose mtimes are later than another's for the same offsets: reassigned or moved."""
-        other_dirs = [d for b, d, _ in moves if b == later[0] and d != later[1]]
-        if other_dirs or later[0] == earlier[0]:
-            kind = f"moved between log dirs of broker {later[0]}" + (f" (from {other_dirs[0]})" if other_dirs else "")
+        later, earlier = skew.later, skew.earlier
+        other_dirs = [d for b, d, _ in moves if b == later.broker_id and d != later.log_dir]
+        if other_dirs or later.broker_id == earlier.broker_id:
+            kind = f"moved between log dirs of broker {later.broker_id}" + (f" (from {other_dirs[0]})" if other_dirs else "")
         else:
-            kind = f"reassigned to broker {later[0]}"
-        kind, recorded = _recorded_event(ctx, data, later[0], later[1], kind)
-        matched = recorded + list(matched)
-        when = f"; its closed segments were all written between {iso_utc(info[0])} and {iso_utc(info[1])} " \
-               f"while their records span {human_duration(info[2])}" if info else ""
+            kind = f"reassigned to broker {later.broker_id}"
+        kind, recorded = _recorded_event(ctx, data, later.broker_id, later.log_dir, kind)
+        matched = recorded + list(skew.matched)
+        when = f"; its closed segments were all written between {iso_utc(info.mtime_first_ms)} and " \
+               f"{iso_utc(info.mtime_last_ms)} while their records span {human_duration(info.record_span_ms)}" if info else ""
         return self.finding(
             opts["severity"],
-            f"{kind}: the replica on broker {later[0]} ({later[1]}) has .log mtimes {human_duration(skew_ms)} later than "
-            f"broker {earlier[0]}'s ({earlier[1]}) for the same offsets{when}. Legacy (v0) time lookups and "
-            f"mtime-based retention of timestamp-less data on broker {later[0]} follow the new mtimes",
+            f"{kind}: the replica on broker {later.broker_id} ({later.log_dir}) has .log mtimes "
+            f"{human_duration(skew.skew_ms)} later than broker {earlier.broker_id}'s ({earlier.log_dir}) for the same "
+            f"offsets{when}. Legacy (v0) time lookups and mtime-based retention of timestamp-less data on broker "
+            f"{later.broker_id} follow the new mtimes",
             "Seek by offset or by record timestamp (v1+), never v0, on the moved replica; expect mtime-based "
             "retention of magic-0 data to restart there; check who ran the move if it was not planned.",
             thresholds={"replica_skew_ms": opts["replica_skew_ms"]},
-            evidence=matched, topic=data.topic, partition=data.partition, broker_id=later[0], log_dir=later[1])
+            evidence=matched, topic=data.topic, partition=data.partition, broker_id=later.broker_id,
+            log_dir=later.log_dir)
 
-    def _packed(self, data, ctx, key, span, moves, opts):
+    def _packed(self, data, ctx, key: "Replica", span: "PackedSpan", moves, opts):
         """A replica whose closed segments were all written in a short window: copied, restored or moved."""
-        lo, hi, record_span, n = span
-        moving = [(b, d) for b, d, _ in moves if b == key[0]]
+        lo, hi, record_span, n = span.mtime_first_ms, span.mtime_last_ms, span.record_span_ms, span.closed_segments
+        moving = [(b, d) for b, d, _ in moves if b == key.broker_id]
         kind = "moved between log dirs" if moving else "copied or restored"
-        kind, recorded = _recorded_event(ctx, data, key[0], key[1], kind)
+        kind, recorded = _recorded_event(ctx, data, key.broker_id, key.log_dir, kind)
         return self.finding(
             opts["severity"],
-            f"{kind}: the {n} closed segments on broker {key[0]} ({key[1]}) were all written between {iso_utc(lo)} "
+            f"{kind}: the {n} closed segments on broker {key.broker_id} ({key.log_dir}) were all written between {iso_utc(lo)} "
             f"and {iso_utc(hi)} while their records span {human_duration(record_span)}. Legacy (v0) time lookups and "
             f"mtime-based retention of timestamp-less data follow the new mtimes",
             "Seek by offset or by record timestamp (v1+), never v0; expect mtime-based retention of magic-0 data to "
@@ -191,7 +195,7 @@ class MtimeReset(Check):
             thresholds={k: opts[k] for k in ("packed_ratio", "min_record_span_ms", "min_segments")},
             evidence=recorded + [{"mtime_first_ms": lo, "mtime_last_ms": hi, "record_span_ms": record_span,
                                   "closed_segments": n, "future_dirs": [d for _, d in moving]}],
-            topic=data.topic, partition=data.partition, broker_id=key[0], log_dir=key[1])
+            topic=data.topic, partition=data.partition, broker_id=key.broker_id, log_dir=key.log_dir)
 
     @staticmethod
     def _local_moves(data) -> list[tuple]:
@@ -216,9 +220,9 @@ class MtimeReset(Check):
                 last, mtime = opt_int(r["last_offset"]), opt_int(r["log_mtime_ms"])
                 if last is not None and mtime is not None and not r["is_active"]:
                     pts.append((opt_int(r["base_offset"]), last, mtime))
-            ends[(broker, log_dir)] = pts
+            ends[Replica(broker, log_dir)] = pts
         out = []
-        keys = sorted(ends, key=str)
+        keys = sorted(ends, key=Replica.order.fget)
         for i, a in enumerate(keys):
             for b in keys[i + 1:]:
                 diffs, matched = [], []
@@ -227,16 +231,52 @@ class MtimeReset(Check):
                     hold = [(bb, bl, bm) for bb, bl, bm in ends[b] if bb <= last <= bl]
                     if hold:
                         diffs.append(hold[0][2] - mtime)
-                        matched.append({"offset": last, f"mtime_ms_broker_{a[0]}": mtime,
-                                        f"mtime_ms_broker_{b[0]}": hold[0][2], "segment_a": base, "segment_b": hold[0][0],
-                                        "replica_a": f"broker {a[0]} {a[1]}", "replica_b": f"broker {b[0]} {b[1]}"})
+                        matched.append({"offset": last, f"mtime_ms_broker_{a.broker_id}": mtime,
+                                        f"mtime_ms_broker_{b.broker_id}": hold[0][2], "segment_a": base,
+                                        "segment_b": hold[0][0], "replica_a": f"broker {a.broker_id} {a.log_dir}",
+                                        "replica_b": f"broker {b.broker_id} {b.log_dir}"})
                 if not diffs:
                     continue
                 skew = statistics.median(diffs)
                 if abs(skew) > opts["replica_skew_ms"]:
                     later, earlier = (b, a) if skew > 0 else (a, b)
-                    out.append((later, earlier, int(abs(skew)), matched))
+                    out.append(ReplicaSkew(later, earlier, int(abs(skew)), matched))
         return out
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One replica of the partition: where its files are."""
+
+    broker_id: int | None
+    log_dir: str
+
+    @property
+    def order(self) -> str:
+        """The order replicas are compared and reported in (the text of (broker id, log dir))."""
+        return str((self.broker_id, self.log_dir))
+
+
+@dataclass
+class ReplicaSkew:
+    """Two replicas whose .log mtimes for the same offsets differ by more than replica_skew_ms."""
+
+    later: Replica
+    earlier: Replica
+    skew_ms: int
+    """the median difference of their mtimes (absolute)."""
+    matched: list[dict]
+    """per offset compared: both mtimes, both segments (the evidence)."""
+
+
+@dataclass
+class PackedSpan:
+    """A replica whose closed segments were all written within packed_ratio of their records' span."""
+
+    mtime_first_ms: int
+    mtime_last_ms: int
+    record_span_ms: int
+    closed_segments: int
 
 
 def _recorded_event(ctx, data, broker, log_dir, guess: str) -> tuple[str, list[dict]]:
@@ -259,9 +299,9 @@ def _recorded_event(ctx, data, broker, log_dir, guess: str) -> tuple[str, list[d
                                      "event": ev["kind"]}]
 
 
-def _packed_span(rows, opts) -> tuple[int, int, int, int] | None:
-    """(first mtime, last mtime, record span, closed segments) when a replica's closed segments were
-    all written within ``packed_ratio`` of the time their records span, else None."""
+def _packed_span(rows, opts) -> PackedSpan | None:
+    """The :class:`PackedSpan` of a replica whose closed segments were all written within
+    ``packed_ratio`` of the time their records span, else None."""
     closed = rows[~rows["is_active"].astype(bool)]
     closed = closed[closed["log_mtime_ms"].notna() & closed["max_timestamp_ms"].notna()]
     if len(closed) < opts["min_segments"]:
@@ -271,7 +311,7 @@ def _packed_span(rows, opts) -> tuple[int, int, int, int] | None:
     mtime_span = int(mt.max() - mt.min())
     record_span = int(ts.max() - ts.min())
     if record_span >= opts["min_record_span_ms"] and mtime_span <= opts["packed_ratio"] * record_span:
-        return int(mt.min()), int(mt.max()), record_span, len(closed)
+        return PackedSpan(int(mt.min()), int(mt.max()), record_span, len(closed))
     return None
 
 

@@ -88,18 +88,19 @@ def _gap_problem(pred, target: int, main: dict, opts, cleanup_policy: str | None
             + f" (retention or deleteRecords deleted it{deleted})")
 
 
-def _legacy_problems(predictions, main: dict, opts) -> list[tuple[Severity, str]]:
-    """(b): the legacy (v0) lookup answers nothing on some replica, or lands far before the target."""
+def _legacy_problems(replicas: "list[replay.ReplicaPrediction]", main: dict, opts) -> list[tuple[Severity, str]]:
+    """(b): the legacy (v0) lookup answers nothing on some replica, or lands far before the target
+    (judged on the first replica, the most complete)."""
     problems = []
-    empty = [(b, d) for b, d, _, p in predictions if p.legacy.offset is None]
+    empty = [r for r in replicas if r.prediction.legacy.offset is None]
     if empty:
-        where = ", ".join(f"broker {b} {d}" for b, d in empty)
+        where = ", ".join(f"broker {r.broker_id} {r.log_dir}" for r in empty)
         problems.append((Severity.parse(opts["legacy_empty_severity"]),
                          f"legacy (v0) lookup answers an empty list on {where}: every .log mtime is newer "
                          f"than the target; old clients crash"))
     redundant = main["redundant_bytes_legacy"]
     if redundant is not None and redundant > opts["legacy_redundant_bytes"]:
-        problems.append((Severity.WARN, f"legacy (v0) lookup lands at offset {predictions[0][3].legacy.offset}, "
+        problems.append((Severity.WARN, f"legacy (v0) lookup lands at offset {replicas[0].prediction.legacy.offset}, "
                                         f"{human_bytes(redundant)} before the target's position"))
     return problems
 
@@ -135,18 +136,18 @@ class ReplaySafety(Check):
         if not found:
             return [self.finding("WARN", f"no live segment of {data.topic}-{data.partition} to predict a replay from",
                                  "Scan the brokers that host this partition.", topic=data.topic, partition=data.partition)]
-        predictions = [(r.broker_id, r.log_dir, r.views, r.prediction) for r in found]
-        broker, log_dir, views, pred = predictions[0]
+        main_replica = found[0]  # the most complete replica (highest log end offset)
+        broker, log_dir, views, pred = (main_replica.broker_id, main_replica.log_dir, main_replica.views,
+                                        main_replica.prediction)
         problems: list[tuple[Severity, str]] = []
         api = opts["api"]
-        evidence = [self._evidence(broker, log_dir, views, pred)]
+        evidence = [self._evidence(main_replica)]
         main = evidence[0]
         if api in ("modern", "both"):
             problems += _modern_problems(pred, views, target, main, opts, ctx.kafka_setting(data.topic, "cleanup.policy"))
         if api in ("legacy", "both"):
-            problems += _legacy_problems(predictions, main, opts)
-        for b, d, v, p in predictions[1:]:
-            evidence.append(self._evidence(b, d, v, p))
+            problems += _legacy_problems(found, main, opts)
+        evidence += [self._evidence(r) for r in found[1:]]
         thresholds = {k: opts[k] for k in self.options}
         thresholds["target_ms"] = target
         location = dict(topic=data.topic, partition=data.partition, broker_id=broker, log_dir=log_dir)
@@ -164,7 +165,8 @@ class ReplaySafety(Check):
         return [self.finding(worst, message, fix, thresholds=thresholds, evidence=evidence, **location)]
 
     @staticmethod
-    def _evidence(broker, log_dir, views, pred) -> dict:
+    def _evidence(replica: "replay.ReplicaPrediction") -> dict:
+        broker, log_dir, views, pred = replica.broker_id, replica.log_dir, replica.views, replica.prediction
         target = pred.target_ms
         span_bytes = sum(v.log_size_bytes or 0 for v in views)
         gap_ms = (pred.oldest_timestamp_ms - target) if (pred.oldest_timestamp_ms or 0) > target else 0
