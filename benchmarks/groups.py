@@ -242,14 +242,15 @@ import json, os, sys, time
 os.sched_setaffinity(0, {{{cpu}}})
 sys.path.insert(0, {root!r})
 t = time.perf_counter()
-from auditor.cli import replay_check as rc, replay_group as rg
+from auditor.cli import replay_check as rc
+from auditor.replay import groups as rg, rows as replay_rows
 from checks.base import AuditContext
 from checks.config import Config
 out = {{"imports_s": time.perf_counter() - t}}
 now = int(time.time() * 1000)
-t = time.perf_counter(); committed, facts, notes = rg.group_offsets_from_disk([{log_dir!r}], "wide-group")
+t = time.perf_counter(); committed = rg.group_offsets_from_disk([{log_dir!r}], "wide-group").committed
 out["read_group_s"] = time.perf_counter() - t
-t = time.perf_counter(); seg, part, _ = rc._rows_from_log_dirs([{log_dir!r}], {{"wide"}})
+t = time.perf_counter(); rows = replay_rows.rows_from_log_dirs([{log_dir!r}], {{"wide"}}); seg, part = rows.segments, rows.partitions
 out["scan_headers_s"] = time.perf_counter() - t
 ctx = AuditContext(now_ms=now, config=Config(None), replay_at_ms={at}, replay_topics=("wide",))
 searches = {{}}

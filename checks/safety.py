@@ -3,7 +3,7 @@
 What it checks:
     For every partition of the topics asked (``kafka-audit audit --at T --topic ...`` or
     ``replay-check``), the answer the broker would give to a seek to T, with both lookups
-    (``auditor/replay.py``): the modern one (record timestamps and the time index; exact when the
+    (``auditor.replay``): the modern one (record timestamps and the time index; exact when the
     segment files are readable, else bounded from the segment rows) and the legacy v0 one
     (segment ``.log`` mtimes). It flags: (a) the oldest retained record is newer than T (the
     replay silently starts later than asked); (b) the legacy lookup answers nothing (every

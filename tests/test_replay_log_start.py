@@ -1,4 +1,4 @@
-"""Unit cases of the two pure pieces issue 14 added to auditor/replay.py: ``log_start`` (where the
+"""Unit cases of the two pure pieces issue 14 added to auditor.replay: ``log_start`` (where the
 log start offset comes from, and whether anything was ever deleted) and ``predict_legacy_offsets``
 (the whole ListOffsets v0 answer). Both are proven on real brokers elsewhere
 (tests/test_replay_young_topic.py on 4.2.1, tests/test_legacy_lookup_v0.py on 3.9.1); these pin

@@ -20,8 +20,8 @@ import pytest
 
 from auditor import replay
 from auditor.check_runner import GROUP, as_frame, replay_safety_on_rows, run_partition_checks
-from auditor.cli import replay_check as rc
-from auditor.cli import replay_group as rg
+from auditor.replay import groups as rg, modern as replay_modern, views as replay_views
+from auditor.replay.rows import rows_from_log_dirs
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
 from checks.base import AuditContext
 from checks.config import Config
@@ -32,8 +32,8 @@ NOW_MS = 1_900_000_000_000
 
 
 def _rows(log_dir: Path) -> tuple[list[dict], list[dict]]:
-    seg, part, _ = rc._rows_from_log_dirs([str(log_dir)], _topics(log_dir))
-    return seg, part
+    rows = rows_from_log_dirs([str(log_dir)], _topics(log_dir))
+    return rows.segments, rows.partitions
 
 
 def _topics(log_dir: Path) -> set[str]:
@@ -370,7 +370,7 @@ def _offset_position_oracle(views, offset):
             entries = read_offset_index(seg.index_path, seg.base_offset).entries
         except (OSError, FormatError):
             entries = []
-    start = replay._offset_index_lookup(entries, offset)
+    start = replay_modern.offset_index_lookup(entries, offset)
     try:
         reader = LogReader(seg.log_path)
     except OSError:
@@ -407,7 +407,7 @@ def test_offset_positions_equal_one_lookup_per_offset(tmp_path):
             path.unlink()
     compared = 0
     for log_dir, broken in zip(copies, damaged):
-        segments, _, _ = rc._rows_from_log_dirs([str(log_dir)], _topics(log_dir))
+        segments = rows_from_log_dirs([str(log_dir)], _topics(log_dir)).segments
         by_dir: dict = {}
         for r in segments:  # the rows of the intact copy, and the same rows pointing at the damaged one
             by_dir.setdefault(r["dir_name"], []).append(r)
@@ -430,12 +430,12 @@ def test_offset_positions_equal_one_lookup_per_offset(tmp_path):
 
 def _segment_views_oracle(rows):
     """auditor.replay.segment_views as it was before it read each row in one pass (_values)."""
-    get = replay._get
+    get = replay_views._get
     views = []
     for row in rows:
         if get(row, "file_state") is not None or get(row, "log_size_bytes") is None:
             continue
-        directory = replay._dir_prefix(Path(get(row, "log_dir") or "") / (get(row, "dir_name") or ""))
+        directory = replay_views._dir_prefix(Path(get(row, "log_dir") or "") / (get(row, "dir_name") or ""))
         name = f"{directory}{int(get(row, 'base_offset')):020d}"
         min_ts = get(row, "min_timestamp_ms")
         views.append(replay.SegmentView(

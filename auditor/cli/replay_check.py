@@ -2,7 +2,7 @@
 
 Disk mode (``--log-dir``) scans only the asked topics' partition directories at depth
 ``headers`` and predicts, per partition, the broker's answer for both lookups
-(``auditor/replay.py``; the modern one exact, from the files). Manifest mode reads
+(``auditor.replay``; the modern one exact, from the files). Manifest mode reads
 ``kafka-audit collect`` manifests (answers from the rows; exact when the files are also
 reachable at the recorded paths; tiered storage from the ``__remote_log_metadata`` copy the
 manifests carry, as disk mode reads it from the log dirs). Protocol mode (``--bootstrap-server``) asks the cluster
@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditor.check_runner import replay_safety_on_rows
 from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError, write_json
-from auditor.formats import filenames
-from auditor.replay import (LegacyAnswer, LogStart, ModernAnswer, ReplayPrediction, ReplicaPrediction,
-                            predict_legacy_offsets, predict_replicas)
-from auditor.scan import plan_log_dir, scan_partition_dir
+from auditor.replay.groups import GroupCommits, GroupNotFound, GroupReset, group_facts, group_offsets_from_disk, \
+    resets_from_rows
+from auditor.replay.prediction import legacy_offsets_of
+from auditor.replay.protocol import BrokerAnswers, ask_partitions, resets_from_protocol
+from auditor.replay.rows import ReplayRows, by_partition, rows_from_log_dirs
 from auditor.schema import json_envelope
 from auditor.units import human_bytes, iso_utc, parse_time
 from checks.base import AuditContext, CheckInput, Finding, Severity
@@ -88,34 +90,15 @@ def _topics(args) -> list[str]:
     return [t for chunk in args.topic for t in chunk.split(",") if t]
 
 
-def _rows_from_log_dirs(log_dirs: list[str], topics: set[str]) -> tuple[list[dict], list[dict], list[str]]:
-    """The topics' rows at depth headers, without reading (or stat-ing) index files (``indexes=False``): the
-    answers use the .log walk's columns, never the index columns, and the replay search reads the
-    searched segment's indexes itself; the rows are not printed."""
-    segments, partitions, problems = [], [], []
-    for log_dir in log_dirs:
-        plan = plan_log_dir(log_dir)
-        problems += plan.info["problems"]
-        for pdir in plan.partition_dirs:
-            parsed = filenames.parse_partition_dir(pdir.name)
-            if parsed is None or parsed.topic not in topics:
-                continue
-            rows, prow = scan_partition_dir(pdir, "headers", log_dir_info=plan.info,
-                                            checkpoints_by_tp=plan.checkpoints_by_tp, root=plan.root, indexes=False)
-            segments += rows
-            partitions.append(prow)
-    return segments, partitions, problems
-
-
-def _rows_from_manifests(paths: list[str], topics: set[str]) -> tuple[list[dict], list[dict], list[str]]:
+def _rows_from_manifests(paths: list[str], topics: set[str]) -> ReplayRows:
     from auditor.manifest import find_manifests, read_manifest  # manifest mode only (pyarrow.parquet)
 
-    segments, partitions = [], []
+    out = ReplayRows()
     for d in find_manifests(paths):
         seg, part, _ = read_manifest(d)
-        segments += [r for r in seg.to_pylist() if r["topic"] in topics]
-        partitions += [r for r in part.to_pylist() if r["topic"] in topics]
-    return segments, partitions, []
+        out.segments += [r for r in seg.to_pylist() if r["topic"] in topics]
+        out.partitions += [r for r in part.to_pylist() if r["topic"] in topics]
+    return out
 
 
 def _remote_from_log_dirs(args, ctx) -> list[str]:
@@ -141,7 +124,7 @@ def _remote_from_manifests(args, ctx) -> list[str]:
 def _legacy_list_usable(args) -> None:
     """--legacy-max-offsets is answered from the files' mtimes: --topic in disk or manifest mode,
     with the legacy lookup judged; anything else is a usage error (exit 2), never ignored."""
-    if getattr(args, "legacy_max_offsets", None) is None:
+    if args.legacy_max_offsets is None:
         return
     if args.group or args.bootstrap_server or args.api == "modern":
         raise CliError("--legacy-max-offsets needs --topic, --api legacy or both, and --log-dir or --manifest "
@@ -158,29 +141,17 @@ def _max_offsets(text: str) -> int:
 
 def _legacy_lists(findings: list[Finding], segments, partitions, ctx, max_offsets: int) -> None:
     """Adds to each partition's evidence the v0 answer with up to ``max_offsets`` offsets
-    (``legacy_offsets``, ``legacy_max_offsets``) of the replica the verdict judged (the most
-    complete one, as replay.safety picks it), answered as its leader answers a consumer."""
-    seg_by, part_by = _by_partition(segments), _by_partition(partitions)
+    (``legacy_offsets``, ``legacy_max_offsets``: ``auditor.replay.prediction.legacy_offsets_of``)."""
+    seg_by, part_by = by_partition(segments), by_partition(partitions)
     for f in findings:
         if not f.evidence or "legacy_offset" not in f.evidence[0]:
             continue
         key = (f.topic, f.partition)
-        replicas = predict_replicas(f.topic, f.partition, seg_by.get(key, []), part_by.get(key, []), ctx,
-                                    search_files=False)
-        if not replicas:
+        offsets = legacy_offsets_of(f.topic, f.partition, seg_by.get(key, []), part_by.get(key, []), ctx, max_offsets)
+        if offsets is None:
             continue
-        pred = replicas[0].prediction
-        f.evidence[0]["legacy_offsets"] = predict_legacy_offsets(
-            replicas[0].views, ctx.replay_at_ms, pred.log_start_offset, pred.log_end_offset, ctx.now_ms,
-            max_offsets, high_watermark=pred.log_end_offset)
+        f.evidence[0]["legacy_offsets"] = offsets
         f.evidence[0]["legacy_max_offsets"] = max_offsets
-
-
-def _by_partition(rows) -> dict[tuple, list[dict]]:
-    out: dict[tuple, list[dict]] = {}
-    for r in rows:
-        out.setdefault((r["topic"], r["partition"]), []).append(r)
-    return out
 
 
 def _disk_findings(segments, partitions, ctx, legacy_max_offsets: int | None = None,
@@ -194,70 +165,15 @@ def _disk_findings(segments, partitions, ctx, legacy_max_offsets: int | None = N
     return out
 
 
-def _protocol_rows(bootstrap: str, topics: list[str], target_ms: int) -> list[dict]:
-    """Per partition: the broker's own answers (no disk access)."""
-    from confluent_kafka import Consumer, TopicPartition
-    from confluent_kafka.admin import AdminClient, OffsetSpec
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    md = admin.list_topics(timeout=15)
-    rows = []
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"kafka-audit-replay-check-{int(time.time())}",
-                         "enable.auto.commit": False, "isolation.level": "read_uncommitted"})
-    try:
-        for topic in topics:
-            meta = md.topics.get(topic)
-            if meta is None or meta.error is not None:
-                raise LookupError(f"{bootstrap}: topic {topic!r} not found ({meta.error if meta else 'no metadata'})")
-            for partition in sorted(meta.partitions):
-                tp = TopicPartition(topic, partition)
-                specs = {"earliest": OffsetSpec.earliest(), "latest": OffsetSpec.latest(),
-                         "max_timestamp": OffsetSpec.max_timestamp()}
-                answers = {}
-                for name, spec in specs.items():
-                    info = admin.list_offsets({tp: spec}, request_timeout=15)[tp].result(timeout=15)
-                    answers[name] = (info.offset, info.timestamp)
-                (modern,) = consumer.offsets_for_times([TopicPartition(topic, partition, target_ms)], timeout=15)
-                earliest_ts = None
-                if answers["earliest"][0] < answers["latest"][0]:
-                    consumer.assign([TopicPartition(topic, partition, answers["earliest"][0])])
-                    msg = consumer.consume(1, timeout=10)
-                    if msg and msg[0].error() is None:
-                        earliest_ts = msg[0].timestamp()[1]
-                    consumer.unassign()
-                rows.append({"topic": topic, "partition": partition, "modern_offset": modern.offset if modern.offset >= 0 else None,
-                             "log_start_offset": answers["earliest"][0], "log_end_offset": answers["latest"][0],
-                             "oldest_timestamp_ms": earliest_ts, "max_timestamp_offset": answers["max_timestamp"][0],
-                             "newest_timestamp_ms": answers["max_timestamp"][1] if answers["max_timestamp"][1] >= 0 else None})
-    finally:
-        consumer.close()
-    return rows
-
-
-def _protocol_findings(rows: list[dict], ctx) -> list[Finding]:
+def _protocol_findings(rows: list[BrokerAnswers], ctx) -> list[Finding]:
     """Protocol mode through the same replay.safety check: the broker's own answers are handed in as
     the prediction of one replica; no mtimes over the protocol, so the modern lookup only."""
     check = ReplaySafety()
     out = []
     for r in rows:
-        data = CheckInput(topic=r["topic"], partition=r["partition"], replay=[_protocol_prediction(r, ctx.replay_at_ms)])
-        out += check.run(data, ctx, {**ctx.options(check, r["topic"]), "api": "modern"})
+        data = CheckInput(topic=r.topic, partition=r.partition, replay=[r.replica_prediction(ctx.replay_at_ms)])
+        out += check.run(data, ctx, {**ctx.options(check, r.topic), "api": "modern"})
     return out
-
-
-def _protocol_prediction(r: dict, target_ms: int) -> ReplicaPrediction:
-    """One partition's broker answers (ListOffsets by timestamp, earliest, latest, max timestamp)
-    as a replay prediction: the earliest offset is the log start (0: nothing was ever deleted)."""
-    lso = r["log_start_offset"]
-    start = LogStart(lso, "broker's earliest offset", None if lso is None else lso > 0,
-                     "ListOffsets earliest, asked the broker")
-    prediction = ReplayPrediction(
-        target_ms=target_ms, log_start_offset=lso, log_end_offset=r["log_end_offset"],
-        modern=ModernAnswer(r["modern_offset"], None, None, "asked the broker (ListOffsets by timestamp)"),
-        legacy=LegacyAnswer(None, None, None, "not asked: the protocol mode judges the modern lookup only"),
-        oldest_timestamp_ms=r["oldest_timestamp_ms"], newest_timestamp_ms=r["newest_timestamp_ms"], segments=0)
-    prediction.log_start = start
-    return ReplicaPrediction(None, None, [], prediction)
 
 
 def run(args) -> int:
@@ -278,7 +194,7 @@ def run(args) -> int:
     problems: list[str] = []
     if args.bootstrap_server:
         try:
-            rows = _protocol_rows(args.bootstrap_server, topics, target)
+            rows = ask_partitions(args.bootstrap_server, topics, target)
         except LookupError as exc:
             raise CliError(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - a cluster we cannot reach is one clear line
@@ -290,18 +206,18 @@ def run(args) -> int:
             if not Path(d).exists():
                 raise CliError(f"{d}: does not exist")
         if args.log_dir:
-            segments, partitions, problems = _rows_from_log_dirs(args.log_dir, set(topics))
-            problems += _remote_from_log_dirs(args, ctx)
+            rows = rows_from_log_dirs(args.log_dir, set(topics))
+            problems = rows.problems + _remote_from_log_dirs(args, ctx)
         else:
-            segments, partitions, problems = _rows_from_manifests(args.manifest, set(topics))
-            problems += _remote_from_manifests(args, ctx)
-        found = {r["topic"] for r in partitions}
+            rows = _rows_from_manifests(args.manifest, set(topics))
+            problems = rows.problems + _remote_from_manifests(args, ctx)
+        found = {r["topic"] for r in rows.partitions}
         missing = [t for t in topics if t not in found]
         if missing:
             sys.stderr.write(f"kafka-audit: error: no partition of {', '.join(missing)} under the given "
                              f"{'log dirs' if args.log_dir else 'manifests'}\n")
             return EXIT_INPUT_PROBLEM
-        findings = _disk_findings(segments, partitions, ctx, args.legacy_max_offsets)
+        findings = _disk_findings(rows.segments, rows.partitions, ctx, args.legacy_max_offsets)
         mode = "disk" if args.log_dir else "manifest"
     findings.sort(key=lambda f: (f.topic, f.partition))
     worst = max((f.severity for f in findings), default=Severity.PASS)
@@ -326,67 +242,73 @@ def _load_config(path: str | None) -> Config:
         raise CliError(str(exc)) from None
 
 
-def _group_from_protocol(args, target: int, now: int, config) -> tuple:
-    """--group with --bootstrap-server: the cluster's own answers (no bytes)."""
-    from auditor.cli import replay_group as rg
+@dataclass
+class GroupReplay:
+    """``--group``: what the reset sets per partition, the group's facts and the safety verdicts."""
 
+    resets: list[GroupReset]
+    facts: dict
+    findings: list[Finding]
+    mode: str
+    """protocol, disk or manifest."""
+    problems: list[str] = field(default_factory=list)
+
+
+def _group_from_protocol(args, target: int, now: int, config) -> GroupReplay:
+    """--group with --bootstrap-server: the cluster's own answers (no bytes)."""
     only = set(_topics(args)) if args.topic else None
     try:
-        resets, facts = rg.resets_from_protocol(args.bootstrap_server, args.group, target)
-        resets = [r for r in resets if only is None or r.topic in only]
+        asked = resets_from_protocol(args.bootstrap_server, args.group, target)
+        resets = [r for r in asked.resets if only is None or r.topic in only]
         topics = sorted({r.topic for r in resets})
         keys = {(r.topic, r.partition) for r in resets}
-        rows = [r for r in _protocol_rows(args.bootstrap_server, topics, target) if (r["topic"], r["partition"]) in keys]
-    except rg.GroupNotFound:
+        rows = [r for r in ask_partitions(args.bootstrap_server, topics, target) if (r.topic, r.partition) in keys]
+    except GroupNotFound:
         raise
     except LookupError as exc:
         raise CliError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - a cluster we cannot reach is one clear line
         raise CliError(f"{args.bootstrap_server}: {type(exc).__name__}: {exc}") from None
     ctx = AuditContext(now_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
-    return resets, facts, _protocol_findings(rows, ctx), "protocol", []
+    return GroupReplay(resets, asked.facts, _protocol_findings(rows, ctx), "protocol")
 
 
-def _group_from_files(args, target: int, now: int, config) -> tuple:
+def _group_from_files(args, target: int, now: int, config) -> GroupReplay:
     """--group with --log-dir or --manifest: committed offsets from __consumer_offsets files."""
-    from auditor.cli import replay_group as rg
-
     only = set(_topics(args)) if args.topic else None
     for d in args.log_dir or args.manifest:
         if not Path(d).exists():
             raise CliError(f"{d}: does not exist")
-    carried = _carried_group(args.manifest, args.group, rg.GroupNotFound) if args.manifest else None
-    if carried is not None:
-        committed, facts, problems = carried
-    else:
+    group = _carried_group(args.manifest, args.group) if args.manifest else None
+    if group is None:
         dirs = args.log_dir
         if not dirs:  # a manifest without the groups part: the __consumer_offsets files at the recorded paths
-            _, offsets_rows, _ = _rows_from_manifests(args.manifest, {"__consumer_offsets"})
+            offsets_rows = _rows_from_manifests(args.manifest, {"__consumer_offsets"}).segments
             dirs = sorted({r["log_dir"] for r in offsets_rows if r.get("log_dir") and Path(r["log_dir"]).is_dir()})
             if not dirs:
-                raise rg.GroupNotFound("the manifests list no reachable __consumer_offsets log dir: the group's "
-                                       "committed offsets are read from those files")
-        committed, facts, problems = rg.group_offsets_from_disk(dirs, args.group)
-    committed = {k: v for k, v in committed.items() if only is None or k[0] in only}
+                raise GroupNotFound("the manifests list no reachable __consumer_offsets log dir: the group's "
+                                    "committed offsets are read from those files")
+        group = group_offsets_from_disk(dirs, args.group)
+    committed = {k: v for k, v in group.committed.items() if only is None or k[0] in only}
     topics = sorted({t for t, _ in committed})
     if args.log_dir:
-        segments, partitions, more = _rows_from_log_dirs(args.log_dir, set(topics))
+        rows = rows_from_log_dirs(args.log_dir, set(topics))
     else:
-        segments, partitions, more = _rows_from_manifests(args.manifest, set(topics))
-    segments = [r for r in segments if (r["topic"], r["partition"]) in committed]
-    partitions = [r for r in partitions if (r["topic"], r["partition"]) in committed]
+        rows = _rows_from_manifests(args.manifest, set(topics))
+    rows = rows.only(committed)
     ctx = AuditContext(now_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
     searches: dict = {}
-    findings = _disk_findings(segments, partitions, ctx, searches=searches)
+    findings = _disk_findings(rows.segments, rows.partitions, ctx, searches=searches)
     # the resets use the same lookup where it read the files: each partition's files searched once
     searched = {k: v for k, v in searches.items() if v and ctx.options(ReplaySafety, k[0])["read_files"]}
-    resets = rg.resets_from_rows(segments, partitions, committed, target, now, searched)
-    return resets, facts, findings, "disk" if args.log_dir else "manifest", problems + more
+    resets = resets_from_rows(rows.segments, rows.partitions, committed, target, now, searched)
+    return GroupReplay(resets, group.facts, findings, "disk" if args.log_dir else "manifest",
+                       group.notes + rows.problems)
 
 
-def _carried_group(manifests: list[str], group: str, not_found) -> tuple[dict, dict, list[str]] | None:
+def _carried_group(manifests: list[str], group: str) -> GroupCommits | None:
     """--group from manifests that carry the consumer groups (collect's consumer_groups.jsonl.gz):
-    (committed offsets, group facts, notes) as from the files; None when none carries them."""
+    the committed offsets as from the files; None when none carries them."""
     from auditor.manifest import read_consumer_groups
 
     result, _notes = read_consumer_groups(manifests)
@@ -394,11 +316,9 @@ def _carried_group(manifests: list[str], group: str, not_found) -> tuple[dict, d
         return None
     grp = result.live.get(group)
     if grp is None:
-        raise not_found(f"group {group!r} is {'deleted (tombstoned)' if group in result.groups else 'not'} in the "
-                        f"__consumer_offsets the manifests carry")
-    facts = {"group": group, "protocol": grp.protocol, "state": grp.state, "members": grp.members,
-             "offsets_partition": grp.offsets_partition}
-    return {k: c.offset for k, c in grp.offsets.items()}, facts, result.notes
+        raise GroupNotFound(f"group {group!r} is {'deleted (tombstoned)' if group in result.groups else 'not'} in the "
+                            f"__consumer_offsets the manifests carry")
+    return GroupCommits({k: c.offset for k, c in grp.offsets.items()}, group_facts(group, grp), result.notes)
 
 
 def _run_group(args, target: int, now: int, fail_on: Severity) -> int:
@@ -411,17 +331,18 @@ def _run_group(args, target: int, now: int, fail_on: Severity) -> int:
     config.checks.setdefault("replay.safety", {})["api"] = args.api
     try:
         source = _group_from_protocol if args.bootstrap_server else _group_from_files
-        resets, facts, findings, mode, problems = source(args, target, now, config)
-    except rg.GroupNotFound as exc:
+        found = source(args, target, now, config)
+    except GroupNotFound as exc:
         sys.stderr.write(f"kafka-audit: error: {exc}\n")
         return EXIT_INPUT_PROBLEM
+    findings, mode, problems = found.findings, found.mode, found.problems
     findings.sort(key=lambda f: (f.topic, f.partition))
     verdicts: dict = {}
     for f in findings:
         key = (f.topic, f.partition)
         if key not in verdicts or Severity.parse(verdicts[key]) < f.severity:
             verdicts[key] = f.severity.name
-    doc = rg.group_document(facts, resets, verdicts)
+    doc = rg.group_document(found.facts, found.resets, verdicts)
     worst = max((f.severity for f in findings), default=Severity.PASS)
     unsafe = worst >= fail_on
     if args.json:
