@@ -24,14 +24,13 @@ from auditor.audit_local import TableOutcome, choose_engine, run_tables_local
 from auditor.check_runner import worst
 from auditor.live_config import WANTED, fetch_topic_configs
 from auditor.cluster.consumer_groups import commit_rows, read_groups
-from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_metadata
 from auditor.cluster.metadata_log import MetadataLogNotFound, read_metadata_log
 from auditor.cluster.metadata_audit import PartitionMoves, effective_topic_configs
 from auditor.manifest import collect_manifest
 from auditor.manifest import read_cluster_metadata as read_manifest_metadata
 from auditor.manifest import read_consumer_groups as read_manifest_groups
-from auditor.manifest import read_remote_log_metadata as read_manifest_remote
-from auditor.units import iso_utc
+from auditor.manifest import read_remote_logs
+from auditor.schema import MAX_TIMELINE_PARTITIONS
 from checks import REGISTRY
 from checks.base import AuditContext, Finding, Severity
 from checks.config import Config
@@ -39,7 +38,6 @@ from checks.expectations import CHECK as GX_CHECK
 
 TIMELINE_COLUMNS = ("broker_id", "log_dir", "topic", "partition", "base_offset", "log_mtime_ms", "min_timestamp_ms",
                     "min_batch_timestamp_ms", "max_timestamp_ms", "log_size_bytes", "is_active")
-MAX_TIMELINE_PARTITIONS = 6
 #: Checks whose flagged partitions get a segment timeline chart in the report.
 TIMELINE_CHECKS = ("mtime.reset", "timestamps.bounds", "retention.future_timestamp", "replay.safety",
                    "timestamps.backward", "retention.overdue")
@@ -248,11 +246,9 @@ def read_remote_storage(req: AuditRequest, ctx: AuditContext, progress: Callable
     (or the manifests' copy) says is in remote storage, for replay.safety (remote ranges are no gap; the answer there)."""
     if req.at_ms is None or not (req.log_dirs or req.manifests):
         return
-    if req.manifests:   # the copy collect wrote (None: the manifests carry none; as before)
-        ctx.remote_logs = read_manifest_remote(req.manifests)[0]
-    else:
+    if not req.manifests:
         progress("reading __remote_log_metadata (tiered storage)")
-        ctx.remote_logs = read_remote_log_metadata(req.log_dirs)
+    ctx.remote_logs, _notes = read_remote_logs(req.log_dirs, req.manifests)
     ctx.remote_storage_dir = req.remote_storage_dir
 
 

@@ -444,6 +444,18 @@ def read_remote_log_metadata(paths: Iterable[str | os.PathLike]) -> tuple[Remote
     return merged, notes
 
 
+def read_remote_logs(log_dirs: Iterable[str], manifests: Iterable[str]) -> tuple[RemoteLogMetadata | None, list[str]]:
+    """Tiered storage, for the replay search: what ``__remote_log_metadata`` says is in remote
+    storage, from the manifests' copy when manifests are given (None: they carry none, and the
+    answers are as without tiered storage), else from the log dirs; with the notes on it."""
+    manifests = list(manifests)
+    if manifests:
+        logs, notes = read_remote_log_metadata(manifests)
+    else:
+        logs, notes = read_remote_log_dirs(list(log_dirs)), []
+    return logs, (list(logs.notes) if logs is not None else notes)
+
+
 def _offsets_log_ends(manifest: str) -> dict[int, int]:
     """__consumer_offsets partition -> its live replica's log end offset in one manifest's rows."""
     try:

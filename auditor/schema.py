@@ -284,6 +284,11 @@ def json_envelope(**fields) -> dict:
     return {"tool": TOOL, "version": __version__, **fields}
 
 
+MAX_TIMELINE_PARTITIONS = 6
+"""The findings document's ``tables.timelines`` holds the live segments of at most this many
+partitions (the worst flagged ones, ``auditor.audit``); the report draws a chart for each."""
+
+
 EVIDENCE_INSTANTS = (
     "target_ms", "at_ms", "timestamp_ms", "oldest_timestamp_ms", "newest_timestamp_ms", "modern_timestamp_ms",
     "largest_timestamp_ms", "commit_timestamp_ms", "audit_time_ms", "generated_at_ms", "deletion_time_ms",

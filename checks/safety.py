@@ -105,8 +105,12 @@ def _legacy_problems(replicas: "list[replay.ReplicaPrediction]", main: dict, opt
     return problems
 
 
+#: The lookups a replay can be judged on (the ``api`` option, ``replay-check --api``).
+LOOKUP_APIS = ("modern", "legacy", "both")
+
+
 def _api_name(v) -> bool:
-    return v in ("modern", "legacy", "both")
+    return v in LOOKUP_APIS
 
 
 

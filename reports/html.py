@@ -13,13 +13,15 @@ from typing import Sequence
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from auditor.schema import with_utc
+from auditor.replay.evidence_text import gap_text, tier_text
+from auditor.schema import MAX_TIMELINE_PARTITIONS, with_utc
 from auditor.units import human_bytes, iso_utc
+from auditor.since import RANK
 from reports import charts
 
 TEMPLATES = Path(__file__).parent / "templates"
-RANK = {"FAIL": 3, "WARN": 2, "INFO": 1, "PASS": 0}
-MAX_TIMELINES = 6
+#: Skewed topics whose partition sizes get a chart.
+MAX_SKEW_CHARTS = 6
 #: The report is mailed: per check it lists the worst findings up to this many, and per finding
 #: the first evidence items; findings.json always has everything.
 MAX_ROWS_PER_CHECK = 200
@@ -88,15 +90,14 @@ def _replay_rows(findings: Sequence[dict]) -> list[dict]:
         e = f["evidence"][0]
         if "target_ms" not in e:
             continue
-        gap = e.get("gap_ms") or 0
         rows.append({
             "partition": f"{f['topic']}-{f['partition']}", "severity": f["severity"], "rank": RANK[f["severity"]],
             "oldest": iso_utc(e.get("oldest_timestamp_ms")) or "-", "newest": iso_utc(e.get("newest_timestamp_ms")) or "-",
             "modern": e["modern_offset"] if e.get("modern_offset") is not None else "-1 (none)",
             "legacy": e["legacy_offset"] if e.get("legacy_offset") is not None else "empty list",
-            "gap": (f"{gap / 3_600_000:.1f} h, ~{human_bytes(e.get('gap_bytes'))}" if gap else "none"),
+            "gap": gap_text(e) or "none",
             "replica": f"broker {e.get('broker_id')} {e.get('log_dir')}",
-            "tiers": _tier_text(e),
+            "tiers": tier_text(e) or "-",
         })
     return sorted(rows, key=lambda r: (-r["rank"], r["partition"]))
 
@@ -162,7 +163,7 @@ def build_charts(doc: dict) -> list[tuple[str, str]]:
     stats = tables.get("partition_stats") or []
     out = []
     skewed = sorted({f["topic"] for f in doc["findings"] if f["check"] == "skew.partition_size" and f["severity"] != "PASS"})
-    for topic in skewed[:6]:
+    for topic in skewed[:MAX_SKEW_CHARTS]:
         chart = charts.partition_bytes(topic, stats)
         if chart:
             out.append(chart)
@@ -170,7 +171,7 @@ def build_charts(doc: dict) -> list[tuple[str, str]]:
     if chart:
         out.append(chart)
     timelines = tables.get("timelines") or {}
-    for key in list(timelines)[:MAX_TIMELINES]:
+    for key in list(timelines)[:MAX_TIMELINE_PARTITIONS]:
         topic, _, partition = key.rpartition("-")
         chart = charts.segment_timeline(topic, int(partition), timelines[key], doc.get("generated_at_ms"))
         if chart:
@@ -194,15 +195,3 @@ def render(doc: dict, history: Sequence[dict] = ()) -> str:
         trend_chart=charts.trends(history) if history else None,
         topic_configs=_config_table(doc), since=_since(doc),
     )
-
-
-def _tier_text(e: dict) -> str:
-    """Tiered storage, per partition: which offsets are local and which remote, their bytes, and
-    whether anything was ever deleted ('-' when no remote storage is known)."""
-    if e.get("local_start_offset") is None and not e.get("remote_segments"):
-        return "-"
-    local = (f"local {e['local_start_offset']}..{(e.get('local_end_offset') or 0) - 1} "
-             f"({human_bytes(e.get('local_bytes') or 0)})" if e.get("local_start_offset") is not None else "local: none")
-    remote = (f"remote {e['remote_start_offset']}..{e['remote_end_offset']} ({human_bytes(e.get('remote_bytes') or 0)}, "
-              f"{e['remote_segments']} segments)" if e.get("remote_segments") else "remote: not known")
-    return f"{local}; {remote}; {e.get('deleted') or 'deletions unknown'}"

@@ -11,6 +11,7 @@ from pathlib import Path
 from auditor.accept import AcceptFileError, load as load_accept
 from auditor.atomic import OutputError, check_writable
 from auditor.audit import AuditOutcome, AuditRequest, run_audit
+from auditor.audit_local import ENGINES
 from auditor.cli.common import FORMATTER, CliError, InputProblem, progress_printer, wants_progress
 from auditor.cli.metrics_file import (MetricsFile, add_metrics_options, metrics_file_from_args, write_failure_metrics,
                                       write_run_metrics)
@@ -85,7 +86,7 @@ def add_audit_options(p) -> None:
                         "exact answers in remote ranges")
     p.add_argument("--bootstrap-server", metavar="HOST:PORT",
                    help="read topic configs from the live cluster (they win over the metadata log's and the config file's)")
-    p.add_argument("--engine", choices=("auto", "local", "spark"), default="auto",
+    p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="where the checks and Great Expectations run: auto (default: on the driver with pandas up "
                         f"to {LOCAL_MAX_SEGMENT_ROWS:,} segments and without --master/--conf/--parquet, else Spark), "
                         "local or spark")

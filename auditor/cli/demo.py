@@ -10,6 +10,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from auditor.audit import AuditRequest
+from auditor.audit_local import ENGINES
 from auditor.cli.audit import AuditRun, execute
 from auditor.cli.common import FORMATTER
 
@@ -32,7 +33,7 @@ def register(sub) -> None:
         ),
     )
     demo.add_argument("--out", metavar="DIR", help="where to unpack and write the report (default: a new temp dir)")
-    demo.add_argument("--engine", choices=("auto", "local", "spark"), default="auto",
+    demo.add_argument("--engine", choices=ENGINES, default="auto",
                       help="where the checks run: auto (this small sample: the driver), local, or spark "
                            "(Spark local mode unless --master)")
     demo.add_argument("--master", help="Spark master (default local[*]; implies --engine spark)")

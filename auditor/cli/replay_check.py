@@ -20,18 +20,18 @@ from pathlib import Path
 
 from auditor.check_runner import replay_safety_on_rows
 from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError, write_json
+from auditor.replay.evidence_text import gap_text, log_start_text, tier_text
 from auditor.replay.groups import GroupCommits, GroupNotFound, GroupReset, group_facts, group_offsets_from_disk, \
     resets_from_rows
 from auditor.replay.prediction import legacy_offsets_of
 from auditor.replay.protocol import BrokerAnswers, ask_partitions, resets_from_protocol
 from auditor.replay.rows import ReplayRows, by_partition, rows_from_log_dirs
 from auditor.schema import json_envelope
-from auditor.units import human_bytes, iso_utc, parse_time
+from auditor.units import iso_utc, parse_time
 from checks.base import AuditContext, CheckInput, Finding, Severity
 from checks.config import Config, ConfigError
-from checks.safety import ReplaySafety
+from checks.safety import LOOKUP_APIS, ReplaySafety
 
-API_CHOICES = ("modern", "legacy", "both")
 
 
 def register(sub) -> None:
@@ -72,7 +72,7 @@ def register(sub) -> None:
     p.add_argument("--remote-storage-dir", metavar="DIR",
                    help="tiered storage: LocalTieredStorage's directory (the remote segments' files), for exact "
                         "answers in remote ranges; without it they are the remote segment's offset range")
-    p.add_argument("--api", choices=API_CHOICES, default="both", help="lookup(s) to judge (default both)")
+    p.add_argument("--api", choices=LOOKUP_APIS, default="both", help="lookup(s) to judge (default both)")
     p.add_argument("--legacy-max-offsets", type=_max_offsets, metavar="N",
                    help="also print the whole ListOffsets v0 answer a client asking for up to N offsets\n"
                         "gets (old clients asked several to step back segment by segment): the\n"
@@ -101,24 +101,15 @@ def _rows_from_manifests(paths: list[str], topics: set[str]) -> ReplayRows:
     return out
 
 
-def _remote_from_log_dirs(args, ctx) -> list[str]:
-    """Tiered storage: what ``__remote_log_metadata`` (in the same log dirs) says is in remote
-    storage; its notes."""
-    from auditor.cluster import remote_storage  # here: --group never reads it
+def _remote_logs(args, ctx) -> list[str]:
+    """Tiered storage: what ``__remote_log_metadata`` in the same log dirs, or the copy collect
+    wrote into the manifests, says is in remote storage (``auditor.manifest.read_remote_logs``,
+    as the audit reads it); its notes. Here: --group never reads it."""
+    from auditor.manifest import read_remote_logs
 
-    ctx.remote_logs = remote_storage.read_log_dirs(args.log_dir)
+    ctx.remote_logs, notes = read_remote_logs(args.log_dir or [], args.manifest or [])
     ctx.remote_storage_dir = args.remote_storage_dir
-    return list(ctx.remote_logs.notes)
-
-
-def _remote_from_manifests(args, ctx) -> list[str]:
-    """Tiered storage: the ``__remote_log_metadata`` copy collect wrote into the manifests, as disk
-    mode reads it from the log dirs (none carried: no remote knowledge, as before); its notes."""
-    from auditor.manifest import read_remote_log_metadata
-
-    ctx.remote_logs, notes = read_remote_log_metadata(args.manifest)
-    ctx.remote_storage_dir = args.remote_storage_dir
-    return list(ctx.remote_logs.notes) if ctx.remote_logs is not None else notes
+    return notes
 
 
 def _legacy_list_usable(args) -> None:
@@ -207,10 +198,10 @@ def run(args) -> int:
                 raise CliError(f"{d}: does not exist")
         if args.log_dir:
             rows = rows_from_log_dirs(args.log_dir, set(topics))
-            problems = rows.problems + _remote_from_log_dirs(args, ctx)
+            problems = rows.problems + _remote_logs(args, ctx)
         else:
             rows = _rows_from_manifests(args.manifest, set(topics))
-            problems = rows.problems + _remote_from_manifests(args, ctx)
+            problems = rows.problems + _remote_logs(args, ctx)
         found = {r["topic"] for r in rows.partitions}
         missing = [t for t in topics if t not in found]
         if missing:
@@ -368,38 +359,13 @@ def _print_table(findings: list[Finding], target: int, mode: str, api: str) -> N
         e = f.evidence[0] if f.evidence else {}
         modern = e.get("modern_offset")
         legacy = e.get("legacy_offset")
-        gap = e.get("gap_ms") or 0
-        gap_txt = f"{gap / 3_600_000:.1f} h" + (f" ~{human_bytes(e['gap_bytes'])}" if e.get("gap_bytes") else "") if gap else "-"
+        gap_txt = gap_text(e) or "-"
         legacy_txt = "n/a" if mode == "protocol" else (str(legacy) if legacy is not None else "EMPTY")
         print(f"{f.topic + '-' + str(f.partition):28s} {f.severity.name:7s} {str(iso_utc(e.get('oldest_timestamp_ms'))):24s} "
-              f"{_log_start_text(e):>20s} {(str(modern) if modern is not None else '-1'):>10s} {legacy_txt:>10s} {gap_txt:>14s}  "
+              f"{log_start_text(e):>20s} {(str(modern) if modern is not None else '-1'):>10s} {legacy_txt:>10s} {gap_txt:>14s}  "
               f"{'' if f.severity == Severity.PASS else f.message}")
         if e.get("legacy_max_offsets") is not None:
             print(f"{'':28s} legacy v0 answer with max offsets {e['legacy_max_offsets']}: {e.get('legacy_offsets')}")
-        tiers = _tier_line(e)
+        tiers = tier_text(e)
         if tiers:
             print(f"{'':28s} {tiers}")
-
-
-def _log_start_text(e: dict) -> str:
-    """The log start offset and whether records were ever deleted below it (0: nothing ever was)."""
-    lso = e.get("log_start_offset")
-    if lso is None:
-        return "-"
-    deleted = e.get("records_ever_deleted")
-    return f"{lso}" + (" (deleted below)" if deleted else " (none deleted)" if deleted is False else "")
-
-
-def _tier_line(e: dict) -> str | None:
-    """Tiered storage, per partition: local vs remote offsets and bytes, and whether anything was
-    ever deleted."""
-    if e.get("local_start_offset") is None and not e.get("remote_segments"):
-        return None
-    local = (f"local {e['local_start_offset']}..{(e['local_end_offset'] or 0) - 1} ({human_bytes(e['local_bytes'] or 0)})"
-             if e.get("local_start_offset") is not None else "local: none")
-    if e.get("remote_segments"):
-        remote = (f"remote {e['remote_start_offset']}..{e['remote_end_offset']} ({human_bytes(e['remote_bytes'] or 0)}, "
-                  f"{e['remote_segments']} segments)")
-    else:
-        remote = "remote: not known here"
-    return f"{local}; {remote}; {e.get('deleted') or 'deletions unknown'}"
