@@ -122,9 +122,9 @@ class ReplayCheckOperator(BaseOperator):
         if not doc["safe"]:
             reasons = "; ".join(f"{p['topic']}-{p['partition']}: {p['message']}" for p in unsafe[:5])
             more = f" (and {len(unsafe) - 5} more partitions)" if len(unsafe) > 5 else ""
-            raise AirflowFailException(f"replay to {doc['target_utc']} is UNSAFE ({doc['worst']}): {reasons}{more}")
-        self.log.info("replay to %s is safe for %d partition(s)", doc["target_utc"], len(doc["partitions"]))
-        return {"safe": True, "target_utc": doc["target_utc"], "partitions": len(doc["partitions"])}
+            raise AirflowFailException(f"replay to {doc['replay_at_utc']} is UNSAFE ({doc['worst']}): {reasons}{more}")
+        self.log.info("replay to %s is safe for %d partition(s)", doc["replay_at_utc"], len(doc["partitions"]))
+        return {"safe": True, "replay_at_utc": doc["replay_at_utc"], "partitions": len(doc["partitions"])}
 
 
 def check_inputs(log_dirs=None, manifests=None, max_age_hours: float = 26.0) -> dict:
@@ -240,7 +240,7 @@ def read_audit_result(work_dir: str) -> dict:
         raise RuntimeError(f"the audit wrote no {findings}: see the audit task's log")
     doc = json.loads(Path(findings).read_text())
     return {"report": os.path.join(work_dir, "report.html"), "findings": findings, "verdict": doc["verdict"],
-            "exit_code": doc["exit_code"], "counts": doc["counts"], "generated_at_utc": doc["generated_at_utc"]}
+            "exit_code": doc["exit_code"], "counts": doc["counts"], "as_of_utc": doc["as_of_utc"]}
 
 
 def run_audit_cli(work_dir: str, args: Sequence[str], timeout_s: float = 4 * 3600, log=None) -> dict:

@@ -57,6 +57,6 @@ with DAG(
     def start_replay(params=None, ti=None) -> str:
         """Stands for the replay job: it only runs when the gate said safe."""
         verdict = ti.xcom_pull(task_ids="replay_gate", key="replay_check")
-        return f"replaying {', '.join(params['topics'])} from {verdict['target_utc']}"
+        return f"replaying {', '.join(params['topics'])} from {verdict['replay_at_utc']}"
 
     gate >> start_replay()

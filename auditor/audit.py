@@ -50,13 +50,13 @@ class AuditRequest:
     depth: str = "headers"
     config_path: str | None = None
     fail_on: str | None = None
-    at_ms: int | None = None
+    replay_at_ms: int | None = None
     topics: list[str] | None = None
     master: str | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
-    bootstrap_servers: str | None = None
+    bootstrap_server: str | None = None
     parquet_dir: str | None = None
-    now_ms: int | None = None
+    as_of_ms: int | None = None
     engine: str = "auto"
     """auto (small inputs on the driver, large ones on Spark: auditor.audit_local), local or spark."""
     state_dir: str | None = None
@@ -202,9 +202,9 @@ def topic_config_layers(req: AuditRequest, progress: Callable[[str], None], log=
             configs[topic] = {k: v for k, (v, _where) in cfg.items()}
             sources[topic] = {k: where for k, (_v, where) in cfg.items()}
         notes += [str(n) for n in log.notes]
-    if req.bootstrap_servers:
-        progress(f"reading topic configs from {req.bootstrap_servers}")
-        for topic, cfg in fetch_topic_configs(req.bootstrap_servers).items():
+    if req.bootstrap_server:
+        progress(f"reading topic configs from {req.bootstrap_server}")
+        for topic, cfg in fetch_topic_configs(req.bootstrap_server).items():
             configs.setdefault(topic, {}).update(cfg)
             sources.setdefault(topic, {}).update({k: "live cluster" for k in cfg})
     return configs, sources, notes
@@ -218,8 +218,8 @@ def audit_context(req: AuditRequest, progress: Callable[[str], None]) -> AuditCo
         config.fail_on = Severity.parse(req.fail_on)
     log = read_cluster_metadata(req, progress)
     topic_configs, sources, notes = topic_config_layers(req, progress, log)
-    return AuditContext(now_ms=req.now_ms or int(time.time() * 1000), config=config, topic_configs=topic_configs,
-                        replay_at_ms=req.at_ms, replay_topics=tuple(req.topics) if req.topics else None,
+    return AuditContext(as_of_ms=req.as_of_ms or int(time.time() * 1000), config=config, topic_configs=topic_configs,
+                        replay_at_ms=req.replay_at_ms, replay_topics=tuple(req.topics) if req.topics else None,
                         partition_moves=PartitionMoves.from_log(log) if log is not None else None,
                         topic_config_sources=sources, metadata_notes=notes)
 
@@ -244,7 +244,7 @@ def read_consumer_groups(req: AuditRequest, ctx: AuditContext, progress: Callabl
 def read_remote_storage(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]) -> None:
     """Step 2b, with --at: tiered storage (KIP-405): what ``__remote_log_metadata`` in the log dirs
     (or the manifests' copy) says is in remote storage, for replay.safety (remote ranges are no gap; the answer there)."""
-    if req.at_ms is None or not (req.log_dirs or req.manifests):
+    if req.replay_at_ms is None or not (req.log_dirs or req.manifests):
         return
     if not req.manifests:
         progress("reading __remote_log_metadata (tiered storage)")
@@ -272,7 +272,7 @@ class AuditOutcome:
 
     request: AuditRequest
     config: Config
-    now_ms: int
+    as_of_ms: int
     elapsed_s: float
     tables: TableOutcome
     findings: list[Finding]
@@ -304,7 +304,7 @@ def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: N
     worst_severity = worst(tables.findings)
     fail_on = ctx.config.fail_on
     return AuditOutcome(
-        request=req, config=ctx.config, now_ms=ctx.now_ms, elapsed_s=round(time.monotonic() - started, 1),
+        request=req, config=ctx.config, as_of_ms=ctx.as_of_ms, elapsed_s=round(time.monotonic() - started, 1),
         tables=tables, findings=tables.findings, worst=worst_severity,
         exit_code=1 if worst_severity >= fail_on and fail_on > Severity.PASS else 0,
         check_titles={**{name: check.title for name, check in REGISTRY.items()}, GX_CHECK: "segment table"},

@@ -177,7 +177,7 @@ def families(doc: Mapping, *, max_topics: int = MAX_TOPICS, max_partitions: int 
     """Every metric of a finished run: the run, the totals, the findings, per topic, per partition."""
     findings = list(doc.get("findings") or [])
     accepted = list(doc.get("accepted") or [])
-    out = _run_families(doc["generated_at_ms"] / 1000, doc.get("elapsed_s") or 0.0, success=True,
+    out = _run_families(doc["as_of_ms"] / 1000, doc.get("elapsed_s") or 0.0, success=True,
                         exit_code=doc.get("exit_code"))
     info = Family("run_info", "The audit run: tool version, engine, scan depth and failing severity (value 1).")
     info.add(1, version=doc.get("version") or "", engine=(doc.get("engine") or {}).get("name") or "",
@@ -186,7 +186,7 @@ def families(doc: Mapping, *, max_topics: int = MAX_TOPICS, max_partitions: int 
     out += _totals_families(doc.get("totals") or {})
     out += _findings_families(doc, findings, accepted)
     stats = (doc.get("tables") or {}).get("partition_stats") or []
-    out += _topic_and_partition_families(doc["generated_at_ms"], stats, findings, accepted, max_topics, max_partitions)
+    out += _topic_and_partition_families(doc["as_of_ms"], stats, findings, accepted, max_topics, max_partitions)
     return out
 
 

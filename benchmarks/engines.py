@@ -49,7 +49,7 @@ def _ctx():
     from checks.base import AuditContext
     from checks.config import Config
 
-    return AuditContext(now_ms=NOW_MS, config=Config.load(None))
+    return AuditContext(as_of_ms=NOW_MS, config=Config.load(None))
 
 
 def prepare(rows: int) -> Path:

@@ -252,7 +252,7 @@ t = time.perf_counter(); committed = rg.group_offsets_from_disk([{log_dir!r}], "
 out["read_group_s"] = time.perf_counter() - t
 t = time.perf_counter(); rows = replay_rows.rows_from_log_dirs([{log_dir!r}], {{"wide"}}); seg, part = rows.segments, rows.partitions
 out["scan_headers_s"] = time.perf_counter() - t
-ctx = AuditContext(now_ms=now, config=Config(None), replay_at_ms={at}, replay_topics=("wide",))
+ctx = AuditContext(as_of_ms=now, config=Config(None), replay_at_ms={at}, replay_topics=("wide",))
 searches = {{}}
 t = time.perf_counter(); rc._disk_findings(seg, part, ctx, searches=searches)
 out["replay_safety_check_s"] = time.perf_counter() - t

@@ -63,8 +63,8 @@ def main() -> None:
     ap.add_argument("--findings", type=int, default=100_000)
     ap.add_argument("--runs", type=int, default=5)
     a = ap.parse_args()
-    night1 = {"generated_at_ms": T0, "fail_on": "FAIL", "findings": findings(a.findings, 0)}
-    night2 = {"generated_at_ms": T0 + 86_400_000, "fail_on": "FAIL", "findings": findings(a.findings, a.findings // 50)}
+    night1 = {"as_of_ms": T0, "fail_on": "FAIL", "findings": findings(a.findings, 0)}
+    night2 = {"as_of_ms": T0 + 86_400_000, "fail_on": "FAIL", "findings": findings(a.findings, a.findings // 50)}
     print(f"load average {os.getloadavg()}; {a.findings:,} findings; medians of {a.runs}")
     with tempfile.TemporaryDirectory() as tmp:
         d1, rows1, _ = annotate(night1, fh.read_previous(Path(tmp) / "h", T0), None)

@@ -270,7 +270,7 @@ class AuditContext:
     ``kafka`` section (defaults and per-topic) and then to Kafka's own default.
     """
 
-    now_ms: int
+    as_of_ms: int
     config: "Any"  # checks.config.Config
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     replay_at_ms: int | None = None

@@ -80,7 +80,7 @@ class TimestampsBounds(Check):
         lo = np.where(np.isnan(batch.column("min_timestamp_ms")), batch.column("min_batch_timestamp_ms"),
                       batch.column("min_timestamp_ms"))
         with np.errstate(invalid="ignore"):
-            future = hi - np.fmin(mtime, float(ctx.now_ms)) > after
+            future = hi - np.fmin(mtime, float(ctx.as_of_ms)) > after
             past = mtime - lo > before
         return batch.groups_where("segments", batch.live_segments() & (future | past))
 
@@ -105,7 +105,7 @@ class TimestampsBounds(Check):
                     lo_ts = opt_int(r["min_batch_timestamp_ms"])
                 hi_ts, hi_off = opt_int(r["max_timestamp_ms"]), opt_int(r["max_timestamp_offset"])
                 # the window in which this segment's records were appended
-                upper = mtimes[i] if trusted and not r["is_active"] else ctx.now_ms
+                upper = mtimes[i] if trusted and not r["is_active"] else ctx.as_of_ms
                 lower = mtimes[i - 1] if trusted and i > 0 else None
                 if after is not None and hi_ts is not None and hi_ts - upper > after:
                     bad.append({"segment": int(r["base_offset"]), "side": "future", "offset": hi_off,

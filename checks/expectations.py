@@ -86,8 +86,8 @@ def _pair(a: str, b: str, description: str, severity: Severity) -> tuple[str, di
 def suite_spec(ctx) -> list[tuple[str, dict, str, Severity]]:
     """(GX expectation class name, kwargs, plain-English description, severity when it fails)."""
     max_segment = largest_segment_bytes(ctx) + MESSAGE_MAX_BYTES
-    latest_timestamp = ctx.now_ms + FUTURE_SLACK_TIMESTAMP_MS
-    latest_mtime = ctx.now_ms + FUTURE_SLACK_MTIME_MS
+    latest_timestamp = ctx.as_of_ms + FUTURE_SLACK_TIMESTAMP_MS
+    latest_mtime = ctx.as_of_ms + FUTURE_SLACK_MTIME_MS
     spec: list[tuple[str, dict, str, Severity]] = [
         ("ExpectTableColumnsToMatchOrderedList", {"column_list": list(SEGMENT_FIELDS)},
          "the table has exactly the declared segment columns, in order (auditor/schema.py)", Severity.FAIL),

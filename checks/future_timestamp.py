@@ -70,7 +70,7 @@ class RetentionFutureTimestamp(Check):
             retention = ctx.kafka_int(topic, "retention.ms")
             if retention is not None and retention >= 0 and "delete" in (ctx.kafka_setting(topic, "cleanup.policy") or "delete"):
                 tolerance[topic] = opts["tolerance_ms"]
-        ahead = largest_timestamps(batch) - ctx.now_ms
+        ahead = largest_timestamps(batch) - ctx.as_of_ms
         return batch.groups_where("segments", batch.live_segments() & (ahead > batch.per_topic("segments", tolerance)))
 
     def run(self, data: CheckInput, ctx, opts):
@@ -78,7 +78,7 @@ class RetentionFutureTimestamp(Check):
         policy = ctx.kafka_setting(data.topic, "cleanup.policy") or "delete"
         if retention is None or retention < 0 or "delete" not in policy:
             return []
-        now = ctx.now_ms
+        now = ctx.as_of_ms
         out = []
         for broker, log_dir, rows in live_replicas(data.segments):
             recs = rows.to_dict("records")

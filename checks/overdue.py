@@ -63,7 +63,7 @@ class RetentionOverdue(Check):
             return []
         closed = ~(seg["is_active"] == True).to_numpy()  # noqa: E712 - a null is not active to the check either
         with np.errstate(invalid="ignore"):
-            overdue = ctx.now_ms - largest_timestamps(batch) > batch.per_topic("segments", due_after)
+            overdue = ctx.as_of_ms - largest_timestamps(batch) > batch.per_topic("segments", due_after)
         return batch.groups_where("segments", batch.live_segments() & closed & overdue)
 
     def run(self, data: CheckInput, ctx, opts):
@@ -73,7 +73,7 @@ class RetentionOverdue(Check):
             return []
         delay = ctx.kafka_int(data.topic, "file.delete.delay.ms") or 0
         slack = opts["grace_ms"] + opts["check_interval_ms"] + delay
-        now = ctx.now_ms
+        now = ctx.as_of_ms
         out = []
         for broker, log_dir, rows in live_replicas(data.segments):
             overdue = []

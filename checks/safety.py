@@ -153,7 +153,7 @@ class ReplaySafety(Check):
             problems += _legacy_problems(found, main, opts)
         evidence += [self._evidence(r) for r in found[1:]]
         thresholds = {k: opts[k] for k in self.options}
-        thresholds["target_ms"] = target
+        thresholds["replay_at_ms"] = target
         location = dict(topic=data.topic, partition=data.partition, broker_id=broker, log_dir=log_dir)
         answers = (f"modern answer {pred.modern.offset if pred.modern.offset is not None else -1}"
                    f"{'' if pred.modern.exact else _inexact(pred.modern)}")
@@ -171,7 +171,7 @@ class ReplaySafety(Check):
     @staticmethod
     def _evidence(replica: "replay.ReplicaPrediction") -> dict:
         broker, log_dir, views, pred = replica.broker_id, replica.log_dir, replica.views, replica.prediction
-        target = pred.target_ms
+        target = pred.replay_at_ms
         span_bytes = sum(v.log_size_bytes or 0 for v in views)
         gap_ms = (pred.oldest_timestamp_ms - target) if (pred.oldest_timestamp_ms or 0) > target else 0
         if _never_deleted(pred):
@@ -194,7 +194,7 @@ class ReplaySafety(Check):
             if to is not None:
                 redundant_legacy = replay.bytes_between(views, pred.legacy.offset, 0, to, to_pos)
         return {
-            "target_ms": target,
+            "replay_at_ms": target,
             "oldest_timestamp_ms": pred.oldest_timestamp_ms,
             "newest_timestamp_ms": pred.newest_timestamp_ms,
             "log_start_offset": pred.log_start_offset,

@@ -79,7 +79,7 @@ class GroupTimeToLoss(Check):
         policy = ctx.kafka_setting(data.topic, "cleanup.policy") or "delete"
         if not commits or retention is None or retention < 0 or "delete" not in policy:
             return []
-        now = ctx.now_ms
+        now = ctx.as_of_ms
         warn_until = now + opts["warn_hours"] * HOUR_MS
         fail_until = now + opts["fail_hours"] * HOUR_MS
         out = []

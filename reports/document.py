@@ -18,7 +18,7 @@ from reports import history as hist
 from reports.html import render
 from checks.config import INTERNAL_TOPIC_DEFAULTS, KAFKA_DEFAULTS
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 SEVERITIES = ("PASS", "INFO", "WARN", "FAIL")
 
 
@@ -35,8 +35,8 @@ def _plain_document(outcome) -> dict:
     gx = tables.gx
     return json_envelope(
         schema_version=SCHEMA_VERSION,
-        generated_at_ms=outcome.now_ms,
-        generated_at_utc=iso_utc(outcome.now_ms),
+        as_of_ms=outcome.as_of_ms,
+        as_of_utc=iso_utc(outcome.as_of_ms),
         elapsed_s=outcome.elapsed_s,
         verdict=outcome.worst.name,
         fail_on=config.fail_on.name,
@@ -50,8 +50,8 @@ def _plain_document(outcome) -> dict:
                 "topic_config_sources": outcome.topic_config_sources,
                 "topic_configs": topic_config_rows(outcome),
                 "metadata_log_notes": list(outcome.metadata_notes)},
-        replay=({"at_ms": req.at_ms, "at_utc": iso_utc(req.at_ms), "topics": req.topics or None}
-                if req.at_ms is not None else None),
+        replay=({"replay_at_ms": req.replay_at_ms, "replay_at_utc": iso_utc(req.replay_at_ms), "topics": req.topics or None}
+                if req.replay_at_ms is not None else None),
         versions=tables.versions,
         engine=tables.engine,
         config=config.to_dict(),
@@ -119,8 +119,8 @@ def write_outputs(doc: dict, out_html: str | None, out_json: str | None, history
         written.append(str(p))
     history_rows: list[dict] = []
     if history_dir:
-        rows = hist.topic_rows(doc["tables"]["partition_stats"], doc["generated_at_ms"], doc["verdict"], doc["counts"])
-        written.append(str(hist.append(history_dir, rows, doc["generated_at_ms"])))
+        rows = hist.topic_rows(doc["tables"]["partition_stats"], doc["as_of_ms"], doc["verdict"], doc["counts"])
+        written.append(str(hist.append(history_dir, rows, doc["as_of_ms"])))
         history_rows = hist.read(history_dir)
     if out_html:
         p = Path(out_html)

@@ -88,7 +88,7 @@ def _replay_rows(findings: Sequence[dict]) -> list[dict]:
         if f["check"] != "replay.safety" or not f.get("evidence"):
             continue
         e = f["evidence"][0]
-        if "target_ms" not in e:
+        if "replay_at_ms" not in e:
             continue
         rows.append({
             "partition": f"{f['topic']}-{f['partition']}", "severity": f["severity"], "rank": RANK[f["severity"]],
@@ -173,7 +173,7 @@ def build_charts(doc: dict) -> list[tuple[str, str]]:
     timelines = tables.get("timelines") or {}
     for key in list(timelines)[:MAX_TIMELINE_PARTITIONS]:
         topic, _, partition = key.rpartition("-")
-        chart = charts.segment_timeline(topic, int(partition), timelines[key], doc.get("generated_at_ms"))
+        chart = charts.segment_timeline(topic, int(partition), timelines[key], doc.get("as_of_ms"))
         if chart:
             out.append(chart)
     return out

@@ -23,7 +23,7 @@ def annotate(doc: dict, previous: Previous | None, accept: AcceptFile | None, fa
     ``resolved``, ``accepted``, ``acceptance`` and ``history`` at the top, and the counts, verdict
     and exit code over the findings that are not accepted. ``previous`` None: the run has no
     ``--history`` (statuses null). Returns (document, history rows, accept entries) for the history."""
-    now_ms = doc["generated_at_ms"]
+    now_ms = doc["as_of_ms"]
     fields: dict[str, tuple[str, ...]] = {}
     findings = []
     for f in doc["findings"]:

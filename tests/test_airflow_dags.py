@@ -211,7 +211,7 @@ def test_nightly_gate_on_change_mails_only_the_new_fail(airflow_env, kafka, smtp
     second = run_dag(env, "kafka_audit_nightly", conf)
     assert second["tasks"]["publish"] == "success" and second["tasks"]["severity_gate"] == "failed", second
     night2 = json.loads((out / "kafka-audit-latest.json").read_text())
-    assert night2["history"]["previous_run_utc"] == night1["generated_at_utc"]
+    assert night2["history"]["previous_run_utc"] == night1["as_of_utc"]
     statuses = {f["topic"]: f["status"] for f in night2["findings"] if f["severity"] == "FAIL"}
     assert statuses == {"clicks": "persisting", "signups": "new"}, statuses
     assert len(sink.messages) == mails_before + 1, sink.messages

@@ -60,7 +60,7 @@ def test_yaml_case_batch_equals_reference(check_name, case):
 
 def test_demo_sample_batch_equals_reference(tmp_path):
     log_dirs, meta = unpack_demo_sample(tmp_path)
-    ctx = AuditContext(now_ms=meta["made_at_ms"], config=Config.load(str(log_dirs[0].parent / "demo-audit.yaml")),
+    ctx = AuditContext(as_of_ms=meta["made_at_ms"], config=Config.load(str(log_dirs[0].parent / "demo-audit.yaml")),
                        replay_at_ms=meta["replay_at_ms"], replay_topics=tuple(meta["replay_topics"]))
     scan = scan_log_dirs(log_dirs, "deep")
     found = assert_batch_equals_reference(scan.segments, scan.partitions, ctx)
@@ -69,7 +69,7 @@ def test_demo_sample_batch_equals_reference(tmp_path):
 
 def test_real_broker_dirs_batch_equals_reference():
     scan = scan_log_dirs(LOG_DIRS, "deep")
-    ctx = AuditContext(now_ms=max(s["log_mtime_ms"] or 0 for s in scan.segments) + 40 * 86_400_000,
+    ctx = AuditContext(as_of_ms=max(s["log_mtime_ms"] or 0 for s in scan.segments) + 40 * 86_400_000,
                        config=Config(None))
     assert_batch_equals_reference(scan.segments, scan.partitions, ctx)
 
@@ -149,7 +149,7 @@ def synthetic_tables(seed: int, rows: int = 900):
     for p in part:
         if rng.random() < 0.05:
             p["log_start_offset"] = int(rng.integers(0, 3_000_000))
-    ctx = AuditContext(now_ms=now, config=Config(SYNTHETIC_CONFIG, source="synthetic"), group_offsets=tuple(groups),
+    ctx = AuditContext(as_of_ms=now, config=Config(SYNTHETIC_CONFIG, source="synthetic"), group_offsets=tuple(groups),
                        topic_configs={"synthetic-topic-4": {"message.timestamp.type": "LogAppendTime"}})
     return seg, part, ctx
 
@@ -172,7 +172,7 @@ def test_synthetic_tables_batch_equals_reference(seed):
 
 def test_synthetic_tables_replay_target_batch_equals_reference():
     seg, part, ctx = synthetic_tables(3, rows=600)
-    ctx.replay_at_ms = ctx.now_ms - 2 * 86_400_000
+    ctx.replay_at_ms = ctx.as_of_ms - 2 * 86_400_000
     ctx.replay_topics = ("synthetic-topic-0", "synthetic-topic-2")
     found = assert_batch_equals_reference(seg, part, ctx, names=["replay.safety"])
     assert {f["topic"] for f in found if f["check"] == "replay.safety" and f["topic"]} == set(ctx.replay_topics)

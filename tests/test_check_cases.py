@@ -88,7 +88,7 @@ def test_every_check_has_cases():
 def case_context(check_name: str, case: dict) -> AuditContext:
     """The audit context a case describes (time, config, topic configs, replay target, groups, metadata)."""
     cfg = Config(case.get("config"), source=f"{check_name}.yaml::{case['name']}")
-    ctx = AuditContext(now_ms=_ms(case["now"]), config=cfg,
+    ctx = AuditContext(as_of_ms=_ms(case["now"]), config=cfg,
                        topic_configs={t: {k: str(v) for k, v in c.items()} for t, c in (case.get("topic_configs") or {}).items()},
                        replay_at_ms=_ms(case.get("replay_at")),
                        replay_topics=tuple(case["replay_topics"]) if case.get("replay_topics") else None,

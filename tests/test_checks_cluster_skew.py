@@ -70,7 +70,7 @@ def scanned(skewed, spark):  # noqa: F811
 
 
 def context() -> AuditContext:
-    return AuditContext(now_ms=int(time.time() * 1000), config=Config(None))
+    return AuditContext(as_of_ms=int(time.time() * 1000), config=Config(None))
 
 
 def not_pass(findings):

@@ -56,7 +56,7 @@ def broker(kafka_cluster_factory):
 
 
 def context() -> AuditContext:
-    return AuditContext(now_ms=int(time.time() * 1000), config=Config(None))
+    return AuditContext(as_of_ms=int(time.time() * 1000), config=Config(None))
 
 
 def findings_of(log_dirs, depth="deep"):
@@ -143,7 +143,7 @@ def test_retention_overdue_when_the_topic_retention_is_shorter_than_the_data(bro
     # the retention is measured from the transactional records' age, not assumed from the clock
     retention = max(100_000, audit_ms - broker["txn_stamped_ms"] + 60_000)
     assert audit_ms - broker["txn_stamped_ms"] < retention, "the transactional segments must not be due yet"
-    ctx = AuditContext(now_ms=audit_ms, config=Config(
+    ctx = AuditContext(as_of_ms=audit_ms, config=Config(
         {"checks": {"retention.overdue": {"grace_ms": 0, "check_interval_ms": 0}}}),
         topic_configs={"txn": {"retention.ms": str(retention), "file.delete.delay.ms": "0"}})
     rows = scan_log_dirs([broker["log_dir"]], "headers")

@@ -50,7 +50,7 @@ def all_log_dirs(cluster) -> list[Path]:
 
 
 def context(**kw) -> AuditContext:
-    return AuditContext(now_ms=int(time.time() * 1000), config=Config(TEST_CONFIG, source="test"), **kw)
+    return AuditContext(as_of_ms=int(time.time() * 1000), config=Config(TEST_CONFIG, source="test"), **kw)
 
 
 def bad(findings, code=None):
@@ -205,7 +205,7 @@ def test_future_timestamp_blocks_the_brokers_own_retention(cluster):
     live = fetch_topic_configs(cluster.bootstrap_servers, [topic])
     assert live[topic]["retention.ms"] == str(HOUR)
     result = scan_log_dirs(cluster.log_dirs(1), "headers")
-    ctx = AuditContext(now_ms=int(time.time() * 1000), config=Config(None), topic_configs=live)
+    ctx = AuditContext(as_of_ms=int(time.time() * 1000), config=Config(None), topic_configs=live)
     findings = [f for f in run_local(result.segments, result.partitions, ctx,
                                      names=["retention.future_timestamp", "retention.overdue"]) if f.topic == topic]
     blocked = bad(findings, "KLA031")

@@ -246,7 +246,7 @@ def test_group_checks_on_the_real_cluster(groups_cluster):
     scan = scan_log_dirs(kc.log_dirs(1), depth="headers")
     groups = read_groups(kc.log_dirs(1))
     topics = sorted(scenario.topics)
-    ctx = AuditContext(now_ms=int(time.time() * 1000), config=Config(None),
+    ctx = AuditContext(as_of_ms=int(time.time() * 1000), config=Config(None),
                        topic_configs={t: kc.topic_config(t) for t in topics},
                        group_offsets=commit_rows(groups))
     names = ["groups.below_log_start", "groups.time_to_loss", "groups.missing_partition"]
@@ -329,9 +329,9 @@ def test_audit_from_a_manifest_has_the_groups_disk_mode_has(groups_cluster, tmp_
     assert notes == [] and carried.notes == disk.notes and carried.partitions == disk.partitions
     assert {g: grp.to_dict() for g, grp in carried.groups.items()} == {g: grp.to_dict() for g, grp in disk.groups.items()}
     assert len(carried.live) >= 20
-    now_ms = int(time.time() * 1000)
+    as_of_ms = int(time.time() * 1000)
     codes = ("KLA060", "KLA061", "KLA062")
-    outcomes = [run_audit(AuditRequest(engine="local", now_ms=now_ms, depth="headers", **src))
+    outcomes = [run_audit(AuditRequest(engine="local", as_of_ms=as_of_ms, depth="headers", **src))
                 for src in ({"log_dirs": [str(d) for d in kc.log_dirs(1)]}, {"manifests": [str(manifest)]})]
     found = [sorted((f.code, f.severity.name, f.topic or "", f.partition if f.partition is not None else -1,
                      f.message, repr(f.evidence)) for f in o.findings if f.code in codes) for o in outcomes]

@@ -18,7 +18,7 @@ from spark_session import spark  # noqa: F401
 
 
 def _ctx():
-    return AuditContext(now_ms=int(time.time() * 1000), config=Config.load(None))
+    return AuditContext(as_of_ms=int(time.time() * 1000), config=Config.load(None))
 
 
 def test_real_broker_table_meets_every_expectation(spark):  # noqa: F811
@@ -78,7 +78,7 @@ def test_planted_violations_are_each_reported(spark):  # noqa: F811
 @pytest.mark.parametrize("segment_bytes", [1 << 20])
 def test_size_bound_follows_segment_bytes(spark, segment_bytes):  # noqa: F811
     cfg = Config({"kafka": {"segment.bytes": segment_bytes}})
-    ctx = AuditContext(now_ms=int(time.time() * 1000), config=cfg)
+    ctx = AuditContext(as_of_ms=int(time.time() * 1000), config=cfg)
     rows = [_row(base_offset=0, log_size_bytes=segment_bytes + 2_000_000)]
     df = spark.createDataFrame([tuple(r[c.name] for c in SEGMENT_COLUMNS) for r in rows], spark_schema(SEGMENT_SCHEMA))
     res = run_expectations(df, ctx)
@@ -91,7 +91,7 @@ def test_schema_drift_is_one_finding_and_the_size_bound_is_the_largest_segment_b
     # A manifest from another version (a column missing) and topics with their own segment.bytes:
     # one row-wise bound cannot follow each topic, so it is the largest configured value.
     cfg = Config({"kafka": {"segment.bytes": 1 << 20}, "topics": {"big-*": {"kafka": {"segment.bytes": 1 << 30}}}})
-    ctx = AuditContext(now_ms=int(time.time() * 1000), config=cfg)
+    ctx = AuditContext(as_of_ms=int(time.time() * 1000), config=cfg)
     rows = [_row(base_offset=0, topic="small", log_size_bytes=100 << 20)]
     df = spark.createDataFrame([tuple(r[c.name] for c in SEGMENT_COLUMNS) for r in rows],
                                spark_schema(SEGMENT_SCHEMA)).drop("crc_failures")
@@ -118,7 +118,7 @@ row.update(broker_id=1, cluster_id="c", log_dir="/d", topic="t", partition=0, di
            last_offset=9, min_timestamp_ms=1_700_000_000_000, max_timestamp_ms=1_700_000_001_000, batch_count=1,
            record_count=10, trailing_bytes=0)
 res = run_expectations(to_table([row, dict(row, base_offset=10, first_offset=10, last_offset=5)], SEGMENT_SCHEMA)
-                       .to_pandas(), AuditContext(now_ms=int(time.time() * 1000), config=Config.load(None)))
+                       .to_pandas(), AuditContext(as_of_ms=int(time.time() * 1000), config=Config.load(None)))
 out = {"failed": sorted(r["expectation"] + ":" + ",".join(r["columns"] or [r["column"]])
                         for r in res.results if not r["success"]),
        "loaded": {m: type(sys.modules.get(m)).__name__ for m in ("scipy.stats", "altair", "sqlalchemy", "pyspark.ml")}}

@@ -95,19 +95,19 @@ def _replica(cluster: KafkaCluster, topic: str, node_id: int):
     return pdir.parent, views, prow
 
 
-def _targets(mtimes: list[int], now_ms: int) -> list[int]:
+def _targets(mtimes: list[int], as_of_ms: int) -> list[int]:
     """Before, at, ±1 ms around and between the mtimes, and after them (before the audit time,
     and an hour after it: the log end offset's pair)."""
     ms = sorted(set(mtimes))
-    targets = {946_684_800_000, ms[0] - 60_000, ms[0] - 1, now_ms + HOUR}
+    targets = {946_684_800_000, ms[0] - 60_000, ms[0] - 1, as_of_ms + HOUR}
     for m in ms:
         targets.update((m - 1, m, m + 1))
     for a, b in zip(ms, ms[1:]):
         targets.add((a + b) // 2)
-    targets.add((ms[-1] + now_ms) // 2)
+    targets.add((ms[-1] + as_of_ms) // 2)
     # from the audit time on, the answer depends on the broker's clock when it answers (the log end
     # offset's pair is (LEO, now)): no target there but the one an hour later
-    return sorted(t for t in targets if t > 0 and not now_ms <= t <= now_ms + 60_000)
+    return sorted(t for t in targets if t > 0 and not as_of_ms <= t <= as_of_ms + 60_000)
 
 
 def _cli_legacy(log_dir: Path, topic: str, target: int, max_n: int | None = None) -> tuple[int, int | None]:
@@ -143,7 +143,7 @@ def _compare(cluster: KafkaCluster, topic: str, leader: int, case: str, extra_mt
                 assert answer.error_code == 0, (case, target, answer)
                 mine = replay.predict_legacy_offsets(
                     views, target, log_start_offset=prow["log_start_offset"], log_end_offset=prow["log_end_offset"],
-                    now_ms=now, max_num_offsets=max_n, high_watermark=prow["log_end_offset"])
+                    as_of_ms=now, max_num_offsets=max_n, high_watermark=prow["log_end_offset"])
                 if mine != answer.offsets:
                     mismatches.append((target, max_n, mine, answer.offsets))
                 if cli and max_n > 1 and targets.index(target) % CLI_LIST_EVERY == 0:
@@ -156,7 +156,7 @@ def _compare(cluster: KafkaCluster, topic: str, leader: int, case: str, extra_mt
                     empties += not answer.offsets
                     pred = replay.predict(views, target, log_start_offset=prow["log_start_offset"],
                                           log_end_offset=prow["log_end_offset"],
-                                          high_watermark=prow["high_watermark"], now_ms=now)
+                                          high_watermark=prow["high_watermark"], as_of_ms=now)
                     single = [pred.legacy.offset] if pred.legacy.offset is not None else []
                     if single != answer.offsets:
                         mismatches.append((target, "predict()", single, answer.offsets))
@@ -183,7 +183,7 @@ def _debug_compare(cluster: KafkaCluster, topic: str, node_id: int, case: str) -
                 answer = client.ask(topic, 0, target, max_n, DEBUGGING_REPLICA_ID)
                 mine = replay.predict_legacy_offsets(
                     views, target, log_start_offset=prow["log_start_offset"], log_end_offset=prow["log_end_offset"],
-                    now_ms=now, max_num_offsets=max_n)
+                    as_of_ms=now, max_num_offsets=max_n)
                 assert answer.error_code == 0 and mine == answer.offsets, (case, node_id, target, max_n, mine, answer)
     TOTALS[case] = len(targets)
     return len(targets)

@@ -70,14 +70,14 @@ def assert_engines_agree(spark, segments, partitions, ctx):  # noqa: F811
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
     log_dirs, meta = unpack_demo_sample(tmp_path_factory.mktemp("demo"))
-    ctx = AuditContext(now_ms=meta["made_at_ms"], config=Config.load(str(log_dirs[0].parent / "demo-audit.yaml")),
+    ctx = AuditContext(as_of_ms=meta["made_at_ms"], config=Config.load(str(log_dirs[0].parent / "demo-audit.yaml")),
                        replay_at_ms=meta["replay_at_ms"], replay_topics=tuple(meta["replay_topics"]))
     return scan_log_dirs(log_dirs, "deep"), ctx
 
 
 def test_real_broker_dirs(spark):  # noqa: F811
     result = scan_log_dirs(LOG_DIRS, "headers")
-    ctx = AuditContext(now_ms=int(time.time() * 1000), config=Config.load(None))
+    ctx = AuditContext(as_of_ms=int(time.time() * 1000), config=Config.load(None))
     found = assert_engines_agree(spark, result.segments, result.partitions, ctx)
     assert len(found) > 10
 
@@ -93,7 +93,7 @@ def test_more_planted_anomalies(spark, demo):  # noqa: F811
     result, ctx = demo
     segs = copy.deepcopy(result.segments)
     segs.append(copy.deepcopy(segs[3]))                                  # the same segment twice
-    segs[5]["max_timestamp_ms"] = ctx.now_ms + 20 * 365 * 86_400_000     # far future
+    segs[5]["max_timestamp_ms"] = ctx.as_of_ms + 20 * 365 * 86_400_000     # far future
     segs[6]["last_offset"] = segs[6]["base_offset"] - 5                  # below its own base offset
     segs[7]["trailing_bytes"] = -1
     segs[8]["topic"] = None                                              # a key missing
@@ -132,7 +132,7 @@ def test_live_broker_dirs(spark, kafka_cluster_factory):  # noqa: F811
     kc.transaction("tx", [("k", "w", now)], commit=False)
     kc.produce("events", [("late", "x", now + 7_200_000)], partition=0)  # a future timestamp
     result = scan_log_dirs(kc.log_dirs(1), "deep")
-    ctx = AuditContext(now_ms=now + 1000, config=Config.load(None), replay_at_ms=now - 2 * 86_400_000)
+    ctx = AuditContext(as_of_ms=now + 1000, config=Config.load(None), replay_at_ms=now - 2 * 86_400_000)
     assert_engines_agree(spark, result.segments, result.partitions, ctx)
 
 
@@ -147,7 +147,7 @@ def test_whole_audit_same_document_on_both_engines(demo, tmp_path):
     docs = {}
     for engine in ("local", "spark"):
         req = AuditRequest(log_dirs=log_dirs, depth="deep", config_path=str(Path(log_dirs[0]).parent / "demo-audit.yaml"),
-                           at_ms=ctx.replay_at_ms, topics=list(ctx.replay_topics), now_ms=ctx.now_ms, engine=engine)
+                           replay_at_ms=ctx.replay_at_ms, topics=list(ctx.replay_topics), as_of_ms=ctx.as_of_ms, engine=engine)
         doc = dict(build_document(run_audit(req)))
         assert doc.pop("engine")["name"] == engine
         for key in ("versions", "elapsed_s"):

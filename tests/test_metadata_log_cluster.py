@@ -231,8 +231,8 @@ def test_history_names_the_moves_and_changes(scenario):
     else:
         assert summary(fast.state)[:3] == summary(log.state)[:3]
     h = log.history
-    now_ms = int(time.time() * 1000)
-    assert all(scenario["t0_ms"] - 120_000 <= c.timestamp_ms <= now_ms for c in h)
+    as_of_ms = int(time.time() * 1000)
+    assert all(scenario["t0_ms"] - 120_000 <= c.timestamp_ms <= as_of_ms for c in h)
     reps = [c for c in h if c.kind == "replicas" and c.topic == "orders" and c.partition == 0]
     assert reps and reps[0].before == [1, 2] and reps[-1].after == [3, 2], reps
     assert all(scenario["t_reassign_ms"] - 1000 <= c.timestamp_ms for c in reps)
@@ -344,7 +344,7 @@ def test_kla020_names_the_recorded_reassignment_and_log_dir_move(scenario):
     config = Config({"checks": {"mtime.reset": {"min_record_span_ms": 4_000, "replica_skew_ms": 3_000,
                                                 "packed_ratio": 0.2}}}, source="test")
     result = scan_log_dirs(dirs, "headers")
-    ctx = AuditContext(now_ms=int(time.time() * 1000), config=config, partition_moves=moves)
+    ctx = AuditContext(as_of_ms=int(time.time() * 1000), config=config, partition_moves=moves)
     findings = [f for f in run_local(result.segments, result.partitions, ctx, names=["mtime.reset"])
                 if f.severity != Severity.PASS and f.topic in ("kla020-moved", "kla020-dirmove")]
     by_topic = {}
@@ -372,7 +372,7 @@ def test_kla020_names_the_recorded_reassignment_and_log_dir_move(scenario):
     assert flips[0].timestamp_ms <= t3 + 1000, flips
     assert ev["metadata_first_offset"] == flips[0].offset and ev["metadata_offset"] == flips[-1].offset
     # without a metadata log the guess stays (as before)
-    ctx0 = AuditContext(now_ms=int(time.time() * 1000), config=config)
+    ctx0 = AuditContext(as_of_ms=int(time.time() * 1000), config=config)
     guess = [f for f in run_local(result.segments, result.partitions, ctx0, names=["mtime.reset"])
              if f.topic == "kla020-moved" and f.broker_id == 2 and f.severity != Severity.PASS]
     assert guess and guess[0].message.startswith("reassigned to broker 2:")
@@ -392,7 +392,7 @@ def test_stray_dir_check_finds_a_planted_leftover_of_the_deleted_topic(scenario)
 
     def stray():
         log = ml.read_metadata_log(dirs, history=True)
-        ctx = AuditContext(now_ms=int(time.time() * 1000), config=Config({}, source="test"),
+        ctx = AuditContext(as_of_ms=int(time.time() * 1000), config=Config({}, source="test"),
                            partition_moves=PartitionMoves.from_log(log))
         result = scan_log_dirs(dirs, "index")
         return [f for f in run_local(result.segments, result.partitions, ctx, stats={}, names=["metadata.stray_dir"])
@@ -423,7 +423,7 @@ def test_absent_replica_and_wrong_log_dir_checks(scenario, tmp_path):
 
     def run(dirs):
         log = ml.read_metadata_log(dirs, history=True)
-        ctx = AuditContext(now_ms=int(time.time() * 1000), config=Config({}, source="test"),
+        ctx = AuditContext(as_of_ms=int(time.time() * 1000), config=Config({}, source="test"),
                            partition_moves=PartitionMoves.from_log(log))
         result = scan_log_dirs(dirs, "index")
         return [f for f in run_local(result.segments, result.partitions, ctx, stats={}, names=names)
@@ -488,8 +488,8 @@ def test_audit_from_manifests_knows_what_disk_mode_knows(scenario, tmp_path):
     config = tmp_path / "audit.yaml"
     config.write_text("checks:\n  mtime.reset:\n    min_record_span_ms: 4000\n    replica_skew_ms: 3000\n"
                       "    packed_ratio: 0.2\n")
-    now_ms = int(time.time() * 1000)
-    common = dict(config_path=str(config), now_ms=now_ms, depth="headers")
+    as_of_ms = int(time.time() * 1000)
+    common = dict(config_path=str(config), as_of_ms=as_of_ms, depth="headers")
     disk = run_audit(AuditRequest(log_dirs=[str(d) for d in dirs], engine="local", **common))
     local = run_audit(AuditRequest(manifests=manifests, engine="local", **common))
     assert disk.topic_config_sources["orders"]["retention.ms"] == "metadata log: topic config"

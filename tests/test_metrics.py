@@ -35,7 +35,7 @@ def finding(check, severity, topic=None, partition=None, **extra):
 
 
 def document(findings=(), stats=(), **extra) -> dict:
-    return {"version": "0.1.0", "generated_at_ms": AUDIT_MS, "elapsed_s": 12.5, "exit_code": 1, "fail_on": "FAIL",
+    return {"version": "0.1.0", "as_of_ms": AUDIT_MS, "elapsed_s": 12.5, "exit_code": 1, "fail_on": "FAIL",
             "engine": {"name": "local"}, "inputs": {"depth": "headers"},
             "totals": {"brokers": 2, "log_dirs": 2, "topics": 2, "partitions": 4, "segments": 40,
                        "size_bytes": 123_456_789},
@@ -386,7 +386,7 @@ def test_time_to_loss_and_remote_bytes_read_the_checks_own_evidence():
                 for base, active, ts in ((100, False, now - 7 * 24 * hour + 3 * hour),
                                          (200, False, now - 7 * 24 * hour + 20 * hour), (300, True, now))]
     partitions = [{**empty_row(PARTITION_COLUMNS), **where, "log_start_offset": 100, "log_end_offset": 400}]
-    ctx = AuditContext(now_ms=now, config=Config({"kafka": {"retention.ms": 7 * 24 * hour}}),
+    ctx = AuditContext(as_of_ms=now, config=Config({"kafka": {"retention.ms": 7 * 24 * hour}}),
                        group_offsets=({"group": "billing", "topic": "t", "partition": 0, "committed_offset": 120},))
     found = [f.to_dict() for f in run_local(segments, partitions, ctx, names=["groups.time_to_loss"])]
     assert [f["severity"] for f in found if f["check"] == metrics.TIME_TO_LOSS_CHECK] == ["WARN"]

@@ -95,7 +95,7 @@ def test_audit_metrics_in_prometheus_equal_the_findings_json(stack, demo, tmp_pa
                            capture_output=True, text=True, timeout=60)
     assert check.returncode == 0 and not (check.stdout + check.stderr).strip(), check.stdout + check.stderr
 
-    wait_for_run(server, doc["generated_at_ms"] / 1000, success=1)
+    wait_for_run(server, doc["as_of_ms"] / 1000, success=1)
     assert server.scalar("node_textfile_scrape_error") == 0, exporter.metrics_text()[-3000:]
 
     # findings by check, severity and status: this run had no --history, so every finding is untracked
@@ -132,7 +132,7 @@ def test_audit_metrics_in_prometheus_equal_the_findings_json(stack, demo, tmp_pa
     for (topic,), age in ages.items():
         oldest = min(s["oldest_record_timestamp_ms"] for s in live
                      if s["topic"] == topic and s["oldest_record_timestamp_ms"] is not None)
-        assert age == pytest.approx((doc["generated_at_ms"] - oldest) / 1000, abs=1e-3), topic
+        assert age == pytest.approx((doc["as_of_ms"] - oldest) / 1000, abs=1e-3), topic
         assert local[(topic,)] == sum(s["size_bytes"] for s in live if s["topic"] == topic), topic
 
 
@@ -142,7 +142,7 @@ def test_statuses_and_label_values_survive_node_exporter_and_prometheus(stack):
     feed comes back from Prometheus' API as it went in."""
     exporter, server = stack
     odd = 'we"ird\\topic\nname'
-    doc = {"generated_at_ms": 1_700_000_000_123, "elapsed_s": 1.5, "exit_code": 0, "check_titles": {"x.y": "X"},
+    doc = {"as_of_ms": 1_700_000_000_123, "elapsed_s": 1.5, "exit_code": 0, "check_titles": {"x.y": "X"},
            "findings": [{"check": "x.y", "severity": "WARN", "topic": odd, "partition": 3, "status": "new"},
                         {"check": "x.y", "severity": "WARN", "topic": "b", "partition": 0, "status": "persisting"},
                         {"check": "x.y", "severity": "FAIL", "topic": "b", "partition": 1, "status": "new"}],

@@ -32,7 +32,7 @@ def test_log_start(views, checkpoint, epochs, offset, source, deleted):
 
 def test_legacy_offsets_list_form_and_clamp():
     views = [seg(0, 100), seg(10, 200), seg(20, 300)]
-    args = dict(log_start_offset=0, log_end_offset=25, now_ms=1_000)
+    args = dict(log_start_offset=0, log_end_offset=25, as_of_ms=1_000)
     assert replay.predict_legacy_offsets(views, 99, **args) == []
     assert replay.predict_legacy_offsets(views, 100, **args) == [0]
     assert replay.predict_legacy_offsets(views, 250, max_num_offsets=10, **args) == [10, 0]
@@ -40,14 +40,14 @@ def test_legacy_offsets_list_form_and_clamp():
     # an ordinary consumer: offsets above the high watermark become the high watermark
     assert replay.predict_legacy_offsets(views, 5_000, max_num_offsets=3, high_watermark=22, **args) == [22, 20, 10]
     # log start inside a segment: pairs start there, repeated when several segments are below it
-    assert replay.predict_legacy_offsets(views, 350, log_start_offset=15, log_end_offset=25, now_ms=1_000,
+    assert replay.predict_legacy_offsets(views, 350, log_start_offset=15, log_end_offset=25, as_of_ms=1_000,
                                          max_num_offsets=10) == [20, 15, 15]
     assert replay.predict_legacy_offsets(views, 5_000, max_num_offsets=0, **args) == []
     with pytest.raises(ValueError):
         replay.predict_legacy_offsets(views, 5_000, max_num_offsets=-1, **args)
     # an empty active segment adds no (log end offset, now) pair
     assert replay.predict_legacy_offsets([seg(0, 100), seg(10, 200, size=0)], 5_000, log_start_offset=0,
-                                         log_end_offset=10, now_ms=1_000, max_num_offsets=5) == [10, 0]
+                                         log_end_offset=10, as_of_ms=1_000, max_num_offsets=5) == [10, 0]
     # agrees with predict_legacy (max offsets 1) on every target
     for target in range(0, 1_200, 7):
         one = replay.predict_legacy(views, target, 0, 25, 1_000).offset

@@ -53,10 +53,10 @@ def _all_records(partition_dir: Path) -> list[tuple[int, int]]:
     return out
 
 
-def _targets(records: list[tuple[int, int]], seed: int, now_ms: int) -> list[int]:
+def _targets(records: list[tuple[int, int]], seed: int, as_of_ms: int) -> list[int]:
     stamps = sorted({ts for _, ts in records if ts >= 0})
     lo, hi = stamps[0], stamps[-1]
-    targets = {0, lo - DAY, lo - 1, lo, hi, hi + 1, hi + DAY, now_ms, now_ms + 365 * DAY}
+    targets = {0, lo - DAY, lo - 1, lo, hi, hi + 1, hi + DAY, as_of_ms, as_of_ms + 365 * DAY}
     for a, b in zip(stamps, stamps[1:]):
         targets.update((a - 1, a, a + 1, (a + b) // 2))
     rng = random.Random(seed)
@@ -100,14 +100,14 @@ def _compare(cluster, topic: str, partition: int = 0, seed: int = 1) -> dict:
     for target, answer in zip(targets, broker):
         pred = replay.predict(views, target, log_start_offset=prow["log_start_offset"],
                               log_end_offset=prow["log_end_offset"], high_watermark=prow["high_watermark"],
-                              now_ms=now)
+                              as_of_ms=now)
         mine = pred.modern.offset if pred.modern.offset is not None else -1
         minus_ones += answer == -1
         if mine != answer:
             mismatches.append((target, mine, answer, pred.modern.reason))
         # the rows-only answer names the segment the exact answer is in, and bounds it
         rough = replay.predict(views, target, log_start_offset=prow["log_start_offset"],
-                               log_end_offset=prow["log_end_offset"], high_watermark=None, now_ms=now,
+                               log_end_offset=prow["log_end_offset"], high_watermark=None, as_of_ms=now,
                                read_files=False).modern
         if answer != -1 and rough.offset is not None:
             assert rough.offset <= answer <= rough.upper_bound_offset, (target, rough, answer)

@@ -53,7 +53,7 @@ def _targets(segments: list[dict]) -> list[int]:
 
 
 def _ctx(target: int) -> AuditContext:
-    return AuditContext(now_ms=NOW_MS, config=Config(None), replay_at_ms=target, replay_topics=None)
+    return AuditContext(as_of_ms=NOW_MS, config=Config(None), replay_at_ms=target, replay_topics=None)
 
 
 def _int(value):
@@ -85,7 +85,7 @@ def _pandas_predict_replicas(topic, partition, segments, partitions, ctx, *, sea
         pred = replay.predict(views, ctx.replay_at_ms, log_start_offset=lso,
                               log_end_offset=_int(prow.get("log_end_offset")) if prow else None,
                               high_watermark=_int(prow.get("high_watermark")) if prow else None,
-                              now_ms=ctx.now_ms, read_files=search_files,
+                              as_of_ms=ctx.as_of_ms, read_files=search_files,
                               remote=ctx.remote_partition(topic, partition, prow.get("topic_id") if prow else None),
                               leader_epochs=replay.epoch_starts(prow),
                               remote_storage_dir=ctx.remote_storage_dir if search_files else None)

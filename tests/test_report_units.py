@@ -13,7 +13,7 @@ def _doc(n: int) -> dict:
                  "message": f"gap number {i}", "fix": "f", "broker_id": 1, "log_dir": "/d", "topic": "t", "partition": i,
                  "base_offset": 0, "thresholds": {}, "evidence": [{"offset": j} for j in range(20)], "evidence_count": 40}
                 for i in range(n)]
-    return {"verdict": "FAIL", "generated_at_utc": "2024-01-01T00:00:00.000Z", "generated_at_ms": 1704067200000,
+    return {"verdict": "FAIL", "as_of_utc": "2024-01-01T00:00:00.000Z", "as_of_ms": 1704067200000,
             "version": "t", "exit_code": 1, "fail_on": "FAIL", "counts": {"FAIL": n // 3, "WARN": n - n // 3},
             "totals": {"brokers": 1, "log_dirs": 1, "topics": 1, "partitions": n, "partition_dirs": n, "segments": n,
                        "size_bytes": 1}, "inputs": {"log_dirs": [], "manifests": [], "depth": "headers"},

@@ -170,7 +170,7 @@ def test_stale_after_n_unmatched_runs():
 
 
 def _doc(findings, at=T0, fail_on="FAIL"):
-    return {"generated_at_ms": at, "fail_on": fail_on, "findings": findings, "verdict": "PASS", "exit_code": 0,
+    return {"as_of_ms": at, "fail_on": fail_on, "findings": findings, "verdict": "PASS", "exit_code": 0,
             "counts": {}}
 
 

@@ -171,7 +171,7 @@ def _predict_all(t, remote_storage_dir):
         for target, broker in t.answers[p]:
             pred = replay.predict(views, target, log_start_offset=prow["log_start_offset"],
                                   log_end_offset=prow["log_end_offset"], high_watermark=prow["high_watermark"],
-                                  now_ms=0, remote=remote, leader_epochs=epochs,
+                                  as_of_ms=0, remote=remote, leader_epochs=epochs,
                                   remote_storage_dir=remote_storage_dir)
             a = pred.modern
             counts[a.tier or "local"] += 1
@@ -526,8 +526,8 @@ def test_audit_at_from_the_manifest_equals_the_log_dir_audit(tiered, tiered_mani
     config = tmp_path / "audit.yaml"
     config.write_text("checks:\n  replay.safety:\n    api: modern\n")
     for remote_dir in (str(t.remote_dir), None):
-        common = dict(at_ms=target, topics=[t.sc.topic], engine="local", config_path=str(config),
-                      remote_storage_dir=remote_dir, now_ms=t.sc.first_ms + 10**9)
+        common = dict(replay_at_ms=target, topics=[t.sc.topic], engine="local", config_path=str(config),
+                      remote_storage_dir=remote_dir, as_of_ms=t.sc.first_ms + 10**9)
         replays = []
         for req in (AuditRequest(log_dirs=[str(t.log_dir)], depth="headers", **common),
                     AuditRequest(manifests=[str(m.dir)], **common)):

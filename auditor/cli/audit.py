@@ -151,8 +151,8 @@ def request_from_args(args) -> AuditRequest:
             check_writable(path, is_dir)
     topics = [t for chunk in (args.topic or []) for t in chunk.split(",") if t] or None
     return AuditRequest(log_dirs=args.log_dir or [], manifests=args.manifest or [], depth=args.depth,
-                        config_path=args.config, fail_on=args.fail_on, at_ms=at, topics=topics, master=args.master,
-                        spark_conf=conf, bootstrap_servers=args.bootstrap_server, parquet_dir=args.parquet, now_ms=as_of,
+                        config_path=args.config, fail_on=args.fail_on, replay_at_ms=at, topics=topics, master=args.master,
+                        spark_conf=conf, bootstrap_server=args.bootstrap_server, parquet_dir=args.parquet, as_of_ms=as_of,
                         engine=args.engine, state_dir=args.state, remote_storage_dir=args.remote_storage_dir)
 
 
@@ -174,12 +174,12 @@ def execute(audit_run: AuditRun) -> int:
         raise CliError(str(exc)) from None
     except FileNotFoundError as exc:  # no manifest there, or one a killed collect left (IncompleteManifest)
         raise InputProblem(str(exc)) from None
-    previous = read_previous(history, outcome.now_ms) if history else None
+    previous = read_previous(history, outcome.as_of_ms) if history else None
     doc, history_rows, accept_entries = annotate(build_document(outcome), previous, accept, fail_on_new)
     try:
         written = write_outputs(doc, out_html, out_json, history)
         if history:
-            written.append(append_findings(history, doc["generated_at_ms"], history_rows, accept_entries))
+            written.append(append_findings(history, doc["as_of_ms"], history_rows, accept_entries))
     except OutputError:
         raise
     except OSError as exc:  # (a full disk under the history's Parquet writer names no path)

@@ -32,6 +32,9 @@ from checks.base import AuditContext, CheckInput, Finding, Severity
 from checks.config import Config, ConfigError
 from checks.safety import LOOKUP_APIS, ReplaySafety
 
+#: The --json document's version (reports/replay-check.schema.json has its changelog).
+SCHEMA_VERSION = 2
+
 
 
 def register(sub) -> None:
@@ -181,7 +184,7 @@ def run(args) -> int:
     topics = _topics(args)
     config = _load_config(args.config)
     config.checks.setdefault("replay.safety", {})["api"] = args.api
-    ctx = AuditContext(now_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
+    ctx = AuditContext(as_of_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
     problems: list[str] = []
     if args.bootstrap_server:
         try:
@@ -214,7 +217,7 @@ def run(args) -> int:
     worst = max((f.severity for f in findings), default=Severity.PASS)
     unsafe = worst >= fail_on
     if args.json:
-        write_json(json_envelope(mode=mode, target_ms=target, target_utc=iso_utc(target), api=args.api, safe=not unsafe,
+        write_json(json_envelope(schema_version=SCHEMA_VERSION, mode=mode, replay_at_ms=target, replay_at_utc=iso_utc(target), api=args.api, safe=not unsafe,
                                  worst=worst.name, fail_on=fail_on.name, partitions=[f.to_dict() for f in findings],
                                  problems=problems))
     else:
@@ -260,7 +263,7 @@ def _group_from_protocol(args, target: int, now: int, config) -> GroupReplay:
         raise CliError(str(exc)) from None
     except Exception as exc:  # noqa: BLE001 - a cluster we cannot reach is one clear line
         raise CliError(f"{args.bootstrap_server}: {type(exc).__name__}: {exc}") from None
-    ctx = AuditContext(now_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
+    ctx = AuditContext(as_of_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
     return GroupReplay(resets, asked.facts, _protocol_findings(rows, ctx), "protocol")
 
 
@@ -287,7 +290,7 @@ def _group_from_files(args, target: int, now: int, config) -> GroupReplay:
     else:
         rows = _rows_from_manifests(args.manifest, set(topics))
     rows = rows.only(committed)
-    ctx = AuditContext(now_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
+    ctx = AuditContext(as_of_ms=now, config=config, replay_at_ms=target, replay_topics=tuple(topics))
     searches: dict = {}
     findings = _disk_findings(rows.segments, rows.partitions, ctx, searches=searches)
     # the resets use the same lookup where it read the files: each partition's files searched once
@@ -337,7 +340,7 @@ def _run_group(args, target: int, now: int, fail_on: Severity) -> int:
     worst = max((f.severity for f in findings), default=Severity.PASS)
     unsafe = worst >= fail_on
     if args.json:
-        write_json(json_envelope(mode=mode, target_ms=target, target_utc=iso_utc(target), api=args.api, safe=not unsafe,
+        write_json(json_envelope(schema_version=SCHEMA_VERSION, mode=mode, replay_at_ms=target, replay_at_utc=iso_utc(target), api=args.api, safe=not unsafe,
                                  worst=worst.name, fail_on=fail_on.name, group=doc,
                                  partitions=[f.to_dict() for f in findings], problems=problems))
     else:

@@ -112,7 +112,7 @@ def group_facts(name: str, grp) -> dict:
             "offsets_partition": grp.offsets_partition}
 
 
-def resets_from_rows(segments: list[dict], partitions: list[dict], committed: dict, replay_at_ms: int, now_ms: int,
+def resets_from_rows(segments: list[dict], partitions: list[dict], committed: dict, replay_at_ms: int, as_of_ms: int,
                      searched: dict | None = None) -> list[GroupReset]:
     """Per committed partition: the furthest live replica's prediction and the group's reset.
 
@@ -144,7 +144,7 @@ def resets_from_rows(segments: list[dict], partitions: list[dict], committed: di
         if pred is None:
             pred = predict(views, replay_at_ms, log_start_offset=p.get("log_start_offset"),
                            log_end_offset=p.get("log_end_offset"), high_watermark=p.get("high_watermark"),
-                           now_ms=now_ms, read_files=True)
+                           as_of_ms=as_of_ms, read_files=True)
         out.append(group_reset(views, pred, topic, part, offset, read_files=True))
     return out
 

@@ -17,17 +17,17 @@ class LegacyAnswer:
     reason: str
 
 
-def predict_legacy(segments: Sequence[SegmentView], target_ms: int, log_start_offset: int | None,
-                   log_end_offset: int | None, now_ms: int) -> LegacyAnswer:
+def predict_legacy(segments: Sequence[SegmentView], replay_at_ms: int, log_start_offset: int | None,
+                   log_end_offset: int | None, as_of_ms: int) -> LegacyAnswer:
     """``legacyFetchOffsetsBefore(target, maxNumOffsets=1)``, as the broker computed it."""
     if not segments:
         return LegacyAnswer(None, None, None, "no segments")
     start = log_start_offset if log_start_offset is not None else segments[0].base_offset
     pairs = [(max(s.base_offset, start), s.log_mtime_ms, s.base_offset) for s in segments]
     if not segments[-1].is_empty and log_end_offset is not None:
-        pairs.append((log_end_offset, now_ms, None))
+        pairs.append((log_end_offset, as_of_ms, None))
     for offset, mtime, base in reversed(pairs):
-        if mtime is not None and mtime <= target_ms:
+        if mtime is not None and mtime <= replay_at_ms:
             if base is None:
                 return LegacyAnswer(offset, segments[-1].base_offset, mtime,
                                     "target at or after the audit time: the log end offset")
@@ -37,8 +37,8 @@ def predict_legacy(segments: Sequence[SegmentView], target_ms: int, log_start_of
                         "every segment's .log mtime is newer than the target: the broker answers an empty list")
 
 
-def predict_legacy_offsets(segments: Sequence[SegmentView], target_ms: int, log_start_offset: int | None,
-                           log_end_offset: int | None, now_ms: int, max_num_offsets: int = 1,
+def predict_legacy_offsets(segments: Sequence[SegmentView], replay_at_ms: int, log_start_offset: int | None,
+                           log_end_offset: int | None, as_of_ms: int, max_num_offsets: int = 1,
                            high_watermark: int | None = None) -> list[int]:
     """The whole ListOffsets v0 answer: ``legacyFetchOffsetsBefore(target, maxNumOffsets)``.
 
@@ -60,9 +60,9 @@ def predict_legacy_offsets(segments: Sequence[SegmentView], target_ms: int, log_
     start = log_start_offset if log_start_offset is not None else segments[0].base_offset
     pairs = [(max(s.base_offset, start), s.log_mtime_ms) for s in segments]
     if not segments[-1].is_empty and log_end_offset is not None:
-        pairs.append((log_end_offset, now_ms))
+        pairs.append((log_end_offset, as_of_ms))
     newest = len(pairs) - 1
-    while newest >= 0 and (pairs[newest][1] is None or pairs[newest][1] > target_ms):
+    while newest >= 0 and (pairs[newest][1] is None or pairs[newest][1] > replay_at_ms):
         newest -= 1
     count = min(max_num_offsets, newest + 1)
     offsets = sorted((pairs[newest - j][0] for j in range(count)), reverse=True)

@@ -35,19 +35,19 @@ class ModernAnswer:
     """True: -1 because the searched segment lies wholly below the log start (not yet deleted)."""
 
 
-def choose_segment(segments: Sequence[SegmentView], target_ms: int) -> SegmentView | None:
+def choose_segment(segments: Sequence[SegmentView], replay_at_ms: int) -> SegmentView | None:
     """The first segment whose largestTimestamp >= target (only that one is searched)."""
     for seg in segments:
         largest = seg.broker_largest_timestamp_ms
-        if largest is not None and largest >= target_ms:
+        if largest is not None and largest >= replay_at_ms:
             return seg
     return None
 
 
-def _time_index_lookup(entries: Sequence[tuple[int, int]], target_ms: int, base_offset: int) -> int:
+def _time_index_lookup(entries: Sequence[tuple[int, int]], replay_at_ms: int, base_offset: int) -> int:
     """TimeIndex.lookup: offset of the last entry with timestamp <= target, else the base offset."""
     timestamps = [t for t, _ in entries]
-    i = bisect.bisect_right(timestamps, target_ms)
+    i = bisect.bisect_right(timestamps, replay_at_ms)
     return entries[i - 1][1] if i else base_offset
 
 
@@ -58,7 +58,7 @@ def offset_index_lookup(entries: Sequence[tuple[int, int]], target_offset: int) 
     return entries[i - 1][1] if i else 0
 
 
-def search_segment(seg: SegmentView, target_ms: int, log_start_offset: int) -> ModernAnswer:
+def search_segment(seg: SegmentView, replay_at_ms: int, log_start_offset: int) -> ModernAnswer:
     """``LogSegment.findOffsetByTimestamp`` on the files of one segment (read-only)."""
     notes = []
     time_entries: list[tuple[int, int]] = []
@@ -70,17 +70,17 @@ def search_segment(seg: SegmentView, target_ms: int, log_start_offset: int) -> M
     if read is not None:
         offset_entries = read.entries
         notes += read.problems
-    from_time = _time_index_lookup(time_entries, target_ms, seg.base_offset)
+    from_time = _time_index_lookup(time_entries, replay_at_ms, seg.base_offset)
     position = offset_index_lookup(offset_entries, max(from_time, log_start_offset))
     reader = LogReader(seg.log_path)
     try:
         if position >= reader.size_bytes:
             position = 0
         for batch in reader.batches(position):
-            if batch.max_timestamp_ms < target_ms:
+            if batch.max_timestamp_ms < replay_at_ms:
                 continue
             for record in reader.records(batch):
-                if record.timestamp_ms >= target_ms and record.offset >= log_start_offset:
+                if record.timestamp_ms >= replay_at_ms and record.offset >= log_start_offset:
                     return ModernAnswer(record.offset, record.timestamp_ms, seg.base_offset,
                                         f"first record with timestamp >= target in segment {seg.base_offset}",
                                         position_bytes=position)
@@ -109,15 +109,15 @@ def _below_log_start(seg: SegmentView, start: int) -> str | None:
             f"segments below the log start")
 
 
-def predict_modern(segments: Sequence[SegmentView], target_ms: int, log_start_offset: int | None,
+def predict_modern(segments: Sequence[SegmentView], replay_at_ms: int, log_start_offset: int | None,
                    last_fetchable_offset: int | None) -> ModernAnswer:
     """The modern answer, reading the chosen segment's files (exact)."""
-    seg = choose_segment(segments, target_ms)
+    seg = choose_segment(segments, replay_at_ms)
     if seg is None:
         return ModernAnswer(None, None, None,
                             "no segment has a record timestamp (or mtime) >= target: the broker answers -1")
     start = log_start_offset if log_start_offset is not None else segments[0].base_offset
-    answer = search_segment(seg, target_ms, start)
+    answer = search_segment(seg, replay_at_ms, start)
     if answer.offset is None and (below := _below_log_start(seg, start)):
         return ModernAnswer(None, None, seg.base_offset, below, position_bytes=answer.position_bytes,
                             below_log_start=True)
@@ -128,10 +128,10 @@ def predict_modern(segments: Sequence[SegmentView], target_ms: int, log_start_of
     return answer
 
 
-def predict_modern_from_rows(segments: Sequence[SegmentView], target_ms: int,
+def predict_modern_from_rows(segments: Sequence[SegmentView], replay_at_ms: int,
                              log_start_offset: int | None) -> ModernAnswer:
     """Without the files: the segment the broker would search, and the offset range of its answer."""
-    seg = choose_segment(segments, target_ms)
+    seg = choose_segment(segments, replay_at_ms)
     if seg is None:
         return ModernAnswer(None, None, None, "no segment has a record timestamp (or mtime) >= target: "
                             "the broker answers -1", exact=True)
@@ -145,8 +145,8 @@ def predict_modern_from_rows(segments: Sequence[SegmentView], target_ms: int,
                         exact=False, upper_bound_offset=seg.last_offset)
 
 
-def local_search(views: Sequence[SegmentView], target_ms: int, start: int | None, fetchable: int | None,
+def local_search(views: Sequence[SegmentView], replay_at_ms: int, start: int | None, fetchable: int | None,
                   read_files: bool) -> ModernAnswer:
     if read_files:
-        return predict_modern(views, target_ms, start, fetchable)
-    return predict_modern_from_rows(views, target_ms, start)
+        return predict_modern(views, replay_at_ms, start, fetchable)
+    return predict_modern_from_rows(views, replay_at_ms, start)

@@ -32,12 +32,12 @@ def bytes_between(views: Sequence[SegmentView], from_offset: int | None, from_po
     return max(total, 0)
 
 
-def ideal_offset(views: Sequence[SegmentView], target_ms: int) -> tuple[int | None, int | None]:
+def ideal_offset(views: Sequence[SegmentView], replay_at_ms: int) -> tuple[int | None, int | None]:
     """Where a replay to T 'should' start if timestamps grew with offsets: the start of the last
     segment whose oldest record is at or before T (segment granularity). (offset, segment index)"""
     best = None
     for i, v in enumerate(views):
-        if v.min_timestamp_ms is not None and v.min_timestamp_ms <= target_ms:
+        if v.min_timestamp_ms is not None and v.min_timestamp_ms <= replay_at_ms:
             best = i
     if best is None:
         return (views[0].base_offset, 0) if views else (None, None)

@@ -16,7 +16,7 @@ from auditor.replay.views import SegmentView, segment_views
 
 @dataclass
 class ReplayPrediction:
-    target_ms: int
+    replay_at_ms: int
     modern: ModernAnswer
     legacy: LegacyAnswer
     log_start_offset: int | None
@@ -38,8 +38,8 @@ class ReplayPrediction:
         return asdict(self)
 
 
-def predict(views: Sequence[SegmentView], target_ms: int, *, log_start_offset: int | None,
-            log_end_offset: int | None, high_watermark: int | None, now_ms: int,
+def predict(views: Sequence[SegmentView], replay_at_ms: int, *, log_start_offset: int | None,
+            log_end_offset: int | None, high_watermark: int | None, as_of_ms: int,
             read_files: bool = True, remote=None, leader_epochs: Sequence[tuple[int, int]] | None = None,
             remote_storage_dir: str | None = None) -> ReplayPrediction:
     """Both answers for one replica. ``read_files=False`` answers the modern lookup from rows.
@@ -65,13 +65,13 @@ def predict(views: Sequence[SegmentView], target_ms: int, *, log_start_offset: i
     modern: ModernAnswer
     if read_files:
         try:
-            modern = predict_modern(views, target_ms, lso, fetchable)
+            modern = predict_modern(views, replay_at_ms, lso, fetchable)
         except (OSError, FormatError) as exc:
             notes.append(f"cannot read the segment to search ({exc}); answered from the segment rows")
-            modern = predict_modern_from_rows(views, target_ms, lso)
+            modern = predict_modern_from_rows(views, replay_at_ms, lso)
     else:
-        modern = predict_modern_from_rows(views, target_ms, lso)
-    legacy = predict_legacy(views, target_ms, lso, log_end_offset, now_ms)
+        modern = predict_modern_from_rows(views, replay_at_ms, lso)
+    legacy = predict_legacy(views, replay_at_ms, lso, log_end_offset, as_of_ms)
     # segments wholly below the log start (not yet deleted by the retention check) hold no retained record
     stamped_min = [v.min_timestamp_ms for v in views if v.min_timestamp_ms is not None
                    and (lso is None or v.last_offset is None or v.last_offset >= lso)]
@@ -80,14 +80,14 @@ def predict(views: Sequence[SegmentView], target_ms: int, *, log_start_offset: i
     newest = max(stamped_max) if stamped_max else None
     answer = TieredAnswer(modern, oldest, newest)
     if remote is not None and lso is not None:
-        answer = with_remote(TieredLookup(views, target_ms, remote, lso, log_end_offset, fetchable, leader_epochs or [],
+        answer = with_remote(TieredLookup(views, replay_at_ms, remote, lso, log_end_offset, fetchable, leader_epochs or [],
                                            remote_storage_dir, read_files), answer, notes)
     elif views and lso is not None and lso < views[0].base_offset:
         # a log start below the first local segment: tiered storage keeps the records in between
         # remotely (or the checkpoint predates a deletion), and nothing here says which
         answer = remote_unknown(views, lso, log_end_offset, modern)
     return ReplayPrediction(
-        target_ms=target_ms, modern=answer.modern, legacy=legacy, log_start_offset=lso, log_end_offset=log_end_offset,
+        replay_at_ms=replay_at_ms, modern=answer.modern, legacy=legacy, log_start_offset=lso, log_end_offset=log_end_offset,
         oldest_timestamp_ms=answer.oldest_timestamp_ms, newest_timestamp_ms=answer.newest_timestamp_ms,
         segments=len(views), notes=notes, tiers=answer.tiers, unknown=answer.unknown,
     )
@@ -149,7 +149,7 @@ def predict_replicas(topic: str, partition: int, segments, partitions, ctx, *,
     (highest log end offset) first; [] when no live segment was scanned.
 
     ``segments`` / ``partitions``: the partition's rows, as the checks get them (pandas) or as
-    plain dicts (replay-check: no pandas); ``ctx``: the audit context (``replay_at_ms``, ``now_ms``, tiered storage: ``remote_partition``, ``remote_storage_dir``). ``search_files``: read
+    plain dicts (replay-check: no pandas); ``ctx``: the audit context (``replay_at_ms``, ``as_of_ms``, tiered storage: ``remote_partition``, ``remote_storage_dir``). ``search_files``: read
     the chosen segment's files for the exact modern answer. The pipeline searches (check_runner,
     replay-check) and hands the result to the replay.safety check; without it the check answers
     from the rows alone, reading nothing.
@@ -175,7 +175,7 @@ def predict_replicas(topic: str, partition: int, segments, partitions, ctx, *,
         pred = predict(views, ctx.replay_at_ms, log_start_offset=lso,
                        log_end_offset=_int(prow.get("log_end_offset")) if prow else None,
                        high_watermark=_int(prow.get("high_watermark")) if prow else None,
-                       now_ms=ctx.now_ms, read_files=search_files,
+                       as_of_ms=ctx.as_of_ms, read_files=search_files,
                        remote=ctx.remote_partition(topic, partition, prow.get("topic_id") if prow else None),
                        leader_epochs=epoch_starts(prow),
                        remote_storage_dir=ctx.remote_storage_dir if search_files else None)
@@ -194,4 +194,4 @@ def legacy_offsets_of(topic: str, partition: int, segments, partitions, ctx, max
         return None
     pred = replicas[0].prediction
     return predict_legacy_offsets(replicas[0].views, ctx.replay_at_ms, pred.log_start_offset, pred.log_end_offset,
-                                  ctx.now_ms, max_offsets, high_watermark=pred.log_end_offset)
+                                  ctx.as_of_ms, max_offsets, high_watermark=pred.log_end_offset)

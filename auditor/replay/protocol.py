@@ -37,7 +37,7 @@ class BrokerAnswers:
         start = LogStart(lso, "broker's earliest offset", None if lso is None else lso > 0,
                          "ListOffsets earliest, asked the broker")
         prediction = ReplayPrediction(
-            target_ms=replay_at_ms, log_start_offset=lso, log_end_offset=self.log_end_offset,
+            replay_at_ms=replay_at_ms, log_start_offset=lso, log_end_offset=self.log_end_offset,
             modern=ModernAnswer(self.modern_offset, None, None, "asked the broker (ListOffsets by timestamp)"),
             legacy=LegacyAnswer(None, None, None, "not asked: the protocol mode judges the modern lookup only"),
             oldest_timestamp_ms=self.oldest_timestamp_ms, newest_timestamp_ms=self.newest_timestamp_ms, segments=0)

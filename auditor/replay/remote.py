@@ -12,7 +12,7 @@ from auditor.formats.log_reader import LogReader
 from auditor.replay.modern import ModernAnswer, choose_segment, local_search, search_segment
 from auditor.replay.views import SegmentView
 
-def predict_modern_tiered(views: Sequence[SegmentView], target_ms: int, remote, *, log_start_offset: int,
+def predict_modern_tiered(views: Sequence[SegmentView], replay_at_ms: int, remote, *, log_start_offset: int,
                           leader_epochs: Sequence[tuple[int, int]], log_end_offset: int | None,
                           fetchable: int | None, remote_storage_dir: str | None = None,
                           read_files: bool = True) -> ModernAnswer:
@@ -33,7 +33,7 @@ def predict_modern_tiered(views: Sequence[SegmentView], target_ms: int, remote, 
     local_start = views[0].base_offset if views else (log_end_offset if log_end_offset is not None else log_start_offset)
     first_local = views[0].base_offset if views else None
     leo = log_end_offset if log_end_offset is not None else local_start
-    choice = remote_lookup.find_remote_segment(remote, target_ms, log_start_offset, leader_epochs, leo, first_local)
+    choice = remote_lookup.find_remote_segment(remote, replay_at_ms, log_start_offset, leader_epochs, leo, first_local)
     if choice.search == "remote":
         seg = choice.segment
         files = remote_storage.remote_segment_files(remote_storage_dir, seg) if remote_storage_dir else None
@@ -41,27 +41,27 @@ def predict_modern_tiered(views: Sequence[SegmentView], target_ms: int, remote, 
             view = SegmentView(base_offset=seg.start_offset, largest_timestamp_ms=seg.max_timestamp_ms, log_mtime_ms=None,
                                log_size_bytes=seg.size_bytes, first_offset=seg.start_offset, last_offset=seg.end_offset,
                                log_path=files.log_path, index_path=files.index_path, timeindex_path=files.timeindex_path)
-            found = search_segment(view, target_ms, log_start_offset)
+            found = search_segment(view, replay_at_ms, log_start_offset)
             if found.offset is not None:
                 found.reason = (f"first record with timestamp >= target in remote segment {seg.segment_id} "
                                 f"(offsets {seg.start_offset}..{seg.end_offset}), read from the remote storage dir")
                 found.tier = "remote"
                 return found
-            local = local_search(views, target_ms, local_start, fetchable, read_files)
+            local = local_search(views, replay_at_ms, local_start, fetchable, read_files)
             local.reason = (f"remote segment {seg.segment_id} holds no record at or after the target past the log "
                             f"start offset; the broker then searches the local log: {local.reason}")
             local.tier = "local"
             return local
         return _remote_range(choice, log_start_offset, remote_storage_dir)
     if choice.search == "local":
-        seg = choose_segment(views, target_ms)
+        seg = choose_segment(views, replay_at_ms)
         if seg is not None:
-            found = local_search([seg], target_ms, log_start_offset, fetchable, read_files)
+            found = local_search([seg], replay_at_ms, log_start_offset, fetchable, read_files)
             if found.offset is not None or not found.exact:
                 found.reason = f"{choice.reason}: {found.reason}"
                 found.tier = "local"
                 return found
-    local = local_search(views, target_ms, local_start, fetchable, read_files)
+    local = local_search(views, replay_at_ms, local_start, fetchable, read_files)
     if choice.search == "none":
         local.reason = f"{choice.reason}; {local.reason}"
     local.tier = "local"
@@ -140,7 +140,7 @@ class TieredLookup:
 
     views: Sequence[SegmentView]
     """the replica's local segments."""
-    target_ms: int
+    replay_at_ms: int
     remote: object
     """the partition's ``auditor.cluster.remote_storage.RemotePartition``."""
     log_start_offset: int
@@ -167,7 +167,7 @@ class TieredAnswer:
 def with_remote(ask: TieredLookup, local: TieredAnswer, notes: list[str]) -> TieredAnswer:
     """The local-only answer ``local`` made the broker's remote-then-local one; problems reading
     remote files are added to ``notes``."""
-    views, target_ms, remote, lso, log_end_offset = (ask.views, ask.target_ms, ask.remote, ask.log_start_offset,
+    views, replay_at_ms, remote, lso, log_end_offset = (ask.views, ask.replay_at_ms, ask.remote, ask.log_start_offset,
                                                      ask.log_end_offset)
     modern, oldest, newest = local.modern, local.oldest_timestamp_ms, local.newest_timestamp_ms
     unknown = [f"__remote_log_metadata is incomplete for this partition: {u}" for u in remote.unknown]
@@ -175,10 +175,10 @@ def with_remote(ask: TieredLookup, local: TieredAnswer, notes: list[str]) -> Tie
         tiered = dict(log_start_offset=lso, leader_epochs=ask.leader_epochs, log_end_offset=log_end_offset,
                       fetchable=ask.fetchable, read_files=ask.read_files)
         try:
-            modern = predict_modern_tiered(views, target_ms, remote, remote_storage_dir=ask.remote_storage_dir, **tiered)
+            modern = predict_modern_tiered(views, replay_at_ms, remote, remote_storage_dir=ask.remote_storage_dir, **tiered)
         except (OSError, FormatError) as exc:
             notes.append(f"cannot read a remote segment's files ({exc}); answered from the remote metadata")
-            modern = predict_modern_tiered(views, target_ms, remote, **tiered)
+            modern = predict_modern_tiered(views, replay_at_ms, remote, **tiered)
         rmax = remote.max_timestamp_ms
         newest = rmax if newest is None else max(newest, rmax)
         held = [s for s in remote.finished() if s.end_offset >= lso]
@@ -190,7 +190,7 @@ def with_remote(ask: TieredLookup, local: TieredAnswer, notes: list[str]) -> Tie
                 notes.append(f"cannot read the oldest remote segment's records ({exc})")
                 exact = None
             oldest = exact
-            if exact is None and lso > 0 and target_ms <= held[0].max_timestamp_ms:
+            if exact is None and lso > 0 and replay_at_ms <= held[0].max_timestamp_ms:
                 unknown.append(
                     f"records below the log start offset {lso} were deleted, and the oldest retained one is in "
                     f"remote segment {held[0].segment_id} (offsets {held[0].start_offset}..{held[0].end_offset}, "
