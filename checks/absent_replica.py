@@ -20,8 +20,7 @@ How to fix:
     Look at the broker's log for the partition (a log dir failure, a manual deletion); let the
     broker re-replicate it (restart it, or reassign the partition away and back); check the disk.
 
-Options:
-    severity (FAIL): the severity of a finding.
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations

@@ -19,8 +19,7 @@ How to fix:
     align their clocks, or stamp records at the source consistently; consider LogAppendTime for
     topics whose consumers only need arrival order.
 
-Options:
-    threshold_ms (3600000): smallest backward jump reported.
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ class TimestampsBackward(Check):
     name = "timestamps.backward"
     title = "Large backward jumps of record timestamps"
     scope = "partition"
-    options = {"threshold_ms": Option(3_600_000, "smallest jump reported", int, positive, "> 0")}
+    options = {"threshold_ms": Option(3_600_000, "smallest backward jump reported", int, positive, "> 0")}
 
     def prefilter(self, batch, ctx):
         """Partitions with a live segment jumping back more than the topic's threshold."""

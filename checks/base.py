@@ -30,6 +30,10 @@ from enum import IntEnum
 from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 DOCSTRING_SECTIONS = ("What it checks", "Why it matters", "Example finding", "How to fix", "Options")
+"""The sections of a check's documentation: the module docstring writes the first four; Options
+is generated from the check's declared options (:func:`options_section`, :func:`documentation`)."""
+OPTIONS_POINTER = "Options: generated from ``options`` below (checks.base.options_section)."
+"""What a check module's docstring says in place of the Options section it does not write."""
 CODE_PATTERN = re.compile(r"^KLA\d{3}$")
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
 EVIDENCE_CAP = 20
@@ -172,6 +176,38 @@ class Option:
         if self.validate is not None and value is not None and not self.validate(value):
             raise ValueError(f"{where}: {value!r} breaks the rule {self.rule or 'of this option'}")
         return value
+
+
+def _default_text(value: Any) -> str:
+    """An option's default as the config file writes it (YAML): null, true, false, numbers, names."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def options_section(check: "type[Check] | Check") -> str:
+    """The Options section of a check's documentation, from its declared :class:`Option`\\s: one
+    line per option, ``name (default): description``, wrapped at 100 columns."""
+    import textwrap
+
+    lines = ["Options:"]
+    for name, option in check.options.items():
+        text = f"{name} ({_default_text(option.default)}): {option.description}."
+        lines += textwrap.wrap(text, 100, initial_indent="    ", subsequent_indent="        ", break_on_hyphens=False,
+                               break_long_words=False)
+    if len(lines) == 1:
+        lines.append("    (none)")
+    return "\n".join(lines)
+
+
+def documentation(check: "type[Check] | Check") -> str:
+    """A check's whole documentation: its module docstring's prose, then the generated Options."""
+    import sys
+
+    doc = (sys.modules[check.__module__].__doc__ or "").replace(OPTIONS_POINTER, "").rstrip()
+    return f"{doc}\n\n{options_section(check)}\n"
 
 
 def _kind_names(kinds: Sequence[type]) -> str:

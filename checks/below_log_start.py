@@ -24,9 +24,7 @@ How to fix:
     (``kafka-consumer-groups --reset-offsets --to-earliest``) rather than relying on
     ``auto.offset.reset``; raise ``retention.ms`` for topics with slow consumers.
 
-Options:
-    severity (FAIL): the severity of a group committed below the log start.
-    min_records (1): report only when at least this many unread records are gone.
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations
@@ -41,8 +39,8 @@ class GroupBelowLogStart(Check):
     scope = "partition"
     identity = ("topic", "partition", "broker_id", "log_dir", "evidence.group")
     options = {
-        "severity": severity_option("FAIL"),
-        "min_records": Option(1, "unread records gone before reporting", int, positive, ">= 1"),
+        "severity": severity_option("FAIL", "the severity of a group committed below the log start"),
+        "min_records": Option(1, "report only when at least this many unread records are gone", int, positive, ">= 1"),
     }
 
     def prefilter(self, batch, ctx):

@@ -29,10 +29,7 @@ How to fix:
     its timestamp logic; set ``message.timestamp.before.max.ms`` / ``after.max.ms`` on the topic
     so the broker rejects such records; for data already written, expect KLA031 / KLA010.
 
-Options:
-    before_max_ms (null): the past limit; null = the topic's own setting.
-    after_max_ms (null): the future limit; null = the topic's own setting.
-    severity (WARN): severity of a finding.
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations
@@ -61,8 +58,8 @@ class TimestampsBounds(Check):
     title = "Record timestamps beyond the before/after limits"
     scope = "partition"
     options = {
-        "before_max_ms": Option(None, "past limit (null: topic setting)", int, non_negative, ">= 0"),
-        "after_max_ms": Option(None, "future limit (null: topic setting)", int, non_negative, ">= 0"),
+        "before_max_ms": Option(None, "the past limit; null = the topic's own setting", int, non_negative, ">= 0"),
+        "after_max_ms": Option(None, "the future limit; null = the topic's own setting", int, non_negative, ">= 0"),
         "severity": severity_option("WARN"),
     }
 

@@ -19,10 +19,7 @@ How to fix:
     and between its log dirs (``alterReplicaLogDirs``); look for leftover ``-delete``
     directories; fix partition skew first if one topic causes it.
 
-Options:
-    warn_ratio (1.5): WARN when a broker (log dir) reaches this multiple of the mean.
-    fail_ratio (3.0): FAIL at this multiple.
-    min_bytes (1048576): brokers and log dirs smaller than this are not judged.
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations
@@ -38,9 +35,9 @@ class SkewBrokerDisk(Check):
     scope = "cluster"
     identity = ("broker_id", "log_dir")
     options = {
-        "warn_ratio": Option(1.5, "ratio to the mean for WARN", float, positive, "> 0"),
-        "fail_ratio": Option(3.0, "ratio to the mean for FAIL", float, positive, "> 0"),
-        "min_bytes": Option(1 << 20, "smallest broker / log dir judged", int, non_negative, ">= 0"),
+        "warn_ratio": Option(1.5, "WARN when a broker (log dir) reaches this multiple of the mean", float, positive, "> 0"),
+        "fail_ratio": Option(3.0, "FAIL at this multiple", float, positive, "> 0"),
+        "min_bytes": Option(1 << 20, "brokers and log dirs smaller than this are not judged", int, non_negative, ">= 0"),
     }
 
     def run(self, data: CheckInput, ctx, opts):

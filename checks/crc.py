@@ -20,8 +20,7 @@ How to fix:
     is corrupt, the records are lost: find the range from the evidence, and reset consumers
     past it. Check the disk (SMART, dmesg) of the broker that holds the bad copy.
 
-Options:
-    severity (FAIL): the severity of a CRC failure.
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ class IntegrityCrc(Check):
     name = "integrity.crc"
     title = "CRC failures"
     scope = "partition"
-    options = {"severity": severity_option("FAIL", "severity of a segment with CRC failures")}
+    options = {"severity": severity_option("FAIL", "the severity of a CRC failure")}
 
     def prefilter(self, batch, ctx):
         """Partitions with a row (any state) that has CRC failures."""

@@ -27,9 +27,7 @@ How to fix:
     or lower ``retention.bytes`` for a while; fix the producer's clock (KLA030) and set
     ``message.timestamp.after.max.ms`` so it cannot happen again.
 
-Options:
-    tolerance_ms (3600000): timestamps at most this far after the audit time are not reported.
-    fail_after_ms (2592000000): FAIL when the segment becomes deletable this far after the audit time (else WARN).
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations
@@ -59,8 +57,9 @@ class RetentionFutureTimestamp(Check):
     title = "Future timestamps blocking time retention"
     scope = "partition"
     options = {
-        "tolerance_ms": Option(3_600_000, "future tolerance", int, non_negative, ">= 0"),
-        "fail_after_ms": Option(30 * 86_400_000, "FAIL when deletable this far ahead", int, non_negative, ">= 0"),
+        "tolerance_ms": Option(3_600_000, "timestamps at most this far after the audit time are not reported", int, non_negative, ">= 0"),
+        "fail_after_ms": Option(30 * 86_400_000, "FAIL when the segment becomes deletable this far after the audit "
+                                                 "time (else WARN)", int, non_negative, ">= 0"),
     }
 
     def prefilter(self, batch, ctx):

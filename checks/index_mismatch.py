@@ -27,8 +27,7 @@ How to fix:
     ``.log``), and start it: Kafka rebuilds missing indexes on load. Or let the replica
     re-replicate from a healthy one. Check the disk if it happens more than once.
 
-Options:
-    severity (WARN): severity of a finding.
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations

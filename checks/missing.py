@@ -18,8 +18,7 @@ How to fix:
     Let the data expire, or re-produce it with timestamps (a consumer/producer copy to a new
     topic). Keep its replicas where they are: moving them restarts their retention clock.
 
-Options:
-    severity (WARN): severity of a finding.
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations

@@ -29,8 +29,7 @@ How to fix:
     T``) or the whole group if it is retired; if the audit covered only some brokers, audit all of
     them before acting.
 
-Options:
-    severity (WARN): the severity of a finding.
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations

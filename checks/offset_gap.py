@@ -20,8 +20,7 @@ How to fix:
     the records are lost: tell the consumers of the topic which range. Find who removed files
     under the log dir.
 
-Options:
-    severity (FAIL): severity of a gap.
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations

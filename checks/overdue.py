@@ -25,9 +25,7 @@ How to fix:
     ``cleanup.policy`` and ``retention.ms``, and whether the log dir is online; restart the
     broker if its scheduler is stuck.
 
-Options:
-    grace_ms (3600000): how long past due (after the check interval and delete delay) before reporting.
-    check_interval_ms (300000): the broker's log.retention.check.interval.ms.
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations
@@ -43,8 +41,8 @@ class RetentionOverdue(Check):
     title = "Segments overdue for time retention"
     scope = "partition"
     options = {
-        "grace_ms": Option(3_600_000, "grace after due", int, non_negative, ">= 0"),
-        "check_interval_ms": Option(300_000, "log.retention.check.interval.ms", int, non_negative, ">= 0"),
+        "grace_ms": Option(3_600_000, "how long past due (after the check interval and delete delay) before reporting", int, non_negative, ">= 0"),
+        "check_interval_ms": Option(300_000, "the broker's log.retention.check.interval.ms", int, non_negative, ">= 0"),
     }
 
     def prefilter(self, batch, ctx):

@@ -23,12 +23,7 @@ How to fix:
     pin them. Adding partitions does not move existing data. Until fixed, give the brokers
     hosting the hot partition more disk, and size retention by the hot partition.
 
-Options:
-    warn_ratio (3.0): WARN when a partition's bytes or messages reach this multiple of the median.
-    fail_ratio (10.0): FAIL at this multiple.
-    min_partitions (2): topics with fewer partitions are not judged.
-    min_topic_bytes (1048576): topics smaller than this are not judged.
-    include_internal (false): also judge topics whose name starts with "__".
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations
@@ -46,11 +41,11 @@ class SkewPartitionSize(Check):
     scope = "cluster"
     identity = ("topic",)
     options = {
-        "warn_ratio": Option(3.0, "ratio to the median for WARN", float, positive, "> 0"),
-        "fail_ratio": Option(10.0, "ratio to the median for FAIL", float, positive, "> 0"),
-        "min_partitions": Option(2, "smallest partition count judged", int, positive, ">= 1"),
-        "min_topic_bytes": Option(1 << 20, "smallest topic judged", int, non_negative, ">= 0"),
-        "include_internal": Option(False, "judge __internal topics too", bool),
+        "warn_ratio": Option(3.0, "WARN when a partition's bytes or messages reach this multiple of the median", float, positive, "> 0"),
+        "fail_ratio": Option(10.0, "FAIL at this multiple", float, positive, "> 0"),
+        "min_partitions": Option(2, "topics with fewer partitions are not judged", int, positive, ">= 1"),
+        "min_topic_bytes": Option(1 << 20, "topics smaller than this are not judged", int, non_negative, ">= 0"),
+        "include_internal": Option(False, "also judge topics whose name starts with \"__\"", bool),
     }
 
     def run(self, data: CheckInput, ctx, opts):

@@ -32,13 +32,7 @@ How to fix:
     v0, on the moved replica; expect mtime-based retention of magic-0 data to restart; record
     moves in the runbook. If the move was unintended, find who ran the reassignment.
 
-Options:
-    packed_ratio (0.1): mtimes span at most this fraction of the record time span = packed.
-    min_record_span_ms (3600000): record spans shorter than this are not judged packed.
-    min_segments (3): fewest closed segments for the packed test.
-    mtime_after_ms (86400000): a closed segment whose mtime is this far after its largest record timestamp.
-    replica_skew_ms (3600000): replicas whose mtimes differ by more than this for the same offsets.
-    severity (WARN): severity of a reset.
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations
@@ -57,11 +51,12 @@ class MtimeReset(Check):
     title = "Segment mtimes reset (reassigned, moved, copied, restored)"
     scope = "partition"
     options = {
-        "packed_ratio": Option(0.1, "mtime span / record span at or below which mtimes are packed", float, positive, "> 0"),
-        "min_record_span_ms": Option(3_600_000, "record spans shorter are not judged", int, non_negative, ">= 0"),
+        "packed_ratio": Option(0.1, "mtimes span at most this fraction of the record time span = packed", float, positive, "> 0"),
+        "min_record_span_ms": Option(3_600_000, "record spans shorter than this are not judged packed", int, non_negative, ">= 0"),
         "min_segments": Option(3, "fewest closed segments for the packed test", int, positive, ">= 1"),
-        "mtime_after_ms": Option(86_400_000, "mtime this far after the largest timestamp", int, positive, "> 0"),
-        "replica_skew_ms": Option(3_600_000, "replica mtime difference for the same offsets", int, positive, "> 0"),
+        "mtime_after_ms": Option(86_400_000, "a closed segment whose mtime is this far after its largest record "
+                                             "timestamp", int, positive, "> 0"),
+        "replica_skew_ms": Option(3_600_000, "replicas whose mtimes differ by more than this for the same offsets", int, positive, "> 0"),
         "severity": severity_option("WARN", "severity of a reset"),
     }
 

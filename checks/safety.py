@@ -39,16 +39,7 @@ How to fix:
     legacy clients, seek by offset (the modern answer in the evidence) instead of by time. For
     stray timestamps, seek by offset, and find the producer writing them (the timestamps check).
 
-Options:
-    api (both): which lookups to judge: modern, legacy or both.
-    gap_severity (FAIL): severity when the oldest retained record is newer than the target.
-    legacy_empty_severity (FAIL): severity when the legacy lookup answers nothing.
-    after_newest_severity (FAIL): severity when the broker answers -1 (the target is after the
-        newest record, or the segment it searches lies wholly below the log start).
-    legacy_redundant_bytes (1073741824): WARN when the legacy answer re-reads more bytes than this.
-    modern_redundant_bytes (104857600): WARN when the modern answer lands this many bytes early.
-    read_files (true): the pipeline reads the chosen segment for the exact offset before the
-        check runs and hands it the result (the check itself reads no file); false: rows only.
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations
@@ -120,13 +111,16 @@ class ReplaySafety(Check):
     title = "Replay safety at the target time"
     scope = "partition"
     options = {
-        "api": Option("both", "which lookups to judge", str, _api_name, "modern | legacy | both"),
-        "gap_severity": severity_option("FAIL", "oldest record newer than the target"),
-        "legacy_empty_severity": severity_option("FAIL", "legacy lookup answers nothing"),
-        "after_newest_severity": severity_option("FAIL", "target after the newest record"),
-        "legacy_redundant_bytes": Option(1 << 30, "legacy re-read bytes before WARN", int, non_negative, ">= 0"),
-        "modern_redundant_bytes": Option(100 << 20, "modern early-landing bytes before WARN", int, non_negative, ">= 0"),
-        "read_files": Option(True, "the pipeline reads the chosen segment for the exact offset", bool),
+        "api": Option("both", "which lookups to judge: modern, legacy or both", str, _api_name, "modern | legacy | both"),
+        "gap_severity": severity_option("FAIL", "severity when the oldest retained record is newer than the target"),
+        "legacy_empty_severity": severity_option("FAIL", "severity when the legacy lookup answers nothing"),
+        "after_newest_severity": severity_option("FAIL", "severity when the broker answers -1 (the target is after "
+                                                         "the newest record, or the segment it searches lies wholly "
+                                                         "below the log start)"),
+        "legacy_redundant_bytes": Option(1 << 30, "WARN when the legacy answer re-reads more bytes than this", int, non_negative, ">= 0"),
+        "modern_redundant_bytes": Option(100 << 20, "WARN when the modern answer lands this many bytes early", int, non_negative, ">= 0"),
+        "read_files": Option(True, "the pipeline reads the chosen segment for the exact offset before the check runs "
+                                   "and hands it the result (the check itself reads no file); false: rows only", bool),
     }
 
     def run(self, data: CheckInput, ctx, opts):

@@ -24,8 +24,7 @@ How to fix:
     move the directory out of the log dir (Kafka itself removes stray dirs on restart in 3.7+);
     never copy partition directories between brokers by hand.
 
-Options:
-    severity (WARN): the severity of a finding.
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations

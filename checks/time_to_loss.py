@@ -26,9 +26,7 @@ How to fix:
     (``kafka-configs --alter --add-config retention.ms=...``) until it has; or copy the range out
     first if it must be kept.
 
-Options:
-    warn_hours (24): report groups that lose unread records within this many hours.
-    fail_hours (1): FAIL instead of WARN within this many hours (or when already overdue).
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations
@@ -65,8 +63,8 @@ class GroupTimeToLoss(Check):
     scope = "partition"
     identity = ("topic", "partition", "broker_id", "log_dir", "evidence.group")
     options = {
-        "warn_hours": Option(24.0, "window for WARN", float, non_negative, ">= 0"),
-        "fail_hours": Option(1.0, "window for FAIL", float, non_negative, ">= 0"),
+        "warn_hours": Option(24.0, "report groups that lose unread records within this many hours", float, non_negative, ">= 0"),
+        "fail_hours": Option(1.0, "FAIL instead of WARN within this many hours (or when already overdue)", float, non_negative, ">= 0"),
     }
 
     def prefilter(self, batch, ctx):

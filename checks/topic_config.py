@@ -25,8 +25,7 @@ How to fix:
     (``kafka-configs --alter --entity-type topics --entity-name T --delete-config
     message.timestamp.type``).
 
-Options:
-    severity (INFO): the severity of a finding.
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations

@@ -22,9 +22,7 @@ How to fix:
     the position are lost: find the offset range from the evidence and skip it in consumers.
     Check the disk (SMART, dmesg).
 
-Options:
-    corrupt_severity (FAIL): severity of corrupt bytes.
-    cut_severity (WARN): severity of a cut or zero-filled tail of a closed segment.
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations
@@ -40,7 +38,7 @@ class IntegrityTruncation(Check):
     scope = "partition"
     options = {
         "corrupt_severity": severity_option("FAIL", "severity of corrupt bytes"),
-        "cut_severity": severity_option("WARN", "severity of a cut tail of a closed segment"),
+        "cut_severity": severity_option("WARN", "severity of a cut or zero-filled tail of a closed segment"),
     }
 
     def prefilter(self, batch, ctx):

@@ -22,8 +22,7 @@ How to fix:
     ``log_dirs``; never move partition directories by hand; restart the broker so that it
     re-reports its directories.
 
-Options:
-    severity (WARN): the severity of a finding.
+Options: generated from ``options`` below (checks.base.options_section).
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from checks import REGISTRY
-from checks.base import CODE_PATTERN, DOCSTRING_SECTIONS, NAME_PATTERN, Check, Finding, Severity, capped
+from checks.base import (CODE_PATTERN, DOCSTRING_SECTIONS, NAME_PATTERN, OPTIONS_POINTER, Check, Finding, Severity,
+                         capped, documentation)
 from checks.config import Config, ConfigError
 
 
@@ -24,12 +25,18 @@ def test_check_declares_code_name_scope_and_sections(name):
     assert NAME_PATTERN.match(check.name), check.name
     assert check.scope in ("partition", "cluster")
     assert check.title
-    doc = inspect.getmodule(check).__doc__ or ""
-    assert doc.startswith(f"{check.code} {check.name}"), f"module docstring must open with '{check.code} {check.name}'"
+    module_doc = inspect.getmodule(check).__doc__ or ""
+    assert module_doc.startswith(f"{check.code} {check.name}"), \
+        f"module docstring must open with '{check.code} {check.name}'"
+    # the Options section is generated from the declared options, never written by hand (one fact once)
+    assert not re.search(r"^Options:\s*$", module_doc, re.M), \
+        f"{check.__module__}: the Options section is generated (checks.base.options_section); say '{OPTIONS_POINTER}'"
+    doc = documentation(check)
     missing = [s for s in DOCSTRING_SECTIONS if not re.search(rf"^{re.escape(s)}:\s*$", doc, re.M)]
     assert not missing, f"{check.__module__} lacks docstring sections {missing}"
-    for opt_name in check.options:
-        assert re.search(rf"^\s+{re.escape(opt_name)}\b", doc, re.M), f"option {opt_name} undocumented in Options"
+    for opt_name, option in check.options.items():
+        assert re.search(rf"^    {re.escape(opt_name)} \(", doc, re.M), f"option {opt_name} missing from Options"
+        assert option.description, f"option {opt_name} has no description"
 
 
 def test_codes_are_unique():
