@@ -10,7 +10,7 @@ Why it matters:
     A skewed partition fills one broker's disk first, lags behind in consumers, and is the one
     whose oldest segment is oldest: with mtime-based (legacy) lookups the *small* partitions of
     a skewed topic are the ones whose every segment is newer than a replay target, so their
-    answer is empty and old clients crash (DESIGN.md, "Why this tool exists", 1). Skew usually
+    answer is empty and old clients crash (docs/principles.md, "Why this tool exists", 1). Skew usually
     comes from a hot key or a custom partitioner.
 
 Example finding:

@@ -14,7 +14,7 @@ What it checks:
 
 Why it matters:
     A new replica, a log-dir move, a copy or a restore re-writes every segment, so every mtime
-    becomes the time of the move (kafka-format.md §6). Legacy (v0) time lookups pair base
+    becomes the time of the move (docs/kafka-format-notes.md, "Mtimes under data movement"). Legacy (v0) time lookups pair base
     offsets with mtimes, so after a move they answer empty (old clients crash) or jump; for
     timestamp-less (magic 0) data the retention clock restarts, so data lives a whole
     ``retention.ms`` longer on that replica; and anyone reasoning from ``ls -l`` is misled.

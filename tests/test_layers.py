@@ -1,5 +1,5 @@
 """One-way layers (issue 10): an ``ast`` walk of every import in auditor/, checks/, reports/ and
-airflow_dags/ (module-level and inside functions) against the layer order of DESIGN.md.
+airflow_dags/ (module-level and inside functions) against the layer order of docs/layers.md.
 
 Fails on: an import of a higher layer, a cycle between modules, a private ``_name`` imported from
 another package, a module the order does not place. The order, lowest first (a module may import
@@ -127,7 +127,7 @@ GRAPH = {m: imports(m) for m in MODULES}
 
 def test_every_module_has_a_layer():
     unplaced = sorted(m for m in MODULES if layer_of(m) is None)
-    assert not unplaced, f"modules the layer order does not place (add them to DESIGN.md's order and LAYERS): {unplaced}"
+    assert not unplaced, f"modules the layer order does not place (add them to docs/layers.md's order and LAYERS): {unplaced}"
 
 
 def test_imports_go_down_only():

@@ -1,6 +1,6 @@
 """The replay lookups on hand-made segment lists: the legacy (v0) mtime algorithm, which 4.x
 brokers no longer serve (KIP-896), follows ``UnifiedLog.legacyFetchOffsetsBefore`` of Kafka
-3.x (kafka-format.md §3.3); the modern segment choice follows ``largestTimestamp``."""
+3.x (docs/kafka-format-notes.md, "Time lookups"); the modern segment choice follows ``largestTimestamp``."""
 
 from __future__ import annotations
 

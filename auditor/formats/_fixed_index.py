@@ -97,7 +97,7 @@ def _pread_exact(fd: int, size: int, offset: int) -> bytes:
 
 
 def _is_zero_tail(i: int, key: int, rel: int) -> bool:
-    """The auditor rule of kafka-format.md §2.2 (DumpLogSegments), plus an all-zero entry 0."""
+    """The stop rule of docs/kafka-format-notes.md, "Index files" (DumpLogSegments'), plus an all-zero entry 0."""
     if i > 0:
         return rel == 0
     return rel == 0 and key == 0

@@ -6,7 +6,7 @@ any of its versions. For each (message, version) it compiles, once and lazily, a
 Python function from the table (consecutive fixed-width fields read by one ``struct`` call, no
 per-record interpretation of the spec), so a record costs what a hand-written decoder would.
 
-Encoding (Kafka's ``MessageDataGenerator``; kafka-format.md): fields in spec order, each present
+Encoding (Kafka's ``MessageDataGenerator``; docs/kafka-format-notes.md, "Message encoding"): fields in spec order, each present
 in the versions its ``versions`` range names; big-endian fixed widths (int8/16/32/64, uint16,
 uint32, float64, bool = one byte != 0, uuid = 16 bytes); in *flexible* versions strings, bytes,
 records and arrays carry an unsigned-varint length + 1 (0 = null), else int16 (strings) or

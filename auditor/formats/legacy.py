@@ -7,7 +7,7 @@ A legacy "batch" is one shallow message framed like every log entry (offset:int6
     crc:uint32 | magic:int8 | attributes:int8 | [timestamp:int64, magic 1 only] |
     keyLength:int32 + key | valueLength:int32 + value
 
-Invariants (kafka-format.md §1.4, checked against Kafka trunk 1eb7644349cb):
+Invariants (docs/kafka-format-notes.md, "Legacy message sets"; checked against Kafka trunk 1eb7644349cb):
 
 * The CRC is CRC32 (IEEE, ``java.util.zip.CRC32``) over ``[magic, end of message)``.
 * ``size >= RECORD_OVERHEAD_V0`` (14) for magic 0 and ``>= RECORD_OVERHEAD_V1`` (22) for magic 1.

@@ -1,6 +1,6 @@
 """LogReader: a read-only walker over one Kafka ``.log`` file (or a record set laid out like one).
 
-What it guarantees (DESIGN.md, "Rules for bad input"):
+What it guarantees (docs/principles.md, "Rules for bad input"):
 
 * **Read-only, no mmap.** The file is opened with ``os.open(O_RDONLY)`` and read with
   ``os.pread`` only: nothing is ever written, locked, truncated or renamed. No mmap, because a

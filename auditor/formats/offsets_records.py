@@ -6,7 +6,7 @@ type (its ``apiKey`` in Kafka's message specs: 0 and 1 an offset commit, 2 a cla
 metadata, 3 and up the new protocol's records (KIP-848) and share/streams groups); the value's
 version is the version of that type's value schema. A null value is a tombstone.
 
-Layout of one v2 record (``DefaultRecord.java``; kafka-format.md §1.3), all varints zigzag::
+Layout of one v2 record (``DefaultRecord.java``; docs/kafka-format-notes.md, "Records and varints"), all varints zigzag::
 
     length:varint attributes:int8 timestampDelta:varlong offsetDelta:varint
     keyLength:varint key valueLength:varint value headersCount:varint [headers]

@@ -3,7 +3,7 @@
 Also home of the two value types every record format yields, :class:`BatchHeader` and
 :class:`Record` (contract: docs/formats-api.md, "records").
 
-Invariants of a v2 batch (kafka-format.md §1.2-1.3):
+Invariants of a v2 batch (docs/kafka-format-notes.md, "Record batches" and "Records and varints"):
 
 * The batch is ``LOG_OVERHEAD + batchLength`` bytes; the fixed header is
   ``RECORD_BATCH_OVERHEAD`` (61) bytes, so ``batchLength >= RECORD_BATCH_OVERHEAD - LOG_OVERHEAD``.

@@ -1,4 +1,4 @@
-"""Kafka's zigzag varints (`ByteUtils.readVarint` / `readVarlong`; kafka-format.md §1.3).
+"""Kafka's zigzag varints (`ByteUtils.readVarint` / `readVarlong`; docs/kafka-format-notes.md, "Records and varints").
 
 Encoding: zigzag (``(v << 1) ^ (v >> 31)``, ``>> 63`` for a varlong) then unsigned LEB128,
 7 bits per byte, low group first, MSB = continuation. Invariants enforced here, as Kafka does:

@@ -10,7 +10,7 @@
   split across partitions, two partitioners or a raised partition count (pure).
 * :mod:`auditor.keys.manifest_part`: the summaries as a manifest part (``collect --keys``).
 
-Keys are data (DESIGN.md, "A nightly people act on"): nothing here keeps a key's bytes past the
+Keys are data (docs/principles.md, "A nightly people act on"): nothing here keeps a key's bytes past the
 scan of its partition. Summaries hold a key's fingerprint (Kafka's murmur2 of it, its length,
 whether it is printable) and the raw hashes the partitioners need; values are never kept.
 """

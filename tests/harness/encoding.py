@@ -1,4 +1,4 @@
-"""The tests' own varint encoders, written from the format (kafka-format.md §1.3), independent of
+"""The tests' own varint encoders, written from the format (docs/kafka-format-notes.md, "Records and varints"), independent of
 auditor/formats/varint.py so that the bytes the tests build do not share the reader's mistakes."""
 
 from __future__ import annotations
