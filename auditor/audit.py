@@ -33,7 +33,7 @@ from auditor.manifest import read_remote_logs
 from auditor.schema import MAX_TIMELINE_PARTITIONS
 from checks import REGISTRY
 from checks.base import AuditContext, Finding, Severity
-from checks.config import Config
+from checks.audit_config import Config
 from checks.expectations import CHECK as GX_CHECK
 
 TIMELINE_COLUMNS = ("broker_id", "log_dir", "topic", "partition", "base_offset", "log_mtime_ms", "min_timestamp_ms",

@@ -47,7 +47,7 @@ NOW_MS = 1_700_000_000_000 + 90 * 86_400_000
 
 def _ctx():
     from checks.base import AuditContext
-    from checks.config import Config
+    from checks.audit_config import Config
 
     return AuditContext(as_of_ms=NOW_MS, config=Config.load(None))
 

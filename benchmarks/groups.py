@@ -245,7 +245,7 @@ t = time.perf_counter()
 from auditor.cli import replay_check as rc
 from auditor.replay import groups as rg, rows as replay_rows
 from checks.base import AuditContext
-from checks.config import Config
+from checks.audit_config import Config
 out = {{"imports_s": time.perf_counter() - t}}
 now = int(time.time() * 1000)
 t = time.perf_counter(); committed = rg.group_offsets_from_disk([{log_dir!r}], "wide-group").committed

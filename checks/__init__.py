@@ -14,7 +14,7 @@ import pkgutil
 
 from checks.base import Check
 
-FRAMEWORK_MODULES = {"base", "batch", "config", "expectations"}
+FRAMEWORK_MODULES = {"base", "batch", "audit_config", "expectations"}
 
 
 def _discover() -> dict[str, type[Check]]:
@@ -40,26 +40,33 @@ def __getattr__(name: str):
     return registry
 
 
+def module_names(name: str) -> tuple[str, str]:
+    """Where a check lives: the module named after the last part of its config key, or, where two
+    would read alike, after the whole key (``timestamps.missing``: checks/timestamps_missing.py next
+    to checks/missing_partition.py); ``tests/test_checks_framework.py::test_one_name_everywhere``."""
+    return name.rpartition(".")[2], name.replace(".", "_")
+
+
 def check_named(name: str) -> type[Check] | None:
-    """``REGISTRY.get(name)``, importing only the check's own module when the registry is not built:
-    a check lives in the module named after the last part of its config key
-    (``tests/test_checks_framework.py::test_one_name_everywhere``); any other name builds the registry."""
+    """``REGISTRY.get(name)``, importing only the check's own module (:func:`module_names`) when the
+    registry is not built; any other name builds the registry."""
     if name in _NAMED:
         return _NAMED[name]
     if "REGISTRY" not in globals():
-        module_name = name.rpartition(".")[2]
-        if module_name.isidentifier() and module_name not in FRAMEWORK_MODULES and not module_name.startswith("_"):
+        for module_name in module_names(name):
+            if not module_name.isidentifier() or module_name in FRAMEWORK_MODULES or module_name.startswith("_"):
+                continue
             try:
                 module = importlib.import_module(f"{__name__}.{module_name}")
             except ModuleNotFoundError as exc:
                 if exc.name != f"{__name__}.{module_name}":
                     raise
-            else:
-                for _, obj in inspect.getmembers(module, inspect.isclass):
-                    if issubclass(obj, Check) and obj is not Check and obj.__module__ == module.__name__ \
-                            and obj.name == name:
-                        _NAMED[name] = obj
-                        return obj
+                continue
+            for _, obj in inspect.getmembers(module, inspect.isclass):
+                if issubclass(obj, Check) and obj is not Check and obj.__module__ == module.__name__ \
+                        and obj.name == name:
+                    _NAMED[name] = obj
+                    return obj
     return __getattr__("REGISTRY").get(name)
 
 

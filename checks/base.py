@@ -307,7 +307,7 @@ class AuditContext:
     """
 
     as_of_ms: int
-    config: "Any"  # checks.config.Config
+    config: "Any"  # checks.audit_config.Config
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)
     replay_at_ms: int | None = None
     replay_topics: tuple[str, ...] | None = None

@@ -35,7 +35,7 @@ Options: generated from ``options`` below (checks.base.options_section).
 from __future__ import annotations
 
 from checks.base import Check, CheckInput, Option, capped, live_replicas, non_negative, opt_int, severity_option
-from checks.config import LONG_MAX
+from checks.audit_config import LONG_MAX
 from auditor.units import human_duration, iso_utc
 
 

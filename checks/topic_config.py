@@ -31,7 +31,7 @@ Options: generated from ``options`` below (checks.base.options_section).
 from __future__ import annotations
 
 from checks.base import Check, CheckInput, severity_option
-from checks.config import KAFKA_DEFAULTS
+from checks.audit_config import KAFKA_DEFAULTS
 
 #: The topic configs the timestamp checks depend on, and what a non-default value changes.
 WATCHED = {

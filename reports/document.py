@@ -16,7 +16,7 @@ from auditor.schema import json_envelope
 from auditor.units import iso_utc
 from reports import history as hist
 from reports.html import render
-from checks.config import INTERNAL_TOPIC_DEFAULTS, KAFKA_DEFAULTS
+from checks.audit_config import INTERNAL_TOPIC_DEFAULTS, KAFKA_DEFAULTS
 
 SCHEMA_VERSION = 3
 SEVERITIES = ("PASS", "INFO", "WARN", "FAIL")

@@ -27,7 +27,7 @@ from auditor.schema import PARTITION_COLUMNS, PARTITION_SCHEMA, SEGMENT_COLUMNS,
 from checks import REGISTRY
 from checks.base import AuditContext, Check
 from checks.batch import PartitionBatch
-from checks.config import Config
+from checks.audit_config import Config
 from realdata import LOG_DIRS
 from test_check_cases import CASES, _complete, case_context
 

@@ -36,7 +36,7 @@ import yaml
 from auditor.schema import PARTITION_COLUMNS, SEGMENT_COLUMNS, empty_row
 from checks import REGISTRY
 from checks.base import AuditContext, Severity
-from checks.config import Config
+from checks.audit_config import Config
 from auditor.check_runner import run_local
 
 CASES_DIR = Path(__file__).parent / "check_cases"

@@ -24,7 +24,7 @@ from auditor.engine import aggregates, scan_dataframes
 from auditor.scan import scan_log_dirs
 from auditor.schema import SEGMENT_COLUMNS, SEGMENT_KEY, SEGMENT_SCHEMA, empty_row, spark_schema, to_table
 from checks.base import AuditContext, Severity
-from checks.config import Config
+from checks.audit_config import Config
 from checks.expectations import run_expectations
 from auditor.check_runner import run_local, run_spark
 from checks.broker_disk import SkewBrokerDisk

@@ -21,7 +21,7 @@ import pytest
 
 from auditor.scan import scan_log_dirs
 from checks.base import AuditContext, Severity
-from checks.config import Config
+from checks.audit_config import Config
 from auditor.check_runner import run_local
 from harness.kafka import ROLL_TOPIC_CONFIG
 from realdata import RECORD_SETS

@@ -19,7 +19,7 @@ import pytest
 from auditor.engine import aggregates, scan_dataframes
 from auditor.scan import scan_log_dirs
 from checks.base import AuditContext, Severity
-from checks.config import Config
+from checks.audit_config import Config
 from auditor.live_config import LiveConfigError, fetch_topic_configs
 from auditor.check_runner import run_local, run_spark
 from harness.kafka import free_port, wait_until

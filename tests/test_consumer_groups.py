@@ -240,7 +240,7 @@ def test_group_checks_on_the_real_cluster(groups_cluster):
     from auditor.cluster.consumer_groups import commit_rows
     from auditor.scan import scan_log_dirs
     from checks.base import AuditContext, Severity
-    from checks.config import Config
+    from checks.audit_config import Config
 
     kc, scenario, _ = groups_cluster
     scan = scan_log_dirs(kc.log_dirs(1), depth="headers")

@@ -11,7 +11,7 @@ import pytest
 from auditor.engine import scan_dataframes
 from auditor.schema import SEGMENT_COLUMNS, SEGMENT_KEY, SEGMENT_SCHEMA, empty_row, spark_schema
 from checks.base import AuditContext, Severity
-from checks.config import Config
+from checks.audit_config import Config
 from checks.expectations import run_expectations
 from realdata import LOG_DIRS
 from spark_session import spark  # noqa: F401
@@ -110,7 +110,7 @@ import json, sys, time
 import pandas as pd
 from auditor.schema import SEGMENT_COLUMNS, SEGMENT_SCHEMA, empty_row, to_table
 from checks.base import AuditContext
-from checks.config import Config
+from checks.audit_config import Config
 from checks.expectations import run_expectations
 row = empty_row(SEGMENT_COLUMNS)
 row.update(broker_id=1, cluster_id="c", log_dir="/d", topic="t", partition=0, dir_kind="live", dir_name="t-0",

@@ -31,7 +31,7 @@ from auditor.engine import aggregates
 from auditor.scan import scan_log_dirs
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, spark_schema, to_table
 from checks.base import AuditContext
-from checks.config import Config
+from checks.audit_config import Config
 from checks.expectations import run_expectations
 from realdata import LOG_DIRS
 from spark_session import spark  # noqa: F401

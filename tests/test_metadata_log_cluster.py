@@ -320,7 +320,7 @@ def test_kla020_names_the_recorded_reassignment_and_log_dir_move(scenario):
     from auditor.check_runner import run_local
     from auditor.scan import scan_log_dirs
     from checks.base import AuditContext, Severity
-    from checks.config import Config
+    from checks.audit_config import Config
     kc = scenario["kc"]
     seg = {"segment.ms": "2000", "segment.jitter.ms": "0"}
     kc.create_topic("kla020-moved", replica_assignment=[[1]], config=seg)
@@ -386,7 +386,7 @@ def test_stray_dir_check_finds_a_planted_leftover_of_the_deleted_topic(scenario)
     from auditor.cluster.metadata_audit import PartitionMoves
     from auditor.scan import scan_log_dirs
     from checks.base import AuditContext, Severity
-    from checks.config import Config
+    from checks.audit_config import Config
     kc = scenario["kc"]
     dirs = _all_log_dirs(kc)
 
@@ -417,7 +417,7 @@ def test_absent_replica_and_wrong_log_dir_checks(scenario, tmp_path):
     from auditor.cluster.metadata_audit import PartitionMoves
     from auditor.scan import scan_log_dirs
     from checks.base import AuditContext, Severity
-    from checks.config import Config
+    from checks.audit_config import Config
     kc = scenario["kc"]
     names = ["metadata.absent_replica", "metadata.wrong_log_dir"]
 

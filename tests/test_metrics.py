@@ -375,7 +375,7 @@ def test_time_to_loss_and_remote_bytes_read_the_checks_own_evidence():
     from auditor.check_runner import run_local
     from auditor.schema import PARTITION_COLUMNS, SEGMENT_COLUMNS, empty_row
     from checks.base import AuditContext
-    from checks.config import Config
+    from checks.audit_config import Config
     from checks.safety import TIER_KEYS
 
     hour, now = 3_600_000, 1_710_028_800_000          # 2024-03-10T00:00Z

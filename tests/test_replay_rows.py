@@ -24,7 +24,7 @@ from auditor.replay import groups as rg, modern as replay_modern, views as repla
 from auditor.replay.rows import rows_from_log_dirs
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
 from checks.base import AuditContext
-from checks.config import Config
+from checks.audit_config import Config
 from realdata import LOG_DIRS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -281,7 +281,7 @@ heavy = sorted({m.split('.')[0] for m in sys.modules} & {'pandas', 'matplotlib',
 if '--log-dir' in sys.argv:  # no Arrow, numpy or crc32c from disk (small indexes are read without numpy)
     heavy += sorted({m.split('.')[0] for m in sys.modules} & {'pyarrow', 'numpy', 'crc32c'})
 # one check runs: its module alone is imported (checks.check_named), not the whole registry
-heavy += sorted(m for m in sys.modules if m.startswith('checks.') and m not in ('checks.base', 'checks.config',
+heavy += sorted(m for m in sys.modules if m.startswith('checks.') and m not in ('checks.base', 'checks.audit_config',
                                                                               'checks.safety'))
 print('HEAVY', heavy)
 sys.exit(10 + rc if heavy else rc)

@@ -22,7 +22,7 @@ from auditor.scan.state import StateDirError, check_state_dir
 from auditor.schema import DEPTHS
 from checks.base import Severity
 from auditor.units import human_bytes, parse_time
-from checks.config import ConfigError
+from checks.audit_config import ConfigError
 from reports.document import build_document, write_outputs
 from reports.finding_history import append as append_findings, read_previous
 from reports.html import where

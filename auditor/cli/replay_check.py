@@ -29,7 +29,7 @@ from auditor.replay.rows import ReplayRows, by_partition, rows_from_log_dirs
 from auditor.schema import json_envelope
 from auditor.units import iso_utc, parse_time
 from checks.base import AuditContext, CheckInput, Finding, Severity
-from checks.config import Config, ConfigError
+from checks.audit_config import Config, ConfigError
 from checks.safety import LOOKUP_APIS, ReplaySafety
 
 #: The --json document's version (reports/replay-check.schema.json has its changelog).
