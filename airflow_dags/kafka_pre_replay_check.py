@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from airflow.sdk import DAG, Param, task
 
 from airflow_dags.kafka_audit_operators import ReplayCheckOperator, notify_failure
+from checks.safety import LOOKUP_APIS
 
 with DAG(
     dag_id="kafka_pre_replay_check",
@@ -34,7 +35,7 @@ with DAG(
         "remote_storage_dir": Param("", type="string",
                                     description="tiered storage: LocalTieredStorage's directory, for exact answers "
                                                 "in remote ranges (empty: from the remote log metadata alone)"),
-        "api": Param("both", enum=["modern", "legacy", "both"]),
+        "api": Param("both", enum=list(LOOKUP_APIS)),
         "fail_on": Param("FAIL", enum=["WARN", "FAIL"]),
         "recipients": Param([], type="array"),
     },
