@@ -51,7 +51,8 @@ class AuditRequest:
     config_path: str | None = None
     fail_on: str | None = None
     replay_at_ms: int | None = None
-    topics: list[str] | None = None
+    replay_topics: list[str] | None = None
+    """--topic: the topics the replay time is judged for (None: all)."""
     master: str | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
     bootstrap_server: str | None = None
@@ -219,7 +220,7 @@ def audit_context(req: AuditRequest, progress: Callable[[str], None]) -> AuditCo
     log = read_cluster_metadata(req, progress)
     topic_configs, sources, notes = topic_config_layers(req, progress, log)
     return AuditContext(as_of_ms=req.as_of_ms or int(time.time() * 1000), config=config, topic_configs=topic_configs,
-                        replay_at_ms=req.replay_at_ms, replay_topics=tuple(req.topics) if req.topics else None,
+                        replay_at_ms=req.replay_at_ms, replay_topics=tuple(req.replay_topics) if req.replay_topics else None,
                         partition_moves=PartitionMoves.from_log(log) if log is not None else None,
                         topic_config_sources=sources, metadata_notes=notes)
 

@@ -50,7 +50,7 @@ def _plain_document(outcome) -> dict:
                 "topic_config_sources": outcome.topic_config_sources,
                 "topic_configs": topic_config_rows(outcome),
                 "metadata_log_notes": list(outcome.metadata_notes)},
-        replay=({"replay_at_ms": req.replay_at_ms, "replay_at_utc": iso_utc(req.replay_at_ms), "topics": req.topics or None}
+        replay=({"replay_at_ms": req.replay_at_ms, "replay_at_utc": iso_utc(req.replay_at_ms), "topics": req.replay_topics or None}
                 if req.replay_at_ms is not None else None),
         versions=tables.versions,
         engine=tables.engine,

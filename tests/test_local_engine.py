@@ -147,7 +147,7 @@ def test_whole_audit_same_document_on_both_engines(demo, tmp_path):
     docs = {}
     for engine in ("local", "spark"):
         req = AuditRequest(log_dirs=log_dirs, depth="deep", config_path=str(Path(log_dirs[0]).parent / "demo-audit.yaml"),
-                           replay_at_ms=ctx.replay_at_ms, topics=list(ctx.replay_topics), as_of_ms=ctx.as_of_ms, engine=engine)
+                           replay_at_ms=ctx.replay_at_ms, replay_topics=list(ctx.replay_topics), as_of_ms=ctx.as_of_ms, engine=engine)
         doc = dict(build_document(run_audit(req)))
         assert doc.pop("engine")["name"] == engine
         for key in ("versions", "elapsed_s"):

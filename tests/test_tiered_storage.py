@@ -526,7 +526,7 @@ def test_audit_at_from_the_manifest_equals_the_log_dir_audit(tiered, tiered_mani
     config = tmp_path / "audit.yaml"
     config.write_text("checks:\n  replay.safety:\n    api: modern\n")
     for remote_dir in (str(t.remote_dir), None):
-        common = dict(replay_at_ms=target, topics=[t.sc.topic], engine="local", config_path=str(config),
+        common = dict(replay_at_ms=target, replay_topics=[t.sc.topic], engine="local", config_path=str(config),
                       remote_storage_dir=remote_dir, as_of_ms=t.sc.first_ms + 10**9)
         replays = []
         for req in (AuditRequest(log_dirs=[str(t.log_dir)], depth="headers", **common),

@@ -151,7 +151,7 @@ def request_from_args(args) -> AuditRequest:
             check_writable(path, is_dir)
     topics = [t for chunk in (args.topic or []) for t in chunk.split(",") if t] or None
     return AuditRequest(log_dirs=args.log_dir or [], manifests=args.manifest or [], depth=args.depth,
-                        config_path=args.config, fail_on=args.fail_on, replay_at_ms=at, topics=topics, master=args.master,
+                        config_path=args.config, fail_on=args.fail_on, replay_at_ms=at, replay_topics=topics, master=args.master,
                         spark_conf=conf, bootstrap_server=args.bootstrap_server, parquet_dir=args.parquet, as_of_ms=as_of,
                         engine=args.engine, state_dir=args.state, remote_storage_dir=args.remote_storage_dir)
 

@@ -58,7 +58,7 @@ def run(args) -> int:
     log_dirs, meta = unpack_demo_sample(out / "sample")
     sys.stderr.write(f"demo: sample of {len(log_dirs)} real broker log dirs unpacked under {out / 'sample'}\n")
     req = AuditRequest(log_dirs=[str(d) for d in log_dirs], depth="deep", config_path=str(log_dirs[0].parent / "demo-audit.yaml"),
-                       replay_at_ms=meta["replay_at_ms"], topics=meta["replay_topics"], master=args.master,
+                       replay_at_ms=meta["replay_at_ms"], replay_topics=meta["replay_topics"], master=args.master,
                        as_of_ms=meta["made_at_ms"], engine=args.engine)
     execute(AuditRun(request=req, out_html=str(out / "report.html"), out_json=str(out / "findings.json"),
                      history=str(out / "history"), progress=True))
