@@ -4,33 +4,26 @@ Steps, each a function: :func:`audit_context` (config, live topic configs), :fun
 :func:`run_tables` (on the driver or on Spark), then :class:`AuditOutcome`. The findings document
 is built from the outcome by ``reports.document``; printing belongs to ``auditor.cli``.
 
-Only small things reach the driver: the per-partition-dir statistics, the findings, the GX
-results and the segments of the few partitions the report draws a timeline for. The segment
-table itself stays on the executors (and in Parquet with ``--parquet``).
+The table stages are behind one interface (``auditor.table_engines``: the driver's and Spark's
+implementations); this module never asks which one runs.
 """
 
 from __future__ import annotations
 
-import math
-import platform
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from auditor import __version__
-from auditor.audit_local import TableOutcome, choose_engine, run_tables_local
 from auditor.check_runner import worst
 from auditor.live_config import WANTED, fetch_topic_configs
 from auditor.cluster.consumer_groups import commit_rows, read_groups
 from auditor.cluster.metadata_log import MetadataLogNotFound, read_metadata_log
 from auditor.cluster.metadata_audit import PartitionMoves, effective_topic_configs
-from auditor.manifest import collect_manifest
 from auditor.manifest import read_cluster_metadata as read_manifest_metadata
 from auditor.manifest import read_consumer_groups as read_manifest_groups
 from auditor.manifest import read_remote_logs
 from auditor.schema import MAX_TIMELINE_PARTITIONS
+from auditor.table_engines import TableOutcome, select_engine
 from checks import REGISTRY
 from checks.base import AuditContext, Finding, Severity
 from checks.audit_config import Config
@@ -59,7 +52,7 @@ class AuditRequest:
     parquet_dir: str | None = None
     as_of_ms: int | None = None
     engine: str = "auto"
-    """auto (small inputs on the driver, large ones on Spark: auditor.audit_local), local or spark."""
+    """auto (small inputs on the driver, large ones on Spark: auditor.table_engines), local or spark."""
     state_dir: str | None = None
     """Incremental scans: the scan state dir (auditor.scan.state); the scan then runs in-process."""
     remote_storage_dir: str | None = None
@@ -74,97 +67,6 @@ def _timeline_keys(findings: list[Finding]) -> list[tuple[str, int]]:
         if (f.topic, f.partition) not in keys:
             keys.append((f.topic, f.partition))
     return keys[:MAX_TIMELINE_PARTITIONS]
-
-
-def _versions(spark) -> dict:
-    import great_expectations as gx
-    import pyspark
-
-    return {"kafka-log-auditor": __version__, "python": platform.python_version(), "pyspark": pyspark.__version__,
-            "spark": spark.version, "great_expectations": gx.__version__}
-
-
-#: Segment rows per Spark partition for the checks and the Great Expectations suite.
-ROWS_PER_CHECK_SLICE = 100_000
-
-
-def _run_tables_spark(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]) -> TableOutcome:
-    """The table stages on Spark (started here, once, and stopped before returning)."""
-    from auditor.check_runner import run_spark
-    from auditor.engine import aggregates, build_spark, write_parquet
-    from checks.expectations import run_expectations
-
-    tmp = None
-    progress("starting Spark")
-    spark = build_spark(req.master, req.spark_conf)
-    if req.state_dir and not req.manifests:
-        if spark.sparkContext.master.startswith("local"):
-            tmp = tempfile.mkdtemp(prefix="kafka-audit-scan-")
-        else:  # executors elsewhere cannot read a manifest in this driver's temp dir
-            progress(f"--state not used: the executors of {spark.sparkContext.master} cannot read the driver's "
-                     "temporary manifest (run `kafka-audit collect --state` on the brokers and audit the manifests)")
-    try:
-        scan = _spark_scan(spark, req, tmp, progress)
-        aggs = aggregates(scan.segments, scan.partitions)
-        if req.parquet_dir:
-            progress(f"writing the tables as Parquet to {req.parquet_dir}")
-            write_parquet(scan, aggs, req.parquet_dir)
-        # The scan's task count suits reading files, not the checks: GX runs a few Spark jobs per
-        # expectation, and on a small table their per-task overhead dominated (demo: GX 13 s -> 5 s).
-        segment_rows = scan.segments.count()
-        slices = max(1, math.ceil(segment_rows / ROWS_PER_CHECK_SLICE))
-        segments, partitions = scan.segments.coalesce(slices), scan.partitions.coalesce(slices)
-        progress(f"running the checks ({segment_rows:,} segment rows)")
-        findings = run_spark(segments, partitions, aggs, ctx)
-        progress("validating the segment table (Great Expectations)")
-        gx = run_expectations(segments, ctx)
-        findings = sorted(findings + gx.findings, key=Finding.sort_key)
-        progress("collecting what the report shows")
-        stats = [r.asDict(recursive=True) for r in aggs["partition_stats"].collect()]
-        timelines = _spark_timelines(scan.segments, _timeline_keys(findings))
-        versions = _versions(spark)
-        log_dir_infos = scan.log_dirs
-        scan.unpersist()
-    finally:
-        spark.stop()
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return TableOutcome(findings=findings, gx=gx, stats=stats, timelines=timelines, versions=versions,
-                        log_dirs=log_dir_infos)
-
-
-def _spark_scan(spark, req: AuditRequest, tmp: str | None, progress: Callable[[str], None]):
-    """The segment and partition tables on Spark: from manifests, from log dirs, or (``--state``)
-    scanned in-process with the scan state into the temporary manifest ``tmp``."""
-    from auditor.engine import read_manifests, scan_dataframes
-
-    if req.manifests:
-        progress(f"reading {len(req.manifests)} manifest location(s)")
-        return read_manifests(spark, req.manifests)
-    if tmp is not None:
-        progress(f"scanning {len(req.log_dirs)} log dir(s) at depth {req.depth} in-process with the scan "
-                 f"state, into a manifest for Spark")
-        collect_manifest(req.log_dirs, tmp, req.depth, state_dir=req.state_dir)
-        return read_manifests(spark, [tmp])
-    progress(f"scanning {len(req.log_dirs)} log dir(s) at depth {req.depth}")
-    return scan_dataframes(spark, req.log_dirs, req.depth)
-
-
-def _spark_timelines(segments, keys: list[tuple[str, int]]) -> dict[str, list[dict]]:
-    """The live segments of the partitions the report draws a timeline for (few, small)."""
-    if not keys:
-        return {}
-    from pyspark.sql import functions as F
-
-    cond = None
-    for topic, partition in keys:
-        c = (F.col("topic") == topic) & (F.col("partition") == partition)
-        cond = c if cond is None else (cond | c)
-    timelines: dict[str, list[dict]] = {}
-    for r in segments.where(cond & F.col("file_state").isNull()).select(*TIMELINE_COLUMNS).collect():
-        d = r.asDict()
-        timelines.setdefault(f"{d['topic']}-{d['partition']}", []).append(d)
-    return timelines
 
 
 def read_cluster_metadata(req: AuditRequest, progress: Callable[[str], None]):
@@ -254,15 +156,12 @@ def read_remote_storage(req: AuditRequest, ctx: AuditContext, progress: Callable
 
 
 def run_tables(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]) -> TableOutcome:
-    """Step 3: scan, aggregates, checks and Great Expectations, on the driver or on Spark."""
-    engine, why = choose_engine(req)
-    progress(f"engine: {engine} ({why})")
-    if engine == "local":
-        out = run_tables_local(req, ctx, progress, _timeline_keys, TIMELINE_COLUMNS)
-    else:
-        out = _run_tables_spark(req, ctx, progress)
-        out.versions["engine"] = "spark"
-    out.engine = {"name": engine, "why": why}
+    """Step 3: scan, aggregates, checks and Great Expectations, on the engine the request picks
+    (``auditor.table_engines``: on the driver or on Spark)."""
+    engine, why = select_engine(req)
+    progress(f"engine: {engine.name} ({why})")
+    out = engine.run_tables(req, ctx, progress, _timeline_keys, TIMELINE_COLUMNS)
+    out.engine = {"name": engine.name, "why": why}
     return out
 
 

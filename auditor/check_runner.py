@@ -182,15 +182,16 @@ def _null_first(key: tuple) -> tuple:
 
 
 def run_local(segments, partitions, ctx: AuditContext, stats: Mapping[str, pd.DataFrame] | None = None,
-              names: Sequence[str] | None = None) -> list[Finding]:
-    """In-process engine: segment/partition rows (dicts or DataFrames) -> findings, sorted."""
+              names: Sequence[str] | None = None, segments_sorted: bool = False) -> list[Finding]:
+    """In-process engine: segment/partition rows (dicts or DataFrames) -> findings, sorted.
+    ``segments_sorted``: a segment frame from ``checks.batch.sort_rows_moving`` (used as it is)."""
     from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA  # Arrow: imported by the engines, not replay-check
 
     seg = as_frame(segments, SEGMENT_SCHEMA)
     part = as_frame(partitions, PARTITION_SCHEMA)
     from checks.batch import PartitionBatch
 
-    findings = run_partition_batch(PartitionBatch(seg, part), ctx, names)
+    findings = run_partition_batch(PartitionBatch(seg, part, segments_sorted), ctx, names)
     if stats is not None:
         findings.extend(run_cluster_checks(stats, part, ctx, names))
     return with_pass_summaries(findings, names)

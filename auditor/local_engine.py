@@ -15,7 +15,9 @@ purpose so that both engines agree: a partition dir whose ``broker_id`` is unkno
 without ``meta.properties``) gets no segment aggregates (a null join key matches nothing), and
 ``broker_stats`` has no row for an unknown broker. Rows are sorted by their keys.
 
-Memory: the rows are plain dicts; meant for tables well below ``LOCAL_MAX_SEGMENT_ROWS``.
+Memory: the per-partition-dir statistics are computed on Arrow columns (no Python object per
+segment row); the rollups over them are plain dicts (one per partition dir). The checks' pandas
+frame is made by :func:`segment_frame`.
 """
 
 from __future__ import annotations
@@ -23,8 +25,12 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from auditor.schema import PARTITION_DIR_KEYS, PARTITION_SCHEMA, SEGMENT_SCHEMA
 
 LOCAL_MAX_SEGMENT_ROWS = 100_000
 """Up to this many segment rows (from the listing) an audit without ``--master`` runs on the
@@ -32,8 +38,6 @@ driver; above it, on Spark. Measured (benchmarks/engines.py, README there) on 2 
 was faster at every size up to 100,000 rows (6 s vs 69 s at 1,000; 96 s vs 154 s at 100,000) and
 both grow by ~0.9 ms a row, so Spark does not catch up on this machine; the limit is the driver's
 memory (peak RSS ~1 GiB at 100,000 rows), and above it Spark's memory and executors are the way."""
-
-PARTITION_DIR_KEYS = ("broker_id", "log_dir", "topic", "partition", "dir_kind", "dir_name")
 
 _I32, _I64, _STR, _F64 = pa.int32(), pa.int64(), pa.string(), pa.float64()
 _ROLLUP = [("replicas", _I64), ("segment_count", _I64), ("size_bytes", _I64), ("message_count", _I64),
@@ -57,10 +61,6 @@ AGGREGATE_SCHEMAS = {
     "log_dir_stats": pa.schema([("broker_id", _I32), ("log_dir", _STR), ("partition_dirs", _I64), *_ROLLUP]),
 }
 """The Spark aggregates' output schemas (``DataFrame.schema`` of each table), as Arrow."""
-
-
-def _live(s: dict) -> bool:
-    return s["file_state"] is None and s["log_size_bytes"] is not None
 
 
 def _exact_sum(values: Iterable) -> int | None:
@@ -89,35 +89,76 @@ def _sort_key(key: tuple) -> tuple:
     return tuple((v is not None, v) if v is not None else (False, 0) for v in key)
 
 
-def partition_stats_rows(segments: Iterable[dict], partitions: Iterable[dict]) -> list[dict]:
-    """One row per partition dir: the partition row joined with its segments' aggregates."""
-    by_dir: dict[tuple, list[dict]] = {}
-    for s in segments:
-        by_dir.setdefault(_key(s, PARTITION_DIR_KEYS), []).append(s)
-    out = []
-    for p in partitions:
-        key = _key(p, PARTITION_DIR_KEYS)
-        # Spark's left join on these keys: a null key matches no segment group
-        segs = by_dir.get(key, []) if None not in key else []
-        live = [s for s in segs if _live(s)]
-        row = {k: p[k] for k in ("broker_id", "log_dir", "topic", "partition", "dir_kind", "dir_name", "cluster_id",
-                                 "topic_id", "segment_count", "size_bytes", "log_start_offset", "log_end_offset",
-                                 "high_watermark", "oldest_log_mtime_ms", "newest_log_mtime_ms")}
-        row["other_segment_files"] = len(segs) - len(live)
-        row["index_bytes"] = sum((s["index_size_bytes"] or 0) + (s["timeindex_size_bytes"] or 0)
-                                 + (s["txnindex_size_bytes"] or 0) for s in live)
-        row["message_count"] = _exact_sum(s["record_count"] for s in live) if segs else 0
-        row["oldest_record_timestamp_ms"] = _min(s["min_timestamp_ms"] if s["min_timestamp_ms"] is not None
-                                                 else s["min_batch_timestamp_ms"] for s in segs)
-        row["newest_record_timestamp_ms"] = _max(s["max_timestamp_ms"] for s in segs)
-        row["first_offset"] = _min(s["first_offset"] for s in segs)
-        row["last_offset"] = _max(s["last_offset"] for s in segs)
-        old, new = row["oldest_log_mtime_ms"], row["newest_log_mtime_ms"]
-        row["mtime_spread_ms"] = new - old if old is not None and new is not None else None
-        row["notes"] = len(p["notes"]) + sum(len(s["notes"]) for s in segs)
-        out.append(row)
-    out.sort(key=lambda r: _sort_key(_key(r, PARTITION_DIR_KEYS)))
-    return out
+def partition_stats_table(segments: pa.Table, partitions: pa.Table) -> pa.Table:
+    """One row per partition dir (``AGGREGATE_SCHEMAS["partition_stats"]``): the partition row
+    joined with its segments' aggregates, computed on Arrow columns (no Python object per row)."""
+    seg, part = _as_table(segments, SEGMENT_SCHEMA), _as_table(partitions, PARTITION_SCHEMA)
+    keys = list(PARTITION_DIR_KEYS)
+    # Spark's left join on these keys: a null key matches no segment group
+    keyed = _all_valid(seg, keys)
+    live = pc.and_(pc.is_null(seg["file_state"]), pc.is_valid(seg["log_size_bytes"]))
+    zero = pa.scalar(0, pa.int64())
+    index_bytes = pc.add(pc.add(pc.fill_null(seg["index_size_bytes"], zero), pc.fill_null(seg["timeindex_size_bytes"], zero)),
+                         pc.fill_null(seg["txnindex_size_bytes"], zero))
+    folded = pa.table({
+        **{k: seg[k] for k in keys},
+        "_rows": pa.array(np.ones(seg.num_rows, dtype=np.int64)),
+        "_live": pc.cast(live, pa.int64()),
+        "_index": pc.if_else(live, index_bytes, zero),
+        "_records": pc.if_else(live, pc.fill_null(seg["record_count"], zero), zero),
+        "_records_unknown": pc.cast(pc.and_(live, pc.is_null(seg["record_count"])), pa.int64()),
+        "_oldest": pc.coalesce(seg["min_timestamp_ms"], seg["min_batch_timestamp_ms"]),
+        "_newest": seg["max_timestamp_ms"], "_first": seg["first_offset"], "_last": seg["last_offset"],
+        "_notes": pc.fill_null(pc.list_value_length(seg["notes"]), 0).cast(pa.int64()),
+    }).filter(keyed)
+    by_dir = folded.group_by(keys, use_threads=False).aggregate([
+        ("_rows", "sum"), ("_live", "sum"), ("_index", "sum"), ("_records", "sum"), ("_records_unknown", "sum"),
+        ("_oldest", "min"), ("_newest", "max"), ("_first", "min"), ("_last", "max"), ("_notes", "sum")])
+    order = pa.array(np.arange(part.num_rows, dtype=np.int64))
+    left = part.select(keys + ["cluster_id", "topic_id", "segment_count", "size_bytes", "log_start_offset",
+                               "log_end_offset", "high_watermark", "oldest_log_mtime_ms", "newest_log_mtime_ms"])
+    left = left.append_column("_order", order).append_column(
+        "_part_notes", pc.fill_null(pc.list_value_length(part["notes"]), 0).cast(pa.int64()))
+    joined = left.join(by_dir, keys, join_type="left outer", use_threads=False)
+    # rows sorted by their keys, nulls first, ties in the partitions' order (the join's is arbitrary)
+    joined = joined.take(pc.sort_indices(joined, [(k, "ascending", "at_start") for k in keys]
+                                         + [("_order", "ascending", "at_start")]))
+    has_segs = pc.is_valid(joined["_rows_sum"])
+    records = pc.if_else(pc.greater(pc.fill_null(joined["_records_unknown_sum"], zero), zero),
+                         pa.scalar(None, pa.int64()), pc.fill_null(joined["_records_sum"], zero))
+    columns = {
+        **{name: joined[name] for name in AGGREGATE_SCHEMAS["partition_stats"].names[:15]},
+        "other_segment_files": pc.fill_null(pc.subtract(joined["_rows_sum"], joined["_live_sum"]), zero),
+        "index_bytes": pc.fill_null(joined["_index_sum"], zero),
+        "message_count": pc.if_else(has_segs, records, zero),
+        "oldest_record_timestamp_ms": joined["_oldest_min"], "newest_record_timestamp_ms": joined["_newest_max"],
+        "first_offset": joined["_first_min"], "last_offset": joined["_last_max"],
+        "mtime_spread_ms": pc.subtract(joined["newest_log_mtime_ms"], joined["oldest_log_mtime_ms"]),
+        "notes": pc.add(joined["_part_notes"], pc.fill_null(joined["_notes_sum"], zero)),
+    }
+    schema = AGGREGATE_SCHEMAS["partition_stats"]
+    return pa.Table.from_arrays([columns[f.name].cast(f.type) for f in schema], schema=schema)
+
+
+def _as_table(rows, schema: pa.Schema) -> pa.Table:
+    """Rows as an Arrow table of ``schema`` (a table as it is, cast; dicts converted once)."""
+    if isinstance(rows, pa.Table):
+        return rows if rows.schema.equals(schema) else rows.select(schema.names).cast(schema)
+    from auditor.schema import to_table
+
+    return to_table(list(rows), schema)
+
+
+def _all_valid(table: pa.Table, names: Sequence[str]) -> pa.ChunkedArray:
+    mask = pc.is_valid(table[names[0]])
+    for name in names[1:]:
+        mask = pc.and_(mask, pc.is_valid(table[name]))
+    return mask
+
+
+def partition_stats_rows(segments, partitions) -> list[dict]:
+    """:func:`partition_stats_table` as a list of dicts (one per partition dir: few next to the segments)."""
+    return partition_stats_table(segments, partitions).to_pylist()
 
 
 def _rollup(rows: list[dict]) -> dict:
@@ -170,7 +211,7 @@ def _topic_rows(per_dir: list[dict]) -> list[dict]:
     return out
 
 
-def aggregate_rows(segments: Sequence[dict], partitions: Sequence[dict]) -> dict[str, list[dict]]:
+def aggregate_rows(segments, partitions) -> dict[str, list[dict]]:
     """The four aggregate tables as lists of dicts (see the module doc for the definitions)."""
     per_dir = partition_stats_rows(segments, partitions)
     brokers = [{"broker_id": b, "partition_dirs": len(rows), **_rollup(rows),
@@ -188,6 +229,48 @@ def frames(rows: dict[str, list[dict]]) -> dict[str, pd.DataFrame]:
             for name, schema in AGGREGATE_SCHEMAS.items()}
 
 
-def aggregates(segments: Sequence[dict], partitions: Sequence[dict]) -> dict[str, pd.DataFrame]:
+def aggregates(segments, partitions) -> dict[str, pd.DataFrame]:
     """The in-process twin of the Spark engine's ``aggregates(...)`` followed by ``toPandas()``."""
     return frames(aggregate_rows(segments, partitions))
+
+
+def segment_frame(table: pa.Table) -> pd.DataFrame:
+    """The checks' and the suite's pandas frame of a segment table: Arrow's default conversion (the
+    frame Spark's ``applyInPandas`` hands the checks), except that equal list cells share one
+    numpy array: a million rows' four list columns cost a pointer a cell, not an array object each
+    (~100 bytes). The table's buffers are released while it is converted (``self_destruct``):
+    the caller must not use ``table`` afterwards."""
+    lists = {f.name: _shared_list_cells(table[f.name]) for f in table.schema if pa.types.is_list(f.type)}
+    rest = table.drop_columns(list(lists))
+    del table
+    frame = rest.to_pandas(split_blocks=True, self_destruct=True)
+    del rest
+    for position, name in sorted((SEGMENT_SCHEMA.get_field_index(n), n) for n in lists):
+        frame.insert(position, name, lists[name])
+    return frame
+
+
+def _shared_list_cells(column: pa.ChunkedArray) -> np.ndarray:
+    """A list column as an object array of Arrow's default conversion (a numpy array per cell, None
+    for a null cell), each distinct value converted once and shared by the cells that hold it (a
+    list with a null item is converted on its own; all of them in one conversion with the distinct
+    values, so an integer list turns float exactly when the whole column would)."""
+    values = column.combine_chunks()
+    cells = np.empty(len(values), dtype=object)
+    if not len(values):
+        return cells
+    valid = values.is_valid().to_numpy(zero_copy_only=False)
+    text = values if pa.types.is_string(values.type.value_type) else values.cast(pa.list_(pa.string()))
+    # the key of a cell: its length and its items ([] and [""] differ); null for a null list or item
+    key = pc.binary_join_element_wise(pc.cast(pc.list_value_length(values), pa.string()),
+                                      pc.binary_join(text, "\x1f"), ":")
+    codes = pc.fill_null(key.dictionary_encode().indices, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+    shared = codes >= 0
+    firsts = np.full(int(codes.max()) + 1, -1, dtype=np.int64)
+    rows = np.flatnonzero(shared)
+    firsts[codes[rows][::-1]] = rows[::-1]  # the first row holding each distinct value
+    alone = np.flatnonzero(valid & ~shared)
+    converted = values.take(pa.array(np.concatenate([firsts, alone]))).to_pandas().to_numpy(dtype=object)
+    cells[rows] = converted[codes[rows]]
+    cells[alone] = list(converted[len(firsts):]) if len(alone) else []
+    return cells

@@ -196,6 +196,8 @@ FINDING_COLUMNS: tuple[Column, ...] = (
 
 SEGMENT_KEY = ("broker_id", "log_dir", "topic", "partition", "dir_name", "base_offset", "file_state")
 PARTITION_KEY = ("broker_id", "log_dir", "topic", "partition", "dir_name")
+PARTITION_DIR_KEYS = ("broker_id", "log_dir", "topic", "partition", "dir_kind", "dir_name")
+"""What joins a partition dir's row to its segments' rows in the aggregates (both engines)."""
 
 
 def arrow_schema(columns: tuple[Column, ...]) -> pa.Schema:

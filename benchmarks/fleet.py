@@ -26,6 +26,7 @@ load average; asserts nothing.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -200,9 +201,21 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _hwm_mib(pid: int) -> float:
+    """Peak RSS of a live process so far (VmHWM in /proc/PID/status), MiB."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def run_audit(code: Path, manifests: Path, out: Path) -> dict:
     """One whole `kafka-audit audit --manifest` in a fresh process of ``code``: wall, CPU, peak RSS,
-    and the wall time from each progress line to the next (the stages)."""
+    and from each progress line to the next (the stages) the wall and CPU time and the peak RSS
+    reached by the stage's end."""
     env = {**os.environ, "PYTHONPATH": str(code)}
     cmd = [sys.executable, "-m", "auditor.cli", "audit", "--manifest", str(manifests / "*"), "--engine", "local",
            "--json", str(out / "findings.json"), "--out", str(out / "report.html"), "--as-of", AS_OF,
@@ -211,24 +224,25 @@ def run_audit(code: Path, manifests: Path, out: Path) -> dict:
     proc = subprocess.Popen(cmd, cwd=str(code), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     stages, last, last_cpu, name = [], start, 0.0, "start"
     for line in proc.stderr:
-        now, cpu = time.monotonic(), _cpu_s(proc.pid)
-        stages.append((name, now - last, cpu - last_cpu))
+        now, cpu, hwm = time.monotonic(), _cpu_s(proc.pid), _hwm_mib(proc.pid)
+        stages.append((name, now - last, cpu - last_cpu, hwm))
         last, last_cpu, name = now, cpu, line.strip()[:70]
     _, status, usage = os.wait4(proc.pid, 0)
     end = time.monotonic()
-    stages.append((name, end - last, usage.ru_utime + usage.ru_stime - last_cpu))
+    stages.append((name, end - last, usage.ru_utime + usage.ru_stime - last_cpu, usage.ru_maxrss / 1024))
     doc = json.loads((out / "findings.json").read_text()) if (out / "findings.json").exists() else {}
     findings = doc.get("findings", [])
+    digest = hashlib.sha256(json.dumps(findings, sort_keys=True).encode()).hexdigest()[:16]
     return {"wall_s": end - start, "cpu_s": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024,
             "status": os.waitstatus_to_exitcode(status), "stages": stages,
-            "findings": sum(1 for f in findings if f.get("severity") != "PASS"),
+            "findings": sum(1 for f in findings if f.get("severity") != "PASS"), "findings_sha256": digest,
             "json_mib": (out / "findings.json").stat().st_size / 2**20 if (out / "findings.json").exists() else None,
             "html_mib": (out / "report.html").stat().st_size / 2**20 if (out / "report.html").exists() else None}
 
 
 def stage_cpu_s(stages, prefix: str) -> float:
     """CPU seconds of a stage: from its progress line (``prefix``) to the next one."""
-    return sum(cpu for name, _, cpu in stages if name.split("] ", 1)[-1].startswith(prefix))
+    return sum(cpu for name, _, cpu, _ in stages if name.split("] ", 1)[-1].startswith(prefix))
 
 
 def check_stage_s(stages) -> float:
@@ -239,10 +253,11 @@ def check_stage_s(stages) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", default="10000,100000", help="segment-row counts (comma-separated)")
+    ap.add_argument("--rows", default="10000,100000,1000000", help="segment-row counts (comma-separated)")
     ap.add_argument("--dirs", default="", help="partition dirs per size (default: rows / 2, at most 100,000)")
     ap.add_argument("--before", default="", help="a checkout of the code before (git worktree add DIR f32eae6)")
-    ap.add_argument("--before-max-rows", type=int, default=10_000, help="largest size the old code runs at")
+    ap.add_argument("--before-max-rows", type=int, default=100_000,
+                    help="largest size the old code runs at (issue 19's start: ~10 KiB a row, 10 GiB at 1,000,000)")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--anomalies", action="store_true", help="keep the real rows that carry anomalies (more findings)")
     args = ap.parse_args()
@@ -269,17 +284,22 @@ def main() -> None:
                 r = run_audit(path, where / "manifests", out)
                 results[code].append(r)
                 print(f"  {code:6s} wall {r['wall_s']:7.1f} s  cpu {r['cpu_s']:7.1f} s  rss {r['rss_mib']:6.0f} MiB  "
-                      f"checks cpu {check_stage_s(r['stages']):6.1f} s  GX+report cpu {stage_cpu_s(r['stages'], 'validating'):6.1f} s  exit {r['status']}  findings {r['findings']:,}  "
-                      f"json {r['json_mib']:.1f} MiB  html {r['html_mib']:.1f} MiB  load {os.getloadavg()[0]:.1f}")
-                for name, wall, cpu in r["stages"]:
-                    print(f"      wall {wall:7.1f} s  cpu {cpu:7.1f} s  {name}")
+                      f"checks cpu {check_stage_s(r['stages']):6.1f} s  'validating' cpu {stage_cpu_s(r['stages'], 'validating'):6.1f} s  exit {r['status']}  findings {r['findings']:,}  "
+                      f"sha256 {r['findings_sha256']}  json {r['json_mib']:.1f} MiB  html {r['html_mib']:.1f} MiB  load {os.getloadavg()[0]:.1f}")
+                for name, wall, cpu, hwm in r["stages"]:
+                    print(f"      wall {wall:7.1f} s  cpu {cpu:7.1f} s  peak rss {hwm:6.0f} MiB  {name}")
         med = {c: {k: statistics.median(x[k] for x in rs) for k in ("wall_s", "cpu_s", "rss_mib")}
                | {"checks_s": statistics.median(check_stage_s(x["stages"]) for x in rs),
                   "gx_s": statistics.median(stage_cpu_s(x["stages"], "validating") for x in rs)} for c, rs in results.items() if rs}
         for c, m in med.items():
             print(f"  median {c:6s}: wall {m['wall_s']:.1f} s, cpu {m['cpu_s']:.1f} s, rss {m['rss_mib']:.0f} MiB, "
                   f"checks cpu {m['checks_s']:.2f} s = {m['checks_s'] / shape['partition_dirs'] * 1e6:.0f} µs per partition dir, "
-                  f"GX + report cpu {m['gx_s']:.1f} s ({m['gx_s'] / m['cpu_s']:.0%} of the CPU)")
+                  f"'validating' stage cpu {m['gx_s']:.1f} s ({m['gx_s'] / m['cpu_s']:.0%} of the CPU), "
+                  f"rss {m['rss_mib'] * 1024 / shape['segment_rows']:.2f} KiB per segment row")
+        digests = {c: {x["findings_sha256"] for x in rs} for c, rs in results.items() if rs}
+        if len(digests) > 1:
+            same = len(set().union(*digests.values())) == 1
+            print(f"  findings (the JSON's 'findings' list, sha256): {'IDENTICAL' if same else 'DIFFERENT'} across the code versions")
         if "before" in med and "after" in med:
             b, a = med["before"], med["after"]
             print(f"  before/after: wall x{b['wall_s'] / a['wall_s']:.1f}, cpu x{b['cpu_s'] / a['cpu_s']:.1f}, "

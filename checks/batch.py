@@ -24,10 +24,12 @@ class PartitionBatch:
     builds it, so a check's :meth:`Check.run` on it is the reference for the batch.
     """
 
-    def __init__(self, segments, partitions):
+    def __init__(self, segments, partitions, segments_sorted: bool = False):
+        """``segments_sorted``: the segment frame is already in :data:`BATCH_SORT` order with a
+        fresh 0..n-1 index (:func:`sort_rows_moving`), so it is used as it is, not copied sorted."""
         import numpy as np
 
-        self.segments = _sorted_rows(segments)
+        self.segments = segments if segments_sorted else _sorted_rows(segments)
         self.partitions = _sorted_rows(partitions)
         seg_keys, self._seg_spans = _key_spans(self.segments)
         part_keys, self._part_spans = _key_spans(self.partitions)
@@ -158,6 +160,24 @@ def _as_float(value) -> float:
 
 def _null_first_key(key: tuple) -> tuple:
     return tuple((v is not None, v if v is not None else 0) for v in key)
+
+
+def sort_rows_moving(frame):
+    """(``frame``'s rows in :data:`BATCH_SORT` order as a new frame with a 0..n-1 index, the
+    original position of each of its rows). Built column by column while ``frame``'s columns are
+    dropped, so the memory peak is one column above the frame, not two frames; ``frame`` is left
+    without columns. The order is :func:`_sorted_rows`' (a stable sort, nulls first)."""
+    import numpy as np
+    import pandas as pd
+
+    by = [c for c in BATCH_SORT if c in frame.columns]
+    positions = (frame[by].sort_values(by, kind="stable", na_position="first").index.to_numpy()
+                 if len(frame) else np.arange(0))
+    moved = pd.DataFrame(index=pd.RangeIndex(len(frame)))
+    for name in list(frame.columns):
+        moved[name] = frame[name].to_numpy()[positions]
+        del frame[name]
+    return moved, positions
 
 
 def _sorted_rows(frame):

@@ -3,7 +3,7 @@
 The rule checks trust the table; this suite checks the table: the declared columns in order,
 keys present and unique (``auditor.schema.SEGMENT_KEY``), offsets and timestamps ordered within
 each row, sizes within what ``segment.bytes`` allows, times inside sane bounds, enumerations
-within their values. It runs as ONE GX validation on the Spark DataFrame, or, for small audits
+within their values. It runs as one GX validation on the Spark DataFrame, or, for small audits
 run on the driver, on a pandas DataFrame through GX's pandas datasource (the same suite; the
 results and findings are equal on the same rows: tests/test_local_engine.py). An ephemeral GX
 context: nothing is written to disk, no usage statistics or network calls (GX 1.24 has none), no
@@ -194,10 +194,20 @@ def import_gx() -> types.ModuleType:
     return gx
 
 
+NAMES_ONLY = ("ExpectTableColumnsToMatchOrderedList",)
+"""Expectations that read the table's column names and nothing else."""
+
+
 def run_expectations(segments_df, ctx) -> ExpectationsResult:
-    """One GX validation of the segment table (a Spark DataFrame, or a pandas one: GX's pandas
+    """GX validation of the segment table (a Spark DataFrame, or a pandas one: GX's pandas
     datasource); failed expectations become findings. The suite is built whole and validated on
-    the batch (``Batch.validate``): nothing is stored, no validation definition or checkpoint."""
+    the batch (``Batch.validate``): nothing is stored, no validation definition or checkpoint.
+
+    On pandas, GX copies the whole frame for most metrics it computes (each expectation's domain),
+    which at a million rows cost more than the checks: the expectations that read the column names
+    only (:data:`NAMES_ONLY`) are validated on the frame's empty head (every column, in order),
+    the others on the columns they read. The same expectations, results and findings (in the suite's
+    order) as one validation of the whole frame."""
     gx = import_gx()
     import pandas as pd
 
@@ -205,32 +215,56 @@ def run_expectations(segments_df, ctx) -> ExpectationsResult:
 
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)  # no tqdm bars in DAG / CLI logs
+    spec = list(enumerate(suite_spec(ctx)))
     if isinstance(segments_df, pd.DataFrame):
-        segments_df = _hashable_lists(segments_df)
         source = context.data_sources.add_pandas(name="kafka_log_auditor")
+        names_only = [e for e in spec if e[1][0] in NAMES_ONLY]
+        values = [e for e in spec if e[1][0] not in NAMES_ONLY]
+        parts = [(_hashable_lists(segments_df.iloc[0:0]), names_only), (_columns_read(segments_df, values), values)]
     else:
         source = context.data_sources.add_spark(name="kafka_log_auditor")
-    batch = (source.add_dataframe_asset(name="segments").add_batch_definition_whole_dataframe("whole_table")
-             .get_batch(batch_parameters={"dataframe": segments_df}))
-    spec = suite_spec(ctx)
-    # GX reorders results; meta carries our position and severity through the run.
-    suite = gx.ExpectationSuite(name="segment_table", expectations=[
-        getattr(gx.expectations, class_name)(**kwargs, description=description, catch_exceptions=True,
-                                             meta={"kla_index": index, "kla_severity": severity.name})
-        for index, (class_name, kwargs, description, severity) in enumerate(spec)])
-    outcome = batch.validate(suite, result_format={"result_format": "SUMMARY", "partial_unexpected_count": SAMPLES})
+        parts = [(segments_df, spec)]
+    asset = source.add_dataframe_asset(name="segments").add_batch_definition_whole_dataframe("whole_table")
+    validated = []
+    for frame, expectations in parts:
+        if not expectations:
+            continue
+        # GX reorders results; meta carries our position and severity through the run.
+        suite = gx.ExpectationSuite(name="segment_table", expectations=[
+            getattr(gx.expectations, class_name)(**kwargs, description=description, catch_exceptions=True,
+                                                 meta={"kla_index": index, "kla_severity": severity.name})
+            for index, (class_name, kwargs, description, severity) in expectations])
+        batch = asset.get_batch(batch_parameters={"dataframe": frame})
+        validated.append(batch.validate(suite, result_format={"result_format": "SUMMARY",
+                                                               "partial_unexpected_count": SAMPLES}))
 
-    ordered = sorted(outcome.results, key=lambda r: (r.expectation_config.meta or {}).get("kla_index", len(spec)))
+    ordered = sorted((r for outcome in validated for r in outcome.results),
+                     key=lambda r: (r.expectation_config.meta or {}).get("kla_index", len(spec)))
     results = [_result_entry(r) for r in ordered]
     element_count = next((e["element_count"] for e in results if e["element_count"] is not None), None)
     findings = [_finding(e) for e in results if not e["success"]]
-    success = bool(outcome.success) and not findings
+    success = all(bool(outcome.success) for outcome in validated) and not findings
     if success:
         rows = f" over {element_count:,} segment rows" if element_count is not None else ""
         findings.append(Finding(code=CODE, check=CHECK, severity=Severity.PASS,
                                 message=f"segment table: all {len(results)} expectations met{rows}"))
     return ExpectationsResult(success=success, results=results, findings=findings, gx_version=gx.__version__,
                               element_count=element_count)
+
+
+def _columns_read(frame, expectations):
+    """The frame's columns the expectations name (in the frame's order), as one consolidated
+    frame: GX's copies of it are then plain block copies."""
+    import pandas as pd
+
+    named = set()
+    for _index, (_class, kwargs, _description, _severity) in expectations:
+        for key in ("column", "column_A", "column_B"):
+            if key in kwargs:
+                named.add(kwargs[key])
+        named.update(kwargs.get("column_list", ()))
+    columns = [c for c in frame.columns if c in named]
+    return _hashable_lists(pd.DataFrame({c: frame[c].to_numpy() for c in columns}, index=frame.index))
 
 
 def _hashable_lists(frame):
@@ -241,8 +275,26 @@ def _hashable_lists(frame):
     lists = [c for c in ("timestamp_types", "magics", "codecs", "notes") if c in frame.columns]
     if not lists or not len(frame):
         return frame
-    return frame.assign(**{c: [None if v is None or isinstance(v, float) else tuple(v) for v in frame[c].to_numpy()]
-                           for c in lists})
+    out = frame.copy(deep=False)  # shares every other column's memory (assign would copy the whole frame)
+    for c in lists:
+        out[c] = _as_tuples(frame[c].to_numpy())
+    return out
+
+
+def _as_tuples(cells) -> list:
+    """List cells as tuples (None for a null cell); cells that are one object (the driver's frame
+    shares equal list cells: auditor.local_engine.segment_frame) share one tuple."""
+    made: dict[int, tuple] = {}
+    out = []
+    for v in cells:
+        if v is None or isinstance(v, float):
+            out.append(None)
+            continue
+        t = made.get(id(v))  # the frame holds every cell, so an id is not reused meanwhile
+        if t is None:
+            t = made[id(v)] = tuple(v)
+        out.append(t)
+    return out
 
 
 def _result_entry(r) -> dict[str, Any]:

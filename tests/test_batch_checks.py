@@ -190,3 +190,27 @@ def test_batch_keys_and_spans():
     assert total == len(seg)
     one = batch.input(1)
     assert set(one.segments["topic"]) == {one.topic} and set(one.segments["partition"]) == {one.partition}
+
+
+def test_driver_frame_and_moving_sort_give_the_same_findings():
+    """The driver engine's frame (auditor.local_engine.segment_frame: equal list cells shared) sorted
+    by checks.batch.sort_rows_moving (column by column, the input emptied) is the frame the batch
+    sorts itself, and gives the same findings, on SYNTHETIC rows with a null topic and shuffled rows."""
+    import pandas as pd
+
+    from auditor.local_engine import segment_frame
+    from checks.batch import _sorted_rows, sort_rows_moving
+
+    seg, part, ctx = synthetic_tables(6, rows=800)
+    seg[5]["topic"] = None
+    seg = [seg[i] for i in np.random.default_rng(6).permutation(len(seg))]
+    table = pa.Table.from_pylist(seg, schema=SEGMENT_SCHEMA)
+    expected = _sorted_rows(table.to_pandas())
+    frame = segment_frame(table)
+    moved, positions = sort_rows_moving(frame)
+    assert len(frame.columns) == 0 and sorted(positions.tolist()) == list(range(len(seg)))
+    pd.testing.assert_frame_equal(moved, expected)
+    parts = as_frame(part, PARTITION_SCHEMA)
+    found = [f.to_dict() for f in run_local(moved, parts, ctx, segments_sorted=True)]
+    assert found == [f.to_dict() for f in run_local(seg, part, ctx)]
+    assert sum(f["severity"] != "PASS" for f in found) > 10

@@ -13,7 +13,7 @@ its own layer and the ones below):
  6 auditor.manifest (collect, read, find manifests), auditor.manifest_write (whole files, the marker)
  7 auditor.engine (Spark), auditor.local_engine (its in-process twin for small audits)
  8 checks (pure)
- 9 auditor.check_runner, auditor.live_config, auditor.audit, auditor.audit_local (the pipeline),
+ 9 auditor.check_runner, auditor.live_config, auditor.audit, auditor.table_engines (the pipeline),
    auditor.since, auditor.accept (findings from night to night)
 10 reports
 11 auditor.cli, auditor.submit_app
@@ -52,7 +52,7 @@ LAYERS: list[tuple[str, int]] = [
     ("auditor.check_runner", 9),
     ("auditor.live_config", 9),
     ("auditor.audit", 9),
-    ("auditor.audit_local", 9),  # the pipeline's in-process path for small inputs
+    ("auditor.table_engines", 9),  # the table stages behind one interface: on the driver, on Spark
     ("auditor.since", 9),  # finding identity and the night-to-night comparison (pure; names from checks)
     ("auditor.accept", 9),  # accepted findings (the --accept YAML), matched by check and where
     ("reports", 10),

@@ -11,7 +11,7 @@ from pathlib import Path
 from auditor.accept import AcceptFileError, load as load_accept
 from auditor.atomic import OutputError, check_writable
 from auditor.audit import AuditOutcome, AuditRequest, run_audit
-from auditor.audit_local import ENGINES
+from auditor.table_engines.base import ENGINES
 from auditor.cli.common import FORMATTER, CliError, InputProblem, progress_printer, wants_progress
 from auditor.cli.metrics_file import (MetricsFile, add_metrics_options, metrics_file_from_args, write_failure_metrics,
                                       write_run_metrics)

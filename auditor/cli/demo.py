@@ -10,7 +10,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from auditor.audit import AuditRequest
-from auditor.audit_local import ENGINES
+from auditor.table_engines.base import ENGINES
 from auditor.cli.audit import AuditRun, execute
 from auditor.cli.common import FORMATTER
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-PARTITION_DIR_KEYS = ("broker_id", "log_dir", "topic", "partition", "dir_kind", "dir_name")
+from auditor.schema import PARTITION_DIR_KEYS
 
 
 def _exact_sum(F, col: str, unknown: str):

@@ -1,0 +1,95 @@
+"""The table stages on the driver, for inputs it holds: no Spark, no JVM.
+
+The in-process scan (:mod:`auditor.scan`, or the manifests read with pyarrow), the aggregates
+(:mod:`auditor.local_engine`, on Arrow columns), the checks (``run_local``: batches of partitions
+on pandas) and the Great Expectations suite on GX's pandas datasource. Memory goes by the row,
+not by the object: the segment table is Arrow until the checks' pandas frame is made from it
+(once, the Arrow buffers freed as it is made; equal list cells share one array), and no stage
+builds a Python object per segment row (benchmarks/fleet.py: peak RSS per segment row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from auditor.check_runner import run_local
+from auditor.local_engine import aggregate_rows, frames, segment_frame
+from auditor.manifest import find_manifests, read_manifest
+from auditor.scan import scan_log_dirs
+from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, to_table
+from auditor.table_engines.base import Progress, TableEngine, TableOutcome, TimelineKeys, versions
+from checks.base import AuditContext, Finding
+from checks.batch import sort_rows_moving
+from checks.expectations import run_expectations
+
+
+class LocalEngine(TableEngine):
+    """The table stages in this process (pyarrow, pandas, GX's pandas datasource)."""
+
+    name = "local"
+
+    def run_tables(self, req, ctx: AuditContext, progress: Progress, timeline_keys: TimelineKeys,
+                   timeline_columns: Sequence[str]) -> TableOutcome:
+        tables: dict[str, pa.Table] = {}
+        tables["segments"], tables["partitions"], infos = _read_inputs(req, progress)
+        segment_rows = tables["segments"].num_rows
+        progress(f"aggregating {segment_rows:,} segment rows and {tables['partitions'].num_rows:,} partition dirs (pyarrow)")
+        rows = aggregate_rows(tables["segments"], tables["partitions"])
+        # converted once, the checks' and the suite's input; popped: the only reference to each
+        # table, so the Arrow buffers are freed as the frame is made
+        frame = segment_frame(tables.pop("segments"))
+        partition_frame = tables.pop("partitions").to_pandas()
+        pa.default_memory_pool().release_unused()  # what reading and converting freed goes back to the OS
+        # the suite first: its samples follow the table's order; then the frame is sorted for the
+        # checks' batch, moved column by column (one frame in memory, not two)
+        progress("validating the segment table (Great Expectations, pandas)")
+        gx = run_expectations(frame, ctx)
+        progress(f"running the checks ({segment_rows:,} segment rows, on the driver)")
+        frame, positions = sort_rows_moving(frame)
+        findings = run_local(frame, partition_frame, ctx, frames(rows), segments_sorted=True)
+        progress("collecting what the report shows")
+        findings = sorted(findings + gx.findings, key=Finding.sort_key)
+        timelines = _timelines(frame, positions, timeline_keys(findings), timeline_columns)
+        return TableOutcome(findings=findings, gx=gx, stats=rows["partition_stats"], timelines=timelines,
+                            versions=versions("local (pandas on the driver; no Spark)", gx.gx_version), log_dirs=infos)
+
+
+def _read_inputs(req, progress: Progress) -> tuple[pa.Table, pa.Table, list[dict]]:
+    """The segment and partition tables as Arrow (of the schema; no Python object per cell) and the
+    log-dir rows (a few per broker)."""
+    if req.manifests:
+        progress(f"reading {len(req.manifests)} manifest location(s) (pyarrow)")
+        segments, partitions, infos = [], [], []
+        for d in find_manifests(req.manifests):
+            seg, part, info = read_manifest(d)
+            segments.append(seg)
+            partitions.append(part)
+            infos += info.to_pylist()
+        if not segments:
+            return to_table([], SEGMENT_SCHEMA), to_table([], PARTITION_SCHEMA), infos
+        # read_manifest gives the schema's tables: concatenated without a copy
+        return pa.concat_tables(segments), pa.concat_tables(partitions), infos
+    progress(f"scanning {len(req.log_dirs)} log dir(s) at depth {req.depth} (in-process)")
+    result = scan_log_dirs(req.log_dirs, req.depth, **({"state_dir": req.state_dir} if req.state_dir else {}))
+    return to_table(result.segments, SEGMENT_SCHEMA), to_table(result.partitions, PARTITION_SCHEMA), result.log_dirs
+
+
+def _timelines(segments, positions, keys: Sequence[tuple[str, int]], columns: Sequence[str]) -> dict[str, list[dict]]:
+    """The live segments of the partitions the report draws a timeline for (few), in the table's
+    order (``positions``: each row's place in it), as plain Python values of the schema's types
+    (pandas made nullable integers floats)."""
+    if not keys or not len(segments):
+        return {}
+    wanted = segments["topic"].isin({t for t, _ in keys}) & segments["file_state"].isna()
+    picked = segments.loc[wanted, list(dict.fromkeys([*columns, "topic", "partition"]))]
+    asked = set(keys)
+    picked = picked[[(t, p) in asked for t, p in zip(picked["topic"], picked["partition"])]]
+    picked = picked.iloc[np.argsort(positions[picked.index.to_numpy()], kind="stable")]
+    schema = pa.schema([SEGMENT_SCHEMA.field(c) for c in columns])
+    timelines: dict[str, list[dict]] = {}
+    for row in pa.Table.from_pandas(picked[list(columns)], schema=schema, preserve_index=False).to_pylist():
+        timelines.setdefault(f"{row['topic']}-{row['partition']}", []).append(row)
+    return timelines

@@ -1,0 +1,113 @@
+"""The table stages on Spark: a session started here, once, and stopped before returning.
+
+The scan on the executors (or the manifests read as DataFrames; with ``--state`` the scan runs
+in-process into a temporary manifest), the aggregates (:mod:`auditor.engine`), the checks
+(``run_spark``: buckets of partitions through ``applyInPandas``), the Great Expectations suite
+on the Spark DataFrame. Only small things reach the driver: the per-partition-dir statistics,
+the findings, the GX results and the segments of the few partitions the report draws a timeline
+for. The segment table itself stays on the executors (and in Parquet with ``--parquet``).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+import tempfile
+from collections.abc import Sequence
+
+from auditor.manifest import collect_manifest
+from auditor.table_engines.base import Progress, TableEngine, TableOutcome, TimelineKeys, versions
+from checks.base import AuditContext, Finding
+
+#: Segment rows per Spark partition for the checks and the Great Expectations suite.
+ROWS_PER_CHECK_SLICE = 100_000
+
+
+class SparkEngine(TableEngine):
+    """The table stages on Spark (``--master``, or local mode)."""
+
+    name = "spark"
+
+    def run_tables(self, req, ctx: AuditContext, progress: Progress, timeline_keys: TimelineKeys,
+                   timeline_columns: Sequence[str]) -> TableOutcome:
+        from auditor.check_runner import run_spark
+        from auditor.engine import aggregates, build_spark, write_parquet
+        from checks.expectations import run_expectations
+
+        tmp = None
+        progress("starting Spark")
+        spark = build_spark(req.master, req.spark_conf)
+        if req.state_dir and not req.manifests:
+            if spark.sparkContext.master.startswith("local"):
+                tmp = tempfile.mkdtemp(prefix="kafka-audit-scan-")
+            else:  # executors elsewhere cannot read a manifest in this driver's temp dir
+                progress(f"--state not used: the executors of {spark.sparkContext.master} cannot read the driver's "
+                         "temporary manifest (run `kafka-audit collect --state` on the brokers and audit the manifests)")
+        try:
+            scan = _spark_scan(spark, req, tmp, progress)
+            aggs = aggregates(scan.segments, scan.partitions)
+            if req.parquet_dir:
+                progress(f"writing the tables as Parquet to {req.parquet_dir}")
+                write_parquet(scan, aggs, req.parquet_dir)
+            # The scan's task count suits reading files, not the checks: GX runs a few Spark jobs per
+            # expectation, and on a small table their per-task overhead dominated (demo: GX 13 s -> 5 s).
+            segment_rows = scan.segments.count()
+            slices = max(1, math.ceil(segment_rows / ROWS_PER_CHECK_SLICE))
+            segments, partitions = scan.segments.coalesce(slices), scan.partitions.coalesce(slices)
+            progress(f"running the checks ({segment_rows:,} segment rows)")
+            findings = run_spark(segments, partitions, aggs, ctx)
+            progress("validating the segment table (Great Expectations)")
+            gx = run_expectations(segments, ctx)
+            findings = sorted(findings + gx.findings, key=Finding.sort_key)
+            progress("collecting what the report shows")
+            stats = [r.asDict(recursive=True) for r in aggs["partition_stats"].collect()]
+            timelines = _spark_timelines(scan.segments, timeline_keys(findings), timeline_columns)
+            engine_versions = _versions(spark, gx.gx_version)
+            log_dir_infos = scan.log_dirs
+            scan.unpersist()
+        finally:
+            spark.stop()
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+        return TableOutcome(findings=findings, gx=gx, stats=stats, timelines=timelines, versions=engine_versions,
+                            log_dirs=log_dir_infos)
+
+
+def _versions(spark, gx_version: str) -> dict[str, str]:
+    import pyspark
+
+    return versions("spark", gx_version, pyspark=pyspark.__version__, spark=spark.version)
+
+
+def _spark_scan(spark, req, tmp: str | None, progress: Progress):
+    """The segment and partition tables on Spark: from manifests, from log dirs, or (``--state``)
+    scanned in-process with the scan state into the temporary manifest ``tmp``."""
+    from auditor.engine import read_manifests, scan_dataframes
+
+    if req.manifests:
+        progress(f"reading {len(req.manifests)} manifest location(s)")
+        return read_manifests(spark, req.manifests)
+    if tmp is not None:
+        progress(f"scanning {len(req.log_dirs)} log dir(s) at depth {req.depth} in-process with the scan "
+                 f"state, into a manifest for Spark")
+        collect_manifest(req.log_dirs, tmp, req.depth, state_dir=req.state_dir)
+        return read_manifests(spark, [tmp])
+    progress(f"scanning {len(req.log_dirs)} log dir(s) at depth {req.depth}")
+    return scan_dataframes(spark, req.log_dirs, req.depth)
+
+
+def _spark_timelines(segments, keys: list[tuple[str, int]], columns: Sequence[str]) -> dict[str, list[dict]]:
+    """The live segments of the partitions the report draws a timeline for (few, small)."""
+    if not keys:
+        return {}
+    from pyspark.sql import functions as F
+
+    cond = None
+    for topic, partition in keys:
+        c = (F.col("topic") == topic) & (F.col("partition") == partition)
+        cond = c if cond is None else (cond | c)
+    timelines: dict[str, list[dict]] = {}
+    for r in segments.where(cond & F.col("file_state").isNull()).select(*columns).collect():
+        d = r.asDict()
+        timelines.setdefault(f"{d['topic']}-{d['partition']}", []).append(d)
+    return timelines
