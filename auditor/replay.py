@@ -45,6 +45,7 @@ from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
 from auditor.formats.offset_index import read_offset_index
 from auditor.formats.time_index import read_time_index
+from auditor.units import human_bytes
 
 NO_ANSWER = -1
 
@@ -912,6 +913,23 @@ def _live_partition_row(partitions: list, broker: int | None, log_dir: str | Non
         if p.get("dir_kind") == "live" and _int(p.get("broker_id")) == broker and p.get("log_dir") == log_dir:
             return p
     return None
+
+
+def tiers_text(e: dict, remote_unknown: str = "remote: not known") -> str | None:
+    """A replay evidence's tiered-storage ranges for people (report and replay-check): the local
+    offsets and bytes, the remote ones, whether anything was ever deleted; None without tiers."""
+    if e.get("local_start_offset") is None and not e.get("remote_segments"):
+        return None
+    start, end = e.get("local_start_offset"), e.get("local_end_offset")
+    if start is None:
+        local = "local: none"
+    elif end is None or end <= start:  # every local segment deleted after its upload: the active one is empty
+        local = f"local: no record (from offset {start})"
+    else:
+        local = f"local {start}..{end - 1} ({human_bytes(e.get('local_bytes') or 0)})"
+    remote = (f"remote {e['remote_start_offset']}..{e['remote_end_offset']} ({human_bytes(e.get('remote_bytes') or 0)}, "
+              f"{e['remote_segments']} segments)" if e.get("remote_segments") else remote_unknown)
+    return f"{local}; {remote}; {e.get('deleted') or 'deletions unknown'}"
 
 
 def predict_replicas(topic: str, partition: int, segments, partitions, ctx, *,

@@ -13,6 +13,7 @@ from typing import Sequence
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from auditor.replay import tiers_text
 from auditor.schema import with_utc
 from auditor.units import human_bytes, iso_utc
 from reports import charts
@@ -199,10 +200,4 @@ def render(doc: dict, history: Sequence[dict] = ()) -> str:
 def _tier_text(e: dict) -> str:
     """Tiered storage, per partition: which offsets are local and which remote, their bytes, and
     whether anything was ever deleted ('-' when no remote storage is known)."""
-    if e.get("local_start_offset") is None and not e.get("remote_segments"):
-        return "-"
-    local = (f"local {e['local_start_offset']}..{(e.get('local_end_offset') or 0) - 1} "
-             f"({human_bytes(e.get('local_bytes') or 0)})" if e.get("local_start_offset") is not None else "local: none")
-    remote = (f"remote {e['remote_start_offset']}..{e['remote_end_offset']} ({human_bytes(e.get('remote_bytes') or 0)}, "
-              f"{e['remote_segments']} segments)" if e.get("remote_segments") else "remote: not known")
-    return f"{local}; {remote}; {e.get('deleted') or 'deletions unknown'}"
+    return tiers_text(e) or "-"

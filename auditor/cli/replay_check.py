@@ -20,7 +20,7 @@ from pathlib import Path
 from auditor.check_runner import replay_safety_on_rows
 from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError, write_json
 from auditor.formats import filenames
-from auditor.replay import (LegacyAnswer, LogStart, ModernAnswer, ReplayPrediction, ReplicaPrediction,
+from auditor.replay import (tiers_text, LegacyAnswer, LogStart, ModernAnswer, ReplayPrediction, ReplicaPrediction,
                             predict_legacy_offsets, predict_replicas)
 from auditor.scan import plan_log_dir, scan_partition_dir
 from auditor.schema import json_envelope
@@ -450,7 +450,7 @@ def _print_table(findings: list[Finding], target: int, mode: str, api: str) -> N
         gap = e.get("gap_ms") or 0
         gap_txt = f"{gap / 3_600_000:.1f} h" + (f" ~{human_bytes(e['gap_bytes'])}" if e.get("gap_bytes") else "") if gap else "-"
         legacy_txt = "n/a" if mode == "protocol" else (str(legacy) if legacy is not None else "EMPTY")
-        print(f"{f.topic + '-' + str(f.partition):28s} {f.severity.name:7s} {str(iso_utc(e.get('oldest_timestamp_ms'))):24s} "
+        print(f"{f.topic + '-' + str(f.partition):28s} {f.severity.name:7s} {iso_utc(e.get('oldest_timestamp_ms')) or '-':24s} "
               f"{_log_start_text(e):>20s} {(str(modern) if modern is not None else '-1'):>10s} {legacy_txt:>10s} {gap_txt:>14s}  "
               f"{'' if f.severity == Severity.PASS else f.message}")
         if e.get("legacy_max_offsets") is not None:
@@ -472,13 +472,4 @@ def _log_start_text(e: dict) -> str:
 def _tier_line(e: dict) -> str | None:
     """Tiered storage, per partition: local vs remote offsets and bytes, and whether anything was
     ever deleted."""
-    if e.get("local_start_offset") is None and not e.get("remote_segments"):
-        return None
-    local = (f"local {e['local_start_offset']}..{(e['local_end_offset'] or 0) - 1} ({human_bytes(e['local_bytes'] or 0)})"
-             if e.get("local_start_offset") is not None else "local: none")
-    if e.get("remote_segments"):
-        remote = (f"remote {e['remote_start_offset']}..{e['remote_end_offset']} ({human_bytes(e['remote_bytes'] or 0)}, "
-                  f"{e['remote_segments']} segments)")
-    else:
-        remote = "remote: not known here"
-    return f"{local}; {remote}; {e.get('deleted') or 'deletions unknown'}"
+    return tiers_text(e, "remote: not known here")
