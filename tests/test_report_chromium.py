@@ -168,3 +168,24 @@ def test_topic_configs_section_in_chromium(demo, browser):
     assert {(c, v): int(n) for c, v, n in defaults} == expected
     table.screenshot(path=str(ARTIFACTS / "demo-report-topic-configs-table.png"))
     assert not problems, problems
+
+
+def test_group_and_tiered_sections_in_chromium(demo, browser):
+    """The sample's consumer groups and tiered topic, as a person sees them in the report: the
+    group checks' sections (below the log start, a deleted topic's offsets) and the replay row of
+    the tiered topic with its local and remote ranges."""
+    out, _ = demo
+    page, problems = _open(browser, out / "report.html", "demo-report-groups")
+    below = page.locator("section.check-group[data-check='groups.below_log_start'] tr.finding[data-severity=FAIL]")
+    assert below.count() == 1 and "audit-archiver" in below.first.inner_text()
+    assert below.first.is_visible()
+    gone = page.locator("section.check-group[data-check='groups.missing_partition'] tr.finding[data-severity=WARN]")
+    assert gone.count() == 1 and "old-events" in gone.first.inner_text()
+    below.first.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "demo-report-groups.png"))
+    rows = page.eval_on_selector_all("#replay-table tbody tr", "rows => rows.map(r => Array.from(r.cells).map(c => c.innerText))")
+    history = [r for r in rows if r[0] == "history-0"]
+    assert history and history[0][4] == "100" and "remote 0..239" in history[0][7], rows
+    page.locator("#replay-table").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "demo-report-tiered.png"))
+    assert not problems, problems

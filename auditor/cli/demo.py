@@ -24,10 +24,12 @@ def register(sub) -> None:
         description=(
             "Unpack a bundled sample of log dirs written by real Kafka 4.2 brokers, with planted\n"
             "anomalies (a skewed topic, a reassigned partition, a retention gap, out-of-bound and\n"
-            "future timestamps), restore its files' mtimes, and run the full audit: with --engine\n"
-            "spark on Spark in local mode (the job a cluster runs), by default (auto) on the driver,\n"
-            "as `audit` does for small inputs (same findings, no JVM). The audit time is the time\n"
-            "the sample was made, and the sample's config scales the time thresholds to the\n"
+            "future timestamps, consumer groups behind the log start and on a deleted topic, a\n"
+            "tiered-storage topic with its remote files, keyed topics), restore its files' mtimes,\n"
+            "and run the full audit: with --engine spark on Spark in local mode (the job a cluster\n"
+            "runs), by default (auto) on the driver, as `audit` does for small inputs (same\n"
+            "findings, no JVM). The audit time is the time the sample was made, and the sample's\n"
+            "config scales the time thresholds to the\n"
             "minutes the sample took to make."
         ),
     )
@@ -38,6 +40,12 @@ def register(sub) -> None:
     demo.add_argument("--master", help="Spark master (default local[*]; implies --engine spark)")
     demo.set_defaults(func=run)
 
+
+
+def remote_storage_of(log_dirs: list[Path], meta: dict) -> Path | None:
+    """The sample's LocalTieredStorage directory (the tiered topic's remote segments), if it has one."""
+    name = meta.get("remote_storage_dir")
+    return log_dirs[0].parent / name if name else None
 
 
 def unpack_demo_sample(target: Path) -> tuple[list[Path], dict]:
@@ -56,9 +64,10 @@ def run(args) -> int:
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="kafka-audit-demo-"))
     log_dirs, meta = unpack_demo_sample(out / "sample")
     sys.stderr.write(f"demo: sample of {len(log_dirs)} real broker log dirs unpacked under {out / 'sample'}\n")
+    remote = remote_storage_of(log_dirs, meta)  # the tiered topic's remote segments: exact replay answers
     req = AuditRequest(log_dirs=[str(d) for d in log_dirs], depth="deep", config_path=str(log_dirs[0].parent / "demo-audit.yaml"),
                        at_ms=meta["replay_at_ms"], topics=meta["replay_topics"], master=args.master,
-                       now_ms=meta["made_at_ms"], engine=args.engine)
+                       now_ms=meta["made_at_ms"], engine=args.engine, remote_storage_dir=str(remote) if remote else None)
     args.progress = True
     execute(req, args, str(out / "report.html"), str(out / "findings.json"), str(out / "history"))
     print(f"\nreport: {out / 'report.html'}\nfindings: {out / 'findings.json'}")
