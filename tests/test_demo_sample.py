@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 # recorded: real broker files read offline, CLI subprocesses without Spark
 pytestmark = pytest.mark.recorded
 
-from auditor.cli.demo import remote_storage_of, unpack_demo_sample
+from auditor.cli.demo import next_commands, remote_storage_of, unpack_demo_sample
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -65,3 +66,15 @@ def test_replay_check_prints_no_none_and_explains_minus_one(sample):
                                  *[a for d in log_dirs for a in ("--log-dir", d)]).stdout)
     (empty,) = [p for p in doc["partitions"] if p["partition"] == 1]
     assert empty["fix"].startswith("Test each offsetsForTimes entry for null before calling .offset()"), empty["fix"]
+
+
+def test_next_commands_name_the_sample(sample):
+    """What the demo prints to run next: replay-check of its replay topics (with the tiered
+    topic's remote files), replay-check --group, groups; every log dir in each, quoted for a shell."""
+    log_dirs, meta = sample
+    commands = next_commands(log_dirs, meta, "kafka-audit")
+    assert [shlex.split(c)[1] for _what, c in commands] == ["replay-check", "replay-check", "groups"]
+    for _what, c in commands:
+        args = shlex.split(c)
+        assert all(str(d) in args for d in log_dirs), c
+    assert "--remote-storage-dir" in commands[0][1] and f"--group {meta['replay_group']}" in commands[1][1]

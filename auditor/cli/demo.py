@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import sys
 import tarfile
 import tempfile
@@ -12,6 +14,7 @@ from pathlib import Path
 from auditor.audit import AuditRequest
 from auditor.cli.audit import execute
 from auditor.cli.common import FORMATTER
+from auditor.units import iso_utc
 
 DEMO_SAMPLE = "demo-cluster.tar.gz"
 
@@ -29,8 +32,9 @@ def register(sub) -> None:
             "and run the full audit: with --engine spark on Spark in local mode (the job a cluster\n"
             "runs), by default (auto) on the driver, as `audit` does for small inputs (same\n"
             "findings, no JVM). The audit time is the time the sample was made, and the sample's\n"
-            "config scales the time thresholds to the\n"
-            "minutes the sample took to make."
+            "config scales the time thresholds to the minutes the sample took to make. Then it\n"
+            "prints the commands to run next on the same sample (replay-check, replay-check\n"
+            "--group, groups), ready to copy."
         ),
     )
     demo.add_argument("--out", metavar="DIR", help="where to unpack and write the report (default: a new temp dir)")
@@ -46,6 +50,31 @@ def remote_storage_of(log_dirs: list[Path], meta: dict) -> Path | None:
     """The sample's LocalTieredStorage directory (the tiered topic's remote segments), if it has one."""
     name = meta.get("remote_storage_dir")
     return log_dirs[0].parent / name if name else None
+
+
+def program_name() -> str:
+    """How this process was started, so that a printed command runs as it is: the ``kafka-audit``
+    script by the path it was called with, else ``python -m auditor.cli``."""
+    if os.path.basename(sys.argv[0]) == "kafka-audit":
+        return shlex.quote(sys.argv[0])
+    return f"{shlex.quote(sys.executable)} -m auditor.cli"
+
+
+def next_commands(log_dirs: list[Path], meta: dict, program: str = "kafka-audit") -> list[tuple[str, str]]:
+    """(what it shows, the command) for what a user runs next on the unpacked sample."""
+    dirs = " ".join(f"--log-dir {shlex.quote(str(d))}" for d in log_dirs)
+    at = iso_utc(meta["replay_at_ms"])
+    remote = remote_storage_of(log_dirs, meta)
+    tiered = f" --remote-storage-dir {shlex.quote(str(remote))}" if remote else ""
+    return [
+        (f"per partition, what a consumer rewound to {at} gets (exit 0 safe, 1 unsafe)",
+         f"{program} replay-check --topic {','.join(meta['replay_topics'])} --at {at} {dirs}{tiered}"),
+        (f"group {meta['replay_group']} reset with kafka-consumer-groups --to-datetime {at}: what it re-reads or skips "
+         f"(exit 0 safe, 1 unsafe)",
+         f"{program} replay-check --group {shlex.quote(meta['replay_group'])} --at {at} {dirs}{tiered}"),
+        ("every consumer group on disk: committed offsets, log start and end, lag (exit 0)",
+         f"{program} groups {' '.join(shlex.quote(str(d)) for d in log_dirs)}"),
+    ]
 
 
 def unpack_demo_sample(target: Path) -> tuple[list[Path], dict]:
@@ -73,4 +102,8 @@ def run(args) -> int:
     print(f"\nreport: {out / 'report.html'}\nfindings: {out / 'findings.json'}")
     # the sample's findings are planted: the demo succeeded when the report is written
     print("(the sample's anomalies are planted: `kafka-audit audit` would exit 1 on them; the demo exits 0)")
+    if "replay_group" in meta:
+        print("\nnext, on the same sample (exit codes: 0 safe, 1 unsafe, 2 usage error, 3 input problem):")
+        for what, command in next_commands(log_dirs, meta, program_name()):
+            print(f"\n# {what}\n{command}")
     return 0
