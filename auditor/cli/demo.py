@@ -54,9 +54,11 @@ def remote_storage_of(log_dirs: list[Path], meta: dict) -> Path | None:
 
 def program_name() -> str:
     """How this process was started, so that a printed command runs as it is: the ``kafka-audit``
-    script by the path it was called with, else ``python -m auditor.cli``."""
-    if os.path.basename(sys.argv[0]) == "kafka-audit":
-        return shlex.quote(sys.argv[0])
+    script (by its absolute path when it was called by a path, ``.venv/bin/kafka-audit``), else
+    ``python -m auditor.cli``."""
+    script = sys.argv[0]
+    if os.path.basename(script) == "kafka-audit":
+        return shlex.quote(os.path.abspath(script) if os.sep in script else script)
     return f"{shlex.quote(sys.executable)} -m auditor.cli"
 
 
@@ -90,7 +92,8 @@ def unpack_demo_sample(target: Path) -> tuple[list[Path], dict]:
 
 
 def run(args) -> int:
-    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="kafka-audit-demo-"))
+    # absolute: the commands printed at the end must work from any directory
+    out = Path(args.out).resolve() if args.out else Path(tempfile.mkdtemp(prefix="kafka-audit-demo-"))
     log_dirs, meta = unpack_demo_sample(out / "sample")
     sys.stderr.write(f"demo: sample of {len(log_dirs)} real broker log dirs unpacked under {out / 'sample'}\n")
     remote = remote_storage_of(log_dirs, meta)  # the tiered topic's remote segments: exact replay answers
