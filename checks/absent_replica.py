@@ -56,7 +56,7 @@ class AbsentReplica(Check):
                 dirs = ", ".join(moves.dir_path(d) or d for d in moves.brokers.get(broker, []))
                 out.append(self.finding(
                     opts["severity"],
-                    f"{topic}-{partition}: assigned to broker {broker} by the metadata log (replicas "
+                    f"assigned to broker {broker} by the metadata log (replicas "
                     f"{list(replicas)}, directory {where}) but none of broker {broker}'s log dirs ({dirs}) holds it",
                     "Read the broker's log for the partition (log dir failure, manual deletion); let it re-replicate "
                     "(restart the broker, or reassign away and back); check the disk.",

@@ -24,8 +24,13 @@ Why it matters:
     (a) loses [T, oldest) without an error: retention already deleted it. (b) old clients
     (storm-kafka, SimpleConsumer code) crash on an empty answer (ArrayIndexOutOfBounds,
     UpdateOffsetException), and one such partition breaks a whole multi-partition replay; when
-    it lands early they re-read whole segments. (c) the broker answers -1 and the consumer falls
-    back to ``auto.offset.reset`` (earliest: everything again; latest: nothing). (d) a replay
+    it lands early they re-read whole segments. (c) the broker answers -1: the Java consumer's
+    ``offsetsForTimes`` returns null for that partition, so replay code that calls ``.offset()``
+    on the result throws a NullPointerException (the modern twin of the legacy empty-list
+    crash); a consumer without a position falls back to ``auto.offset.reset`` (earliest:
+    everything again; latest: nothing); ``kafka-consumer-groups --reset-offsets --to-datetime``
+    warns that the partition is empty and sets it to the log end offset (ConsumerGroupCommand
+    asks the latest offset for every partition whose timestamp lookup found none). (d) a replay
     re-processes everything between the stray record and T.
 
 Example finding:
@@ -37,7 +42,9 @@ How to fix:
     Pick a target at or after the oldest retained record (shown per partition), or restore the
     data from a backup; raise ``retention.ms`` of the topic before the next replay window. For
     legacy clients, seek by offset (the modern answer in the evidence) instead of by time. For
-    stray timestamps, seek by offset, and find the producer writing them (the timestamps check).
+    a -1 answer, make replay code test each ``offsetsForTimes`` entry for null before calling
+    ``.offset()`` (seek that partition to its end, or to an offset chosen by hand). For stray
+    timestamps, seek by offset, and find the producer writing them (the timestamps check).
 
 Options: generated from ``options`` below (checks.base.options_section).
 """
@@ -51,6 +58,18 @@ from auditor.units import human_bytes, human_duration, iso_utc
 
 #: Shortest retained time span whose byte rate is used to estimate the bytes of a gap.
 MIN_RATE_SPAN_MS = 3_600_000
+
+
+#: What a -1 answer does to the clients that see it (ConsumerGroupCommand.getLogTimestampOffsets:
+#: a partition whose timestamp lookup found nothing is reset to its latest offset).
+NULL_ANSWER = ("the Java consumer's offsetsForTimes returns null for this partition (replay code calling .offset() "
+               "on it throws NullPointerException), a consumer without a position falls back to auto.offset.reset, "
+               "and kafka-consumer-groups --reset-offsets --to-datetime warns the partition is empty and resets it "
+               "to the log end offset")
+
+#: The fix for a -1 answer, before the general one.
+NULL_FIX = ("Test each offsetsForTimes entry for null before calling .offset() (seek that partition to its end, or to "
+            "an offset chosen by hand); kafka-consumer-groups --to-datetime sets such a partition to its log end offset. ")
 
 
 def _never_deleted(pred) -> bool:
@@ -160,6 +179,8 @@ class ReplaySafety(Check):
         message = "; ".join(m for _, m in problems) + f" ({answers})"
         fix = ("Choose a target at or after the oldest retained record, or restore the missing range; seek legacy "
                "clients by offset (the modern answer) instead of by time; see the evidence per replica.")
+        if api in ("modern", "both") and pred.modern.offset is None and (pred.modern.exact or pred.modern.below_log_start):
+            fix = NULL_FIX + fix
         return [self.finding(worst, message, fix, thresholds=thresholds, evidence=evidence, **location)]
 
     @staticmethod
@@ -246,17 +267,15 @@ def _modern_problems(pred, views, target: int, main: dict, opts, cleanup_policy)
         problems.append(gap)
     if pred.modern.offset is None and pred.modern.exact and pred.newest_timestamp_ms is None:
         problems.append((Severity.parse(opts["after_newest_severity"]),
-                         "the partition holds no record: the broker answers -1 and consumers fall back to "
-                         "auto.offset.reset"))
+                         f"the partition holds no record: the broker answers -1: {NULL_ANSWER}"))
     elif pred.modern.offset is None and pred.modern.below_log_start:
         problems.append((Severity.parse(opts["after_newest_severity"]),
-                         f"the broker answers -1: {pred.modern.reason}; consumers fall back to auto.offset.reset and "
-                         f"kafka-consumer-groups --to-datetime resets to the log end offset, skipping every "
-                         f"record (wait for the retention check, then check again)"))
+                         f"the broker answers -1: {pred.modern.reason}; {NULL_ANSWER}, skipping every record "
+                         f"(wait for the retention check, then check again)"))
     elif pred.modern.offset is None and pred.modern.exact and target > pred.newest_timestamp_ms:
         problems.append((Severity.parse(opts["after_newest_severity"]),
                          f"target is after the newest record ({iso_utc(pred.newest_timestamp_ms)}): the broker "
-                         f"answers -1 and consumers fall back to auto.offset.reset"))
+                         f"answers -1: {NULL_ANSWER}"))
     early = main["redundant_bytes_modern"]
     if early is not None and early > opts["modern_redundant_bytes"]:
         problems.append((Severity.WARN,

@@ -53,7 +53,7 @@ class StrayDir(Check):
             size = opt_int(row.get("size_bytes"))
             out.append(self.finding(
                 opts["severity"],
-                f"{topic}-{partition} on broker {broker} ({row['log_dir']}): " + "; ".join(reasons)
+                f"on broker {broker} ({row['log_dir']}): " + "; ".join(reasons)
                 + (f". {human_bytes(size)}" if size is not None else ""),
                 "Check with kafka-topics --describe that the broker does not host it, then move the directory out "
                 "of the log dir (Kafka removes stray dirs on restart); never copy partition dirs by hand.",

@@ -74,7 +74,7 @@ class TopicConfig(Check):
                 source = sources.get(topic, {}).get(key)
                 out.append(self.finding(
                     opts["severity"],
-                    f"{topic}: {key} = {value} ({SOURCE_TEXT.get(source, SOURCE_TEXT[None])}; Kafka's default {default}): {effect}",
+                    f"{key} = {value} ({SOURCE_TEXT.get(source, SOURCE_TEXT[None])}; Kafka's default {default}): {effect}",
                     "Nothing if intended; otherwise reset the topic config with kafka-configs --delete-config "
                     "(or the cluster-wide default with --entity-default).",
                     evidence=[{"topic": topic, "config": key, "value": value, "kafka_default": default,

@@ -14,7 +14,7 @@ Why it matters:
     exactly this state. Mtime-based reasoning about the move (KLA020) is then wrong too.
 
 Example finding:
-    WARN events-1 on broker 2 is in /data/k0 but the metadata log places it in /data/k1
+    WARN events-1 on broker 2: in /data/k0 but the metadata log places it in /data/k1
     (directory ID Fq0...).
 
 How to fix:
@@ -50,7 +50,7 @@ class WrongLogDir(Check):
                 continue
             out.append(self.finding(
                 opts["severity"],
-                f"{topic}-{partition} on broker {broker} is in {row['log_dir']} but the metadata log places it in "
+                f"on broker {broker}: in {row['log_dir']} but the metadata log places it in "
                 f"{expected} (directory ID {dir_id})",
                 "Finish or redo the move with kafka-reassign-partitions (log_dirs); never move partition dirs by "
                 "hand; restart the broker so that it re-reports its directories.",

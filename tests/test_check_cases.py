@@ -155,3 +155,37 @@ def _matches(f, exp) -> bool:
     if "evidence_count" in exp and f.evidence_count != exp["evidence_count"]:
         return False
     return True
+
+
+def _repeats_location(message: str, location: str) -> bool:
+    """The message opens with its own location ("t-0 t-0: ..." once printed), followed by a
+    separator: "target ..." does not repeat the location "t"."""
+    if location == "cluster" or not message.startswith(location):
+        return False
+    rest = message[len(location):]
+    return not rest or not (rest[0].isalnum() or rest[0] in "-_.")
+
+
+@pytest.mark.parametrize("check_name,case", CASES)
+def test_messages_do_not_repeat_their_location(check_name, case):
+    """Every finding of every case (PASS included) is shown after its location (report and
+    terminal: reports.html.where); a message that starts with it again reads "t-0 t-0: ..."."""
+    from reports.html import where
+    ctx = case_context(check_name, case)
+    stats = None
+    if "stats" in case:
+        stats = {k: pd.DataFrame([_time_fields(r) for r in v]) for k, v in case["stats"].items()}
+    findings = run_local(_complete(case.get("segments"), SEGMENT_COLUMNS), _complete(case.get("partitions"), PARTITION_COLUMNS),
+                         ctx, stats=stats, names=case.get("checks", [check_name]))
+    assert findings, "the case produced no finding at all (not even PASS)"
+    repeated = [(where(f.to_dict(), detail=False), f.message) for f in findings
+                if _repeats_location(f.message, where(f.to_dict(), detail=False))]
+    assert not repeated, repeated
+
+
+def test_repeats_location_itself():
+    assert _repeats_location("test-topic-0: assigned to broker 1", "test-topic-0")
+    assert _repeats_location("t-0 holds nothing", "t-0")
+    assert not _repeats_location("target is after the newest record", "t")
+    assert not _repeats_location("t-01 is another partition", "t-0")
+    assert not _repeats_location("cluster-wide skew", "cluster")

@@ -299,7 +299,7 @@ def test_audit_topic_config_precedence_on_the_cluster(scenario):
     assert configs["orders"]["message.timestamp.type"] == "LogAppendTime"
     assert configs["gone"]["retention.ms"] == "604800001"                   # the dynamic cluster default
     assert sources["gone"]["retention.ms"] == "metadata log: cluster default"
-    live, live_sources, _ = topic_config_layers(AuditRequest(log_dirs=dirs, bootstrap_servers=kc.bootstrap_servers),
+    live, live_sources, _ = topic_config_layers(AuditRequest(log_dirs=dirs, bootstrap_server=kc.bootstrap_servers),
                                                 lambda m: None)
     assert live["orders"]["retention.ms"] == "3600000" and live_sources["orders"]["retention.ms"] == "live cluster"
     # the broker resolves the same default the metadata log gave
@@ -445,7 +445,7 @@ def test_absent_replica_and_wrong_log_dir_checks(scenario, tmp_path):
     got = sorted((f.code, f.topic, f.partition, f.broker_id) for f in found)
     assert got == [("KLA081", "orders", 0, 2), ("KLA082", "events", 1, 2)], [f.message for f in found]
     wrong = next(f for f in found if f.code == "KLA082")
-    assert wrong.message == (f"events-1 on broker 2 is in {dst} but the metadata log places it in {src} "
+    assert wrong.message == (f"on broker 2: in {dst} but the metadata log places it in {src} "
                              f"(directory ID {wrong.evidence[0]['directory_id']})")
 
 
@@ -535,7 +535,7 @@ def test_topic_config_check_on_the_cluster(scenario):
     found = kla083()
     assert [k for k, _ in found] == [
         ("orders", "message.timestamp.type", "LogAppendTime", "CreateTime", "metadata log: topic config")], found
-    assert found[0][1].startswith("orders: message.timestamp.type = LogAppendTime (the cluster's topic config; "
+    assert found[0][1].startswith("message.timestamp.type = LogAppendTime (the cluster's topic config; "
                                   "Kafka's default CreateTime)")
     _config_command(kc, "--entity-type", "brokers", "--entity-default", "--alter",
                     "--add-config", "log.message.timestamp.after.max.ms=7200000")

@@ -168,3 +168,60 @@ def test_topic_configs_section_in_chromium(demo, browser):
     assert {(c, v): int(n) for c, v, n in defaults} == expected
     table.screenshot(path=str(ARTIFACTS / "demo-report-topic-configs-table.png"))
     assert not problems, problems
+
+
+def _next_commands(stdout: str) -> list[str]:
+    """The commands `kafka-audit demo` prints after the audit (each after a '# what it shows' line)."""
+    lines = stdout.split("\nnext, on the same sample", 1)[1].splitlines()
+    return [line for prev, line in zip(lines, lines[1:]) if prev.startswith("# ") and line.strip()]
+
+
+def test_the_printed_next_commands_run_as_printed(demo):
+    """The three commands the demo prints after its audit, copied and run as they are (a shell
+    would split them the same way: shlex), on the same unpacked sample: each answers with its
+    documented exit code."""
+    import shlex
+    out, proc = demo
+    commands = _next_commands(proc.stdout)
+    assert [shlex.split(c)[3 if " -m " in c else 1] for c in commands] == ["replay-check", "replay-check", "groups"], commands
+    sample = out / "sample" / "demo-cluster"
+    assert all(str(sample) in c for c in commands), commands
+    runs = [subprocess.run(shlex.split(c), capture_output=True, text=True, timeout=600, cwd=REPO) for c in commands]
+    for c, r in zip(commands, runs):
+        print(f"$ {c}\nexit {r.returncode}\n{r.stdout[-3000:]}{r.stderr[-1000:]}")
+    topics, group, groups = runs
+    # replay of audit-log and history to 5 days back: audit-log's retention deleted it (gap: unsafe, 1);
+    # the tiered topic's modern answer comes from LocalTieredStorage's files: offset 100, the 21st
+    # record of the group stamped 5 days back (records 250 ms apart from 5 s before the target)
+    assert topics.returncode == 1 and "UNSAFE: replay of audit-log, history" in topics.stdout, topics.stdout + topics.stderr
+    lines = topics.stdout.splitlines()
+    (at,) = [i for i, line in enumerate(lines) if line.startswith("history-0 ")]
+    assert " 100 " in lines[at] and "remote 0..239" in lines[at + 1] and "local: no record" in lines[at + 1], lines[at:at + 2]
+    assert "None" not in topics.stdout
+    # the group committed below audit-log's log start: the reset skips nothing it could still read
+    assert group.returncode in (0, 1) and "group 'audit-archiver'" in group.stdout, group.stdout + group.stderr
+    assert ("UNSAFE" if group.returncode else "safe") + ": replay of group 'audit-archiver'" in group.stdout
+    assert groups.returncode == 0, groups.stderr
+    listed = {line.split()[0] for line in groups.stdout.splitlines()[2:] if line and not line.startswith(("-", " "))}
+    assert {"billing", "audit-archiver"} <= listed and any(g.startswith("legacy-etl") for g in listed), groups.stdout
+
+
+def test_group_and_tiered_sections_in_chromium(demo, browser):
+    """The sample's consumer groups and tiered topic, as a person sees them in the report: the
+    group checks' sections (below the log start, a deleted topic's offsets) and the replay row of
+    the tiered topic with its local and remote ranges."""
+    out, _ = demo
+    page, problems = _open(browser, out / "report.html", "demo-report-groups")
+    below = page.locator("section.check-group[data-check='groups.below_log_start'] tr.finding[data-severity=FAIL]")
+    assert below.count() == 1 and "audit-archiver" in below.first.inner_text()
+    assert below.first.is_visible()
+    gone = page.locator("section.check-group[data-check='groups.missing_partition'] tr.finding[data-severity=WARN]")
+    assert gone.count() == 1 and "old-events" in gone.first.inner_text()
+    below.first.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "demo-report-groups.png"))
+    rows = page.eval_on_selector_all("#replay-table tbody tr", "rows => rows.map(r => Array.from(r.cells).map(c => c.innerText))")
+    history = [r for r in rows if r[0] == "history-0"]
+    assert history and history[0][4] == "100" and "remote 0..239" in history[0][7], rows
+    page.locator("#replay-table").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "demo-report-tiered.png"))
+    assert not problems, problems

@@ -364,7 +364,7 @@ def _print_table(findings: list[Finding], target: int, mode: str, api: str) -> N
         legacy = e.get("legacy_offset")
         gap_txt = gap_text(e) or "-"
         legacy_txt = "n/a" if mode == "protocol" else (str(legacy) if legacy is not None else "EMPTY")
-        print(f"{f.topic + '-' + str(f.partition):28s} {f.severity.name:7s} {str(iso_utc(e.get('oldest_timestamp_ms'))):24s} "
+        print(f"{f.topic + '-' + str(f.partition):28s} {f.severity.name:7s} {iso_utc(e.get('oldest_timestamp_ms')) or '-':24s} "
               f"{log_start_text(e):>20s} {(str(modern) if modern is not None else '-1'):>10s} {legacy_txt:>10s} {gap_txt:>14s}  "
               f"{'' if f.severity == Severity.PASS else f.message}")
         if e.get("legacy_max_offsets") is not None:

@@ -22,8 +22,13 @@ def tier_text(e: dict) -> str | None:
     whether anything was ever deleted; None when no remote storage is known."""
     if e.get("local_start_offset") is None and not e.get("remote_segments"):
         return None
-    local = (f"local {e['local_start_offset']}..{(e.get('local_end_offset') or 0) - 1} "
-             f"({human_bytes(e.get('local_bytes') or 0)})" if e.get("local_start_offset") is not None else "local: none")
+    start, end = e.get("local_start_offset"), e.get("local_end_offset")
+    if start is None:
+        local = "local: none"
+    elif end is None or end <= start:  # every local segment deleted after its upload: the active one is empty
+        local = f"local: no record (from offset {start})"
+    else:
+        local = f"local {start}..{end - 1} ({human_bytes(e.get('local_bytes') or 0)})"
     remote = (f"remote {e['remote_start_offset']}..{e['remote_end_offset']} ({human_bytes(e.get('remote_bytes') or 0)}, "
               f"{e['remote_segments']} segments)" if e.get("remote_segments") else "remote: not known")
     return f"{local}; {remote}; {e.get('deleted') or 'deletions unknown'}"
