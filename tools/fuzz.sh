@@ -9,6 +9,8 @@
 # harness with the load average; then the line coverage of each C file by the whole corpus, with
 # the lines never run. Findings (crash, sanitizer report, timeout, out of memory, a C/Python
 # disagreement) land in build/fuzz/findings/H/ and make the exit code 1.
+# FUZZ_COVERAGE=0: no coverage step (e.g. several tools/fuzz.sh at once, one harness list each: the
+# coverage step replays into one profile dir, so run it once afterwards: tests/fuzz/coverage.py).
 # FUZZ_HANGS=1: then benchmarks/fuzz_hangs.py (1 MiB worst cases of every decoder, normal build).
 # Long run (the 10,000,000 executions per harness), e.g.:
 #   FUZZ_RUNS=10000000 tools/fuzz.sh 0            # a number of runs instead of a time limit
@@ -57,9 +59,11 @@ for h in $HARNESSES; do
     "${corp:-?}" "$what" "$load_before" "$load_after"
 done
 
-echo
-echo "line coverage of the C decoders by the corpus (committed + grown; clang source-based coverage):"
-$PY tests/fuzz/coverage.py $HARNESSES || status=1
+if [ "${FUZZ_COVERAGE:-1}" != 0 ]; then
+  echo
+  echo "line coverage of the C decoders by the corpus (committed + grown; clang source-based coverage):"
+  $PY tests/fuzz/coverage.py $HARNESSES || status=1
+fi
 if [ -n "${FUZZ_HANGS:-}" ]; then
   echo
   echo "1 MiB worst cases on the normal build (a hang: more than 1 s per decoder call):"

@@ -13,9 +13,9 @@ so that the batch reaches the record framing; the rest is as given). Checks:
   entry the Python reader's fields make (independent);
   a record it hands to ``fallback`` is the Python path's by construction;
 * with ``start_offset`` the batch's baseOffset (the metadata log reader passes its state's base
-  offset), the entries are exactly the records at or above it: a negative offsetDelta puts a
-  record below its batch's baseOffset, and ``metadata_batch`` leaves it out as the Python path
-  (metadata_log._python_entries) does;
+  offset), the entries are exactly the records at or above it, i.e. all of them: a negative
+  offsetDelta (a record below its batch's baseOffset, corrupt) makes the batch irregular for both
+  framings, and the Python path (metadata_log._python_entries) notes such a record;
 * ``iter_records`` and the record value decoders raise nothing but FormatError.
 """
 
@@ -96,7 +96,7 @@ def one_input(data: bytes) -> None:
     start = header.base_offset
     kept = [e[1] for e in mrec.c_metadata_batch(header, exact_buffer(batch), factory, fallback, label="fuzz",
                                                  position=0, start_offset=start)]
-    if kept != [offset for offset, _ts, _k, _v in fast if offset >= start]:
+    if kept != [offset for offset, _ts, _k, _v in fast]:
         raise Disagreement(f"metadata_batch with start_offset {start} kept offsets {kept}")
     for entry, (offset, ts, key, value) in zip(entries, fast):
         if entry[0] == "PY":
