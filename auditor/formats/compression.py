@@ -103,8 +103,9 @@ def decompress(codec_id: int, data, *, magic: int, max_bytes: int = DEFAULT_MAX_
     raise FormatError(label, position, "compression codec", codec_id, "0..4 (none, gzip, snappy, lz4, zstd)")
 
 
-def _cap_error(label, position, codec, max_bytes) -> FormatError:
-    return FormatError(label, position, f"{codec} decompressed size", f"> {max_bytes}",
+def _cap_error(label, position, codec, max_bytes, compressed: int | None = None) -> FormatError:
+    found = f"more than {max_bytes} bytes" + (f" from {compressed} compressed bytes" if compressed is not None else "")
+    return FormatError(label, position, f"{codec} decompressed size", found,
                        f"<= {max_bytes} bytes (the decompression cap max_decompressed_bytes)")
 
 
@@ -121,7 +122,7 @@ def _grow_into(fn, data, max_bytes: int, label, position, codec: str) -> bytes:
                 raise FormatError(label, position, f"{codec} stream", type(exc).__name__ + ": " + str(exc),
                                   f"a valid {codec} stream") from None
             if size >= max_bytes:
-                raise _cap_error(label, position, codec, max_bytes) from None
+                raise _cap_error(label, position, codec, max_bytes, len(data)) from None
             size = min(max_bytes, size * 4)
             continue
         # cramjam raises when the output does not fit, so n <= size here: the stream is complete.
@@ -136,7 +137,7 @@ def _snappy_block(block, max_bytes: int, label, position) -> bytes:
         raise FormatError(label, position, "snappy block length", bytes(block[:5]).hex(),
                           f"a valid snappy block header ({exc})") from None
     if n > max_bytes:
-        raise _cap_error(label, position, "snappy", max_bytes)
+        raise _cap_error(label, position, "snappy", max_bytes, len(block))
     try:
         return bytes(cramjam.snappy.decompress_raw(block))
     except Exception as exc:
@@ -229,7 +230,7 @@ def _lz4_frame(data, magic: int, max_bytes: int, label, position) -> bytes:
                                   "a valid lz4 block (decoded independently, as Kafka does)") from None
         total += len(out)
         if total > max_bytes:
-            raise _cap_error(label, position, "lz4", max_bytes)
+            raise _cap_error(label, position, "lz4", max_bytes, n)
         parts.append(out)
         pos += size + block_checksum  # block checksums are not verified: the batch CRC covers them
     return b"".join(parts)
