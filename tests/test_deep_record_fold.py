@@ -13,6 +13,7 @@ import pytest
 
 import auditor.scan.segment as segment
 from auditor.formats import compression
+from auditor.formats.errors import FormatError
 from auditor.scan.segment import SegmentFiles, scan_segment
 from harness.encoding import zigzag_varint
 
@@ -145,3 +146,27 @@ def test_gzip_bomb_at_the_cap_is_read_and_one_record_beyond_it_is_a_note(tmp_pat
             f"{path}: byte 68: records unreadable: {path}: byte 129: gzip decompressed size = 'more than {cap} "
             f"bytes from {len(batch) - 61} compressed bytes', expected <= {cap} bytes (the decompression cap "
             f"max_decompressed_bytes)"]
+
+
+@pytest.mark.parametrize("name", ["one member", "two members (ISIZE: the last one's)", "ISIZE says 4 GiB - 1",
+                                  "ISIZE says 0"])
+def test_gzip_trailer_size_is_only_a_first_guess(name):
+    """The gzip path sizes its first buffer from the trailer's ISIZE (one pass for a one-member stream;
+    the bomb at the cap was decompressed ~1.7 times when the buffer grew x4 from 8x the input). A
+    stream of several members still decompresses to the same bytes; a trailer that lies is a corrupt
+    stream, as before (cramjam checks ISIZE, as Kafka's GZIPInputStream does), at the cost of one
+    buffer of at most 1032 times the input (deflate's largest ratio) or the cap."""
+    data = bytes(range(256)) * 3000
+    one = _gzip(data)
+    stream = {"one member": one,
+              "two members (ISIZE: the last one's)": _gzip(data[:1000]) + _gzip(data[1000:]),
+              "ISIZE says 4 GiB - 1": one[:-4] + b"\xff\xff\xff\xff",
+              "ISIZE says 0": one[:-4] + bytes(4)}[name]
+    if "ISIZE says" in name:
+        with pytest.raises(FormatError, match="gzip stream = 'DecompressionError: corrupt gzip stream does not "
+                                              "have a matching checksum'"):
+            compression.decompress(GZIP, stream, magic=2)
+        return
+    assert compression.decompress(GZIP, stream, magic=2) == data
+    with pytest.raises(FormatError, match="more than 1000 bytes from"):
+        compression.decompress(GZIP, stream, magic=2, max_bytes=1000)
