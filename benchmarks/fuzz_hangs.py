@@ -34,6 +34,7 @@ import auditor.scan.segment as segment  # noqa: E402
 from auditor import manifest  # noqa: E402
 from auditor.cluster import portable  # noqa: E402
 from auditor.formats import checkpoints, metadata_records as mrec, offsets_records as orec  # noqa: E402
+from auditor.formats.compression import DEFAULT_MAX_DECOMPRESSED_BYTES  # noqa: E402
 from auditor.formats.log_reader import LogReader  # noqa: E402
 from auditor.formats.producer_snapshot import read_producer_snapshot_header  # noqa: E402
 from auditor.formats.record_batch import parse_v2_header  # noqa: E402
@@ -79,12 +80,12 @@ def timed(label: str, call) -> float:
 
 
 def scan(path: str, depth: str, use_c: bool = True, paths: dict | None = None, base: int = 0):
-    segment.USE_C_WALK = use_c
+    segment.USE_C_WALK = segment.USE_C_RECORDS = use_c
     try:
         scan_segment(SegmentFiles(base, None, paths or {"log": path}), depth, is_active=False, location={},
                      indexes=paths is not None)
     finally:
-        segment.USE_C_WALK = True
+        segment.USE_C_WALK = segment.USE_C_RECORDS = True
 
 
 def cases(tmp: Path, before):
@@ -106,8 +107,17 @@ def cases(tmp: Path, before):
     bomb_records = (16 * MIB) // len(TINY_RECORD)
     bomb = v2_batch(gzip.compress(tile(TINY_RECORD, 16 * MIB), 9), bomb_records, attrs=1)
     log = write(tmp, "bomb.log", bomb)
-    took = timed(f"gzip batch of {len(bomb):,} B -> 16 MiB, {bomb_records:,} records: deep", lambda: scan(log, "deep"))
-    print(f"  (deep: {bomb_records / took:,.0f} records/s: a 256 MiB batch would take ~{16 * took:.0f} s)")
+    took = timed(f"gzip batch of {len(bomb):,} B -> 16 MiB, {bomb_records:,} records: deep, Python records",
+                 lambda: scan(log, "deep", False))
+    print(f"  (Python record loop: {bomb_records / took:,.0f} records/s: 256 MiB would take ~{16 * took:.0f} s)")
+    timed(f"gzip batch of {len(bomb):,} B -> 16 MiB, {bomb_records:,} records: deep, C record fold",
+          lambda: scan(log, "deep"))
+    # at the cap: 2 bytes under 256 MiB (the C record fold; the Python loop took 263 s at load 8-11)
+    cap_records = DEFAULT_MAX_DECOMPRESSED_BYTES // len(TINY_RECORD)
+    bomb = v2_batch(gzip.compress(tile(TINY_RECORD, cap_records * len(TINY_RECORD)), 9), cap_records, attrs=1)
+    log = write(tmp, "bomb.log", bomb)
+    timed(f"gzip batch of {len(bomb):,} B -> 256 MiB - 2, {cap_records:,} records: deep", lambda: scan(log, "deep"))
+    del bomb
     print("index (1 MiB .index and .timeindex):")
     idx = b"".join(struct.pack(">ii", i + 1, 68 * (i + 1)) for i in range(MIB // 8))
     tix = b"".join(struct.pack(">qi", 1000 + i, i + 1) for i in range(MIB // 12))

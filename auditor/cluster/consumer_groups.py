@@ -160,9 +160,20 @@ class OffsetsFold:
         for rec_off in bad:
             self.bad_key(rec_off, None, where)
 
-    def control(self, producer_id: int, control_type: int | None) -> None:
-        """A transaction marker of ``producer_id``: COMMIT applies its pending records, ABORT drops them."""
+    def control(self, producer_id: int, control_type: int | None, where: tuple[str, int] | None = None,
+                key=None) -> None:
+        """A transaction marker of ``producer_id``: COMMIT applies its pending records, ABORT drops them.
+        Any other control record (an unknown type, a key too short for one: ``control_type`` None)
+        drops them too, as the coordinator does for anything but a COMMIT, with a note naming the
+        marker (``where``: file, batch position), its key and what was dropped."""
         pend = self.pending.pop(producer_id, None)
+        if pend and control_type not in (orec.CONTROL_COMMIT, orec.CONTROL_ABORT):
+            label, pos = where if where is not None else ("<control record>", None)
+            self.notes.append(f"{label}: byte {pos}: control record key = "
+                              f"{'null' if key is None else bytes(key).hex() or 'empty'}, expected a COMMIT "
+                              f"(type {orec.CONTROL_COMMIT}) or ABORT (type {orec.CONTROL_ABORT}) marker: the "
+                              f"{len(pend)} pending transactional record(s) of producer {producer_id} dropped "
+                              f"as for an ABORT")
         if not pend or control_type != orec.CONTROL_COMMIT:
             return
         store = self.store

@@ -180,11 +180,20 @@ def _batch_entries(reader, batch, label, notes, start_offset) -> Iterable[Metada
         notes.append(Note(label, batch.position, batch.base_offset,
                           f"batch unreadable, its records skipped: {e}"))
         return ()
-    return _python_entries(kvs, batch.is_control, label, pos, notes, start_offset)
+    return _python_entries(kvs, batch.is_control, label, pos, notes, start_offset, batch.base_offset)
 
 
-def _python_entries(kvs, control, label, pos, notes, start_offset) -> Iterator[MetadataEntry]:
+def _python_entries(kvs, control, label, pos, notes, start_offset, base_offset) -> Iterator[MetadataEntry]:
+    """The records of one batch at or above ``start_offset`` as entries. A record below its
+    batch's baseOffset (a negative offsetDelta: Kafka never writes one, the batch is corrupt) is
+    noted whether it is applied or left out: below ``start_offset`` it would vanish silently."""
     for offset, ts, key, value in kvs:
+        if offset < base_offset:
+            fate = "applied" if offset >= start_offset else (
+                f"skipped (below {start_offset}, the first offset replayed after the base state)")
+            notes.append(Note(label, pos, offset,
+                              f"record offset {offset} is below its batch's baseOffset {base_offset} "
+                              f"(offsetDelta = {offset - base_offset}, expected >= 0): corrupt record, {fate}"))
         if offset >= start_offset:
             if control:
                 entry = _control_entry(label, pos, offset, ts, key, value, notes)

@@ -152,7 +152,7 @@ def _fold_batch(fold, reader: LogReader, window: _Window, batch, label: str) -> 
         data = window.batch(reader, batch)
         if batch.is_control:
             for rec in orec.iter_key_values(batch, data, label=label):
-                fold.control(batch.producer_id, orec.control_type(rec[2]))
+                fold.control(batch.producer_id, orec.control_type(rec[2]), where, rec[2])
         elif batch.is_transactional or fold.pending:
             fold.add_batch(batch, data, where)
         else:

@@ -722,6 +722,7 @@ static int frame_record(const uint8_t *b, Py_ssize_t *pp, Py_ssize_t end, int64_
         r->value_pos = -1;
     }
     if (pos + 1 != body_end || b[pos] != 0) return -1;   /* headersCount 0, then the end of the record */
+    if (off_delta < 0) return -1;   /* below the batch's baseOffset (corrupt): the Python path notes it */
     if (__builtin_add_overflow(base_offset, off_delta, &r->offset)) return -1;
     if (has_log_append) {
         r->timestamp = log_append;

@@ -45,6 +45,11 @@ DEFAULT_MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
 #: First guess for gzip/zstd output, as a multiple of the compressed size (grows x4 on overflow).
 _INITIAL_RATIO = 8
 _MIN_INITIAL_BYTES = 64 * 1024
+#: gzip's last 4 bytes: ISIZE, the uncompressed size (mod 2^32) of the last member (RFC 1952).
+GZIP_ISIZE_LENGTH = 4
+GZIP_MIN_STREAM = 18     # 10-byte header + 8-byte trailer
+#: deflate's largest expansion (a 258-byte match per ~2 bits: ~1032:1): ISIZE is believed up to it.
+DEFLATE_MAX_RATIO = 1032
 #: What cramjam says when `decompress_into` ran out of output buffer.
 _BUFFER_FULL = "failed to write whole buffer"
 
@@ -91,7 +96,7 @@ def decompress(codec_id: int, data, *, magic: int, max_bytes: int = DEFAULT_MAX_
     Raises FormatError for an unknown codec, corrupt input, or output beyond ``max_bytes``.
     """
     if codec_id == CODEC_GZIP:
-        return _grow_into(cramjam.gzip.decompress_into, data, max_bytes, label, position, "gzip")
+        return _grow_into(cramjam.gzip.decompress_into, data, max_bytes, label, position, "gzip", _gzip_size(data))
     if codec_id == CODEC_SNAPPY:
         return _snappy(data, max_bytes, label, position)
     if codec_id == CODEC_LZ4:
@@ -103,15 +108,27 @@ def decompress(codec_id: int, data, *, magic: int, max_bytes: int = DEFAULT_MAX_
     raise FormatError(label, position, "compression codec", codec_id, "0..4 (none, gzip, snappy, lz4, zstd)")
 
 
-def _cap_error(label, position, codec, max_bytes) -> FormatError:
-    return FormatError(label, position, f"{codec} decompressed size", f"> {max_bytes}",
+def _cap_error(label, position, codec, max_bytes, compressed: int | None = None) -> FormatError:
+    found = f"more than {max_bytes} bytes" + (f" from {compressed} compressed bytes" if compressed is not None else "")
+    return FormatError(label, position, f"{codec} decompressed size", found,
                        f"<= {max_bytes} bytes (the decompression cap max_decompressed_bytes)")
 
 
-def _grow_into(fn, data, max_bytes: int, label, position, codec: str) -> bytes:
-    """Streams whose size is unknown up front: decompress into a buffer that grows to the cap."""
+def _gzip_size(data) -> int | None:
+    """The uncompressed size a gzip stream's trailer states (ISIZE), believed only up to deflate's
+    largest ratio (a lying trailer costs no more than a real bomb); None when too short."""
+    if len(data) < GZIP_MIN_STREAM:
+        return None
+    size = int.from_bytes(bytes(data[-GZIP_ISIZE_LENGTH:]), "little")
+    return min(size, len(data) * DEFLATE_MAX_RATIO)
+
+
+def _grow_into(fn, data, max_bytes: int, label, position, codec: str, size_hint: int | None = None) -> bytes:
+    """Streams whose size is unknown up front: decompress into a buffer that grows x4 to the cap,
+    from ``size_hint`` when the stream states its size (gzip: one pass for a one-member stream;
+    each growth decompresses again from the start: a bomb at the cap was decompressed ~1.7 times)."""
     data = bytes(data)
-    size = min(max_bytes, max(_MIN_INITIAL_BYTES, len(data) * _INITIAL_RATIO))
+    size = min(max_bytes, max(_MIN_INITIAL_BYTES, size_hint if size_hint is not None else len(data) * _INITIAL_RATIO))
     while True:
         out = bytearray(size)
         try:
@@ -121,12 +138,11 @@ def _grow_into(fn, data, max_bytes: int, label, position, codec: str) -> bytes:
                 raise FormatError(label, position, f"{codec} stream", type(exc).__name__ + ": " + str(exc),
                                   f"a valid {codec} stream") from None
             if size >= max_bytes:
-                raise _cap_error(label, position, codec, max_bytes) from None
+                raise _cap_error(label, position, codec, max_bytes, len(data)) from None
             size = min(max_bytes, size * 4)
             continue
         # cramjam raises when the output does not fit, so n <= size here: the stream is complete.
-        del out[n:]
-        return bytes(out)
+        return bytes(memoryview(out)[:n]) if n < size else bytes(out)
 
 
 def _snappy_block(block, max_bytes: int, label, position) -> bytes:
@@ -136,7 +152,7 @@ def _snappy_block(block, max_bytes: int, label, position) -> bytes:
         raise FormatError(label, position, "snappy block length", bytes(block[:5]).hex(),
                           f"a valid snappy block header ({exc})") from None
     if n > max_bytes:
-        raise _cap_error(label, position, "snappy", max_bytes)
+        raise _cap_error(label, position, "snappy", max_bytes, len(block))
     try:
         return bytes(cramjam.snappy.decompress_raw(block))
     except Exception as exc:
@@ -229,7 +245,7 @@ def _lz4_frame(data, magic: int, max_bytes: int, label, position) -> bytes:
                                   "a valid lz4 block (decoded independently, as Kafka does)") from None
         total += len(out)
         if total > max_bytes:
-            raise _cap_error(label, position, "lz4", max_bytes)
+            raise _cap_error(label, position, "lz4", max_bytes, n)
         parts.append(out)
         pos += size + block_checksum  # block checksums are not verified: the batch CRC covers them
     return b"".join(parts)

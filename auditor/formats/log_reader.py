@@ -331,6 +331,24 @@ class LogReader:
                                    keys=keys)
         return legacy.iter_records(batch, data, label=self.label, max_decompressed_bytes=self.max_decompressed_bytes)
 
+    def fold_record_times(self, batch: BatchHeader, state: tuple) -> tuple | None:
+        """The 'deep' depth's fold over one v2 batch's records in C (``_cwalk.fold_records``):
+        ``state`` (min timestamp, its offset, running max timestamp, its offset, largest step back,
+        its offset; None when absent) updated, then records, abort and commit markers. None when the
+        extension is not built, the batch is not v2, or :meth:`records` would raise on a record
+        (its Python path then reads the batch and names the problem). Raises FormatError as
+        :meth:`records` does before its first record (size, recordsCount, decompression, its cap)."""
+        if _cwalk is None or batch.magic != 2:
+            return None
+        data = self.read_batch_bytes(batch)
+        if data[MAGIC_OFFSET] != 2:
+            return None
+        records, start = v2.record_bytes(batch, data, label=self.label,
+                                         max_decompressed_bytes=self.max_decompressed_bytes)
+        log_append = batch.max_timestamp_ms if batch.timestamp_type == v2.LOG_APPEND_TIME else None
+        return _cwalk.fold_records(records, start, batch.record_count, batch.base_offset, batch.base_timestamp_ms,
+                                   log_append, batch.is_control, *state)
+
     def crc_ok(self, batch: BatchHeader) -> tuple[bool, int, int]:
         """(ok, stored, computed): CRC-32C over [21, end) for v2, CRC32 over [16, end) for legacy.
         Streams the batch in CHUNK_BYTES pieces (any size)."""

@@ -145,7 +145,8 @@ def iter_records(header, batch_bytes, *, label: str = "<bytes>"):
     ``offsets_records.iter_key_values`` gives them (same checks, same errors), with a fast path
     for what the metadata log is made of: uncompressed v2 batches of records without headers whose
     varints take one or two bytes. Anything else (compression, headers, longer varints, a bound
-    broken) is read by ``offsets_records.iter_key_values``, which names the problem."""
+    broken, a negative offsetDelta) is read by ``offsets_records.iter_key_values``, which names the
+    problem (or frames the record for the caller to note, as a negative offsetDelta)."""
     if (header.magic != v2.MAGIC_VALUE_V2 or len(batch_bytes) != header.size_bytes
             or batch_bytes[v2.ATTRIBUTES_OFFSET + 1] & v2.COMPRESSION_CODEC_MASK):
         return orec.iter_key_values(header, batch_bytes, label=label)
@@ -227,8 +228,8 @@ def _fast_records(header, data) -> list:
             pos += value_size
         else:
             value = None
-        if pos + 1 != body_end or data[pos] != 0:   # headersCount 0, then the end of the record
-            raise _Irregular
+        if pos + 1 != body_end or data[pos] != 0 or off_delta < 0:   # headersCount 0, then the end of the
+            raise _Irregular            # record; a negative offsetDelta is corrupt: the checked path notes it
         pos = body_end
         append((base_offset + off_delta, log_append if log_append is not None else base_ts + ts_delta, key, value))
     if pos != end:
@@ -261,7 +262,8 @@ def c_metadata_batch(header, batch_bytes, factory, fallback, *, label: str, posi
     itself (another frame, a type or version not met yet, anything irregular in its body) is
     ``fallback(offset, timestamp_ms, key, value)`` instead, left out when that returns None.
     None when the extension is not used or the batch is not what :func:`iter_records`' fast path
-    takes (the caller then reads it with iter_records)."""
+    takes (the caller then reads it with iter_records): a batch with a negative offsetDelta among
+    them, so that every record left out here lies at or above its batch's baseOffset."""
     if (not km.use_c or _cmessage is None or header.magic != v2.MAGIC_VALUE_V2
             or len(batch_bytes) != header.size_bytes or header.record_count is None
             or batch_bytes[v2.ATTRIBUTES_OFFSET + 1] & v2.COMPRESSION_CODEC_MASK):

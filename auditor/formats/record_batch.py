@@ -176,28 +176,37 @@ def compute_crc(batch_bytes) -> int:
 
 # long function: the per-record decoder (the 'deep' depth's hot loop): fields in wire order, with
 # each bound check next to the field it guards
+def record_bytes(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
+                 max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES) -> tuple[object, int]:
+    """(bytes holding the records, position of the first record in them) of one v2 batch (the whole
+    batch's bytes): the batch itself from byte 61, or its decompressed records from 0. Raises
+    FormatError for a size that is not the header's, a negative recordsCount, a payload that
+    does not decompress or decompresses beyond ``max_decompressed_bytes``."""
+    pos0 = header.position
+    if len(batch_bytes) != header.size_bytes:
+        raise FormatError(label, pos0, "batch bytes", len(batch_bytes), f"{header.size_bytes} (12 + batchLength)")
+    (attrs,) = struct.unpack_from(">H", batch_bytes, ATTRIBUTES_OFFSET)
+    codec_id = attrs & COMPRESSION_CODEC_MASK
+    if header.record_count < 0:
+        raise FormatError(label, pos0 + RECORDS_COUNT_OFFSET, "recordsCount", header.record_count, ">= 0")
+    if codec_id == compression.CODEC_NONE:
+        return batch_bytes, RECORDS_OFFSET
+    return compression.decompress(codec_id, memoryview(batch_bytes)[RECORDS_OFFSET:], magic=MAGIC_VALUE_V2,
+                                  max_bytes=max_decompressed_bytes, label=label,
+                                  position=pos0 + RECORDS_OFFSET), 0
+
+
 def iter_records(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
                  max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES,
                  keys: bool = False) -> Iterator[Record]:
     """Every record of one v2 batch; ``batch_bytes`` is the whole batch (header included).
     ``keys=True``: each record carries its key's bytes (None for a null key)."""
     pos0 = header.position
-    if len(batch_bytes) != header.size_bytes:
-        raise FormatError(label, pos0, "batch bytes", len(batch_bytes), f"{header.size_bytes} (12 + batchLength)")
-    (attrs,) = struct.unpack_from(">H", batch_bytes, ATTRIBUTES_OFFSET)
-    codec_id = attrs & COMPRESSION_CODEC_MASK
     count = header.record_count
-    if count < 0:
-        raise FormatError(label, pos0 + RECORDS_COUNT_OFFSET, "recordsCount", count, ">= 0")
-    if codec_id == compression.CODEC_NONE:
-        data = batch_bytes
-        start = RECORDS_OFFSET
-        base_pos = pos0  # error positions are file positions
-    else:
-        data = compression.decompress(codec_id, memoryview(batch_bytes)[RECORDS_OFFSET:], magic=MAGIC_VALUE_V2,
-                                      max_bytes=max_decompressed_bytes, label=label, position=pos0 + RECORDS_OFFSET)
-        start = 0
-        base_pos = None  # positions inside a decompressed stream: reported as the batch position
+    data, start = record_bytes(header, batch_bytes, label=label, max_decompressed_bytes=max_decompressed_bytes)
+    # error positions: file positions in an uncompressed batch; inside a decompressed stream,
+    # positions in that stream, with the batch position in the label
+    base_pos = pos0 if start else None
     end = len(data)
     base_offset = header.base_offset
     base_ts = header.base_timestamp_ms

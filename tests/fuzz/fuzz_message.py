@@ -9,6 +9,15 @@ Input: a mode byte, then the bytes of one value (or a target number and a messag
 * 2: a coordinator key (offsets_records.decode_key);
 * 3: a coordinator record type byte, then its value (offsets_records.decode_value);
 * 4-7: a control record type byte and version byte, then its value (decode_control_value);
+* 0xFE: the Decoder's program compiler: two bytes naming one (message, version), a damage byte,
+  two bytes naming a node of its program; that node damaged (a wrong type or shape at each level
+  of the program: struct, parts, field, key, kind, array element, tagged entry, tag, default), or
+  a default holding nested lists and dicts (copied for every message): ``_cmessage.Decoder`` must
+  refuse a damaged program with ValueError / TypeError / OverflowError, never crash;
+* 0xFF: the call forms the readers never use, on two bytes naming a (message, version) and a
+  body: c_decode of a buffer that does not convert or of positions that are not ints (None), a
+  keyword that is not UTF-8 and too many arguments (handed to the Python reader, which raises
+  TypeError), a fallback that is not callable (TypeError);
 * else: two bytes naming one (message, version) of every spec read from disk, then its body,
   decoded exact (even mode) or not (odd mode).
 
@@ -141,11 +150,128 @@ def _control(ctype: int, version: int, value: bytes) -> None:
         pass
 
 
+PROGRAM_MODE, CALLS_MODE = 0xFE, 0xFF
+#: damage kinds of PROGRAM_MODE: where in the program, and what is put there
+DAMAGES = ("struct", "parts", "field", "key", "kind", "kind type", "array sub", "element kind", "tagged entry",
+           "tag", "default", "default key", "nested defaults")
+REFUSED = (ValueError, TypeError, OverflowError)
+
+
+def _nodes(prog: tuple, out: dict) -> dict:
+    """Every struct, field, tagged entry and default of a program, by what it is (paths as tuples)."""
+    out.setdefault("struct", []).append(prog)
+    _flexible, plain, tagged, defaults = prog
+    fields = list(plain) + [f for _tag, f in tagged]
+    out.setdefault("field", []).extend(fields)
+    out.setdefault("tagged entry", []).extend(tagged)
+    out.setdefault("default", []).extend(defaults)
+    for f in fields:
+        if f[1] == message_program.ARRAY:
+            out.setdefault("array", []).append(f)
+            if f[4][0] == message_program.STRUCT:
+                _nodes(f[4][1], out)
+        elif f[1] == message_program.STRUCT:
+            _nodes(f[4], out)
+    return out
+
+
+def _replace(tree, old, new):
+    """``tree`` with the node ``old`` (by identity) replaced by ``new`` (tuples rebuilt on the path)."""
+    if tree is old:
+        return new
+    if isinstance(tree, tuple):
+        return tuple(_replace(t, old, new) for t in tree)
+    return tree
+
+
+def _damaged(prog: tuple, damage: str, pick: int):
+    """(program with one node damaged, True when it must be refused), or None when it has no such node."""
+    nodes = _nodes(prog, {})
+    kind = {"parts": "struct", "key": "field", "kind": "field", "kind type": "field", "array sub": "array",
+            "element kind": "array", "tag": "tagged entry", "default key": "default",
+            "nested defaults": "struct"}.get(damage, damage)
+    if not nodes.get(kind):
+        return None
+    # the nested defaults go on the top struct, where the check below finds them
+    node = prog if damage == "nested defaults" else nodes[kind][pick % len(nodes[kind])]
+    new = {
+        "struct": lambda n: n[:3],
+        "parts": lambda n: (n[0], list(n[1]), n[2], n[3]),
+        "field": lambda n: n[:4],
+        "key": lambda n: (n[0].encode(),) + n[1:],
+        "kind": lambda n: (n[0], 99) + n[2:],
+        "kind type": lambda n: (n[0], "int8") + n[2:],
+        "array sub": lambda n: n[:4] + (None,),
+        "element kind": lambda n: n[:4] + ((99, None),),
+        "tagged entry": lambda n: n + (0,),
+        "tag": lambda n: (-1,) + n[1:],
+        "default": lambda n: n[:1],
+        "default key": lambda n: (5,) + n[1:],
+        "nested defaults": lambda n: n[:3] + (n[3] + (("fuzzNested", [[1, {"a": [2]}], {"b": []}]),),),
+    }[damage](node)
+    return _replace(prog, node, new), damage != "nested defaults"
+
+
+def _program_mode(body: bytes) -> None:
+    if len(body) < 5 or message_program._cmessage is None:
+        return
+    n, damage, pick = struct.unpack_from(">HBH", body)
+    spec, version = TARGETS[n % len(TARGETS)]
+    try:
+        prog = message_program.program(spec, version)
+    except message_program.Unsupported:
+        return
+    got = _damaged(prog, DAMAGES[damage % len(DAMAGES)], pick)
+    if got is None:
+        return
+    prog, refused = got
+    python, _c = _readers(spec, version, True)
+    try:
+        dec = message_program._cmessage.Decoder(prog, True, python)
+    except REFUSED:
+        if refused:
+            return
+        raise
+    if refused:
+        raise Disagreement(f"Decoder took a damaged program ({DAMAGES[damage % len(DAMAGES)]}): {prog!r}")
+    buf = exact_buffer(body[5:])
+    first, second = dec.c_decode(buf), dec.c_decode(buf)
+    if first is not None:   # a default of lists and dicts: equal in every message, never the same object
+        if first["fuzzNested"] != [[1, {"a": [2]}], {"b": []}] or first["fuzzNested"] is second["fuzzNested"]:
+            raise Disagreement(f"nested default decoded as {first['fuzzNested']!r}")
+
+
+def _calls_mode(body: bytes) -> None:
+    n = struct.unpack_from(">H", body)[0] if len(body) >= 2 else 0
+    spec, version = TARGETS[n % len(TARGETS)]
+    python, c = _readers(spec, version, True)
+    if c is None:
+        return
+    for args in ((5,), (body, "0"), (body, 2, "end"), (body, 2**70)):
+        if c.c_decode(*args) is not None:
+            raise Disagreement(f"c_decode{args!r} gave a result")
+    for call in (lambda: c(body, **{"\udc80": 0}), lambda: c(body, 2, len(body), "fuzz", 0, 1)):
+        try:
+            call()
+        except TypeError:
+            continue
+        raise Disagreement("a call form the Python reader refuses was taken")
+    try:
+        type(c)(c.program, True, 5)
+    except TypeError:
+        return
+    raise Disagreement("Decoder took a fallback that is not callable")
+
+
 def one_input(data: bytes) -> None:
     if not data:
         return
     mode, body = data[0], data[1:]
-    if mode == 0:
+    if mode == PROGRAM_MODE:
+        _program_mode(body)
+    elif mode == CALLS_MODE:
+        _calls_mode(body)
+    elif mode == 0:
         _metadata_value(body)
     elif mode == 1:
         _remote_value(body)

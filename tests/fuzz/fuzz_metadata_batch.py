@@ -13,9 +13,13 @@ so that the batch reaches the record framing; the rest is as given). Checks:
   entry the Python reader's fields make (independent);
   a record it hands to ``fallback`` is the Python path's by construction;
 * with ``start_offset`` the batch's baseOffset (the metadata log reader passes its state's base
-  offset), the entries are exactly the records at or above it: a negative offsetDelta puts a
-  record below its batch's baseOffset, and ``metadata_batch`` leaves it out as the Python path
-  (metadata_log._python_entries) does;
+  offset), the entries are exactly the records at or above it, i.e. all of them: a negative
+  offsetDelta (a record below its batch's baseOffset, corrupt) makes the batch irregular for both
+  framings, and the Python path (metadata_log._python_entries) notes such a record;
+* a ``fallback`` that returns None leaves that record out: with one that always does, the
+  entries are exactly the records C decodes itself;
+* ``_cmessage.metadata_batch`` refuses arguments its callers never pass (a frame table of the
+  wrong size, data that is not a buffer, missing arguments) with an exception, never a crash;
 * ``iter_records`` and the record value decoders raise nothing but FormatError.
 """
 
@@ -55,6 +59,19 @@ def _python_entry(offset, ts, key, value):
     return ("C", offset, ts, name, version, dec.fallback(value, frame.body_position, len(value), "fuzz", 0))
 
 
+def _refused_arguments(batch: bytes, count: int) -> None:
+    """The argument checks of _cmessage.metadata_batch (its callers never fail them)."""
+    c = mrec._cmessage
+    good = (batch, count, 0, 0, None, 0, mrec.C_FRAMES, print, print, "fuzz", 0)
+    for args, error in (((batch, count, 0, 0, None, 0, [None] * 3) + good[7:], ValueError),
+                        ((5,) + good[1:], TypeError), (good[:5], TypeError)):
+        try:
+            c.metadata_batch(*args)
+        except error:
+            continue
+        raise Disagreement(f"metadata_batch took bad arguments ({error.__name__} expected)")
+
+
 def one_input(data: bytes) -> None:
     if len(data) < RECORD_BATCH_OVERHEAD:
         return
@@ -63,6 +80,8 @@ def one_input(data: bytes) -> None:
     batch[16] = 2
     batch = bytes(batch)
     header = parse_v2_header(batch, 0, 0)
+    if mrec._cmessage is not None and header.record_count is not None and header.record_count >= 0:
+        _refused_arguments(batch, header.record_count)
     try:
         records = list(mrec.iter_records(header, batch, label="fuzz"))
     except FormatError:
@@ -96,8 +115,12 @@ def one_input(data: bytes) -> None:
     start = header.base_offset
     kept = [e[1] for e in mrec.c_metadata_batch(header, exact_buffer(batch), factory, fallback, label="fuzz",
                                                  position=0, start_offset=start)]
-    if kept != [offset for offset, _ts, _k, _v in fast if offset >= start]:
+    if kept != [offset for offset, _ts, _k, _v in fast]:
         raise Disagreement(f"metadata_batch with start_offset {start} kept offsets {kept}")
+    dropped = mrec.c_metadata_batch(header, exact_buffer(batch), factory, lambda *_record: None, label="fuzz",
+                                    position=0, start_offset=INT64[0])
+    if list(dropped) != [e for e in entries if e[0] == "C"]:
+        raise Disagreement("a fallback returning None did not leave out exactly the records C hands over")
     for entry, (offset, ts, key, value) in zip(entries, fast):
         if entry[0] == "PY":
             if entry[1:] != (offset, ts, key, value):

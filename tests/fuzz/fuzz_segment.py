@@ -11,6 +11,10 @@ Input: the bytes of one .log. Checks:
 * the hand-over is independent too: ``walk_v2`` must stop exactly at the first entry the Python
   walker does not yield as a v2 batch (or where that walker stops), and its totals must equal
   a fold of the Python walker's headers up to there;
+* 'deep' with the C record fold (``_cwalk.fold_records``: record count, markers, min / max
+  timestamps and the largest step back, each with its offset) equals 'deep' in pure Python: the
+  C fold computes its values alone, and must refuse (None) exactly the batches whose records
+  ``record_batch.iter_records`` raises for, else the notes differ;
 * every batch's records (``LogReader.records``) and CRC raise nothing but FormatError / OSError.
 """
 
@@ -32,12 +36,12 @@ IGNORED = {"scanned_at_ms"}
 
 
 def _row(path, depth: str, use_c: bool) -> dict:
-    segment.USE_C_WALK = use_c
+    segment.USE_C_WALK = segment.USE_C_RECORDS = use_c
     try:
         row = scan_segment(SegmentFiles(0, None, {"log": str(path)}), depth, is_active=False, location={},
                            indexes=False)
     finally:
-        segment.USE_C_WALK = True
+        segment.USE_C_WALK = segment.USE_C_RECORDS = True
     pa.Table.from_pylist([row], schema=SEGMENT_SCHEMA)   # what collect writes: every value fits its column
     return {k: v for k, v in row.items() if k not in IGNORED}
 
@@ -111,5 +115,9 @@ def one_input(data: bytes) -> None:
     if with_c != pure:
         diff = {k: (with_c[k], pure[k]) for k in with_c if with_c[k] != pure.get(k)}
         raise Disagreement(f"'headers' row with the C fold differs from the pure-Python row: {diff}")
-    _row(path, "deep", True)
+    with_c = _row(path, "deep", True)
+    pure = _row(path, "deep", False)
+    if with_c != pure:
+        diff = {k: (with_c[k], pure[k]) for k in with_c if with_c[k] != pure.get(k)}
+        raise Disagreement(f"'deep' row with the C record fold differs from the pure-Python row: {diff}")
     _check_c_fold(path)

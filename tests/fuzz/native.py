@@ -81,11 +81,17 @@ def build(variant: str = "asan") -> Path:
     for name, source in EXTENSIONS.items():
         target = module_path(variant, name)
         target.parent.mkdir(parents=True, exist_ok=True)
+        # into a temporary file, then renamed over the target: a linker may rewrite an existing output
+        # file in place, which would change the code under a fuzzer that has it loaded (several
+        # tools/fuzz.sh may run at once, and two builds at once): a rename leaves the running one its file
+        partial = target.with_name(f"{target.name}.{os.getpid()}.tmp")
         cmd = [CLANG, *COMMON_FLAGS, *VARIANT_FLAGS[variant], f"-I{include}", f"-I{FORMATS}", str(source),
-               "-o", str(target)]
+               "-o", str(partial)]
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
+            partial.unlink(missing_ok=True)
             raise NativeBuildError(f"{' '.join(cmd)} failed:\n{done.stderr}")
+        os.replace(partial, target)
     stamp.write_text(want)
     return out
 
