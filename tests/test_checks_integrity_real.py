@@ -159,6 +159,85 @@ def test_retention_overdue_when_the_topic_retention_is_shorter_than_the_data(bro
     assert found[0].message.startswith("3 segment(s)")
 
 
+def dumplogsegments_index_reports(dump_log_segments, partition_dir: Path) -> dict[int, list[str]]:
+    """Segment base offset -> what Kafka's DumpLogSegments reported against its .index and
+    .timeindex (index mismatches, timestamp mismatches, out-of-order timestamps, indexed offsets
+    not found in the log). Each .timeindex is dumped by its own JVM: DumpLogSegments prints no
+    file name above "The following indexed offsets are not found in the log"."""
+    reports: dict[int, list[str]] = {}
+    indexes = sorted(partition_dir.glob("*.index"))
+    dumped = dump_log_segments.dump(indexes, deep_iteration=False)
+    assert not [line for line in dumped.stderr_other if "ismatch" in line], dumped.stderr_other
+    for path in indexes:
+        f = dumped[path]
+        assert f.error is None and not f.unparsed, (path, f.error, f.unparsed)
+        for index_offset, log_offset in f.index_mismatches:
+            reports.setdefault(int(path.stem), []).append(f"index offset {index_offset}, log offset {log_offset}")
+    for path in sorted(partition_dir.glob("*.timeindex")):
+        result = dump_log_segments.dump([path], deep_iteration=False)
+        f = result[path]
+        # a report the parser did not attribute to this file would be lost: none may be left over
+        stray = [line for line in result.stderr_other if any(w in line for w in ("ndex", "ffset", "imestamp", "ismatch"))]
+        assert f.error is None and not f.unparsed and not stray, (path, f.error, f.unparsed, stray)
+        for kind, pairs in (("timestamp mismatch", f.time_index_mismatches),
+                            ("out of order", f.time_index_out_of_order),
+                            ("offset not found", f.time_index_offsets_not_found)):
+            reports.setdefault(int(path.stem), []).extend(f"{kind} {a}, {b}" for a, b in pairs)
+    return {base: r for base, r in reports.items() if r}
+
+
+def kla043_segments(log_dir: Path, topic: str) -> dict[int, list[str]]:
+    _, found = findings_of([log_dir])
+    return {e["segment"]: e["problem"] for f in found if f.code == "KLA043" and f.topic == topic
+            for e in f.evidence}
+
+
+def _last_batch(dump_log_segments, log: Path):
+    return dump_log_segments.dump([log], deep_iteration=False)[log].batches[-1]
+
+
+def _append_index_entry(closed: Path, relative_offset: int, position: int) -> None:
+    with open(closed.with_suffix(".index"), "ab") as fh:   # a copy, never the broker's file
+        fh.write(struct.pack(">ii", relative_offset, position))
+
+
+def _shift_timeindex_entry(closed: Path, timestamp_delta: int = 0, offset_delta: int = 0) -> None:
+    timeindex = closed.with_suffix(".timeindex")
+    data = bytearray(timeindex.read_bytes())
+    assert len(data) == 12, "a closed segment's time index holds the entry written at roll"
+    timestamp_ms, relative = struct.unpack(">qi", data)
+    struct.pack_into(">qi", data, 0, timestamp_ms + timestamp_delta, relative + offset_delta)
+    timeindex.write_bytes(bytes(data))
+
+
+# Damages of the entries KLA043 reads (each segment's last .index and .timeindex entry), and one
+# correct entry added: KLA043 must name exactly the segments Kafka's own tool reports.
+INDEX_DAMAGES = {
+    "timeindex offset past the log": lambda dls, closed: _shift_timeindex_entry(closed, offset_delta=100),
+    "timeindex timestamp above the records": lambda dls, closed: _shift_timeindex_entry(closed, timestamp_delta=HOUR),
+    "index offset past the log": lambda dls, closed: _append_index_entry(
+        closed, (b := _last_batch(dls, closed)).last_offset + 100 - int(closed.stem), b.position),
+    "a correct index entry added": lambda dls, closed: _append_index_entry(
+        closed, (b := _last_batch(dls, closed)).last_offset - int(closed.stem), b.position),
+}
+
+
+def test_healthy_index_files_no_report_from_kafka_nor_kla043(broker, dump_log_segments):
+    partition_dir = broker["log_dir"] / "txn-0"
+    assert dumplogsegments_index_reports(dump_log_segments, partition_dir) == {}
+    assert kla043_segments(broker["log_dir"], "txn") == {}
+
+
+@pytest.mark.parametrize("damage", list(INDEX_DAMAGES))
+def test_kla043_names_the_segments_dumplogsegments_reports(copy, dump_log_segments, damage):
+    closed = segment_files(copy / "txn-0")[0]
+    INDEX_DAMAGES[damage](dump_log_segments, closed)
+    kafka = dumplogsegments_index_reports(dump_log_segments, copy / "txn-0")
+    ours = kla043_segments(copy, "txn")
+    assert set(ours) == set(kafka), f"{damage}: KLA043 {ours}, DumpLogSegments {kafka}"
+    assert set(kafka) == (set() if damage == "a correct index entry added" else {int(closed.stem)}), kafka
+
+
 def test_a_time_index_entry_past_the_log_is_reported(copy):
     closed = segment_files(copy / "txn-0")[0]
     timeindex = closed.with_suffix(".timeindex")

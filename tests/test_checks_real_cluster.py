@@ -22,7 +22,7 @@ from checks.base import AuditContext, Severity
 from checks.audit_config import Config
 from auditor.live_config import LiveConfigError, fetch_topic_configs
 from auditor.check_runner import run_local, run_spark
-from harness.kafka import free_port, wait_until
+from harness.kafka import free_port, wait_past_newest_write, wait_until
 from harness.moves import move_log_dir, reassign, wait_replica_quiet
 from spark_session import spark  # noqa: F401
 
@@ -62,7 +62,8 @@ def produce_spaced_groups(cluster, topic: str, groups: int, gap_s: float, partit
     so segment mtimes and record timestamps agree, as on a healthy broker."""
     for g in range(groups):
         cluster.produce(topic, [(f"g{g}-{i}", os.urandom(200).hex(), None) for i in range(20)], partition=partition)
-        time.sleep(gap_s)
+        wait_past_newest_write(cluster.partition_dirs(topic, partition).values(), int(gap_s * 1000),
+                               f"{topic}-{partition} group {g}")
 
 
 def test_skew_from_a_hot_key_on_spark_and_in_process(cluster, spark):  # noqa: F811
@@ -152,7 +153,8 @@ def test_out_of_bound_timestamps_flagged_and_nothing_else(cluster):
     cluster.create_topic(topic, replica_assignment=[[2]], config={"segment.ms": "60000", "segment.jitter.ms": "0"})
     now = int(time.time() * 1000)
     cluster.produce(topic, [(f"n{i}", "normal", None) for i in range(20)], partition=0)
-    time.sleep(1.5)
+    # the normal segment's mtime clearly before the next appends (its own last write, as measured)
+    wait_past_newest_write(cluster.partition_dirs(topic, 0).values(), 1500, f"{topic}-0's normal records")
     (future,) = cluster.produce(topic, [("future", "from a clock 5 days ahead", now + 5 * DAY)], partition=0)
     (past,) = cluster.produce(topic, [("past", "replayed from 5 days ago", now - 5 * DAY)], partition=0)
     cluster.produce(topic, [(f"m{i}", "normal", None) for i in range(20)], partition=0)

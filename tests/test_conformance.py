@@ -16,6 +16,7 @@ timestamp and its type, key and value sizes, control marker type. Per index: eve
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -28,6 +29,7 @@ from auditor.formats.offset_index import read_offset_index
 from auditor.formats.time_index import read_time_index
 from auditor.formats.txn_index import read_txn_index
 from auditor.scan import SegmentFiles, scan_segment
+from harness.record_contents import dumped_record_line, legacy_contents, v2_contents
 from harness.scenarios import populate_conformance_data
 from realdata import BROKER_DIRS, RECORD_SET_FILES, RECORD_SETS, at_least
 
@@ -35,6 +37,8 @@ COUNTS: Counter = Counter()
 # Kafka's ControlRecordType as DumpLogSegments prints it (an unknown type: "controlType: UNKNOWN(n)")
 CONTROL_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LeaderChange", 3: "SnapshotHeader", 4: "SnapshotFooter",
                  5: "KRaftVersion", 6: "KRaftVoters"}
+#: keys and values printed as text (StringDecoder); compared whole with harness.record_contents
+DATA_LOG = ("--print-data-log",)
 SEQUENCE_MODULUS = 1 << 31   # DefaultRecordBatch.incrementSequence wraps past Integer.MAX_VALUE to 0
 
 # Kafka's own deep iteration throws on this fixture: its header says codec none but the
@@ -75,14 +79,28 @@ def compare_log(path: Path, dumped, *, deep: bool = True) -> None:
                 assert mine.is_control == theirs.is_control, where
                 horizon = mine.base_timestamp_ms if mine.has_delete_horizon else None
                 assert horizon == theirs.delete_horizon_ms, where
+            else:
+                # Kafka's AbstractLegacyRecordBatch: no producer, sequence or leader epoch, never
+                # transactional or control, countOrNull() null (its line prints none of them)
+                assert (mine.producer_id, mine.producer_epoch, mine.base_sequence, mine.partition_leader_epoch) \
+                    == (-1, -1, -1, -1), where
+                assert not (mine.is_transactional or mine.is_control or mine.has_delete_horizon), where
+                assert mine.record_count is None, where
+                if deep and theirs.records:   # baseOffset(): the first inner record's offset
+                    assert mine.base_offset == theirs.records[0].offset, where
+                    assert mine.last_offset == theirs.records[-1].offset, where
+                COUNTS["legacy batches"] += 1
             COUNTS["batches"] += 1
             if not deep:
                 continue
             ok, stored, computed = reader.crc_ok(mine)
             assert ok == theirs.is_valid, f"{where}: crc ok={ok} ({stored:#x} vs {computed:#x}), Kafka isvalid={theirs.is_valid}"
-            records = list(reader.records(mine))
+            records = list(reader.records(mine, keys=True))
             assert len(records) == len(theirs.records), f"{where}: {len(records)} records, Kafka {len(theirs.records)}"
-            for rec, trec in zip(records, theirs.records):
+            batch_bytes = reader.read_batch_bytes(mine)
+            contents = v2_contents(batch_bytes) if mine.magic >= 2 else legacy_contents(batch_bytes)
+            assert len(contents) == len(records), where
+            for rec, trec, content in zip(records, theirs.records, contents):
                 rwhere = f"{where} record {trec.offset}"
                 assert rec.offset == trec.offset, rwhere
                 assert rec.timestamp_ms == trec.timestamp, rwhere
@@ -93,18 +111,44 @@ def compare_log(path: Path, dumped, *, deep: bool = True) -> None:
                     COUNTS[f"control {trec.control_type}"] += 1
                 else:
                     assert rec.control_type is None and trec.control_type is None, rwhere
+                sequence = None
                 if trec.sequence is not None:   # v2: the record's own sequence and its header keys
-                    want = -1 if mine.base_sequence == -1 else \
+                    sequence = -1 if mine.base_sequence == -1 else \
                         (mine.base_sequence + rec.offset - mine.base_offset) % SEQUENCE_MODULUS
-                    assert want == trec.sequence, rwhere
-                    assert rec.header_count == len(trec.header_keys), rwhere
+                    assert sequence == trec.sequence, rwhere
+                    assert rec.header_count == len(trec.header_keys) == len(content.header_keys), rwhere
+                    assert rec.key == content.key, rwhere   # the product's key bytes, and ours
                     COUNTS["header keys"] += rec.header_count
+                if not mine.is_control:
+                    compare_record_text(rec, trec, content, mine, sequence, rwhere)
                 COUNTS["records"] += 1
     finally:
         reader.close()
     COUNTS["log files"] += 1
     if deep:
         compare_deep_row(path, [r for b in dumped.batches for r in b.records])
+
+
+def compare_record_text(rec, trec, content, batch, sequence, where: str) -> None:
+    """The record's whole --print-data-log text (key, payload, header keys, legacy CRC included)
+    equals what Kafka printed; on a mismatch the message names digests, not the bytes."""
+    key = rec.key if batch.magic >= 2 else content.key
+    want = dumped_record_line(offset=rec.offset, timestamp_type=_timestamp_type(batch), timestamp=rec.timestamp_ms,
+                              key_size=rec.key_size, value_size=rec.value_size, magic=batch.magic,
+                              sequence=sequence, contents=content, key=key)
+    if want != trec.text:
+        at = next((i for i, (a, b) in enumerate(zip(want, trec.text)) if a != b), min(len(want), len(trec.text)))
+        raise AssertionError(f"{where}: printed text differs from char {at} (ours {len(want)} chars, sha256 "
+                             f"{hashlib.sha256(want.encode()).hexdigest()[:16]}; Kafka {len(trec.text)} chars, "
+                             f"{hashlib.sha256(trec.text.encode('utf-8', 'surrogateescape')).hexdigest()[:16]}): "
+                             f"ours {want[max(0, at - 40):at + 40]!r}, Kafka {trec.text[max(0, at - 40):at + 40]!r}")
+    COUNTS["record texts (key, payload, header keys)"] += 1
+    COUNTS["key bytes"] += max(rec.key_size, 0)
+    COUNTS["value bytes"] += max(rec.value_size, 0)
+    if "\ufffd" in want:
+        COUNTS["record texts with malformed UTF-8"] += 1
+    if "\n" in want:
+        COUNTS["record texts over several lines"] += 1
 
 
 def compare_deep_row(path: Path, dumped_records) -> None:
@@ -176,7 +220,7 @@ SHARED_FILES = at_least(_segment_files(BROKER_DIRS), 13, "segment files of the b
 
 @pytest.fixture(scope="module")
 def shared_dumps(dump_log_segments):
-    return dump_log_segments.dump(SHARED_FILES)
+    return dump_log_segments.dump(SHARED_FILES, extra_args=DATA_LOG)
 
 
 @pytest.mark.parametrize("path", SHARED_FILES, ids=lambda p: str(p.relative_to(BROKER_DIRS)))
@@ -186,7 +230,8 @@ def test_real_broker_files_equal_dumplogsegments(shared_dumps, path):
 
 @pytest.fixture(scope="module")
 def record_set_dumps(dump_log_segments):
-    return dict(zip(map(str, RECORD_SET_FILES), dump_log_segments.dump_record_sets(RECORD_SET_FILES)))
+    return dict(zip(map(str, RECORD_SET_FILES), dump_log_segments.dump_record_sets(RECORD_SET_FILES,
+                                                                                   extra_args=DATA_LOG)))
 
 
 @pytest.mark.parametrize("path", RECORD_SET_FILES, ids=lambda p: str(p.relative_to(RECORD_SETS)))
@@ -211,7 +256,7 @@ def broker_snapshot(kafka_cluster_factory, tmp_path_factory):
 def test_broker_written_files_equal_dumplogsegments(broker_snapshot, dump_log_segments):
     snapshot, made = broker_snapshot
     files = _segment_files(snapshot)
-    dumps = dump_log_segments.dump(files)
+    dumps = dump_log_segments.dump(files, extra_args=DATA_LOG)
     kinds = Counter()
     for path in files:
         compare_file(path, dumps[str(path)])

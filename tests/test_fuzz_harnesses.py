@@ -21,8 +21,10 @@ from pathlib import Path
 
 import pytest
 
-# recorded: libFuzzer runs on seeds cut from the real brokers' files (about 75 s: not the unit lane)
-pytestmark = pytest.mark.recorded
+# live (the slow lane, after the fast tiers): a clang AddressSanitizer + UBSan build of the C decoders
+# and libFuzzer runs on seeds cut from the real brokers' files, about 75 s of CPU at load 3 (the
+# fast lane's budget is a minute for everything)
+pytestmark = pytest.mark.live
 
 from fuzz import native, targets
 

@@ -40,7 +40,7 @@ from confluent_kafka import ElectionType, TopicPartition
 from auditor import replay
 from auditor.cli import main as kafka_audit_main
 from auditor.scan import scan_log_dirs
-from harness.kafka import KafkaCluster, wait_until
+from harness.kafka import KafkaCluster, wait_past_newest_write, wait_until
 from harness.list_offsets_v0 import CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID, ListOffsetsV0Client
 from harness.moves import move_log_dir, reassign, wait_replica_quiet
 
@@ -74,7 +74,9 @@ def legacy_cluster(tmp_path_factory):
             for topic in ("v0-pair", "v0-reassigned", "v0-logdir"):
                 # timestamps left to the producer (now): each round's batch rolls a new segment
                 kc.produce(topic, [(f"{topic}-{r}-{i}", "x" * 200, None) for i in range(5)], partition=0)
-            time.sleep(1.1)
+            wait_past_newest_write([d for t in ("v0-pair", "v0-reassigned", "v0-logdir")
+                                    for d in kc.partition_dirs(t, 0).values()],
+                                   int(ROLL_CONFIG["segment.ms"]), f"round {r}'s segments to be due to roll")
         yield kc
     finally:
         kc.stop()

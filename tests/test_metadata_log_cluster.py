@@ -25,6 +25,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from auditor.cluster import metadata_log as ml
 from auditor.formats import kafka_message as km
+from harness.kafka import wait_past_newest_write
 from harness.log_dirs import copy_live_dir, describe_log_dirs
 from harness.moves import move_log_dir, reassign, wait_replica_quiet
 from test_metadata_log import assert_equal_to_dump
@@ -311,7 +312,7 @@ def _produce_spaced_groups(kc, topic: str, groups: int, gap_s: float) -> None:
     import os
     for g in range(groups):
         kc.produce(topic, [(f"g{g}-{i}", os.urandom(200).hex(), None) for i in range(20)], partition=0)
-        time.sleep(gap_s)
+        wait_past_newest_write(kc.partition_dirs(topic, 0).values(), int(gap_s * 1000), f"{topic}-0 group {g}")
 
 
 def test_kla020_names_the_recorded_reassignment_and_log_dir_move(scenario):

@@ -1,11 +1,20 @@
-"""Read-only, proven on a live broker: scan at every depth while a producer writes at full speed."""
+"""Read-only, proven on a live broker, twice:
+
+1. scans at every depth while a producer writes at full speed: the closed segments' files keep
+   their bytes and mtimes, and Kafka's own index sanity check passes on them;
+2. the whole tree of both log dirs (every file and directory: active segments, checkpoints,
+   producer snapshots, partition.metadata, the KRaft metadata log, meta.properties) fingerprinted
+   with the broker frozen (SIGSTOP, every JVM thread stopped), scans at every depth, fingerprinted
+   again: identical. The broker cannot write while frozen, so any difference is the tool's: a
+   file written, created (even if deleted again: its directory's mtime), renamed, truncated or
+   chmodded. Access times are left out (reading is allowed).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import threading
-import time
 from pathlib import Path
 
 from confluent_kafka import Producer
@@ -13,6 +22,7 @@ from confluent_kafka import Producer
 from auditor.formats import filenames
 from auditor.scan import scan_log_dirs
 from auditor.schema import DEPTHS
+from harness.kafka import freeze_broker, thaw_broker, wait_until
 
 TOPIC = "live-writes"
 PARTITIONS = 4
@@ -21,6 +31,21 @@ PARTITIONS = 4
 def _fingerprint(path: Path) -> tuple[int, int, str]:
     st = os.stat(path)
     return st.st_size, st.st_mtime_ns, hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _tree(log_dirs: list[Path]) -> dict[Path, tuple]:
+    """Every entry under the log dirs (the dirs included): a directory's listing and mtime; a
+    file's inode, size, mtime, ctime and sha256."""
+    out = {}
+    for log_dir in log_dirs:
+        for path in [log_dir, *log_dir.rglob("*")]:
+            st = os.lstat(path)
+            if path.is_dir():
+                out[path] = ("dir", st.st_ino, st.st_mtime_ns, st.st_ctime_ns, tuple(sorted(os.listdir(path))))
+            else:
+                out[path] = ("file", st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                             hashlib.sha256(path.read_bytes()).hexdigest())
+    return out
 
 
 def _closed_segment_files(log_dirs: list[Path]) -> dict[Path, tuple]:
@@ -81,9 +106,11 @@ def test_scan_never_changes_a_live_broker(kafka_cluster_factory, dump_log_segmen
     writer.start()
     # let segments roll for real in every partition before taking the "before" picture (the keys do
     # not spread evenly: the last partition rolls well after the first, later still on a loaded machine)
-    deadline = time.monotonic() + 180
-    while len(_rolled(log_dirs)) < PARTITIONS and time.monotonic() < deadline:
-        time.sleep(0.5)
+    try:
+        wait_until(lambda: len(_rolled(log_dirs)) >= PARTITIONS, 180, "a rolled segment in every partition")
+    except Exception:
+        writer.stop.set()
+        raise
     before = _closed_segment_files(log_dirs)
     assert len({p.parent for p in before}) == PARTITIONS, f"the producer did not roll a segment in every partition: {sorted(_rolled(log_dirs))}"
     sent_before_scan = writer.sent
@@ -117,4 +144,22 @@ def test_scan_never_changes_a_live_broker(kafka_cluster_factory, dump_log_segmen
     sanity = dump_log_segments.dump(index_files, deep_iteration=False, extra_args=["--index-sanity-check"])
     for p in index_files:
         assert sanity[p].sanity_check_passed, f"Kafka's index sanity check failed on {p}: {sanity[p]}"
+
+    # 2. the whole tree, with the broker frozen
+    pid = freeze_broker(cluster)
+    try:
+        tree_before = _tree(log_dirs)
+        frozen_rows = {depth: scan_log_dirs(log_dirs, depth).segments for depth in DEPTHS}
+        tree_after = _tree(log_dirs)
+    finally:
+        thaw_broker(pid)
+    kinds = {p.suffix if filenames.parse_segment_file(p.name) else p.name for p, v in tree_before.items()
+             if v[0] == "file"}
+    assert {".log", ".index", ".timeindex", ".snapshot", "partition.metadata", "meta.properties", "quorum-state",
+            "recovery-point-offset-checkpoint", "leader-epoch-checkpoint"} <= kinds, sorted(kinds)
+    assert any(r["is_active"] for r in frozen_rows["deep"] if r["topic"] == TOPIC), "no active segment was scanned"
+    added = sorted(map(str, tree_after.keys() - tree_before.keys()))
+    removed = sorted(map(str, tree_before.keys() - tree_after.keys()))
+    changed = sorted(str(p) for p in tree_before.keys() & tree_after.keys() if tree_before[p] != tree_after[p])
+    assert not (added or removed or changed), f"the scans changed the tree: added {added}, removed {removed}, changed {changed}"
     cluster.stop()   # not at the session's end: a broker idling under every later module loads the machine

@@ -23,6 +23,7 @@ from confluent_kafka import TopicPartition
 from auditor.cli import main as kafka_audit_main
 from harness.cli import kafka_audit
 from harness.groups import cleaner_pending
+from harness.kafka import wait_past_newest_write
 from harness.scenarios import read_cleaner_checkpoint
 
 MINUTE = 60_000
@@ -116,7 +117,7 @@ def test_compacted_topic_is_no_gap(young):
                                         "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": "100"})
     for round_ in range(3):  # each round rolls a segment (record time); rounds 1-2 supersede round 0's keys
         cluster.produce(topic, [(f"k{i}", f"r{round_}", None) for i in range(10)], partition=0)
-        time.sleep(0.3)
+        wait_past_newest_write(cluster.partition_dirs(topic, 0).values(), 100, f"{topic}-0 round {round_}")
     deadline = time.monotonic() + 120
     while cluster.consume(topic, 0)[0].offset() == 0:
         assert time.monotonic() < deadline, "the cleaner did not compact the first segment"

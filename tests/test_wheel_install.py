@@ -32,6 +32,10 @@ import pytest
 
 from realdata import BROKER_DIRS
 
+# live (the slow lane, after the fast tiers): builds an sdist and two wheels, makes a virtualenv and
+# pip-installs from PyPI into it, twice (minutes; a component start, not a fast check)
+pytestmark = pytest.mark.live
+
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_TARBALL = ROOT / "auditor" / "samples" / "demo-cluster.tar.gz"
 OFFSETS_LOG_DIR = BROKER_DIRS / "kafka-2018-v2" / "kafka-logs"  # a 2018 broker: __consumer_offsets-28

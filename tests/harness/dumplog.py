@@ -113,6 +113,9 @@ class DumpRecord:
     control_type: str | None = None       # COMMIT / ABORT / LeaderChange / SnapshotHeader / ...
     coordinator_epoch: int | None = None
     extra: str = ""                       # anything else printed on the line (control JSON, data)
+    # the record's whole text as printed, "| offset: ..." to its end; with --print-data-log the key
+    # and payload text may hold newlines, so it can span lines (parse_stdout(data_log=True))
+    text: str = ""
 
 
 @dataclass
@@ -201,7 +204,7 @@ def _parse_record(line: str) -> DumpRecord | None:
     if not m:
         return None
     (off, tst, ts, ks, vs, seq, hk, valid, crc, rest) = m.groups()
-    r = DumpRecord(int(off), tst, int(ts), int(ks), int(vs))
+    r = DumpRecord(int(off), tst, int(ts), int(ks), int(vs), text=line)
     if seq is not None:
         r.sequence = int(seq)
         r.header_keys = [k for k in hk.split(",")] if hk else []
@@ -243,14 +246,21 @@ def _parse_batch(line: str) -> DumpBatch | None:
     return None
 
 
-def parse_stdout(text: str, files: Sequence[Path]) -> dict[str, DumpedFile]:
+def parse_stdout(text: str, files: Sequence[Path], data_log: bool = False) -> dict[str, DumpedFile]:
     """Parse DumpLogSegments stdout.  ``files`` are the paths passed with --files (as given),
-    used to map 'Dumping <file>' headers to results.  Returns {path-as-given: DumpedFile}."""
+    used to map 'Dumping <file>' headers to results.  Returns {path-as-given: DumpedFile}.
+
+    ``data_log``: the dump ran with ``--print-data-log``, which prints each key and value as
+    ``new String(bytes, UTF_8)`` (StringDecoder): a value holding newline bytes continues on the
+    next lines, so a line that is no known line after a record belongs to that record's text.
+    Lines are split on "\n" only (the JVM's println), never on the other characters
+    ``str.splitlines`` breaks at (\r, \x1c, \u2028, ...), which a value may hold."""
     out: dict[str, DumpedFile] = {}
     cur: DumpedFile | None = None
-    for raw in text.splitlines():
-        line = raw.rstrip("\n")
+    last_record: DumpRecord | None = None   # the record a continuation line belongs to
+    for line in text.removesuffix("\n").split("\n"):
         if line.startswith("Dumping "):
+            last_record = None
             p = line[len("Dumping "):]
             cur = DumpedFile(Path(p), _kind(Path(p)))
             out[p] = cur
@@ -267,10 +277,16 @@ def parse_stdout(text: str, files: Sequence[Path]) -> dict[str, DumpedFile]:
                     cur.unparsed.append(line)
                 else:
                     cur.batches[-1].records.append(rec)
+                    last_record = rec
                 continue
             b = _parse_batch(line)
             if b is not None:
                 cur.batches.append(b)
+                last_record = None
+                continue
+            if data_log and last_record is not None and not (RE_LOG_START.fullmatch(line) or RE_TRAILING.fullmatch(line)):
+                last_record.text += "\n" + line
+                last_record.extra += "\n" + line
                 continue
             m = RE_LOG_START.fullmatch(line)
             if m:
@@ -405,8 +421,10 @@ class DumpLogSegments:
         self.jvm_runs = 0
 
     def _cmd(self, files: Sequence[str], deep: bool, extra: Sequence[str]) -> list[str]:
+        # stdout in UTF-8 whatever the locale (JDK 17 reads sun.stdout.encoding, 19+ stdout.encoding):
+        # an ASCII locale would print every non-ASCII character of --print-data-log text as '?'
         cmd = ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss4m",
-               "-Djava.awt.headless=true"]
+               "-Djava.awt.headless=true", "-Dsun.stdout.encoding=UTF-8", "-Dstdout.encoding=UTF-8"]
         cfg = tools_log4j_config(self.classpath)
         if cfg:
             cmd.append(f"-Dlog4j2.configurationFile={cfg}")
@@ -422,9 +440,12 @@ class DumpLogSegments:
         if not files:
             return
         self.jvm_runs += 1
-        proc = subprocess.run(self._cmd(files, deep, extra), capture_output=True, text=True,
-                              timeout=self.timeout_s, errors="replace")
-        got = parse_stdout(proc.stdout, [Path(f) for f in files])
+        run = subprocess.run(self._cmd(files, deep, extra), capture_output=True, timeout=self.timeout_s)
+        # bytes decoded here, not by text=True: its universal newlines would turn a "\r" printed
+        # inside a value into a line break
+        proc = subprocess.CompletedProcess(run.args, run.returncode, run.stdout.decode("utf-8", "replace"),
+                                           run.stderr.decode("utf-8", "replace"))
+        got = parse_stdout(proc.stdout, [Path(f) for f in files], data_log="--print-data-log" in extra)
         if proc.returncode == 0:
             results.update(got)
             other.extend(parse_stderr(proc.stderr, got))
@@ -509,8 +530,8 @@ class DumpLogSegments:
         files = sorted(p for p in Path(partition_dir).iterdir() if p.is_file() and p.suffix in suffixes)
         return self.dump(files, deep_iteration)
 
-    def dump_record_sets(self, items: Iterable[bytes | str | os.PathLike], deep_iteration: bool = True
-                         ) -> list[DumpedFile]:
+    def dump_record_sets(self, items: Iterable[bytes | str | os.PathLike], deep_iteration: bool = True,
+                         extra_args: Sequence[str] = ()) -> list[DumpedFile]:
         """Like ``dump_record_set`` for many record sets, in as few JVMs as possible."""
         with tempfile.TemporaryDirectory(prefix="dumplog-rs-") as td:
             paths = []
@@ -522,7 +543,7 @@ class DumpLogSegments:
                 p = d / f"{0:020d}.log"
                 p.write_bytes(data)
                 paths.append(p)
-            res = self.dump(paths, deep_iteration)
+            res = self.dump(paths, deep_iteration, extra_args)
             return [res[p] for p in paths]
 
     def dump_record_set(self, data: bytes | str | os.PathLike, deep_iteration: bool = True,

@@ -41,7 +41,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from .kafka import KafkaCluster, KafkaHarnessError, tools_log4j_config
+from .kafka import KafkaCluster, KafkaHarnessError, tools_log4j_config, wait_past_newest_write
 from .scenarios import read_cleaner_checkpoint
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -207,6 +207,15 @@ def wait_segments_below_log_start_deleted(cluster: KafkaCluster, topic: str, par
         time.sleep(0.2)
 
 
+def _wait_offsets_roll_due(cluster: KafkaCluster) -> None:
+    """Until the next commit rolls a new ``__consumer_offsets`` segment: the clock past
+    ``log.roll.ms`` after the newest write to any of its partitions (commits carry the broker's
+    append time)."""
+    n = int(cluster.nodes[1].config.get("offsets.topic.num.partitions", "50"))
+    dirs = [d for p in range(n) for d in cluster.partition_dirs(OFFSETS_TOPIC, p).values()]
+    wait_past_newest_write(dirs, int(GROUP_BROKER_CONFIG["log.roll.ms"]), f"a {OFFSETS_TOPIC} roll")
+
+
 def build_group_scenario(cluster: KafkaCluster) -> GroupScenario:
     started = time.monotonic()
     admin = cluster.admin()
@@ -310,7 +319,7 @@ def build_group_scenario(cluster: KafkaCluster) -> GroupScenario:
 
     # more commits over time, so __consumer_offsets rolls (log.roll.ms) and the cleaner cleans
     for rnd in range(3):
-        time.sleep(2.2)
+        _wait_offsets_roll_due(cluster)
         for i in range(0, 10, 3):
             g = f"simple-{i}"
             offs = dict(expected[g])
@@ -319,7 +328,7 @@ def build_group_scenario(cluster: KafkaCluster) -> GroupScenario:
             commit_offsets(cluster, g, offs, md or None)
             expected[g] = offs
             groups[g]["commits"] += 1
-    time.sleep(2.2)
+    _wait_offsets_roll_due(cluster)
     commit_offsets(cluster, "roll-trigger", {("orders", 4): 1})
     expected["roll-trigger"] = {("orders", 4): 1}
     groups["roll-trigger"] = {"kind": "simple", "commits": 1}

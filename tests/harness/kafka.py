@@ -103,6 +103,53 @@ def wait_until(predicate, timeout_s: float, what: str, interval_s: float = 0.5):
     return value
 
 
+def newest_log_write_s(dirs: Iterable[Path]) -> float:
+    """The newest ``.log`` mtime (seconds) in the partition directories ``dirs``."""
+    return max((p.stat().st_mtime for d in dirs for p in Path(d).glob("*.log")), default=0.0)
+
+
+def wait_past_newest_write(dirs: Iterable[Path], gap_ms: int, what: str, timeout_s: float = 60.0) -> None:
+    """Until the clock is more than ``gap_ms`` past the newest ``.log`` write in ``dirs``.
+
+    For tests that need real time between two appends: record-time rolls (the next append rolls
+    when its time minus the active segment's first time exceeds ``segment.ms``/``log.roll.ms``;
+    every record acknowledged so far was stamped at or before the file's mtime, by the client
+    before the send or by the broker at the append) and mtimes spaced apart. The gap is measured
+    from what the broker wrote, not from when the test's call returned; 50 ms of slack cover the
+    file system's timestamp granularity."""
+    dirs = list(dirs)
+    newest = newest_log_write_s(dirs)
+    if newest == 0.0:
+        raise KafkaHarnessError(f"{what}: no .log file in {[str(d) for d in dirs]}")
+    wait_until(lambda: time.time() > newest + (gap_ms + 50) / 1000, timeout_s,
+               f"{what}: the clock {gap_ms} ms past the newest .log write ({newest:.3f})", interval_s=0.05)
+
+
+def freeze_broker(cluster: "KafkaCluster", node_id: int = 1) -> int:
+    """Stops the broker JVM (SIGSTOP): no file under its log dirs changes until ``thaw_broker``.
+    ``kill()`` returns before every thread has stopped: a thread inside a call that creates a
+    file (a new segment's .index after its .log) finishes it first, so frozen = every thread of
+    the JVM in state T (/proc/PID/task/*/stat). Returns the pid."""
+    pid = cluster.nodes[node_id].proc.pid
+    os.kill(pid, signal.SIGSTOP)
+    wait_until(lambda: _all_threads_stopped(pid), 60, f"the broker's threads (pid {pid}) to stop on SIGSTOP")
+    return pid
+
+
+def thaw_broker(pid: int) -> None:
+    os.kill(pid, signal.SIGCONT)
+
+
+def _all_threads_stopped(pid: int) -> bool:
+    states = []
+    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
+        try:
+            states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
+        except (OSError, IndexError):  # a thread that ended meanwhile
+            continue
+    return bool(states) and all(s in ("T", "t") for s in states)
+
+
 def kafka_classpath(version: str | None = None) -> str:
     """Run scripts/kafka-jars.sh (idempotent) and return the ':'-joined classpath."""
     env = dict(os.environ)

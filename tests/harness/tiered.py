@@ -28,6 +28,7 @@ through the raw protocol: librdkafka has no spec for them) that the data moved.
 from __future__ import annotations
 
 import os
+import re
 import socket
 import struct
 import time
@@ -328,7 +329,13 @@ class TieredScenario:
         kc.alter_topic_config(topic, {"local.retention.ms": "-2"})
         wait_until(lambda: kc.topic_config(topic)["local.retention.ms"] == "-2", 60,
                   f"the broker to apply local.retention.ms=-2 to {topic}")
-        time.sleep(2)
+        # DescribeConfigs answers from the metadata image, which the broker installs before its
+        # DynamicConfigPublisher applies the change to the partitions' logs; the publisher logs
+        # this line on the thread that then applies it (the phase-2 check below fails if it raced)
+        applied = re.compile(rf"Updating topic {topic} with new configuration : .*\blocal\.retention\.ms -> -2\b")
+        wait_until(lambda: applied.search(kc.nodes[1].server_log.read_text(errors="replace")), 60,
+                   f"broker 1's DynamicConfigPublisher to log local.retention.ms=-2 for {topic} "
+                   f"({kc.nodes[1].server_log})")
         # partition 1: records deleted for good below deleted_to
         from confluent_kafka import TopicPartition as TP
         fut = kc.admin().delete_records([TP(topic, 1, self.deleted_to)])
