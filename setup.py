@@ -22,6 +22,14 @@ setup(
             extra_compile_args=["-O2"],
             optional=True,
         ),
+        Extension(  # key statistics of issue 23 (Python fallback: auditor/keys/sketches.py KeyStats.add)
+            "auditor.keys._ckeys",
+            sources=["auditor/keys/_ckeys.c"],
+            depends=["auditor/formats/_record_batch.h"],
+            include_dirs=["auditor/formats"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
         Extension(  # Kafka messages decoded from the spec tables' programs (Python fallback: kafka_message.py)
             "auditor.formats._cmessage",
             sources=["auditor/formats/_cmessage.c"],
