@@ -339,7 +339,7 @@ class LogReader:
 
     def records(self, batch: BatchHeader, *, keys: bool = False) -> Iterator[Record]:
         """Every record of one batch (decompressed); reads only that batch's bytes. ``keys=True``:
-        v2 records carry their key's bytes (legacy records do not: ``key`` stays None)."""
+        each record carries its key's bytes (v2 and legacy)."""
         data = self.read_batch_bytes(batch)
         magic = data[MAGIC_OFFSET]
         if magic != batch.magic:
@@ -348,7 +348,8 @@ class LogReader:
         if magic == 2:
             return v2.iter_records(batch, data, label=self.label, max_decompressed_bytes=self.max_decompressed_bytes,
                                    keys=keys)
-        return legacy.iter_records(batch, data, label=self.label, max_decompressed_bytes=self.max_decompressed_bytes)
+        return legacy.iter_records(batch, data, label=self.label, max_decompressed_bytes=self.max_decompressed_bytes,
+                                   keys=keys)
 
     def crc_ok(self, batch: BatchHeader) -> tuple[bool, int, int]:
         """(ok, stored, computed): CRC-32C over [21, end) for v2, CRC32 over [16, end) for legacy.

@@ -21,8 +21,11 @@ its records folded there, and every batch the C reader would not read exactly as
 ``record_batch.iter_records`` does (a cut, a bad varint, ...) is read here, so the notes and the
 sketches are the same either way (``use_c=False`` forces the pure-Python path).
 
-Control batches are skipped (their keys are Kafka's, not the producers'); magic 0/1 entries are
-counted as records whose key was not read (``legacy_records``).
+Control batches are skipped (their keys are Kafka's, not the producers'). Magic 0/1 entries
+(legacy message sets, compressed wrappers included) are read like v2 batches: their records'
+keys are counted (``legacy_records_read``); their messages are decoded in Python on both paths
+(the C fold then takes each record). ``legacy_records`` (keys not read) stays 0: an unreadable
+legacy entry is an unreadable batch with a note, like a v2 one.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ class PartitionKeys:
     legacy_records: int = 0
     notes: list[str] = field(default_factory=list)
     more_notes: int = 0
+    legacy_records_read: int = 0     # records of magic 0/1 entries, keys counted
 
     def note(self, text: str) -> None:
         if len(self.notes) < MAX_NOTES:
@@ -70,7 +74,8 @@ class PartitionKeys:
         out = {"mode": self.mode, "sample_bytes_asked": self.sample_bytes, "log_bytes": self.log_bytes,
                "scanned_bytes": self.scanned_bytes, "first_offset": self.first_offset,
                "last_offset": self.last_offset, "unreadable_batches": self.unreadable_batches,
-               "legacy_records_keys_not_read": self.legacy_records}
+               "legacy_records_keys_not_read": self.legacy_records,
+               "legacy_records_read": self.legacy_records_read}
         out.update(self.stats.summary(top))
         out["notes"] = self.notes + ([f"... and {self.more_notes} more"] if self.more_notes else [])
         return out
@@ -197,15 +202,14 @@ def _read_batch(result: PartitionKeys, reader: LogReader, batch, cut: int, add, 
     result.scanned_bytes += batch.size_bytes
     if batch.is_control:
         return
-    if batch.magic < 2:
-        result.legacy_records += 1 if batch.record_count is None else batch.record_count
-        return
     if fold is not None and batch.codec != "none" and _fold_compressed(result, reader, batch, fold):
         return
+    legacy = batch.magic < 2
     try:
         for record in reader.records(batch, keys=True):
             add(record.key, record.value_size)
             _saw_offsets(result, record.offset, record.offset)
+            result.legacy_records_read += legacy
     except (FormatError, OSError) as exc:
         result.unreadable_batches += 1
         result.note(f"{reader.label}: byte {batch.position}: batch {batch.base_offset}..{batch.last_offset}: "
