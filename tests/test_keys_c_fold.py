@@ -271,3 +271,17 @@ def test_real_partition_copied_with_a_cut_inside_a_key(tmp_path):
     (part / SEGMENT).write_bytes(data[:starts[-1] + 70])  # the last batch's first record's key is cut
     doc = _both(part)
     assert any(f"byte {starts[-1]}" in note and "partial-tail" in note for note in doc["notes"])
+
+
+def test_a_key_larger_than_the_c_window_and_the_pending_bound(tmp_path):
+    """A 1.5 MiB key (past the C walk's 1 MiB window: its buffer grows to the batch) among small
+    ones, and enough 90 KiB keys to pass the 8 MiB pending-bytes bound: same sketches both ways."""
+    rnd = random.Random(12)
+    big = rnd.randbytes(1536 * 1024)
+    batches = [_batch(0, [(b"small", b"v", [])] * 3), _batch(3, [(big, b"v", []), (b"small", None, [])])]
+    offset = 5
+    for i in range(100):
+        batches.append(_batch(offset, [(rnd.randbytes(90 * 1024), b"v", [])]))
+        offset += 1
+    doc = _both(_partition(tmp_path, "bigkeys-0", b"".join(batches)))
+    assert doc["records"] == offset and doc["key_bytes"]["max"] == len(big) and doc["notes"] == []
