@@ -22,12 +22,13 @@
  * messages), add_records(data, start, count, base_offset) for the records of one v2 batch laid
  * out in `data` from `start` (a decompressed batch), and walk(fd, start, size, cut) for runs of
  * plain v2 batches of a .log file, read with pread in windows (never mmap, never a write), as
- * auditor/keys/partition_keys.py reads them. add_records and walk take a batch only when every
+ * auditor/keys/partition_keys.py reads them; walk stops at a compressed batch and hands it back
+ * packed (its compressed records as bytes), so Python decompresses it and calls add_records. add_records and walk take a batch only when every
  * one of its records reads cleanly, exactly as record_batch.iter_records reads them (varint sizes
  * and bounds, headers, the record's size, the batch's end); a batch that would give an error or a
  * note is left untouched and handed back, and the Python path reads it, so every note comes from
- * one implementation. walk also hands back compressed batches, legacy entries, framing that the
- * Python walker would stop on, batches larger than MAX_BATCH_BYTES and read errors.
+ * one implementation. walk also hands back legacy entries, framing that the Python walker would
+ * stop on, batches larger than MAX_BATCH_BYTES and read errors.
  *
  * Byte layouts: DefaultRecordBatch.java / DefaultRecord.java (auditor/formats/record_batch.py).
  */
@@ -47,6 +48,8 @@
 #define SIZE_BUCKETS 33
 #define ID_BITS 64
 #define WINDOW_BYTES (1024 * 1024)
+/* The first read of a walk call: the caller comes back after each batch it reads itself. */
+#define FIRST_WINDOW_BYTES (16 * 1024)
 /* Larger batches go to the Python path (which reads up to its own max_batch_bytes). */
 #define MAX_BATCH_BYTES (16 * 1024 * 1024)
 
@@ -279,10 +282,15 @@ typedef struct {
     entry_t *sample; /* sorted by id */
     int64_t sample_n;
     info_table_t info;
-    /* scratch of the record parser */
+    /* scratch of the record parser, and the walk's read window */
     int64_t *recs;
     int64_t recs_cap;
+    unsigned char *win;
+    int64_t win_cap;
 } KeyFold;
+
+/* The pending key bytes at `at` (an empty key may sit in a still unallocated arena). */
+static inline const char *arena_at(KeyFold *f, int64_t at) { return f->arena ? (const char *)f->arena + at : ""; }
 
 static int sample_add(KeyFold *f, uint64_t id, int64_t nbytes) {
     entry_t *s = f->sample;
@@ -396,7 +404,7 @@ static int fold_buffer(KeyFold *f) {
     for (int64_t i = 0; i <= b->mask && rc == 0; i++) {
         counter_t *s = &b->slots[i];
         if (s->used && s->key_at >= 0 && kept_has(kids, kused, kmask, s->id)) {
-            PyObject *key = PyBytes_FromStringAndSize((const char *)f->arena + s->key_at, (Py_ssize_t)s->key_len);
+            PyObject *key = PyBytes_FromStringAndSize(arena_at(f, s->key_at), (Py_ssize_t)s->key_len);
             PyObject *info = key == NULL ? NULL : PyObject_CallOneArg(f->info_factory, key);
             Py_XDECREF(key);
             rc = info == NULL ? -1 : infos_put(&f->info, s->id, info);
@@ -444,6 +452,10 @@ static inline int info_has(KeyFold *f, uint64_t id) {
 
 /* A pending key's bytes into the arena; -1 when out of memory. */
 static int arena_put(KeyFold *f, const unsigned char *key, int64_t size, int64_t *at) {
+    if (size == 0) {
+        *at = f->arena_len;
+        return 0;
+    }
     if (f->arena_len + size > f->arena_cap) {
         int64_t cap = f->arena_cap ? f->arena_cap : 64 * 1024;
         while (cap < f->arena_len + size) cap *= 2;
@@ -667,6 +679,7 @@ static void KeyFold_dealloc(KeyFold *f) {
     free(f->sample);
     infos_free(&f->info);
     free(f->recs);
+    free(f->win);
     Py_TYPE(f)->tp_free((PyObject *)f);
 }
 
@@ -740,7 +753,25 @@ static int read_window(int fd, unsigned char *buf, int64_t want, int64_t pos) {
     return 0;
 }
 
-/* walk(fd, start, size, cut) -> (stop, scanned_bytes, records, first_offset, last_offset) */
+/* The window holds [*buf_start, *buf_end) of the file; make it hold [pos, pos + need) (need <= size - pos),
+ * reading `want` bytes (at least need) at pos. 0, -1 on a read error or short read, -2 out of memory. */
+static int refill(KeyFold *f, int fd, int64_t pos, int64_t need, int64_t want, int64_t size, int64_t *buf_start,
+                  int64_t *buf_end) {
+    if (want < need) want = need;
+    if (want > size - pos) want = size - pos;
+    if (want > f->win_cap) {
+        unsigned char *grown = realloc(f->win, (size_t)want);
+        if (grown == NULL) return -2;
+        f->win = grown;
+        f->win_cap = want;
+    }
+    if (read_window(fd, f->win, want, pos) < 0) return -1;
+    *buf_start = pos;
+    *buf_end = pos + want;
+    return 0;
+}
+
+/* walk(fd, start, size, cut) -> (stop, scanned_bytes, records, first_offset, last_offset, packed) */
 static PyObject *KeyFold_walk(KeyFold *f, PyObject *args) {
     int fd;
     long long start, size, cut;
@@ -749,21 +780,18 @@ static PyObject *KeyFold_walk(KeyFold *f, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "start = %lld, expected 0..%lld", start, size);
         return NULL;
     }
-    int64_t cap = WINDOW_BYTES;
-    unsigned char *buf = malloc((size_t)cap);
-    if (buf == NULL) return PyErr_NoMemory();
     int64_t pos = start, buf_start = start, buf_end = start, scanned = 0, records = 0;
     int64_t first_offset = 0, last_offset = 0;
-    int failed = 0;
+    int64_t window = FIRST_WINDOW_BYTES; /* small first: the caller may come back after one batch */
+    PyObject *packed = NULL;
+    int rc = 0;
     /* the Python walker's framing rules (log_reader._walk); anything else is handed back at pos */
     while (size - pos >= RECORD_BATCH_OVERHEAD) {
         if (pos + RECORD_BATCH_OVERHEAD > buf_end) {
-            int64_t want = cap < size - pos ? cap : size - pos;
-            if (read_window(fd, buf, want, pos) < 0) break;
-            buf_start = pos;
-            buf_end = pos + want;
+            if ((rc = refill(f, fd, pos, RECORD_BATCH_OVERHEAD, window, size, &buf_start, &buf_end)) < 0) break;
+            window = WINDOW_BYTES;
         }
-        const unsigned char *h = buf + (pos - buf_start);
+        const unsigned char *h = f->win + (pos - buf_start);
         int32_t length = be32(h + LENGTH_OFFSET);
         if (length < MIN_BATCH_LENGTH || length > MAX_SIZE_FIELD) break;
         if (pos > size - LOG_OVERHEAD - (int64_t)length) break;
@@ -779,34 +807,29 @@ static PyObject *KeyFold_walk(KeyFold *f, PyObject *args) {
             pos += total;
             continue;
         }
-        if ((attrs & CODEC_MASK) || total > MAX_BATCH_BYTES) break;
+        if (total > MAX_BATCH_BYTES) break;
         if (pos + total > buf_end) {
-            if (total > cap) {
-                unsigned char *grown = realloc(buf, (size_t)total);
-                if (grown == NULL) {
-                    failed = 1;
-                    PyErr_NoMemory();
-                    break;
-                }
-                buf = grown;
-                cap = total;
-            }
-            int64_t want = cap < size - pos ? cap : size - pos;
-            if (read_window(fd, buf, want, pos) < 0) break;
-            buf_start = pos;
-            buf_end = pos + want;
-            h = buf;
+            if ((rc = refill(f, fd, pos, total, window, size, &buf_start, &buf_end)) < 0) break;
+            window = WINDOW_BYTES;
+            h = f->win;
+        }
+        if (attrs & CODEC_MASK) { /* its records compressed: handed back packed, for Python to decompress */
+            packed = Py_BuildValue("(LiLLLy#)", (long long)pos, (int)(attrs & CODEC_MASK),
+                                   (long long)be32(h + RECORDS_COUNT_OFFSET), (long long)be64(h + BASE_OFFSET_OFFSET),
+                                   (long long)total, (const char *)h + RECORD_BATCH_OVERHEAD,
+                                   (Py_ssize_t)(total - RECORD_BATCH_OVERHEAD));
+            if (packed == NULL) rc = -3;
+            break;
         }
         int64_t n = parse_records(f, h, RECORD_BATCH_OVERHEAD, total, be32(h + RECORDS_COUNT_OFFSET),
                                   be64(h + BASE_OFFSET_OFFSET));
         if (n == -2) {
-            failed = 1;
-            PyErr_NoMemory();
+            rc = -2;
             break;
         }
         if (n < 0) break;
         if (add_parsed(f, h, n) < 0) {
-            failed = 1;
+            rc = -3;
             break;
         }
         if (n > 0) {
@@ -817,11 +840,22 @@ static PyObject *KeyFold_walk(KeyFold *f, PyObject *args) {
         scanned += total;
         pos += total;
     }
-    free(buf);
-    if (failed) return NULL;
-    if (records == 0) return Py_BuildValue("(LLLOO)", (long long)pos, (long long)scanned, 0LL, Py_None, Py_None);
-    return Py_BuildValue("(LLLLL)", (long long)pos, (long long)scanned, (long long)records, (long long)first_offset,
-                         (long long)last_offset);
+    if (f->win_cap > WINDOW_BYTES) { /* a large batch's window is not kept */
+        free(f->win);
+        f->win = NULL;
+        f->win_cap = 0;
+    }
+    if (rc == -2) PyErr_NoMemory();
+    if (rc <= -2) return NULL;
+    PyObject *out;
+    if (records == 0)
+        out = Py_BuildValue("(LLLOOO)", (long long)pos, (long long)scanned, 0LL, Py_None, Py_None,
+                            packed ? packed : Py_None);
+    else
+        out = Py_BuildValue("(LLLLLO)", (long long)pos, (long long)scanned, (long long)records,
+                            (long long)first_offset, (long long)last_offset, packed ? packed : Py_None);
+    Py_XDECREF(packed);
+    return out;
 }
 
 /* ----------------------------------------------------------------------------------------------
@@ -873,8 +907,7 @@ static PyObject *KeyFold_state(KeyFold *f, PyObject *unused) {
         }
         Py_DECREF(item);
         if (s->key_at >= 0) {
-            item = Py_BuildValue("(Ky#)", (unsigned long long)s->id, (const char *)f->arena + s->key_at,
-                                 (Py_ssize_t)s->key_len);
+            item = Py_BuildValue("(Ky#)", (unsigned long long)s->id, arena_at(f, s->key_at), (Py_ssize_t)s->key_len);
             if (item == NULL || PyList_Append(pending, item) < 0) {
                 Py_XDECREF(item);
                 goto done;
@@ -1002,9 +1035,11 @@ static PyMethodDef KeyFold_methods[] = {
      "records of one v2 batch laid out in data from start to its end; None (nothing added) when "
      "record_batch.iter_records would raise on them."},
     {"walk", (PyCFunction)KeyFold_walk, METH_VARARGS,
-     "walk(fd, start, size, cut) -> (stop, scanned_bytes, records, first_offset, last_offset): the plain v2 "
-     "batches of a .log from byte start (batches ending at or before cut skipped, control batches counted as "
-     "scanned); stop is the first entry the Python path must read (== size at a clean end)."},
+     "walk(fd, start, size, cut) -> (stop, scanned_bytes, records, first_offset, last_offset, packed): the plain "
+     "v2 batches of a .log from byte start (batches ending at or before cut skipped, control batches counted as "
+     "scanned); stop is the first entry the Python path must read (== size at a clean end). When that entry is a "
+     "well-framed compressed v2 batch, packed = (position, codec id, recordsCount, baseOffset, size, compressed "
+     "records) to decompress and give to add_records; else None."},
     {"state", (PyCFunction)KeyFold_state, METH_NOARGS,
      "state() -> tuple: (records, null_keys, empty_keys, key_bytes, record_bytes, max_key_bytes, histogram, "
      "registers, decrement, heavy, sample, info, buffer, pending, pending_bytes)."},

@@ -175,12 +175,15 @@ def _walk_with_fold(result: PartitionKeys, reader: LogReader, pos: int, cut: int
     """Runs of plain v2 batches in C; each entry the C walk hands back is read here, then C again."""
     size = reader.size_bytes
     while pos < size:
-        pos, scanned, records, first, last = fold.walk(reader.fileno(), pos, size, cut)
+        pos, scanned, records, first, last, packed = fold.walk(reader.fileno(), pos, size, cut)
         result.scanned_bytes += scanned
         if records:
             _saw_offsets(result, first, last)
         if pos >= size:
             return
+        if packed is not None and _fold_packed(result, reader, packed, fold):
+            pos += packed[4]
+            continue
         batch = reader.entry_at(pos)
         if batch is None:
             return  # the walk stops here: reader.stop_* say why
@@ -214,6 +217,26 @@ def _read_batch(result: PartitionKeys, reader: LogReader, batch, cut: int, add, 
         result.unreadable_batches += 1
         result.note(f"{reader.label}: byte {batch.position}: batch {batch.base_offset}..{batch.last_offset}: "
                     f"records unreadable, keys of the records before the error counted: {exc}")
+
+
+def _fold_packed(result: PartitionKeys, reader: LogReader, packed: tuple, fold) -> bool:
+    """A compressed v2 batch the C walk read (``packed``: position, codec id, recordsCount,
+    baseOffset, size, compressed records), decompressed here and folded in C; False (nothing
+    added) when anything would give an error: the Python reader then reads the batch."""
+    position, codec_id, count, base_offset, size, payload = packed
+    try:
+        records = compression.decompress(codec_id, payload, magic=v2.MAGIC_VALUE_V2,
+                                         max_bytes=reader.max_decompressed_bytes, label=reader.label,
+                                         position=position + v2.RECORDS_OFFSET)
+    except (FormatError, OSError):
+        return False
+    added = fold.add_records(records, 0, count, base_offset)
+    if added is None:
+        return False
+    result.scanned_bytes += size
+    if added[0]:
+        _saw_offsets(result, added[1], added[2])
+    return True
 
 
 def _fold_compressed(result: PartitionKeys, reader: LogReader, batch, fold) -> bool:

@@ -35,6 +35,7 @@ EXTENSIONS = {
     "auditor.formats._cwalk": FORMATS / "_cwalk.c",
     "auditor.formats._coffsets": FORMATS / "_coffsets.c",
     "auditor.formats._cmessage": FORMATS / "_cmessage.c",
+    "auditor.keys._ckeys": ROOT / "auditor" / "keys" / "_ckeys.c",  # includes formats/_record_batch.h (-I)
 }
 DEPENDS = [FORMATS / "_record_batch.h"]
 CLANG = os.environ.get("FUZZ_CLANG", "clang-14")
