@@ -285,3 +285,17 @@ def test_a_key_larger_than_the_c_window_and_the_pending_bound(tmp_path):
         offset += 1
     doc = _both(_partition(tmp_path, "bigkeys-0", b"".join(batches)))
     assert doc["records"] == offset and doc["key_bytes"]["max"] == len(big) and doc["notes"] == []
+
+
+def test_an_empty_first_key_handed_back_pending():
+    """Fuzz finding (key_fold harness, UBSan): an empty key as the first pending key sat at a null
+    arena; its bytes came back as None instead of b"" (Py_BuildValue's y# of NULL)."""
+    python, c = KeyStats(), KeyStats()
+    fold = c.c_fold()
+    for stats_add in (python.add, fold.add):
+        stats_add(b"", 5)
+    c.absorb(fold)
+    assert c._pending == python._pending == {key_id(b""): b""}
+    for stats in (python, c):
+        stats.add(b"k", 1)
+    assert c.to_bytes() == python.to_bytes()
