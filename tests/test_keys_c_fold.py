@@ -24,6 +24,7 @@ from auditor.keys.partition_keys import scan_partition_keys
 from auditor.keys.sketches import KeyStats, key_id
 from harness.encoding import zigzag_varint as _varint
 from realdata import BROKER_DIRS, RECORD_SETS
+from test_offsets_c_fold import _record  # one v2 record's bytes (key, value, headers)
 
 SEGMENT = "00000000000000000000.log"
 TS = 1_700_000_000_000
@@ -99,14 +100,6 @@ def test_large_keys_fold_on_the_pending_bytes_bound():
 
 
 # ------------------------------------------------------------------------------- segments
-def _record(offset_delta: int, key: bytes | None, value: bytes | None, headers=()) -> bytes:
-    body = b"\x00" + _varint(offset_delta * 10) + _varint(offset_delta)
-    body += _varint(-1) if key is None else _varint(len(key)) + key
-    body += _varint(-1) if value is None else _varint(len(value)) + value
-    body += _varint(len(headers)) + b"".join(_varint(len(k)) + k + _varint(len(v)) + v for k, v in headers)
-    return _varint(len(body)) + body
-
-
 def _compress(codec: str, data: bytes) -> bytes:
     if codec == "gzip":
         return bytes(cramjam.gzip.compress(data))

@@ -42,9 +42,8 @@
 #include <unistd.h>
 
 #include "_record_batch.h"
+#include "_record_reading.h"
 
-#define MAX_VARINT_BYTES 5
-#define MAX_VARLONG_BYTES 10
 #define SIZE_BUCKETS 33
 #define ID_BITS 64
 #define WINDOW_BYTES (1024 * 1024)
@@ -527,39 +526,9 @@ static int add_key(KeyFold *f, const unsigned char *key, int64_t size, int64_t v
 /* ----------------------------------------------------------------------------------------------
  * Records of one v2 batch, read as record_batch.iter_records reads them. */
 
-/* Unsigned LEB128 of at most max_bytes inside [*pos, end); 0 when incomplete or too long. */
-static inline int read_unsigned(const unsigned char *d, int64_t *pos, int64_t end, int max_bytes, uint64_t *out) {
-    uint64_t raw = 0;
-    int64_t p = *pos;
-    for (int i = 0; i < max_bytes; i++, p++) {
-        if (p >= end) return 0;
-        unsigned b = d[p];
-        raw |= (uint64_t)(b & 0x7F) << (7 * i);
-        if (!(b & 0x80)) {
-            *pos = p + 1;
-            *out = raw;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static inline int read_varint(const unsigned char *d, int64_t *pos, int64_t end, int64_t *out) {
-    uint64_t raw;
-    if (*pos < end && !(d[*pos] & 0x80)) { /* one byte: most sizes and deltas */
-        unsigned b = d[(*pos)++];
-        *out = (int64_t)((b >> 1) ^ -(int64_t)(b & 1));
-        return 1;
-    }
-    if (!read_unsigned(d, pos, end, MAX_VARINT_BYTES, &raw)) return 0;
-    uint32_t r = (uint32_t)raw; /* Kafka keeps 32 bits of a 5-byte varint */
-    *out = (int64_t)(int32_t)((r >> 1) ^ (uint32_t)(-(int32_t)(r & 1)));
-    return 1;
-}
-
 static inline int skip_varlong(const unsigned char *d, int64_t *pos, int64_t end) {
-    uint64_t raw;
-    return read_unsigned(d, pos, end, MAX_VARLONG_BYTES, &raw);
+    int64_t unused;
+    return read_varlong(d, pos, end, &unused);
 }
 
 /* Per record, 4 numbers in f->recs: key position (-1: null key), key size, value size, offset. */
@@ -736,21 +705,6 @@ static PyObject *KeyFold_add_records(KeyFold *f, PyObject *args) {
 done:
     PyBuffer_Release(&view);
     return out;
-}
-
-/* Exactly `want` bytes at `pos`, or -1 (read error, or the file shrank under us). */
-static int read_window(int fd, unsigned char *buf, int64_t want, int64_t pos) {
-    int64_t got = 0;
-    while (got < want) {
-        ssize_t r;
-        Py_BEGIN_ALLOW_THREADS
-        r = pread(fd, buf + got, (size_t)(want - got), (off_t)(pos + got));
-        Py_END_ALLOW_THREADS
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return -1;
-        got += r;
-    }
-    return 0;
 }
 
 /* The window holds [*buf_start, *buf_end) of the file; make it hold [pos, pos + need) (need <= size - pos),
