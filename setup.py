@@ -18,7 +18,15 @@ setup(
         Extension(  # the replay of plain __consumer_offsets batches (Python fallback: offsets_records.py)
             "auditor.formats._coffsets",
             sources=["auditor/formats/_coffsets.c"],
-            depends=["auditor/formats/_record_batch.h"],
+            depends=["auditor/formats/_record_batch.h", "auditor/formats/_record_reading.h"],
+            extra_compile_args=["-O2"],
+            optional=True,
+        ),
+        Extension(  # key statistics of issue 23 (Python fallback: auditor/keys/sketches.py KeyStats.add)
+            "auditor.keys._ckeys",
+            sources=["auditor/keys/_ckeys.c"],
+            depends=["auditor/formats/_record_batch.h", "auditor/formats/_record_reading.h"],
+            include_dirs=["auditor/formats"],
             extra_compile_args=["-O2"],
             optional=True,
         ),

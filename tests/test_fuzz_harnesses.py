@@ -42,6 +42,7 @@ RUN = ROOT / "tests" / "fuzz" / "run.py"
 FUZZ_SEED = {
     "checkpoints": 2401, "index": 2402, "manifest_parts": 2403, "message": 2404,
     "metadata_batch": 2405, "offsets_fold": 2406, "producer_snapshot": 2407, "segment": 2408,
+    "key_fold": 2409,
 }
 #: index: its C and Python proofs compare each file's inode number and write time, which differ from
 #: run to run, and libFuzzer's comparison tracing put them into its mutations (two runs grew
@@ -51,6 +52,7 @@ FUZZ_EXTRA_FLAGS = {"index": ["-use_cmp=0"]}
 FUZZ_EXECUTIONS = {
     "checkpoints": 1500, "index": 120, "manifest_parts": 6000, "message": 2000,
     "metadata_batch": 150, "offsets_fold": 150, "producer_snapshot": 10000, "segment": 150,
+    "key_fold": 60,
 }
 
 

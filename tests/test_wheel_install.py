@@ -39,7 +39,7 @@ pytestmark = pytest.mark.live
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_TARBALL = ROOT / "auditor" / "samples" / "demo-cluster.tar.gz"
 OFFSETS_LOG_DIR = BROKER_DIRS / "kafka-2018-v2" / "kafka-logs"  # a 2018 broker: __consumer_offsets-28
-C_EXTENSIONS = ("_cwalk", "_coffsets", "_cmessage")
+C_EXTENSIONS = ("formats._cwalk", "formats._coffsets", "formats._cmessage", "keys._ckeys")  # under auditor/
 PACKAGE_DATA = ("reports/templates/report.html.j2", "reports/findings.schema.json", "reports/groups.schema.json",
                 "auditor/samples/demo-cluster.tar.gz")
 VOLATILE = {"generated_at_utc", "scanned_at_ms", "scanned_at_utc"}
@@ -213,14 +213,15 @@ def test_sdist_and_wheels_hold_the_code_the_extensions_and_the_package_data(dist
     with tarfile.open(dists["sdist"]) as tar:
         in_sdist = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
     for source in ("auditor/formats/_cwalk.c", "auditor/formats/_coffsets.c", "auditor/formats/_cmessage.c",
-                   "auditor/formats/_record_batch.h", "setup.py", "pyproject.toml", *PACKAGE_DATA):
+                   "auditor/keys/_ckeys.c", "auditor/formats/_record_batch.h", "auditor/formats/_record_reading.h",
+                   "setup.py", "pyproject.toml", *PACKAGE_DATA):
         assert source in in_sdist, f"{source} missing from the sdist {dists['sdist'].name}"
     for key, with_c in (("wheel", True), ("pure_wheel", False)):
         names = set(zipfile.ZipFile(dists[key]).namelist())
         for data in PACKAGE_DATA + ("auditor/formats/specs/kafka_metadata.py", "auditor/cli/__main__.py"):
             assert data in names, f"{data} missing from {dists[key].name}"
         for ext in C_EXTENSIONS:
-            built = [n for n in names if n.startswith(f"auditor/formats/{ext}.") and n.endswith(".so")]
+            built = [n for n in names if n.startswith(f"auditor/{ext.replace('.', '/')}.") and n.endswith(".so")]
             assert bool(built) == with_c, f"{key}: {ext} compiled: {built}"
         entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
         assert "kafka-audit = auditor.cli:main" in zipfile.ZipFile(dists[key]).read(entry_points).decode()
@@ -297,7 +298,7 @@ def test_wheel_built_without_a_compiler_gives_the_same_results(venv, dists, log_
         checked(run([python, *PIP, "--force-reinstall", "--no-deps", str(dists["pure_wheel"])], cwd=venv["cwd"],
                     env=venv["env"]), "pip install the CC=false wheel")
         for ext in C_EXTENSIONS:
-            proc = venv_python(venv, f"import auditor.formats.{ext}")
+            proc = venv_python(venv, f"import auditor.{ext}")
             assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr, f"{ext} still importable"
         pure = timed("the commands on the pure-Python install", lambda: command_results(
             lambda args, ok=(0,): in_venv(venv, args, ok), log_dirs, tmp_path))

@@ -42,11 +42,10 @@
 #include <unistd.h>
 
 #include "_record_batch.h"
+#include "_record_reading.h"
 
 #define NOT_FOLDED_ATTRIBUTES (CODEC_MASK | TIMESTAMP_TYPE_MASK | TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK)
 
-#define MAX_VARINT_BYTES 5
-#define MAX_VARLONG_BYTES 10
 /* Coordinator keys start with an int16 version (the record type). */
 #define KEY_VERSION_LENGTH 2
 
@@ -54,40 +53,6 @@
  * a batch or two: a transaction), later ones WINDOW_BYTES. */
 #define WINDOW_BYTES (1024 * 1024)
 #define FIRST_WINDOW_BYTES (64 * 1024)
-
-/* Unsigned LEB128 of at most max_bytes, inside [*pos, end); 0 when incomplete or too long. */
-static inline int read_unsigned(const unsigned char *d, int64_t *pos, int64_t end, int max_bytes, uint64_t *out) {
-    uint64_t raw = 0;
-    int64_t p = *pos;
-    for (int i = 0; i < max_bytes; i++, p++) {
-        if (p >= end) return 0;
-        unsigned b = d[p];
-        raw |= (uint64_t)(b & 0x7F) << (7 * i);
-        if (!(b & 0x80)) {
-            *pos = p + 1;
-            *out = raw;
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* A zigzag int32 varint (32 bits of the raw value kept, as ByteUtils.readVarint). */
-static inline int read_varint(const unsigned char *d, int64_t *pos, int64_t end, int64_t *out) {
-    uint64_t raw;
-    if (!read_unsigned(d, pos, end, MAX_VARINT_BYTES, &raw)) return 0;
-    uint32_t r = (uint32_t)raw;
-    *out = (int64_t)(int32_t)((r >> 1) ^ (uint32_t)(-(int32_t)(r & 1)));
-    return 1;
-}
-
-/* A zigzag int64 varlong (ByteUtils.readVarlong). */
-static inline int read_varlong(const unsigned char *d, int64_t *pos, int64_t end, int64_t *out) {
-    uint64_t raw;
-    if (!read_unsigned(d, pos, end, MAX_VARLONG_BYTES, &raw)) return 0;
-    *out = (int64_t)((raw >> 1) ^ (uint64_t)(-(int64_t)(raw & 1)));
-    return 1;
-}
 
 typedef struct {
     int64_t key_at, value_at; /* positions inside the batch */
@@ -182,21 +147,6 @@ static int store_batch(const unsigned char *d, const rec_t *recs, int64_t count,
         Py_DECREF(key);
         Py_DECREF(rec);
         if (rc < 0) return -1;
-    }
-    return 0;
-}
-
-/* Exactly `want` bytes at `pos`, or -1 (read error, or the file shrank under us). */
-static int read_window(int fd, unsigned char *buf, int64_t want, int64_t pos) {
-    int64_t got = 0;
-    while (got < want) {
-        ssize_t r;
-        Py_BEGIN_ALLOW_THREADS
-        r = pread(fd, buf + got, (size_t)(want - got), (off_t)(pos + got));
-        Py_END_ALLOW_THREADS
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return -1;
-        got += r;
     }
     return 0;
 }

@@ -136,9 +136,18 @@ def _message_fields(data, at: int, end: int, where: str, fpos: int, what: str):
     return magic, attrs, ts, key_size, value_size, p
 
 
-def _inner_entries(header: BatchHeader, entry_bytes, label: str, max_decompressed_bytes: int):
-    """Decompress a wrapper; returns (inner list of (offset, magic, ts, key_size, value_size), wrapper ts,
-    wrapper timestamp type) with offsets already absolute."""
+def _key_of(data, at: int, magic: int, key_size: int) -> bytes | None:
+    """The key bytes of the message whose framing is at ``data[at]`` (None for a null key); its
+    size was checked by :func:`_message_fields`."""
+    if key_size < 0:
+        return None
+    start = at + LOG_OVERHEAD + KEY_SIZE_OFFSET[magic] + KEY_SIZE_LENGTH
+    return bytes(data[start:start + key_size])
+
+
+def _inner_entries(header: BatchHeader, entry_bytes, label: str, max_decompressed_bytes: int, keys: bool = False):
+    """Decompress a wrapper; returns (inner list of (offset, magic, ts, key_size, value_size, key), wrapper ts,
+    wrapper timestamp type) with offsets already absolute; ``key`` is the key's bytes when ``keys``, else None."""
     pos0 = header.position
     end = len(entry_bytes)
     magic, attrs, wrapper_ts, key_size, value_size, value_at = _message_fields(
@@ -162,7 +171,7 @@ def _inner_entries(header: BatchHeader, entry_bytes, label: str, max_decompresse
         if iattrs & COMPRESSION_CODEC_MASK:
             raise FormatError(where, p + ENTRY_ATTRIBUTES_OFFSET, "inner message codec",
                               _CODECS[iattrs & COMPRESSION_CODEC_MASK], "none (inner messages must not be compressed)")
-        inner.append([off, imagic, its, iks, ivs])
+        inner.append([off, imagic, its, iks, ivs, _key_of(data, p, imagic, iks) if keys else None])
         p += LOG_OVERHEAD + size
     if not inner:
         raise FormatError(where, 0, "inner messages", 0, ">= 1 (a compressed message set with no inner records)")
@@ -190,22 +199,25 @@ def first_inner_offset(header: BatchHeader, entry_bytes, *, label: str = "<bytes
 
 
 def iter_records(header: BatchHeader, entry_bytes, *, label: str = "<bytes>",
-                 max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES) -> Iterator[Record]:
-    """The records of one legacy entry: itself when uncompressed, its inner messages otherwise."""
+                 max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES,
+                 keys: bool = False) -> Iterator[Record]:
+    """The records of one legacy entry: itself when uncompressed, its inner messages otherwise.
+    ``keys=True``: each record carries its key's bytes (None for a null key)."""
     if len(entry_bytes) != header.size_bytes:
         raise FormatError(label, header.position, "entry bytes", len(entry_bytes), f"{header.size_bytes} (12 + size)")
     if not is_compressed(header):
         magic, _attrs, ts, key_size, value_size, _ = _message_fields(
             entry_bytes, 0, len(entry_bytes), label, header.position, "message")
-        yield Record(header.last_offset, ts, key_size, value_size, 0, None)
+        yield Record(header.last_offset, ts, key_size, value_size, 0, None,
+                     _key_of(entry_bytes, 0, magic, key_size) if keys else None)
         return
-    inner, wrapper_ts, wrapper_type = _inner_entries(header, entry_bytes, label, max_decompressed_bytes)
+    inner, wrapper_ts, wrapper_type = _inner_entries(header, entry_bytes, label, max_decompressed_bytes, keys)
     log_append = wrapper_type == "LogAppendTime"
-    for off, imagic, its, iks, ivs in inner:
+    for off, imagic, its, iks, ivs, key in inner:
         if imagic == MAGIC_VALUE_V0:
             ts = -1
         elif log_append:
             ts = wrapper_ts  # LegacyRecord.timestamp(): the wrapper's LogAppendTime wins
         else:
             ts = its
-        yield Record(off, ts, iks, ivs, 0, None)
+        yield Record(off, ts, iks, ivs, 0, None, key)

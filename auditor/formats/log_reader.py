@@ -176,6 +176,25 @@ class LogReader:
         finally:
             walk.close()
 
+    def entry_at(self, position: int) -> BatchHeader | None:
+        """The entry at ``position`` alone (one small first read), for a caller that walks the rest
+        itself (a C fold); None when a walk from ``position`` stops there, and then the stop_*
+        attributes say why, as after :meth:`batches`."""
+        walk = self._walk(position, first_window=HEADER_PROBE_BYTES)
+        try:
+            return next(walk)
+        except StopIteration as stop:
+            self.stop_position, self.stop_reason, self.stop_detail = stop.value
+            return None
+        finally:
+            walk.close()
+
+    def fileno(self) -> int:
+        """The read-only descriptor (for a C fold that preads the same file)."""
+        if self._fd is None:
+            raise ValueError(f"{self.label}: LogReader is closed")
+        return self._fd
+
     def _stop(self, pos: int, reason: str, field: str, found, expected: str) -> tuple[int, str, str]:
         return pos, reason, f"{self.label}: byte {pos}: {field} = {found!r}, expected {expected} ({reason})"
 
@@ -320,7 +339,7 @@ class LogReader:
 
     def records(self, batch: BatchHeader, *, keys: bool = False) -> Iterator[Record]:
         """Every record of one batch (decompressed); reads only that batch's bytes. ``keys=True``:
-        v2 records carry their key's bytes (legacy records do not: ``key`` stays None)."""
+        each record carries its key's bytes (v2 and legacy)."""
         data = self.read_batch_bytes(batch)
         magic = data[MAGIC_OFFSET]
         if magic != batch.magic:
@@ -329,7 +348,8 @@ class LogReader:
         if magic == 2:
             return v2.iter_records(batch, data, label=self.label, max_decompressed_bytes=self.max_decompressed_bytes,
                                    keys=keys)
-        return legacy.iter_records(batch, data, label=self.label, max_decompressed_bytes=self.max_decompressed_bytes)
+        return legacy.iter_records(batch, data, label=self.label, max_decompressed_bytes=self.max_decompressed_bytes,
+                                   keys=keys)
 
     def fold_record_times(self, batch: BatchHeader, state: tuple) -> tuple | None:
         """The 'deep' depth's fold over one v2 batch's records in C (``_cwalk.fold_records``):

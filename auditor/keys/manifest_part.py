@@ -43,7 +43,8 @@ def write_keys(rows: Iterable[tuple[dict, PartitionKeys]], out: IO[bytes]) -> in
                     "sample_bytes": found.sample_bytes, "log_bytes": found.log_bytes,
                     "scanned_bytes": found.scanned_bytes, "first_offset": found.first_offset,
                     "last_offset": found.last_offset, "unreadable_batches": found.unreadable_batches,
-                    "legacy_records": found.legacy_records, "notes": found.notes,
+                    "legacy_records": found.legacy_records, "legacy_records_read": found.legacy_records_read,
+                    "notes": found.notes,
                     "stats": found.stats.to_dict()}
             text.write(json.dumps(line, separators=(",", ":")) + "\n")
             lines += 1
@@ -66,7 +67,7 @@ def _iter_keys(source: IO[bytes], label: str) -> Iterator[tuple[dict, PartitionK
                 found = PartitionKeys(KeyStats.from_dict(line["stats"]), line["mode"], line["sample_bytes"],
                                       line["log_bytes"], line["scanned_bytes"], line["first_offset"],
                                       line["last_offset"], line["unreadable_batches"], line["legacy_records"],
-                                      list(line["notes"]))
+                                      list(line["notes"]), legacy_records_read=line.get("legacy_records_read", 0))
                 yield {k: line[k] for k in LOCATION}, found
     except (OSError, EOFError, json.JSONDecodeError, KeyError, TypeError) as exc:
         raise KeysPartError(f"{label}: unreadable: {type(exc).__name__}: {exc}") from exc

@@ -15,8 +15,17 @@ scan's C fold (``_cwalk``) keeps its speed for scans that do not ask for keys. B
 stops it: a batch whose records cannot be read is counted and noted (the rest still counted), a
 walk that stops early (cut or corrupt tail) is noted with the file and byte position.
 
-Control batches are skipped (their keys are Kafka's, not the producers'); magic 0/1 entries are
-counted as records whose key was not read (``legacy_records``).
+The per-record work runs in C when ``auditor.keys._ckeys`` is built (``KeyStats.c_fold``):
+runs of plain v2 batches are walked and folded there, a compressed batch is decompressed here and
+its records folded there, and every batch the C reader would not read exactly as
+``record_batch.iter_records`` does (a cut, a bad varint, ...) is read here, so the notes and the
+sketches are the same either way (``use_c=False`` forces the pure-Python path).
+
+Control batches are skipped (their keys are Kafka's, not the producers'). Magic 0/1 entries
+(legacy message sets, compressed wrappers included) are read like v2 batches: their records'
+keys are counted (``legacy_records_read``); their messages are decoded in Python on both paths
+(the C fold then takes each record). ``legacy_records`` (keys not read) stays 0: an unreadable
+legacy entry is an unreadable batch with a note, like a v2 one.
 """
 
 from __future__ import annotations
@@ -25,7 +34,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from auditor.formats import filenames
+from auditor.formats import compression, filenames
+from auditor.formats import record_batch as v2
 from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
 from auditor.formats.offset_index import read_offset_index
@@ -51,6 +61,7 @@ class PartitionKeys:
     legacy_records: int = 0
     notes: list[str] = field(default_factory=list)
     more_notes: int = 0
+    legacy_records_read: int = 0     # records of magic 0/1 entries, keys counted
 
     def note(self, text: str) -> None:
         if len(self.notes) < MAX_NOTES:
@@ -63,7 +74,8 @@ class PartitionKeys:
         out = {"mode": self.mode, "sample_bytes_asked": self.sample_bytes, "log_bytes": self.log_bytes,
                "scanned_bytes": self.scanned_bytes, "first_offset": self.first_offset,
                "last_offset": self.last_offset, "unreadable_batches": self.unreadable_batches,
-               "legacy_records_keys_not_read": self.legacy_records}
+               "legacy_records_keys_not_read": self.legacy_records,
+               "legacy_records_read": self.legacy_records_read}
         out.update(self.stats.summary(top))
         out["notes"] = self.notes + ([f"... and {self.more_notes} more"] if self.more_notes else [])
         return out
@@ -96,8 +108,10 @@ def _start_position(log: Path, base_offset: int, cut: int) -> int:
 
 
 def scan_partition_keys(path: Path, *, sample_bytes: int | None = None, capacity: int | None = None,
-                        sample_size: int | None = None, prefix_bytes: int = 0) -> PartitionKeys:
-    """The key summary of the partition dir ``path``; see the module docstring."""
+                        sample_size: int | None = None, prefix_bytes: int = 0,
+                        use_c: bool | None = None) -> PartitionKeys:
+    """The key summary of the partition dir ``path``; see the module docstring. ``use_c``: None
+    = the C fold when built, False = pure Python, True = the C fold or ImportError."""
     kwargs = {k: v for k, v in (("capacity", capacity), ("sample_size", sample_size)) if v is not None}
     result = PartitionKeys(KeyStats(prefix_bytes=prefix_bytes, **kwargs), "all" if sample_bytes is None else "sampled",
                            sample_bytes)
@@ -125,41 +139,122 @@ def scan_partition_keys(path: Path, *, sample_bytes: int | None = None, capacity
             left -= sizes[base] - cut
             plan.append((base, log, cut))
         plan.reverse()  # oldest first, as the records were written
-    for base, log, cut in plan:
-        _read_segment(result, log, base, cut)
+    fold = result.stats.c_fold() if use_c is not False else None
+    if use_c and fold is None:
+        raise ImportError("auditor.keys._ckeys is not built (use_c=True)")
+    try:
+        for base, log, cut in plan:
+            _read_segment(result, log, base, cut, fold)
+    finally:
+        if fold is not None:
+            result.stats.absorb(fold)
     result.stats.seal()
     return result
 
 
-def _read_segment(result: PartitionKeys, log: Path, base_offset: int, cut: int) -> None:
+def _read_segment(result: PartitionKeys, log: Path, base_offset: int, cut: int, fold) -> None:
     try:
         reader = LogReader(log)
     except OSError as exc:
         result.note(f"{log}: cannot open: {exc}")
         return
-    add = result.stats.add
     try:
         start = _start_position(log, base_offset, cut) if cut else 0
-        for batch in reader.batches(start):
-            if batch.position + batch.size_bytes <= cut:
-                continue  # wholly older than the sample
-            result.scanned_bytes += batch.size_bytes
-            if batch.is_control:
-                continue
-            if batch.magic < 2:
-                result.legacy_records += 1 if batch.record_count is None else batch.record_count
-                continue
-            try:
-                for record in reader.records(batch, keys=True):
-                    add(record.key, record.value_size)
-                    if result.first_offset is None:
-                        result.first_offset = record.offset
-                    result.last_offset = record.offset
-            except (FormatError, OSError) as exc:
-                result.unreadable_batches += 1
-                result.note(f"{log}: byte {batch.position}: batch {batch.base_offset}..{batch.last_offset}: "
-                            f"records unreadable, keys of the records before the error counted: {exc}")
+        if fold is None:
+            for batch in reader.batches(start):
+                _read_batch(result, reader, batch, cut, result.stats.add)
+        else:
+            _walk_with_fold(result, reader, start, cut, fold)
         if reader.stop_reason is not None:
             result.note(reader.stop_detail or f"{log}: walk stopped at byte {reader.stop_position}: {reader.stop_reason}")
     finally:
         reader.close()
+
+
+def _walk_with_fold(result: PartitionKeys, reader: LogReader, pos: int, cut: int, fold) -> None:
+    """Runs of plain v2 batches in C; each entry the C walk hands back is read here, then C again."""
+    size = reader.size_bytes
+    while pos < size:
+        pos, scanned, records, first, last, packed = fold.walk(reader.fileno(), pos, size, cut)
+        result.scanned_bytes += scanned
+        if records:
+            _saw_offsets(result, first, last)
+        if pos >= size:
+            return
+        if packed is not None and _fold_packed(result, reader, packed, fold):
+            pos += packed[4]
+            continue
+        batch = reader.entry_at(pos)
+        if batch is None:
+            return  # the walk stops here: reader.stop_* say why
+        _read_batch(result, reader, batch, cut, fold.add, fold)
+        pos = batch.position + batch.size_bytes
+
+
+def _saw_offsets(result: PartitionKeys, first: int, last: int) -> None:
+    if result.first_offset is None:
+        result.first_offset = first
+    result.last_offset = last
+
+
+def _read_batch(result: PartitionKeys, reader: LogReader, batch, cut: int, add, fold=None) -> None:
+    """One entry of the walk: skipped before the sample's cut, counted, its keys added (the
+    records of a compressed v2 batch through the C fold when there is one)."""
+    if batch.position + batch.size_bytes <= cut:
+        return  # wholly older than the sample
+    result.scanned_bytes += batch.size_bytes
+    if batch.is_control:
+        return
+    if fold is not None and batch.codec != "none" and _fold_compressed(result, reader, batch, fold):
+        return
+    legacy = batch.magic < 2
+    try:
+        for record in reader.records(batch, keys=True):
+            add(record.key, record.value_size)
+            _saw_offsets(result, record.offset, record.offset)
+            result.legacy_records_read += legacy
+    except (FormatError, OSError) as exc:
+        result.unreadable_batches += 1
+        result.note(f"{reader.label}: byte {batch.position}: batch {batch.base_offset}..{batch.last_offset}: "
+                    f"records unreadable, keys of the records before the error counted: {exc}")
+
+
+def _fold_packed(result: PartitionKeys, reader: LogReader, packed: tuple, fold) -> bool:
+    """A compressed v2 batch the C walk read (``packed``: position, codec id, recordsCount,
+    baseOffset, size, compressed records), decompressed here and folded in C; False (nothing
+    added) when anything would give an error: the Python reader then reads the batch."""
+    position, codec_id, count, base_offset, size, payload = packed
+    try:
+        records = compression.decompress(codec_id, payload, magic=v2.MAGIC_VALUE_V2,
+                                         max_bytes=reader.max_decompressed_bytes, label=reader.label,
+                                         position=position + v2.RECORDS_OFFSET)
+    except (FormatError, OSError):
+        return False
+    added = fold.add_records(records, 0, count, base_offset)
+    if added is None:
+        return False
+    result.scanned_bytes += size
+    if added[0]:
+        _saw_offsets(result, added[1], added[2])
+    return True
+
+
+def _fold_compressed(result: PartitionKeys, reader: LogReader, batch, fold) -> bool:
+    """The records of a compressed v2 batch decompressed here and folded in C; False (nothing
+    added) when anything would give an error: the Python reader then reads the batch and says what."""
+    try:
+        data = reader.read_batch_bytes(batch)
+        codec_id = data[v2.ATTRIBUTES_OFFSET + 1] & v2.COMPRESSION_CODEC_MASK
+        records = compression.decompress(codec_id, memoryview(data)[v2.RECORDS_OFFSET:], magic=v2.MAGIC_VALUE_V2,
+                                         max_bytes=reader.max_decompressed_bytes, label=reader.label,
+                                         position=batch.position + v2.RECORDS_OFFSET)
+    except (FormatError, OSError):
+        return False
+    if data[v2.MAGIC_OFFSET] != 2 or len(data) != batch.size_bytes:
+        return False
+    added = fold.add_records(records, 0, batch.record_count, batch.base_offset)
+    if added is None:
+        return False
+    if added[0]:
+        _saw_offsets(result, added[1], added[2])
+    return True

@@ -24,6 +24,12 @@ Parts, with the error each states:
   record). Merge: exact, associative. The partitioner attribution reads it.
 * Key sizes (log2 histogram, total, largest), null keys, empty keys: exact counters.
 
+The same state can be reached in C: :meth:`KeyStats.c_fold` hands the state to a
+``auditor.keys._ckeys.KeyFold`` (the optional extension: the same steps, byte-identical
+sketches; records enter it per record, per v2 batch or per run of plain batches of a .log) and
+:meth:`KeyStats.absorb` takes it back. Without the extension ``c_fold`` returns None and
+:meth:`KeyStats.add` is the path.
+
 Keys are data: no key bytes are kept past :meth:`KeyStats.seal` (called by every serialisation
 and merge). A listed key is kept as its :class:`KeyInfo`: its murmur2 (Kafka's, the fingerprint
 shown to people), the CRC32 and FNV-1a hashes the partitioners need, its length and whether it is
@@ -37,8 +43,14 @@ import hashlib
 import json
 import math
 from dataclasses import dataclass
+from functools import partial
 
 from auditor.keys.partitioners import KeyHashes
+
+try:  # optional C fold of the same state (setup.py builds it when a compiler is there)
+    from auditor.keys import _ckeys
+except ImportError:  # pragma: no cover - exercised by the pure-Python equality tests
+    _ckeys = None
 
 SKETCH_VERSION = 1
 DEFAULT_HLL_PRECISION = 12
@@ -323,6 +335,41 @@ class KeyStats:
         """Fold what is buffered: after this no key bytes are held. Returns self."""
         if self._buffer or self._pending:
             self._fold()
+        return self
+
+    # -- the C fold ------------------------------------------------------------------------------
+    def c_fold(self):
+        """A ``_ckeys.KeyFold`` holding this state (buffer and pending keys included, so a later
+        :meth:`absorb` continues exactly where :meth:`add` would), or None when the extension is
+        not built. Records go to the fold, not to this object, until :meth:`absorb`."""
+        if _ckeys is None:
+            return None
+        fold = _ckeys.KeyFold(self.hll.precision, self.heavy.capacity, self.sample.size,
+                              BUFFER_KEYS_PER_COUNTER * self.heavy.capacity, BUFFER_MAX_KEY_BYTES,
+                              partial(KeyInfo.of, prefix_bytes=self.prefix_bytes))
+        fold.load((self.records, self.null_keys, self.empty_keys, self.key_bytes, self.record_bytes,
+                   self.max_key_bytes, list(self.size_histogram), bytes(self.hll.registers), self.heavy.decrement,
+                   [(i, c, b) for i, (c, b) in self.heavy.counters.items()],
+                   [(i, c, b) for i, (c, b) in self.sample.entries.items()],
+                   list(self.info.items()),
+                   [(i, c, b) for i, (c, b) in self._buffer.items()],
+                   list(self._pending.items()), self._pending_bytes))
+        return fold
+
+    def absorb(self, fold) -> "KeyStats":
+        """Take back the state of ``fold`` (from :meth:`c_fold`). Returns self."""
+        (self.records, self.null_keys, self.empty_keys, self.key_bytes, self.record_bytes, self.max_key_bytes,
+         histogram, registers, decrement, heavy, sample, info, buffer, pending, pending_bytes) = fold.state()
+        self.size_histogram = histogram
+        self.hll.registers = bytearray(registers)
+        self.heavy.decrement = decrement
+        self.heavy.counters = {i: [c, b] for i, c, b in heavy}
+        self.sample.entries = {i: [c, b] for i, c, b in sample}
+        self.sample._largest = max(self.sample.entries) if len(self.sample.entries) == self.sample.size else None
+        self.info = dict(info)
+        self._buffer = {i: [c, b] for i, c, b in buffer}
+        self._pending = dict(pending)
+        self._pending_bytes = pending_bytes
         return self
 
     # -- merge and serialisation ----------------------------------------------------------------

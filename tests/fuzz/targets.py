@@ -9,6 +9,7 @@ HARNESSES = {
     "index": ("fuzz.fuzz_index", "binary.dict", 65536),
     # (past the C fold's first 64 KiB window: a batch across it takes the refill path)
     "offsets_fold": ("fuzz.fuzz_offsets_fold", "binary.dict", 131072),
+    "key_fold": ("fuzz.fuzz_key_fold", "binary.dict", 65536),  # auditor/keys/_ckeys.c (issue 23)
     "message": ("fuzz.fuzz_message", "binary.dict", 16384),
     "metadata_batch": ("fuzz.fuzz_metadata_batch", "binary.dict", 65536),
     "checkpoints": ("fuzz.fuzz_checkpoints", "text.dict", 16384),

@@ -1,0 +1,1029 @@
+/*
+ * _ckeys: the key statistics of issue 23 (auditor/keys/sketches.py KeyStats) folded in C.
+ *
+ * KeyFold holds the whole state of one KeyStats while a partition is read: the exact counters, the
+ * key-size histogram, the HyperLogLog registers, the exact-count buffer with the bytes of the keys
+ * that may need a KeyInfo, the Misra-Gries heavy hitters, the bottom-k sample and the set of ids
+ * that have a KeyInfo. Every step is the Python one, in the same order, so the state handed back
+ * (state()) is exactly the one KeyStats.add would have reached on the same records:
+ *
+ *   - a key's id is BLAKE2b with an 8-byte digest (RFC 7693), read big-endian (sketches.key_id);
+ *   - the HyperLogLog register of the id's top `precision` bits takes the rank of the rest;
+ *   - the buffer counts ids exactly; a new id without a KeyInfo keeps its key bytes (pending);
+ *     the buffer is folded into the heavy hitters when it holds more than buffer_keys ids or more
+ *     than buffer_max_bytes pending key bytes, checked after every keyed record, as KeyStats.add;
+ *   - the fold (HeavyHitters.merge_counts then KeyStats._fold): counters summed, the
+ *     (capacity+1)-th largest count subtracted when more than `capacity` remain; each pending id
+ *     that is kept (heavy hitters or sample) gets its KeyInfo from info_factory(key bytes), a
+ *     Python call once per newly kept key (printability and the partitioners' hashes);
+ *   - the sample keeps the `sample_size` smallest ids with their exact counts (KeySample.add).
+ *
+ * Records enter by three doors: add(key, value_size) for one record decoded in Python (legacy
+ * messages), add_records(data, start, count, base_offset) for the records of one v2 batch laid
+ * out in `data` from `start` (a decompressed batch), and walk(fd, start, size, cut) for runs of
+ * plain v2 batches of a .log file, read with pread in windows (never mmap, never a write), as
+ * auditor/keys/partition_keys.py reads them; walk stops at a compressed batch and hands it back
+ * packed (its compressed records as bytes), so Python decompresses it and calls add_records. add_records and walk take a batch only when every
+ * one of its records reads cleanly, exactly as record_batch.iter_records reads them (varint sizes
+ * and bounds, headers, the record's size, the batch's end); a batch that would give an error or a
+ * note is left untouched and handed back, and the Python path reads it, so every note comes from
+ * one implementation. walk also hands back legacy entries, framing that the Python walker would
+ * stop on, batches larger than MAX_BATCH_BYTES and read errors.
+ *
+ * Byte layouts: DefaultRecordBatch.java / DefaultRecord.java (auditor/formats/record_batch.py).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "_record_batch.h"
+#include "_record_reading.h"
+
+#define SIZE_BUCKETS 33
+#define ID_BITS 64
+#define WINDOW_BYTES (1024 * 1024)
+/* The first read of a walk call: the caller comes back after each batch it reads itself. */
+#define FIRST_WINDOW_BYTES (16 * 1024)
+/* Larger batches go to the Python path (which reads up to its own max_batch_bytes). */
+#define MAX_BATCH_BYTES (16 * 1024 * 1024)
+
+/* ----------------------------------------------------------------------------------------------
+ * BLAKE2b (RFC 7693), unkeyed, 8-byte digest: the id of a key (hashlib.blake2b(key, digest_size=8)). */
+static const uint64_t BLAKE2B_IV[8] = {
+    0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL, 0xa54ff53a5f1d36f1ULL,
+    0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL, 0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL,
+};
+
+static const uint8_t BLAKE2B_SIGMA[12][16] = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+    {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
+    {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
+    {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13},
+    {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
+    {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11},
+    {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
+    {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
+    {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+};
+#define BLAKE2B_BLOCK 128
+#define BLAKE2B_ROUNDS 12
+#define BLAKE2B_DIGEST_BYTES 8
+/* parameter block word 0: digest length, key length 0, fanout 1, depth 1 */
+#define BLAKE2B_PARAM0 (0x01010000ULL | BLAKE2B_DIGEST_BYTES)
+
+static inline uint64_t rotr64(uint64_t x, int n) { return (x >> n) | (x << (64 - n)); }
+
+static inline uint64_t le64(const unsigned char *p) {
+    uint64_t v;
+    memcpy(&v, p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+#define G(a, b, c, d, x, y)              \
+    do {                                 \
+        a = a + b + (x);                 \
+        d = rotr64(d ^ a, 32);           \
+        c = c + d;                       \
+        b = rotr64(b ^ c, 24);           \
+        a = a + b + (y);                 \
+        d = rotr64(d ^ a, 16);           \
+        c = c + d;                       \
+        b = rotr64(b ^ c, 63);           \
+    } while (0)
+
+static void blake2b_compress(uint64_t h[8], const unsigned char *block, uint64_t counter, int last) {
+    uint64_t m[16], v[16];
+    for (int i = 0; i < 16; i++) m[i] = le64(block + 8 * i);
+    for (int i = 0; i < 8; i++) {
+        v[i] = h[i];
+        v[i + 8] = BLAKE2B_IV[i];
+    }
+    v[12] ^= counter; /* the high half of the 128-bit counter stays 0: keys are < 2^64 bytes */
+    if (last) v[14] = ~v[14];
+    for (int r = 0; r < BLAKE2B_ROUNDS; r++) {
+        const uint8_t *s = BLAKE2B_SIGMA[r];
+        G(v[0], v[4], v[8], v[12], m[s[0]], m[s[1]]);
+        G(v[1], v[5], v[9], v[13], m[s[2]], m[s[3]]);
+        G(v[2], v[6], v[10], v[14], m[s[4]], m[s[5]]);
+        G(v[3], v[7], v[11], v[15], m[s[6]], m[s[7]]);
+        G(v[0], v[5], v[10], v[15], m[s[8]], m[s[9]]);
+        G(v[1], v[6], v[11], v[12], m[s[10]], m[s[11]]);
+        G(v[2], v[7], v[8], v[13], m[s[12]], m[s[13]]);
+        G(v[3], v[4], v[9], v[14], m[s[14]], m[s[15]]);
+    }
+    for (int i = 0; i < 8; i++) h[i] ^= v[i] ^ v[i + 8];
+}
+
+/* int.from_bytes(blake2b(key, digest_size=8).digest(), "big") */
+static uint64_t key_id(const unsigned char *key, int64_t n) {
+    uint64_t h[8];
+    memcpy(h, BLAKE2B_IV, sizeof h);
+    h[0] ^= BLAKE2B_PARAM0;
+    uint64_t counter = 0;
+    while (n > BLAKE2B_BLOCK) {
+        counter += BLAKE2B_BLOCK;
+        blake2b_compress(h, key, counter, 0);
+        key += BLAKE2B_BLOCK;
+        n -= BLAKE2B_BLOCK;
+    }
+    unsigned char last[BLAKE2B_BLOCK] = {0};
+    if (n > 0) memcpy(last, key, (size_t)n);
+    counter += (uint64_t)n;
+    blake2b_compress(h, last, counter, 1);
+    /* the digest is h[0]'s little-endian bytes; read big-endian */
+    return __builtin_bswap64(h[0]);
+}
+
+/* ----------------------------------------------------------------------------------------------
+ * Tables keyed by 64-bit ids (already uniform hashes: the low bits index the table). */
+typedef struct {
+    uint64_t id;
+    int64_t count, bytes;
+    int64_t key_at; /* offset of the pending key bytes in the arena, -1: none */
+    int64_t key_len;
+    int used;
+} counter_t;
+
+typedef struct {
+    counter_t *slots;
+    int64_t mask, n;
+} counter_table_t;
+
+typedef struct {
+    uint64_t id;
+    PyObject *key; /* its KeyInfo (info_factory(key bytes)) */
+    int used;
+} info_t;
+
+typedef struct {
+    info_t *slots;
+    int64_t mask, n;
+} info_table_t;
+
+typedef struct {
+    uint64_t id;
+    int64_t count, bytes;
+} entry_t;
+
+static int64_t table_size_for(int64_t n) {
+    int64_t size = 16;
+    while (size < 2 * n) size *= 2;
+    return size;
+}
+
+static int counters_init(counter_table_t *t, int64_t n) {
+    int64_t size = table_size_for(n);
+    t->slots = calloc((size_t)size, sizeof(counter_t));
+    if (t->slots == NULL) return -1;
+    t->mask = size - 1;
+    t->n = 0;
+    return 0;
+}
+
+/* The slot of id (used or the free one where it goes). */
+static inline counter_t *counters_slot(counter_table_t *t, uint64_t id) {
+    int64_t i = (int64_t)(id & (uint64_t)t->mask);
+    while (t->slots[i].used && t->slots[i].id != id) i = (i + 1) & t->mask;
+    return &t->slots[i];
+}
+
+static int counters_grow(counter_table_t *t) {
+    counter_table_t bigger;
+    if (counters_init(&bigger, 2 * (t->mask + 1)) < 0) return -1;
+    for (int64_t i = 0; i <= t->mask; i++) {
+        if (t->slots[i].used) {
+            *counters_slot(&bigger, t->slots[i].id) = t->slots[i];
+            bigger.n++;
+        }
+    }
+    free(t->slots);
+    *t = bigger;
+    return 0;
+}
+
+static int infos_init(info_table_t *t, int64_t n) {
+    int64_t size = table_size_for(n);
+    t->slots = calloc((size_t)size, sizeof(info_t));
+    if (t->slots == NULL) return -1;
+    t->mask = size - 1;
+    t->n = 0;
+    return 0;
+}
+
+static inline info_t *infos_slot(info_table_t *t, uint64_t id) {
+    int64_t i = (int64_t)(id & (uint64_t)t->mask);
+    while (t->slots[i].used && t->slots[i].id != id) i = (i + 1) & t->mask;
+    return &t->slots[i];
+}
+
+static void infos_free(info_table_t *t) {
+    if (t->slots == NULL) return;
+    for (int64_t i = 0; i <= t->mask; i++) Py_CLEAR(t->slots[i].key);
+    free(t->slots);
+    t->slots = NULL;
+}
+
+/* Insert (stealing `key`, which may be NULL); an id already there keeps its first value. */
+static int infos_put(info_table_t *t, uint64_t id, PyObject *key) {
+    if (2 * (t->n + 1) > t->mask + 1) {
+        info_table_t bigger;
+        if (infos_init(&bigger, 2 * (t->mask + 1)) < 0) {
+            Py_XDECREF(key);
+            return -1;
+        }
+        for (int64_t i = 0; i <= t->mask; i++) {
+            if (t->slots[i].used) {
+                *infos_slot(&bigger, t->slots[i].id) = t->slots[i];
+                bigger.n++;
+            }
+        }
+        free(t->slots);
+        *t = bigger;
+    }
+    info_t *s = infos_slot(t, id);
+    if (s->used) {
+        Py_XDECREF(key);
+        return 0;
+    }
+    s->used = 1;
+    s->id = id;
+    s->key = key;
+    t->n++;
+    return 0;
+}
+
+/* ----------------------------------------------------------------------------------------------
+ * The KeyFold object. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *info_factory;
+    int precision;
+    int64_t capacity, sample_size, buffer_keys, buffer_max_bytes;
+    int64_t records, null_keys, empty_keys, key_bytes, record_bytes, max_key_bytes;
+    int64_t histogram[SIZE_BUCKETS];
+    uint8_t *registers;
+    counter_table_t buffer;
+    unsigned char *arena; /* bytes of the pending keys */
+    int64_t arena_len, arena_cap, pending_bytes;
+    entry_t *heavy;
+    int64_t heavy_n, decrement;
+    entry_t *sample; /* sorted by id */
+    int64_t sample_n;
+    info_table_t info;
+    /* scratch of the record parser, and the walk's read window */
+    int64_t *recs;
+    int64_t recs_cap;
+    unsigned char *win;
+    int64_t win_cap;
+} KeyFold;
+
+/* The pending key bytes at `at` (an empty key may sit in a still unallocated arena). */
+static inline const char *arena_at(KeyFold *f, int64_t at) { return f->arena ? (const char *)f->arena + at : ""; }
+
+static int sample_add(KeyFold *f, uint64_t id, int64_t nbytes) {
+    entry_t *s = f->sample;
+    int64_t n = f->sample_n;
+    if (n == f->sample_size && id > s[n - 1].id) return 0; /* above the sample's threshold */
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (s[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo < n && s[lo].id == id) {
+        s[lo].count += 1;
+        s[lo].bytes += nbytes;
+        return 0;
+    }
+    /* insert at lo; the array holds sample_size + 1 entries, the largest drops when over */
+    memmove(&s[lo + 1], &s[lo], (size_t)(n - lo) * sizeof(entry_t));
+    s[lo].id = id;
+    s[lo].count = 1;
+    s[lo].bytes = nbytes;
+    f->sample_n = n + 1 > f->sample_size ? f->sample_size : n + 1;
+    return 0;
+}
+
+static int cmp_desc(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+static inline int kept_has(const uint64_t *ids, const uint8_t *used, int64_t mask, uint64_t id) {
+    int64_t i = (int64_t)(id & (uint64_t)mask);
+    while (used[i]) {
+        if (ids[i] == id) return 1;
+        i = (i + 1) & mask;
+    }
+    return 0;
+}
+
+static inline void kept_put(uint64_t *ids, uint8_t *used, int64_t mask, uint64_t id, int64_t *n) {
+    int64_t i = (int64_t)(id & (uint64_t)mask);
+    while (used[i]) {
+        if (ids[i] == id) return;
+        i = (i + 1) & mask;
+    }
+    used[i] = 1;
+    ids[i] = id;
+    (*n)++;
+}
+
+/* KeyStats._fold: the buffer into the heavy hitters (merge_counts), KeyInfo sources for the kept
+ * pending ids, the info set trimmed to the kept ids when larger. 0, or -1 with an exception set. */
+static int fold_buffer(KeyFold *f) {
+    counter_table_t *b = &f->buffer;
+    /* merge_counts: the heavy hitters' counters added into the buffer's table (same sums) */
+    for (int64_t i = 0; i < f->heavy_n; i++) {
+        if (2 * (b->n + 1) > b->mask + 1 && counters_grow(b) < 0) goto nomem;
+        counter_t *s = counters_slot(b, f->heavy[i].id);
+        if (s->used) {
+            s->count += f->heavy[i].count;
+            s->bytes += f->heavy[i].bytes;
+        } else {
+            s->used = 1;
+            s->id = f->heavy[i].id;
+            s->count = f->heavy[i].count;
+            s->bytes = f->heavy[i].bytes;
+            s->key_at = -1;
+            b->n++;
+        }
+    }
+    int64_t cut = 0;
+    int cutting = b->n > f->capacity;
+    if (cutting) {
+        int64_t *counts = malloc((size_t)b->n * sizeof(int64_t));
+        if (counts == NULL) goto nomem;
+        int64_t k = 0;
+        for (int64_t i = 0; i <= b->mask; i++)
+            if (b->slots[i].used) counts[k++] = b->slots[i].count;
+        qsort(counts, (size_t)k, sizeof(int64_t), cmp_desc);
+        cut = counts[f->capacity];
+        free(counts);
+        f->decrement += cut;
+    }
+    entry_t *heavy = malloc((size_t)(b->n > 0 ? b->n : 1) * sizeof(entry_t));
+    if (heavy == NULL) goto nomem;
+    int64_t hn = 0;
+    for (int64_t i = 0; i <= b->mask; i++) {
+        counter_t *s = &b->slots[i];
+        if (s->used && (!cutting || s->count > cut)) {
+            heavy[hn].id = s->id;
+            heavy[hn].count = s->count - cut;
+            heavy[hn].bytes = s->bytes;
+            hn++;
+        }
+    }
+    free(f->heavy);
+    f->heavy = heavy;
+    f->heavy_n = hn;
+    /* kept = heavy ids | sample ids */
+    int64_t kmask = table_size_for(hn + f->sample_n) - 1, kn = 0;
+    uint64_t *kids = malloc((size_t)(kmask + 1) * sizeof(uint64_t));
+    uint8_t *kused = calloc((size_t)(kmask + 1), 1);
+    if (kids == NULL || kused == NULL) {
+        free(kids);
+        free(kused);
+        goto nomem;
+    }
+    for (int64_t i = 0; i < hn; i++) kept_put(kids, kused, kmask, heavy[i].id, &kn);
+    for (int64_t i = 0; i < f->sample_n; i++) kept_put(kids, kused, kmask, f->sample[i].id, &kn);
+    int rc = 0;
+    for (int64_t i = 0; i <= b->mask && rc == 0; i++) {
+        counter_t *s = &b->slots[i];
+        if (s->used && s->key_at >= 0 && kept_has(kids, kused, kmask, s->id)) {
+            PyObject *key = PyBytes_FromStringAndSize(arena_at(f, s->key_at), (Py_ssize_t)s->key_len);
+            PyObject *info = key == NULL ? NULL : PyObject_CallOneArg(f->info_factory, key);
+            Py_XDECREF(key);
+            rc = info == NULL ? -1 : infos_put(&f->info, s->id, info);
+        }
+    }
+    if (rc == 0 && f->info.n > kn) { /* the info set trimmed to the kept ids */
+        info_table_t trimmed;
+        if (infos_init(&trimmed, kn) < 0) {
+            rc = -1;
+            PyErr_NoMemory();
+        } else {
+            for (int64_t i = 0; i <= f->info.mask; i++) {
+                info_t *s = &f->info.slots[i];
+                if (s->used && kept_has(kids, kused, kmask, s->id)) {
+                    *infos_slot(&trimmed, s->id) = *s;
+                    trimmed.n++;
+                    s->key = NULL;
+                }
+            }
+            infos_free(&f->info);
+            f->info = trimmed;
+        }
+    }
+    free(kids);
+    free(kused);
+    memset(b->slots, 0, (size_t)(b->mask + 1) * sizeof(counter_t));
+    b->n = 0;
+    f->arena_len = 0;
+    f->pending_bytes = 0;
+    return rc;
+nomem:
+    PyErr_NoMemory();
+    return -1;
+}
+
+static inline int info_has(KeyFold *f, uint64_t id) {
+    info_table_t *t = &f->info;
+    int64_t i = (int64_t)(id & (uint64_t)t->mask);
+    while (t->slots[i].used) {
+        if (t->slots[i].id == id) return 1;
+        i = (i + 1) & t->mask;
+    }
+    return 0;
+}
+
+/* A pending key's bytes into the arena; -1 when out of memory. */
+static int arena_put(KeyFold *f, const unsigned char *key, int64_t size, int64_t *at) {
+    if (size == 0) {
+        *at = f->arena_len;
+        return 0;
+    }
+    if (f->arena_len + size > f->arena_cap) {
+        int64_t cap = f->arena_cap ? f->arena_cap : 64 * 1024;
+        while (cap < f->arena_len + size) cap *= 2;
+        unsigned char *grown = realloc(f->arena, (size_t)cap);
+        if (grown == NULL) return -1;
+        f->arena = grown;
+        f->arena_cap = cap;
+    }
+    memcpy(f->arena + f->arena_len, key, (size_t)size);
+    *at = f->arena_len;
+    f->arena_len += size;
+    return 0;
+}
+
+/* KeyStats.add(None, value_size) */
+static inline void add_null(KeyFold *f, int64_t value_size) {
+    f->records++;
+    f->null_keys++;
+    f->record_bytes += value_size > 0 ? value_size : 0;
+}
+
+/* KeyStats.add(key, value_size) for a key of `size` bytes. 0, or -1 with an exception set. */
+static int add_key(KeyFold *f, const unsigned char *key, int64_t size, int64_t value_size) {
+    int64_t nbytes = (value_size > 0 ? value_size : 0) + size;
+    f->records++;
+    f->record_bytes += nbytes;
+    f->key_bytes += size;
+    int bucket = size == 0 ? 0 : 64 - __builtin_clzll((uint64_t)size);
+    f->histogram[bucket < SIZE_BUCKETS ? bucket : SIZE_BUCKETS - 1]++;
+    if (size > f->max_key_bytes) f->max_key_bytes = size;
+    if (size == 0) f->empty_keys++;
+    uint64_t id = key_id(key, size);
+    int rest_bits = ID_BITS - f->precision;
+    uint64_t rest = id & ((1ULL << rest_bits) - 1);
+    int rank = rest_bits - (rest ? 64 - __builtin_clzll(rest) : 0) + 1;
+    uint64_t index = id >> rest_bits;
+    if (rank > f->registers[index]) f->registers[index] = (uint8_t)rank;
+    counter_table_t *b = &f->buffer;
+    counter_t *s = counters_slot(b, id);
+    if (!s->used) {
+        s->used = 1;
+        s->id = id;
+        s->count = 1;
+        s->bytes = nbytes;
+        s->key_at = -1;
+        s->key_len = 0;
+        b->n++;
+        if (!info_has(f, id)) {
+            if (arena_put(f, key, size, &s->key_at) < 0) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            s->key_len = size;
+            f->pending_bytes += size;
+        }
+        if (2 * (b->n + 1) > b->mask + 1 && counters_grow(b) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+    } else {
+        s->count += 1;
+        s->bytes += nbytes;
+    }
+    sample_add(f, id, nbytes);
+    if (b->n > f->buffer_keys || f->pending_bytes > f->buffer_max_bytes) return fold_buffer(f);
+    return 0;
+}
+
+/* ----------------------------------------------------------------------------------------------
+ * Records of one v2 batch, read as record_batch.iter_records reads them. */
+
+static inline int skip_varlong(const unsigned char *d, int64_t *pos, int64_t end) {
+    int64_t unused;
+    return read_varlong(d, pos, end, &unused);
+}
+
+/* Per record, 4 numbers in f->recs: key position (-1: null key), key size, value size, offset. */
+#define REC_FIELDS 4
+
+/* Parse `count` records in d[start, end); the count read, -1 when the Python path must read the
+ * batch (it would raise or note something), -2 when out of memory. Nothing is added here. */
+static int64_t parse_records(KeyFold *f, const unsigned char *d, int64_t start, int64_t end, int64_t count,
+                             int64_t base_offset) {
+    if (count < 0 || count > end - start) return -1; /* every record takes >= 1 byte */
+    if (count > f->recs_cap) {
+        int64_t cap = f->recs_cap ? f->recs_cap : 256;
+        while (cap < count) cap *= 2;
+        int64_t *grown = realloc(f->recs, (size_t)cap * REC_FIELDS * sizeof(int64_t));
+        if (grown == NULL) return -2;
+        f->recs = grown;
+        f->recs_cap = cap;
+    }
+    int64_t pos = start;
+    for (int64_t i = 0; i < count; i++) {
+        int64_t length, off_delta, key_size, value_size, nheaders;
+        if (!read_varint(d, &pos, end, &length)) return -1;
+        if (length < 0 || length > end - pos) return -1;
+        int64_t body_end = pos + length;
+        pos += 1; /* attributes */
+        if (!skip_varlong(d, &pos, body_end)) return -1; /* timestampDelta */
+        if (!read_varint(d, &pos, body_end, &off_delta)) return -1;
+        if (!read_varint(d, &pos, body_end, &key_size)) return -1;
+        int64_t key_at = pos;
+        if (key_size > 0) {
+            if (key_size > body_end - pos) return -1; /* the next varint would run past the record */
+            pos += key_size;
+        }
+        if (!read_varint(d, &pos, body_end, &value_size)) return -1;
+        if (value_size > 0) {
+            if (value_size > body_end - pos) return -1;
+            pos += value_size;
+        }
+        if (!read_varint(d, &pos, body_end, &nheaders)) return -1;
+        if (nheaders < 0) return -1;
+        for (int64_t h = 0; h < nheaders; h++) {
+            int64_t hk, hv;
+            if (!read_varint(d, &pos, body_end, &hk)) return -1;
+            if (hk < 0 || hk > body_end - pos) return -1;
+            pos += hk;
+            if (!read_varint(d, &pos, body_end, &hv)) return -1;
+            if (hv > 0) {
+                if (hv > body_end - pos) return -1;
+                pos += hv;
+            }
+        }
+        if (pos != body_end) return -1;
+        int64_t *r = &f->recs[i * REC_FIELDS];
+        r[0] = key_size >= 0 ? key_at : -1;
+        r[1] = key_size;
+        r[2] = value_size;
+        r[3] = wrap_add(base_offset, off_delta);
+    }
+    return pos == end ? count : -1;
+}
+
+/* Add the parsed records; 0, or -1 with an exception set. */
+static int add_parsed(KeyFold *f, const unsigned char *d, int64_t count) {
+    for (int64_t i = 0; i < count; i++) {
+        const int64_t *r = &f->recs[i * REC_FIELDS];
+        if (r[0] < 0) add_null(f, r[2]);
+        else if (add_key(f, d + r[0], r[1], r[2]) < 0) return -1;
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------------------------------------------
+ * Python methods. */
+static int KeyFold_init(KeyFold *f, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"precision", "capacity", "sample_size", "buffer_keys", "buffer_max_bytes", "info_factory",
+                             NULL};
+    int precision;
+    long long capacity, sample_size, buffer_keys, buffer_max_bytes;
+    PyObject *factory;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iLLLLO", kwlist, &precision, &capacity, &sample_size, &buffer_keys,
+                                     &buffer_max_bytes, &factory))
+        return -1;
+    if (!PyCallable_Check(factory)) {
+        PyErr_SetString(PyExc_TypeError, "KeyFold: info_factory must be callable");
+        return -1;
+    }
+    if (precision < 4 || precision > 18 || capacity < 1 || sample_size < 1 || buffer_keys < 1 || buffer_max_bytes < 0) {
+        PyErr_SetString(PyExc_ValueError, "KeyFold: precision 4..18, capacity, sample_size and buffer_keys >= 1");
+        return -1;
+    }
+    if (f->registers != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "KeyFold: already initialised");
+        return -1;
+    }
+    f->info_factory = Py_NewRef(factory);
+    f->precision = precision;
+    f->capacity = capacity;
+    f->sample_size = sample_size;
+    f->buffer_keys = buffer_keys;
+    f->buffer_max_bytes = buffer_max_bytes;
+    f->registers = calloc((size_t)1 << precision, 1);
+    f->sample = malloc((size_t)(sample_size + 1) * sizeof(entry_t));
+    if (f->registers == NULL || f->sample == NULL || counters_init(&f->buffer, buffer_keys + capacity + 2) < 0 ||
+        infos_init(&f->info, capacity + sample_size) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void KeyFold_dealloc(KeyFold *f) {
+    Py_XDECREF(f->info_factory);
+    free(f->registers);
+    free(f->buffer.slots);
+    free(f->arena);
+    free(f->heavy);
+    free(f->sample);
+    infos_free(&f->info);
+    free(f->recs);
+    free(f->win);
+    Py_TYPE(f)->tp_free((PyObject *)f);
+}
+
+static int check_ready(KeyFold *f) {
+    if (f->registers == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "KeyFold: not initialised");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *KeyFold_add(KeyFold *f, PyObject *args) {
+    PyObject *key;
+    long long value_size;
+    if (!PyArg_ParseTuple(args, "OL", &key, &value_size) || check_ready(f) < 0) return NULL;
+    if (key == Py_None) {
+        add_null(f, value_size);
+        Py_RETURN_NONE;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(key, &view, PyBUF_SIMPLE) < 0) return NULL;
+    int rc = add_key(f, view.buf, view.len, value_size);
+    PyBuffer_Release(&view);
+    if (rc < 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *offsets_result(int64_t count, const int64_t *recs) {
+    if (count == 0) return Py_BuildValue("(nOO)", (Py_ssize_t)0, Py_None, Py_None);
+    return Py_BuildValue("(nLL)", (Py_ssize_t)count, (long long)recs[3], (long long)recs[(count - 1) * REC_FIELDS + 3]);
+}
+
+static PyObject *KeyFold_add_records(KeyFold *f, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t start;
+    long long count, base_offset;
+    if (!PyArg_ParseTuple(args, "y*nLL", &view, &start, &count, &base_offset)) return NULL;
+    PyObject *out = NULL;
+    if (check_ready(f) < 0) goto done;
+    if (start < 0 || start > view.len) {
+        PyErr_Format(PyExc_ValueError, "start = %zd, expected 0..%zd", start, view.len);
+        goto done;
+    }
+    int64_t n = parse_records(f, view.buf, start, view.len, count, base_offset);
+    if (n == -2) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (n < 0) {
+        out = Py_NewRef(Py_None);
+        goto done;
+    }
+    if (add_parsed(f, view.buf, n) == 0) out = offsets_result(n, f->recs);
+done:
+    PyBuffer_Release(&view);
+    return out;
+}
+
+/* The window holds [*buf_start, *buf_end) of the file; make it hold [pos, pos + need) (need <= size - pos),
+ * reading `want` bytes (at least need) at pos. 0, -1 on a read error or short read, -2 out of memory. */
+static int refill(KeyFold *f, int fd, int64_t pos, int64_t need, int64_t want, int64_t size, int64_t *buf_start,
+                  int64_t *buf_end) {
+    if (want < need) want = need;
+    if (want > size - pos) want = size - pos;
+    if (want > f->win_cap) {
+        unsigned char *grown = realloc(f->win, (size_t)want);
+        if (grown == NULL) return -2;
+        f->win = grown;
+        f->win_cap = want;
+    }
+    if (read_window(fd, f->win, want, pos) < 0) return -1;
+    *buf_start = pos;
+    *buf_end = pos + want;
+    return 0;
+}
+
+/* walk(fd, start, size, cut) -> (stop, scanned_bytes, records, first_offset, last_offset, packed) */
+static PyObject *KeyFold_walk(KeyFold *f, PyObject *args) {
+    int fd;
+    long long start, size, cut;
+    if (!PyArg_ParseTuple(args, "iLLL", &fd, &start, &size, &cut) || check_ready(f) < 0) return NULL;
+    if (start < 0 || start > size) {
+        PyErr_Format(PyExc_ValueError, "start = %lld, expected 0..%lld", start, size);
+        return NULL;
+    }
+    int64_t pos = start, buf_start = start, buf_end = start, scanned = 0, records = 0;
+    int64_t first_offset = 0, last_offset = 0;
+    int64_t window = FIRST_WINDOW_BYTES; /* small first: the caller may come back after one batch */
+    PyObject *packed = NULL;
+    int rc = 0;
+    /* the Python walker's framing rules (log_reader._walk); anything else is handed back at pos */
+    while (size - pos >= RECORD_BATCH_OVERHEAD) {
+        if (pos + RECORD_BATCH_OVERHEAD > buf_end) {
+            if ((rc = refill(f, fd, pos, RECORD_BATCH_OVERHEAD, window, size, &buf_start, &buf_end)) < 0) break;
+            window = WINDOW_BYTES;
+        }
+        const unsigned char *h = f->win + (pos - buf_start);
+        int32_t length = be32(h + LENGTH_OFFSET);
+        if (length < MIN_BATCH_LENGTH || length > MAX_SIZE_FIELD) break;
+        if (pos > size - LOG_OVERHEAD - (int64_t)length) break;
+        if (h[MAGIC_OFFSET] != 2) break;
+        int64_t total = LOG_OVERHEAD + (int64_t)length;
+        if (pos + total <= cut) { /* wholly older than the sample */
+            pos += total;
+            continue;
+        }
+        uint16_t attrs = be16(h + ATTRIBUTES_OFFSET);
+        if (attrs & CONTROL_FLAG_MASK) { /* Kafka's keys, not the producers': counted as read */
+            scanned += total;
+            pos += total;
+            continue;
+        }
+        if (total > MAX_BATCH_BYTES) break;
+        if (pos + total > buf_end) {
+            if ((rc = refill(f, fd, pos, total, window, size, &buf_start, &buf_end)) < 0) break;
+            window = WINDOW_BYTES;
+            h = f->win;
+        }
+        if (attrs & CODEC_MASK) { /* its records compressed: handed back packed, for Python to decompress */
+            packed = Py_BuildValue("(LiLLLy#)", (long long)pos, (int)(attrs & CODEC_MASK),
+                                   (long long)be32(h + RECORDS_COUNT_OFFSET), (long long)be64(h + BASE_OFFSET_OFFSET),
+                                   (long long)total, (const char *)h + RECORD_BATCH_OVERHEAD,
+                                   (Py_ssize_t)(total - RECORD_BATCH_OVERHEAD));
+            if (packed == NULL) rc = -3;
+            break;
+        }
+        int64_t n = parse_records(f, h, RECORD_BATCH_OVERHEAD, total, be32(h + RECORDS_COUNT_OFFSET),
+                                  be64(h + BASE_OFFSET_OFFSET));
+        if (n == -2) {
+            rc = -2;
+            break;
+        }
+        if (n < 0) break;
+        if (add_parsed(f, h, n) < 0) {
+            rc = -3;
+            break;
+        }
+        if (n > 0) {
+            if (records == 0) first_offset = f->recs[3];
+            last_offset = f->recs[(n - 1) * REC_FIELDS + 3];
+        }
+        records += n;
+        scanned += total;
+        pos += total;
+    }
+    if (f->win_cap > WINDOW_BYTES) { /* a large batch's window is not kept */
+        free(f->win);
+        f->win = NULL;
+        f->win_cap = 0;
+    }
+    if (rc == -2) PyErr_NoMemory();
+    if (rc <= -2) return NULL;
+    PyObject *out;
+    if (records == 0)
+        out = Py_BuildValue("(LLLOOO)", (long long)pos, (long long)scanned, 0LL, Py_None, Py_None,
+                            packed ? packed : Py_None);
+    else
+        out = Py_BuildValue("(LLLLLO)", (long long)pos, (long long)scanned, (long long)records,
+                            (long long)first_offset, (long long)last_offset, packed ? packed : Py_None);
+    Py_XDECREF(packed);
+    return out;
+}
+
+/* ----------------------------------------------------------------------------------------------
+ * The state, as a tuple KeyStats reads back (and loads: load(state())). */
+static PyObject *entries_list(const entry_t *e, int64_t n) {
+    PyObject *out = PyList_New((Py_ssize_t)n);
+    if (out == NULL) return NULL;
+    for (int64_t i = 0; i < n; i++) {
+        PyObject *item = Py_BuildValue("(KLL)", (unsigned long long)e[i].id, (long long)e[i].count, (long long)e[i].bytes);
+        if (item == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)i, item);
+    }
+    return out;
+}
+
+static PyObject *KeyFold_state(KeyFold *f, PyObject *unused) {
+    if (check_ready(f) < 0) return NULL;
+    PyObject *hist = PyList_New(SIZE_BUCKETS);
+    PyObject *heavy = entries_list(f->heavy, f->heavy_n);
+    PyObject *sample = entries_list(f->sample, f->sample_n);
+    PyObject *info = PyList_New(0), *buffer = PyList_New(0), *pending = PyList_New(0);
+    PyObject *out = NULL;
+    if (!hist || !heavy || !sample || !info || !buffer || !pending) goto done;
+    for (int i = 0; i < SIZE_BUCKETS; i++) {
+        PyObject *v = PyLong_FromLongLong(f->histogram[i]);
+        if (v == NULL) goto done;
+        PyList_SET_ITEM(hist, i, v);
+    }
+    for (int64_t i = 0; i <= f->info.mask; i++) {
+        info_t *s = &f->info.slots[i];
+        if (!s->used) continue;
+        PyObject *item = Py_BuildValue("(KO)", (unsigned long long)s->id, s->key);
+        if (item == NULL || PyList_Append(info, item) < 0) {
+            Py_XDECREF(item);
+            goto done;
+        }
+        Py_DECREF(item);
+    }
+    for (int64_t i = 0; i <= f->buffer.mask; i++) {
+        counter_t *s = &f->buffer.slots[i];
+        if (!s->used) continue;
+        PyObject *item = Py_BuildValue("(KLL)", (unsigned long long)s->id, (long long)s->count, (long long)s->bytes);
+        if (item == NULL || PyList_Append(buffer, item) < 0) {
+            Py_XDECREF(item);
+            goto done;
+        }
+        Py_DECREF(item);
+        if (s->key_at >= 0) {
+            item = Py_BuildValue("(Ky#)", (unsigned long long)s->id, arena_at(f, s->key_at), (Py_ssize_t)s->key_len);
+            if (item == NULL || PyList_Append(pending, item) < 0) {
+                Py_XDECREF(item);
+                goto done;
+            }
+            Py_DECREF(item);
+        }
+    }
+    out = Py_BuildValue("(LLLLLLOy#LOOOOOL)", (long long)f->records, (long long)f->null_keys, (long long)f->empty_keys,
+                        (long long)f->key_bytes, (long long)f->record_bytes, (long long)f->max_key_bytes, hist,
+                        (const char *)f->registers, (Py_ssize_t)1 << f->precision, (long long)f->decrement, heavy,
+                        sample, info, buffer, pending, (long long)f->pending_bytes);
+done:
+    Py_XDECREF(hist);
+    Py_XDECREF(heavy);
+    Py_XDECREF(sample);
+    Py_XDECREF(info);
+    Py_XDECREF(buffer);
+    Py_XDECREF(pending);
+    return out;
+}
+
+/* One (id, count, bytes) item of a state list. */
+static int entry_of(PyObject *item, entry_t *e) {
+    unsigned long long id;
+    long long count, nbytes;
+    if (!PyArg_ParseTuple(item, "KLL", &id, &count, &nbytes)) return -1;
+    e->id = id;
+    e->count = count;
+    e->bytes = nbytes;
+    return 0;
+}
+
+static int cmp_entry_id(const void *a, const void *b) {
+    uint64_t x = ((const entry_t *)a)->id, y = ((const entry_t *)b)->id;
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/* load(state): the state of an empty KeyFold set to `state` (the tuple state() returns). */
+static PyObject *KeyFold_load(KeyFold *f, PyObject *args) {
+    long long records, null_keys, empty_keys, key_bytes, record_bytes, max_key_bytes, decrement, pending_bytes;
+    PyObject *hist, *heavy, *sample, *info, *buffer, *pending;
+    const char *registers;
+    Py_ssize_t nregisters;
+    if (!PyArg_ParseTuple(args, "(LLLLLLO!y#LO!O!O!O!O!L)", &records, &null_keys, &empty_keys, &key_bytes,
+                          &record_bytes, &max_key_bytes, &PyList_Type, &hist, &registers, &nregisters, &decrement,
+                          &PyList_Type, &heavy, &PyList_Type, &sample, &PyList_Type, &info, &PyList_Type, &buffer,
+                          &PyList_Type, &pending, &pending_bytes) ||
+        check_ready(f) < 0)
+        return NULL;
+    if (f->records || f->heavy_n || f->sample_n || f->buffer.n || f->info.n) {
+        PyErr_SetString(PyExc_RuntimeError, "KeyFold.load: the fold is not empty");
+        return NULL;
+    }
+    if (nregisters != (Py_ssize_t)1 << f->precision || PyList_GET_SIZE(hist) != SIZE_BUCKETS ||
+        PyList_GET_SIZE(sample) > f->sample_size) {
+        PyErr_SetString(PyExc_ValueError, "KeyFold.load: registers, histogram or sample of another shape");
+        return NULL;
+    }
+    for (int i = 0; i < SIZE_BUCKETS; i++) {
+        f->histogram[i] = PyLong_AsLongLong(PyList_GET_ITEM(hist, i));
+        if (f->histogram[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    memcpy(f->registers, registers, (size_t)nregisters);
+    Py_ssize_t hn = PyList_GET_SIZE(heavy);
+    f->heavy = malloc((size_t)(hn > 0 ? hn : 1) * sizeof(entry_t));
+    if (f->heavy == NULL) return PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < hn; i++)
+        if (entry_of(PyList_GET_ITEM(heavy, i), &f->heavy[i]) < 0) return NULL;
+    f->heavy_n = hn;
+    Py_ssize_t sn = PyList_GET_SIZE(sample);
+    for (Py_ssize_t i = 0; i < sn; i++)
+        if (entry_of(PyList_GET_ITEM(sample, i), &f->sample[i]) < 0) return NULL;
+    qsort(f->sample, (size_t)sn, sizeof(entry_t), cmp_entry_id);
+    f->sample_n = sn;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(info); i++) {
+        unsigned long long id;
+        PyObject *key;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(info, i), "KO", &id, &key)) return NULL;
+        if (infos_put(&f->info, id, Py_NewRef(key)) < 0) return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(buffer); i++) {
+        entry_t e;
+        if (entry_of(PyList_GET_ITEM(buffer, i), &e) < 0) return NULL;
+        if (2 * (f->buffer.n + 1) > f->buffer.mask + 1 && counters_grow(&f->buffer) < 0) return PyErr_NoMemory();
+        counter_t *s = counters_slot(&f->buffer, e.id);
+        if (!s->used) f->buffer.n++;
+        *s = (counter_t){e.id, e.count, e.bytes, -1, 0, 1};
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(pending); i++) {
+        unsigned long long id;
+        const char *key;
+        Py_ssize_t n;
+        if (!PyArg_ParseTuple(PyList_GET_ITEM(pending, i), "Ky#", &id, &key, &n)) return NULL;
+        counter_t *s = counters_slot(&f->buffer, id);
+        if (!s->used) {
+            PyErr_SetString(PyExc_ValueError, "KeyFold.load: a pending key outside the buffer");
+            return NULL;
+        }
+        if (arena_put(f, (const unsigned char *)key, n, &s->key_at) < 0) return PyErr_NoMemory();
+        s->key_len = n;
+    }
+    f->records = records;
+    f->null_keys = null_keys;
+    f->empty_keys = empty_keys;
+    f->key_bytes = key_bytes;
+    f->record_bytes = record_bytes;
+    f->max_key_bytes = max_key_bytes;
+    f->decrement = decrement;
+    f->pending_bytes = pending_bytes;
+    Py_RETURN_NONE;
+}
+
+static PyObject *KeyFold_key_id(PyObject *cls, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    uint64_t id = key_id(view.buf, view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLongLong(id);
+}
+
+static PyMethodDef KeyFold_methods[] = {
+    {"add", (PyCFunction)KeyFold_add, METH_VARARGS, "add(key | None, value_size): one record (KeyStats.add)."},
+    {"add_records", (PyCFunction)KeyFold_add_records, METH_VARARGS,
+     "add_records(data, start, count, base_offset) -> (records, first_offset, last_offset) | None: the count "
+     "records of one v2 batch laid out in data from start to its end; None (nothing added) when "
+     "record_batch.iter_records would raise on them."},
+    {"walk", (PyCFunction)KeyFold_walk, METH_VARARGS,
+     "walk(fd, start, size, cut) -> (stop, scanned_bytes, records, first_offset, last_offset, packed): the plain "
+     "v2 batches of a .log from byte start (batches ending at or before cut skipped, control batches counted as "
+     "scanned); stop is the first entry the Python path must read (== size at a clean end). When that entry is a "
+     "well-framed compressed v2 batch, packed = (position, codec id, recordsCount, baseOffset, size, compressed "
+     "records) to decompress and give to add_records; else None."},
+    {"state", (PyCFunction)KeyFold_state, METH_NOARGS,
+     "state() -> tuple: (records, null_keys, empty_keys, key_bytes, record_bytes, max_key_bytes, histogram, "
+     "registers, decrement, heavy, sample, info, buffer, pending, pending_bytes)."},
+    {"load", (PyCFunction)KeyFold_load, METH_VARARGS, "load(state): set an empty fold to a state() tuple."},
+    {"key_id", (PyCFunction)KeyFold_key_id, METH_O | METH_STATIC, "key_id(key) -> the 64-bit BLAKE2b id of a key."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject KeyFoldType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "auditor.keys._ckeys.KeyFold",
+    .tp_doc = "KeyFold(precision, capacity, sample_size, buffer_keys, buffer_max_bytes, info_factory): KeyStats's state "
+               "in C; info_factory(key bytes) makes the KeyInfo of a key that is kept.",
+    .tp_basicsize = sizeof(KeyFold),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)KeyFold_init,
+    .tp_dealloc = (destructor)KeyFold_dealloc,
+    .tp_methods = KeyFold_methods,
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ckeys", NULL, -1, NULL};
+
+PyMODINIT_FUNC PyInit__ckeys(void) {
+    if (PyType_Ready(&KeyFoldType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "KeyFold", (PyObject *)&KeyFoldType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

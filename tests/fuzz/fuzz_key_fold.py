@@ -1,0 +1,110 @@
+"""The key statistics' C fold (auditor/keys/_ckeys.c) against the Python path (KeyStats.add).
+
+Input: the bytes of one .log; its first byte also picks a sample size and a record count. Checks:
+
+* ``scan_partition_keys`` of a partition dir holding the input as its segment gives the same
+  sketches (``KeyStats.to_bytes``) and the same result (offsets, bytes read, notes) through the C
+  fold as through the pure-Python path, reading everything and in sampled mode: the C walk and its
+  hand-back to Python decide nothing the Python reader would decide differently;
+* ``KeyFold.add_records`` on the input taken as the records of one v2 batch (the form a
+  decompressed batch takes), in an exact-size buffer: it adds the records exactly when
+  ``record_batch.iter_records`` reads them all without an error, and then the same sketches;
+* nothing raises but what the Python path notes.
+
+Seeds: ``python tests/fuzz/fuzz_key_fold.py`` writes tests/fuzz/corpus/key_fold/ (keyed batches of
+every codec, legacy messages, and prefixes of the real brokers' segments).
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from pathlib import Path
+
+if __name__ == "__main__":  # seeds: no build under test needed
+    sys.path[:0] = [str(Path(__file__).resolve().parents[2]), str(Path(__file__).resolve().parents[1])]
+
+from auditor.formats import record_batch as v2  # noqa: E402
+from auditor.formats.errors import FormatError  # noqa: E402
+from auditor.keys.partition_keys import scan_partition_keys  # noqa: E402
+from auditor.keys.sketches import KeyStats  # noqa: E402
+from fuzz.common import Disagreement, exact_buffer, scratch, write  # noqa: E402
+
+PARTITION = "keyfold-0"
+SEGMENT = "00000000000000000000.log"
+SMALL = {"capacity": 8, "sample_size": 4}  # small summaries: many folds per input
+
+
+def _scan(use_c: bool, sample: int | None):
+    found = scan_partition_keys(scratch() / PARTITION, use_c=use_c, sample_bytes=sample, prefix_bytes=2, **SMALL)
+    return found.stats.to_bytes(), found.to_json(20)
+
+
+def _records_as_batch(count: int, records: bytes) -> tuple[object, bytes]:
+    """A v2 batch header (uncompressed) around ``records``, for the Python reader."""
+    after_crc = struct.pack(">hiqqqhii", 0, max(count - 1, 0), 0, 0, -1, -1, -1, count) + records
+    batch = struct.pack(">qiibI", 0, 4 + 1 + 4 + len(after_crc), 0, 2, 0) + after_crc
+    return v2.parse_v2_header(batch, 0, 0), batch
+
+
+def _add_records(data: bytes) -> None:
+    count = data[0] if data else 0
+    records = data[1:]
+    c = KeyStats(**SMALL)
+    fold = c.c_fold()
+    added = fold.add_records(exact_buffer(records), 0, count, 7)
+    c.absorb(fold)
+    python = KeyStats(**SMALL)
+    header, batch = _records_as_batch(count, records)
+    try:
+        read = [(r.key, r.value_size, r.offset) for r in v2.iter_records(header, batch, keys=True)]
+    except FormatError:
+        read = None
+    if (added is None) != (read is None):
+        raise Disagreement(f"add_records gave {added!r}; iter_records {'raised' if read is None else 'read them all'}")
+    if read is None:
+        if c.records:
+            raise Disagreement(f"add_records refused the batch but added {c.records} records")
+        return
+    for key, value_size, _ in read:
+        python.add(key, value_size)
+    offsets = (len(read), read[0][2] + 7, read[-1][2] + 7) if read else (0, None, None)
+    if added != offsets:
+        raise Disagreement(f"add_records returned {added}, the Python reader read {offsets}")
+    if c.to_bytes() != python.to_bytes():
+        raise Disagreement("add_records gave other sketches than KeyStats.add on the same records")
+
+
+def one_input(data: bytes) -> None:
+    write(f"{PARTITION}/{SEGMENT}", data)
+    sample = None if not data or data[0] < 128 else 1 + data[0] * 8
+    for mode in (None, sample):
+        if _scan(True, mode) != _scan(False, mode):
+            raise Disagreement(f"the C fold and the Python path differ (sample_bytes={mode})")
+    _add_records(data)
+
+
+def make_seeds() -> None:
+    import random
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from fuzz.make_seeds import REAL, Seeds, batch_prefix
+    from test_keys_c_fold import _batch, _keyed_segment, _record
+    from test_keys_legacy import _message, _wrapper
+
+    s = Seeds("key_fold")
+    for seed in (1, 2):
+        s.add(batch_prefix(_keyed_segment(seed, batches=6), 4096))
+    rnd = random.Random(3)
+    records = [(rnd.choice((None, b"", b"k%d" % rnd.randrange(9))), b"v" * rnd.randrange(5), []) for _ in range(20)]
+    s.add(_batch(0, records) + _batch(20, records, codec="gzip") + _batch(40, records, codec="zstd"))
+    s.add(bytes([3]) + b"".join(_record(i, *records[i]) for i in range(3)))  # records as add_records reads them
+    s.add(_message(0, 1, b"a", b"x") + _wrapper(3, 1, [(b"b", b"y"), (b"c", None), (None, b"y")])
+          + _message(4, 0, b"d", b"z"))
+    for log in sorted((REAL / "broker-dirs").rglob("*.log")):
+        s.add(batch_prefix(log.read_bytes(), 4096))
+    print("key_fold", s.count)
+
+
+if __name__ == "__main__":
+    make_seeds()

@@ -1,0 +1,294 @@
+"""The C fold of the key statistics (auditor/keys/_ckeys.c) against the Python path (KeyStats.add).
+
+Both paths must give byte-identical sketches (``KeyStats.to_bytes``) and the same partition result
+(offsets, bytes read, notes): on every real record set of fixtures/real (broker partition dirs and
+the captured record sets, each laid out as a segment), all records and sampled; on synthetic keyed
+segments (every codec, headers, null/empty/large keys, control batches, many heavy-hitter folds);
+on damaged copies (cuts at every kind of place, absurd key lengths, random byte flips); and on
+record streams that switch between the two paths mid-way.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import struct
+from pathlib import Path
+
+import cramjam
+import crc32c
+import pytest
+
+from auditor.keys import sketches
+from auditor.keys.partition_keys import scan_partition_keys
+from auditor.keys.sketches import KeyStats, key_id
+from harness.encoding import zigzag_varint as _varint
+from realdata import BROKER_DIRS, RECORD_SETS
+from test_offsets_c_fold import _record  # one v2 record's bytes (key, value, headers)
+
+SEGMENT = "00000000000000000000.log"
+TS = 1_700_000_000_000
+CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
+def test_extension_is_built():
+    """CI builds the extension (pip install -e . / setup.py build_ext): without it every other
+    test here would compare the Python path with itself."""
+    assert sketches._ckeys is not None, "auditor.keys._ckeys is not built: run setup.py build_ext --inplace"
+
+
+def test_key_id_is_blake2b_of_every_length():
+    rnd = random.Random(5)
+    for n in list(range(0, 300)) + [1000, 4096, 100_000]:
+        key = rnd.randbytes(n)
+        assert sketches._ckeys.KeyFold.key_id(key) == key_id(key), n
+
+
+# ------------------------------------------------------------------------------- record streams
+def _stream(seed: int, n: int) -> list[tuple[bytes | None, int]]:
+    """Skewed keys (a few hot), a long tail of distinct ones, null and empty keys, odd value sizes."""
+    rnd = random.Random(seed)
+    out = []
+    for _ in range(n):
+        r = rnd.random()
+        if r < 0.05:
+            key = None
+        elif r < 0.07:
+            key = b""
+        elif r < 0.6:
+            key = b"hot-%d" % int(rnd.paretovariate(1.2))
+        else:
+            key = rnd.randbytes(rnd.randrange(1, 60))
+        out.append((key, rnd.choice((-1, -7, 0, 1, rnd.randrange(2, 5000)))))
+    return out
+
+
+@pytest.mark.parametrize("capacity,sample_size,prefix", [(1024, 512, 0), (16, 8, 4), (1, 1, 0), (3, 700, 2)])
+def test_stream_switching_paths_mid_way(capacity, sample_size, prefix):
+    records = _stream(capacity, 60_000)
+    python = KeyStats(capacity=capacity, sample_size=sample_size, prefix_bytes=prefix)
+    for key, value_size in records:
+        python.add(key, value_size)
+    mixed = KeyStats(capacity=capacity, sample_size=sample_size, prefix_bytes=prefix)
+    for part, chunk in enumerate((records[:7_000], records[7_000:31_000], records[31_000:44_444], records[44_444:])):
+        if part % 2:
+            for key, value_size in chunk:
+                mixed.add(key, value_size)
+        else:
+            fold = mixed.c_fold()
+            for key, value_size in chunk:
+                fold.add(key, value_size)
+            mixed.absorb(fold)
+    assert python.heavy.decrement > 0 or capacity == 1024  # the small summaries really folded
+    assert mixed.to_bytes() == python.to_bytes()
+    assert mixed.summary(20) == python.summary(20)
+
+
+def test_large_keys_fold_on_the_pending_bytes_bound():
+    """Keys of 160 KiB: the buffer folds on its 8 MiB of pending key bytes, not on its key count."""
+    rnd = random.Random(9)
+    keys = [rnd.randbytes(160 * 1024) for _ in range(120)]
+    records = [(keys[i % 120] if i % 3 else keys[0], 10) for i in range(300)]
+    python, c = KeyStats(capacity=4, sample_size=2), KeyStats(capacity=4, sample_size=2)
+    fold = c.c_fold()
+    for key, value_size in records:
+        python.add(key, value_size)
+        fold.add(key, value_size)
+    c.absorb(fold)
+    assert c._pending_bytes == python._pending_bytes and c._pending_bytes <= sketches.BUFFER_MAX_KEY_BYTES
+    assert c.to_bytes() == python.to_bytes()
+
+
+# ------------------------------------------------------------------------------- segments
+def _compress(codec: str, data: bytes) -> bytes:
+    if codec == "gzip":
+        return bytes(cramjam.gzip.compress(data))
+    if codec == "snappy":
+        return bytes(cramjam.snappy.compress_raw(data))
+    if codec == "lz4":
+        return bytes(cramjam.lz4.compress(data))
+    if codec == "zstd":
+        return bytes(cramjam.zstd.compress(data))
+    return data
+
+
+def _batch(base: int, records: list[tuple], *, codec: str = "none", control: bool = False) -> bytes:
+    recs = _compress(codec, b"".join(_record(i, *r) for i, r in enumerate(records)))
+    n = len(records)
+    attrs = CODECS[codec] | (0x20 if control else 0)
+    after_crc = struct.pack(">hiqqqhii", attrs, max(n - 1, 0), TS, TS + 10 * n, -1, -1, -1, n) + recs
+    return struct.pack(">qiibI", base, 4 + 1 + 4 + len(after_crc), 0, 2, crc32c.crc32c(after_crc)) + after_crc
+
+
+def _keyed_segment(seed: int, batches: int = 60) -> bytes:
+    rnd = random.Random(seed)
+    out, offset = [], 0
+    for b in range(batches):
+        codec = list(CODECS)[b % len(CODECS)]
+        if b % 17 == 5:
+            out.append(_batch(offset, [(struct.pack(">hh", 0, 1), struct.pack(">hi", 0, 3))], control=True))
+            offset += 1
+            continue
+        records = []
+        for _ in range(rnd.choice((1, 3, 40, 200))):
+            key = rnd.choice((None, b"", b"hot", b"user-%d" % rnd.randrange(300), rnd.randbytes(rnd.randrange(1, 200))))
+            value = None if rnd.random() < 0.1 else rnd.randbytes(rnd.randrange(0, 300))
+            headers = [(b"h", b"v" * rnd.randrange(0, 3))] if rnd.random() < 0.2 else []
+            records.append((key, value, headers))
+        out.append(_batch(offset, records, codec=codec))
+        offset += len(records)
+    return b"".join(out)
+
+
+def _partition(tmp_path: Path, name: str, data: bytes) -> Path:
+    part = tmp_path / name
+    part.mkdir()
+    (part / SEGMENT).write_bytes(data)
+    return part
+
+
+def _both(part: Path, **kwargs) -> dict:
+    """The partition read by both paths; asserts they agree and returns the JSON."""
+    python = scan_partition_keys(part, use_c=False, capacity=64, sample_size=32, prefix_bytes=2, **kwargs)
+    c = scan_partition_keys(part, use_c=True, capacity=64, sample_size=32, prefix_bytes=2, **kwargs)
+    assert c.stats.to_bytes() == python.stats.to_bytes(), part
+    assert c.to_json(50) == python.to_json(50), part
+    return python.to_json(50)
+
+
+def _real_partitions() -> list[Path]:
+    parts = sorted(p.parent for p in BROKER_DIRS.glob("*/*/*/*.log"))
+    return sorted(set(parts))
+
+
+def test_every_real_broker_partition_both_paths():
+    parts = _real_partitions()
+    assert len(parts) >= 6, parts
+    records = 0
+    for part in parts:
+        for sample in (None, 1, 4096, 100_000):
+            doc = _both(part, sample_bytes=sample)
+            records += doc["records"] if sample is None else 0
+    assert records > 8_000
+
+
+def test_every_real_record_set_both_paths(tmp_path):
+    files = sorted(RECORD_SETS.glob("*/*.bin"))
+    assert len(files) >= 40, files
+    keyed = 0
+    for i, path in enumerate(files):
+        part = _partition(tmp_path, f"set{i}-0", path.read_bytes())
+        doc = _both(part)
+        _both(part, sample_bytes=200)
+        keyed += doc["records"] - doc["null_key_records"]
+    assert keyed > 0
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_synthetic_keyed_segments_of_every_codec(tmp_path, seed):
+    data = _keyed_segment(seed)
+    part = _partition(tmp_path, "keyed-0", data)
+    doc = _both(part)
+    assert doc["records"] > 1000 and doc["null_key_records"] > 0 and doc["empty_key_records"] > 0
+    assert doc["notes"] == [] and doc["scanned_bytes"] == len(data)
+    assert doc["heavy_hitters_error_records"] > 0  # capacity 64: the summary folded
+    for sample in (1, 5000, 50_000):
+        _both(part, sample_bytes=sample)
+
+
+# ------------------------------------------------------------------------------- bad input
+def _batch_starts(data: bytes) -> list[int]:
+    starts, pos = [], 0
+    while pos + 12 <= len(data):
+        starts.append(pos)
+        pos += 12 + struct.unpack_from(">i", data, pos + 8)[0]
+    return starts
+
+
+def test_cuts_at_every_byte_of_a_batch(tmp_path):
+    """The segment cut inside its fourth batch (every byte of the header and first records: inside
+    a key, a varint, the header; then every 13th byte): the same notes and sketches both ways, and
+    the batches before still counted."""
+    data = _keyed_segment(4, batches=8)
+    starts = _batch_starts(data)
+    begin, end = starts[3], starts[4]
+    assert end - begin > 300
+    before = None
+    for i, cut in enumerate(sorted(set(range(begin, begin + 200)) | set(range(begin, end, 13)))):
+        doc = _both(_partition(tmp_path, f"cut{i}-0", data[:cut]))
+        if before is None:
+            before = doc["records"]
+        assert doc["records"] == before  # the cut batch is never half counted: the walk ends before it
+        assert any("partial-tail" in note for note in doc["notes"]) or cut == begin
+
+
+def test_absurd_key_lengths_are_notes_and_the_rest_is_counted(tmp_path):
+    records = [(b"k%d" % i, b"v" * 10, []) for i in range(5)]
+    good = _batch(0, records)
+    bad = bytearray(_batch(5, records))
+    # record 2's keyLength varint: 2**31 - 1 (a 5-byte varint), then -5 (negative: Kafka reads a null key)
+    rec2 = 61 + len(_record(0, *records[0])) + len(_record(1, *records[1]))
+    key_len_at = rec2 + 1 + 1 + 1 + 1
+    absurd = bytes(bad[:key_len_at]) + _varint(2**31 - 1) + bytes(bad[key_len_at + 1:])
+    absurd = absurd[:8] + struct.pack(">i", len(absurd) - 12) + absurd[12:]
+    negative = bytes(bad[:key_len_at]) + _varint(-5) + bytes(bad[key_len_at + 1:])
+    for name, middle in (("absurd", absurd), ("negative", negative)):
+        part = _partition(tmp_path, f"{name}-0", good + middle + _batch(10, records))
+        doc = _both(part)
+        if name == "absurd":
+            assert doc["unreadable_batches"] == 1 and doc["records"] == 5 + 2 + 5
+            note = " ".join(doc["notes"])
+            assert f"{part / SEGMENT}: byte {len(good)}: batch 5..9: records unreadable" in note
+            assert "record 2 keyLength" in note or "record 2 valueLength" in note
+        else:  # keyLength -5: no key bytes; the key's bytes then misread as the rest: a note too
+            assert doc["unreadable_batches"] == 1 and doc["records"] >= 5 + 2 + 5
+
+
+def test_random_byte_flips(tmp_path):
+    data = _keyed_segment(6, batches=12)
+    rnd = random.Random(11)
+    for i in range(150):
+        damaged = bytearray(data)
+        for _ in range(rnd.choice((1, 1, 3))):
+            damaged[rnd.randrange(len(damaged))] = rnd.randrange(256)
+        _both(_partition(tmp_path, f"flip{i}-0", bytes(damaged)))
+
+
+def test_real_partition_copied_with_a_cut_inside_a_key(tmp_path):
+    src = BROKER_DIRS / "kafka-2018-v2" / "kafka-logs" / "debug_topic-0"
+    part = tmp_path / "debug_topic-0"
+    shutil.copytree(src, part)
+    data = (part / SEGMENT).read_bytes()
+    starts = _batch_starts(data)
+    (part / SEGMENT).chmod(0o644)
+    (part / SEGMENT).write_bytes(data[:starts[-1] + 70])  # the last batch's first record's key is cut
+    doc = _both(part)
+    assert any(f"byte {starts[-1]}" in note and "partial-tail" in note for note in doc["notes"])
+
+
+def test_a_key_larger_than_the_c_window_and_the_pending_bound(tmp_path):
+    """A 1.5 MiB key (past the C walk's 1 MiB window: its buffer grows to the batch) among small
+    ones, and enough 90 KiB keys to pass the 8 MiB pending-bytes bound: same sketches both ways."""
+    rnd = random.Random(12)
+    big = rnd.randbytes(1536 * 1024)
+    batches = [_batch(0, [(b"small", b"v", [])] * 3), _batch(3, [(big, b"v", []), (b"small", None, [])])]
+    offset = 5
+    for i in range(100):
+        batches.append(_batch(offset, [(rnd.randbytes(90 * 1024), b"v", [])]))
+        offset += 1
+    doc = _both(_partition(tmp_path, "bigkeys-0", b"".join(batches)))
+    assert doc["records"] == offset and doc["key_bytes"]["max"] == len(big) and doc["notes"] == []
+
+
+def test_an_empty_first_key_handed_back_pending():
+    """Fuzz finding (key_fold harness, UBSan): an empty key as the first pending key sat at a null
+    arena; its bytes came back as None instead of b"" (Py_BuildValue's y# of NULL)."""
+    python, c = KeyStats(), KeyStats()
+    fold = c.c_fold()
+    for stats_add in (python.add, fold.add):
+        stats_add(b"", 5)
+    c.absorb(fold)
+    assert c._pending == python._pending == {key_id(b""): b""}
+    for stats in (python, c):
+        stats.add(b"k", 1)
+    assert c.to_bytes() == python.to_bytes()

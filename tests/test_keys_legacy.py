@@ -1,0 +1,117 @@
+"""Keys of legacy message sets (magic 0 and 1, compressed wrappers included) in the key statistics,
+on both paths (pure Python and the C fold): real captured record sets whose producers' keys are
+known, synthetic segments with exact truth, and damaged legacy entries (a note, the rest counted)."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import zlib
+from pathlib import Path
+
+import cramjam
+
+from auditor.keys.partition_keys import scan_partition_keys
+from auditor.keys.partitioners import murmur2
+from realdata import RECORD_SETS
+
+SEGMENT = "00000000000000000000.log"
+TS = 1_700_000_000_000
+GZIP = 1
+
+
+def _message(offset: int, magic: int, key: bytes | None, value: bytes | None, attrs: int = 0) -> bytes:
+    body = struct.pack(">bb", magic, attrs) + (struct.pack(">q", TS) if magic == 1 else b"")
+    body += struct.pack(">i", -1) if key is None else struct.pack(">i", len(key)) + key
+    body += struct.pack(">i", -1) if value is None else struct.pack(">i", len(value)) + value
+    return struct.pack(">qiI", offset, 4 + len(body), zlib.crc32(body)) + body
+
+
+def _wrapper(last_offset: int, magic: int, inner: list[tuple[bytes | None, bytes | None]]) -> bytes:
+    """A gzip wrapper; magic 1 inner offsets are relative (0..n-1), magic 0 absolute."""
+    first = last_offset - len(inner) + 1
+    messages = b"".join(_message(i if magic == 1 else first + i, magic, k, v) for i, (k, v) in enumerate(inner))
+    return _message(last_offset, magic, None, bytes(cramjam.gzip.compress(messages)), attrs=GZIP)
+
+
+def _both(part: Path) -> dict:
+    python = scan_partition_keys(part, use_c=False, capacity=64, sample_size=32)
+    c = scan_partition_keys(part, use_c=True, capacity=64, sample_size=32)
+    assert c.stats.to_bytes() == python.stats.to_bytes()
+    assert c.to_json(100) == python.to_json(100)
+    return python.to_json(100)
+
+
+def _partition(tmp_path: Path, name: str, data: bytes) -> Path:
+    part = tmp_path / name
+    part.mkdir()
+    (part / SEGMENT).write_bytes(data)
+    return part
+
+
+def _counts(doc: dict) -> dict[int, int]:
+    assert doc["heavy_hitters_error_records"] == 0
+    return {item["key"]["murmur2"]: item["records_min"] for item in doc["heavy_hitters"]}
+
+
+def test_real_legacy_record_sets_give_their_producers_keys(tmp_path):
+    cases = {  # file: the keys its producer wrote (kafka-go's and kafkajs's own test fixtures)
+        "kafka-go/kafkago_v1c-v1-v1c.records.bin": [b"alpha", b"beta", b"gamma", b"delta", b"epsilon", b"zeta"],
+        "kafkajs/v0_response_gzip.records.bin": [b"key-0", b"key-1", b"key-2"],
+        "kafkajs/v1_response.records.bin": [b"key-0"],
+    }
+    for i, (name, keys) in enumerate(cases.items()):
+        part = tmp_path / f"legacy{i}-0"
+        part.mkdir()
+        shutil.copy(RECORD_SETS / name, part / SEGMENT)
+        doc = _both(part)
+        assert doc["legacy_records_read"] == doc["records"] == len(keys), name
+        assert doc["legacy_records_keys_not_read"] == 0 and doc["null_key_records"] == 0
+        assert _counts(doc) == {murmur2(k): 1 for k in keys}, name
+    # magic 0 messages with null keys (kafka-rust, Kafka 0.8.2): 42 records, all null keys, keys read
+    part = tmp_path / "rust-0"
+    part.mkdir()
+    shutil.copy(RECORD_SETS / "kafka-rust/fetch1.mytopic.1p.gzip.kafka.0821.records.bin", part / SEGMENT)
+    doc = _both(part)
+    assert (doc["records"], doc["null_key_records"], doc["legacy_records_read"]) == (42, 42, 42)
+
+
+def test_synthetic_legacy_segment_exact_counts(tmp_path):
+    entries, offset, truth, nulls = [], 0, {}, 0
+    for i in range(30):
+        magic = i % 2
+        inner = [(None if j == 3 else b"k%d" % (j % 4), b"v" * j) for j in range(6)]
+        for key, _ in inner:
+            if key is None:
+                nulls += 1
+            else:
+                truth[murmur2(key)] = truth.get(murmur2(key), 0) + 1
+        if i % 3:
+            entries.append(_wrapper(offset + len(inner) - 1, magic, inner))
+        else:
+            entries += [_message(offset + j, magic, k, v) for j, (k, v) in enumerate(inner)]
+        offset += len(inner)
+    doc = _both(_partition(tmp_path, "legacy-0", b"".join(entries)))
+    assert doc["records"] == doc["legacy_records_read"] == offset
+    assert doc["null_key_records"] == nulls and _counts(doc) == truth
+    assert (doc["first_offset"], doc["last_offset"]) == (0, offset - 1)
+
+
+def test_bad_legacy_entries_are_notes_and_the_rest_is_counted(tmp_path):
+    good = _message(0, 1, b"a", b"x") + _wrapper(3, 1, [(b"b", b"y"), (b"c", b"y"), (b"d", b"y")])
+    after = _message(4, 0, b"e", b"z")
+    absurd = bytearray(_message(5, 1, b"key", b"v"))
+    struct.pack_into(">i", absurd, 12 + 14, 2**31 - 1)  # keyLength far past the message
+    inner_absurd = bytearray(_message(0, 1, b"key", b"v"))
+    struct.pack_into(">i", inner_absurd, 12 + 14, 10_000)
+    wrapper = _message(6, 1, None, bytes(cramjam.gzip.compress(bytes(inner_absurd))), attrs=GZIP)
+    cut_in_key = _message(7, 1, b"a-long-key-cut-in-its-middle", b"v")[:12 + 14 + 4 + 10]
+    data = good + bytes(absurd) + after + wrapper + after + cut_in_key
+    part = _partition(tmp_path, "bad-0", data)
+    doc = _both(part)
+    assert doc["records"] == 6 and doc["unreadable_batches"] == 2
+    notes = doc["notes"]
+    at_absurd, at_wrapper = len(good), len(good) + len(absurd) + len(after)
+    assert any(f"{part / SEGMENT}: byte {at_absurd}" in n and "keyLength" in n for n in notes), notes
+    assert any(f"byte {at_wrapper}" in n and "inner message keyLength" in n for n in notes), notes
+    assert any(f"byte {len(data) - len(cut_in_key)}" in n and "partial-tail" in n for n in notes), notes
