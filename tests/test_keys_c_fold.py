@@ -292,3 +292,14 @@ def test_an_empty_first_key_handed_back_pending():
     for stats in (python, c):
         stats.add(b"k", 1)
     assert c.to_bytes() == python.to_bytes()
+
+
+def test_a_compressed_batch_larger_than_the_c_walk_reads(tmp_path):
+    """A snappy batch of 17 MiB (incompressible values): the C walk hands it back unread, Python
+    reads and decompresses it, the C fold takes its records: the same as the pure-Python path."""
+    rnd = random.Random(13)
+    records = [(b"big-%d" % (i % 3), rnd.randbytes(1 << 20), []) for i in range(17)]
+    data = _batch(0, [(b"a", b"v", [])]) + _batch(1, records, codec="snappy") + _batch(18, [(b"a", b"v", [])])
+    assert len(data) > 17 << 20
+    doc = _both(_partition(tmp_path, "huge-0", data))
+    assert doc["records"] == 19 and doc["notes"] == [] and doc["scanned_bytes"] == len(data)
