@@ -149,8 +149,9 @@ def _partition(tmp_path: Path, name: str, data: bytes) -> Path:
 
 def _both(part: Path, **kwargs) -> dict:
     """The partition read by both paths; asserts they agree and returns the JSON."""
-    python = scan_partition_keys(part, use_c=False, capacity=64, sample_size=32, prefix_bytes=2, **kwargs)
-    c = scan_partition_keys(part, use_c=True, capacity=64, sample_size=32, prefix_bytes=2, **kwargs)
+    kwargs = {"capacity": 64, "sample_size": 32, "prefix_bytes": 2, **kwargs}
+    python = scan_partition_keys(part, use_c=False, **kwargs)
+    c = scan_partition_keys(part, use_c=True, **kwargs)
     assert c.stats.to_bytes() == python.stats.to_bytes(), part
     assert c.to_json(50) == python.to_json(50), part
     return python.to_json(50)
@@ -207,14 +208,14 @@ def _batch_starts(data: bytes) -> list[int]:
 
 def test_cuts_at_every_byte_of_a_batch(tmp_path):
     """The segment cut inside its fourth batch (every byte of the header and first records: inside
-    a key, a varint, the header; then every 13th byte): the same notes and sketches both ways, and
+    a key, a varint, the header; then every 31st byte): the same notes and sketches both ways, and
     the batches before still counted."""
     data = _keyed_segment(4, batches=8)
     starts = _batch_starts(data)
     begin, end = starts[3], starts[4]
     assert end - begin > 300
     before = None
-    for i, cut in enumerate(sorted(set(range(begin, begin + 200)) | set(range(begin, end, 13)))):
+    for i, cut in enumerate(sorted(set(range(begin, begin + 90)) | set(range(begin, end, 31)))):
         doc = _both(_partition(tmp_path, f"cut{i}-0", data[:cut]))
         if before is None:
             before = doc["records"]
@@ -276,7 +277,8 @@ def test_a_key_larger_than_the_c_window_and_the_pending_bound(tmp_path):
     for i in range(100):
         batches.append(_batch(offset, [(rnd.randbytes(90 * 1024), b"v", [])]))
         offset += 1
-    doc = _both(_partition(tmp_path, "bigkeys-0", b"".join(batches)))
+    # few keys kept (their KeyInfo hashes are Python's work: 90 KiB each)
+    doc = _both(_partition(tmp_path, "bigkeys-0", b"".join(batches)), capacity=4, sample_size=2)
     assert doc["records"] == offset and doc["key_bytes"]["max"] == len(big) and doc["notes"] == []
 
 
@@ -292,3 +294,14 @@ def test_an_empty_first_key_handed_back_pending():
     for stats in (python, c):
         stats.add(b"k", 1)
     assert c.to_bytes() == python.to_bytes()
+
+
+def test_a_compressed_batch_larger_than_the_c_walk_reads(tmp_path):
+    """A snappy batch of 17 MiB (incompressible values): the C walk hands it back unread, Python
+    reads and decompresses it, the C fold takes its records: the same as the pure-Python path."""
+    rnd = random.Random(13)
+    records = [(b"big-%d" % (i % 3), rnd.randbytes(1 << 20), []) for i in range(17)]
+    data = _batch(0, [(b"a", b"v", [])]) + _batch(1, records, codec="snappy") + _batch(18, [(b"a", b"v", [])])
+    assert len(data) > 17 << 20
+    doc = _both(_partition(tmp_path, "huge-0", data))
+    assert doc["records"] == 19 and doc["notes"] == [] and doc["scanned_bytes"] == len(data)

@@ -182,6 +182,7 @@ def _walk_with_fold(result: PartitionKeys, reader: LogReader, pos: int, cut: int
         if pos >= size:
             return
         if packed is not None and _fold_packed(result, reader, packed, fold):
+            result.scanned_bytes += packed[4]
             pos += packed[4]
             continue
         batch = reader.entry_at(pos)
@@ -205,7 +206,7 @@ def _read_batch(result: PartitionKeys, reader: LogReader, batch, cut: int, add, 
     result.scanned_bytes += batch.size_bytes
     if batch.is_control:
         return
-    if fold is not None and batch.codec != "none" and _fold_compressed(result, reader, batch, fold):
+    if fold is not None and batch.magic == 2 and batch.codec != "none" and _fold_compressed(result, reader, batch, fold):
         return
     legacy = batch.magic < 2
     try:
@@ -220,10 +221,10 @@ def _read_batch(result: PartitionKeys, reader: LogReader, batch, cut: int, add, 
 
 
 def _fold_packed(result: PartitionKeys, reader: LogReader, packed: tuple, fold) -> bool:
-    """A compressed v2 batch the C walk read (``packed``: position, codec id, recordsCount,
-    baseOffset, size, compressed records), decompressed here and folded in C; False (nothing
-    added) when anything would give an error: the Python reader then reads the batch."""
-    position, codec_id, count, base_offset, size, payload = packed
+    """A compressed v2 batch (``packed``: position, codec id, recordsCount, baseOffset, size,
+    compressed records), decompressed here and its records folded in C; False (nothing added) when
+    anything would give an error: the Python reader then reads the batch and notes what."""
+    position, codec_id, count, base_offset, _size, payload = packed
     try:
         records = compression.decompress(codec_id, payload, magic=v2.MAGIC_VALUE_V2,
                                          max_bytes=reader.max_decompressed_bytes, label=reader.label,
@@ -233,28 +234,21 @@ def _fold_packed(result: PartitionKeys, reader: LogReader, packed: tuple, fold) 
     added = fold.add_records(records, 0, count, base_offset)
     if added is None:
         return False
-    result.scanned_bytes += size
     if added[0]:
         _saw_offsets(result, added[1], added[2])
     return True
 
 
 def _fold_compressed(result: PartitionKeys, reader: LogReader, batch, fold) -> bool:
-    """The records of a compressed v2 batch decompressed here and folded in C; False (nothing
-    added) when anything would give an error: the Python reader then reads the batch and says what."""
+    """A compressed v2 batch the C walk did not pack (larger than it reads), read here and given to
+    :func:`_fold_packed`; False (nothing added) when anything would give an error."""
     try:
         data = reader.read_batch_bytes(batch)
-        codec_id = data[v2.ATTRIBUTES_OFFSET + 1] & v2.COMPRESSION_CODEC_MASK
-        records = compression.decompress(codec_id, memoryview(data)[v2.RECORDS_OFFSET:], magic=v2.MAGIC_VALUE_V2,
-                                         max_bytes=reader.max_decompressed_bytes, label=reader.label,
-                                         position=batch.position + v2.RECORDS_OFFSET)
     except (FormatError, OSError):
         return False
     if data[v2.MAGIC_OFFSET] != 2 or len(data) != batch.size_bytes:
         return False
-    added = fold.add_records(records, 0, batch.record_count, batch.base_offset)
-    if added is None:
-        return False
-    if added[0]:
-        _saw_offsets(result, added[1], added[2])
-    return True
+    codec_id = data[v2.ATTRIBUTES_OFFSET + 1] & v2.COMPRESSION_CODEC_MASK
+    packed = (batch.position, codec_id, batch.record_count, batch.base_offset, batch.size_bytes,
+              memoryview(data)[v2.RECORDS_OFFSET:])
+    return _fold_packed(result, reader, packed, fold)

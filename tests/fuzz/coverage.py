@@ -57,7 +57,8 @@ def line_counts() -> dict[str, dict[int, tuple[int, str]]]:
     for raw in out.splitlines():
         if raw.startswith("/") and raw.endswith(":"):   # a source file's section (Python's headers left out)
             path = Path(raw[:-1])
-            current = files.setdefault(path.name, {}) if path.parent == native.FORMATS else None
+            sources = {native.FORMATS, *(source.parent for source in native.EXTENSIONS.values())}
+            current = files.setdefault(path.name, {}) if path.parent in sources else None
             continue
         m = _LINE.match(raw)
         if current is None or not m or not m.group(2) or m.group(3).lstrip().startswith("#"):

@@ -32,7 +32,7 @@ from fuzz.common import Disagreement, exact_buffer, scratch, write  # noqa: E402
 
 PARTITION = "keyfold-0"
 SEGMENT = "00000000000000000000.log"
-SMALL = {"capacity": 8, "sample_size": 4}  # small summaries: many folds per input
+SMALL = {"capacity": 1, "sample_size": 2}  # tiny summaries: a fold every 5 distinct keys of an input
 
 
 def _scan(use_c: bool, sample: int | None):
@@ -99,6 +99,8 @@ def make_seeds() -> None:
     records = [(rnd.choice((None, b"", b"k%d" % rnd.randrange(9))), b"v" * rnd.randrange(5), []) for _ in range(20)]
     s.add(_batch(0, records) + _batch(20, records, codec="gzip") + _batch(40, records, codec="zstd"))
     s.add(bytes([3]) + b"".join(_record(i, *records[i]) for i in range(3)))  # records as add_records reads them
+    long_keys = [(rnd.randbytes(n), b"v", []) for n in (127, 128, 129, 300, 0, 1)] * 2  # BLAKE2b's block edges
+    s.add(_batch(0, long_keys) + _batch(12, long_keys, codec="snappy"))
     s.add(_message(0, 1, b"a", b"x") + _wrapper(3, 1, [(b"b", b"y"), (b"c", None), (None, b"y")])
           + _message(4, 0, b"d", b"z"))
     for log in sorted((REAL / "broker-dirs").rglob("*.log")):
