@@ -1,8 +1,9 @@
 """Fleet scale: whole `kafka-audit audit --manifest` runs on a SYNTHETIC 30-broker fleet, side by
 side with the code before (a git ref), wall, CPU and peak RSS, with the time of each stage.
 
-    nice -n 10 .venv/bin/python benchmarks/fleet.py --rows 10000,100000 --before /tmp/fleet-before
-    git worktree add /tmp/fleet-before f32eae6     # the code before issue 19, once
+    nice -n 10 .venv/bin/python benchmarks/fleet.py --rows 10000,100000,1000000 --before /tmp/fleet-before
+    git worktree add /tmp/fleet-before f32eae6     # the code before issue 19, once (or git archive REF | tar -x)
+    nice -n 10 .venv/bin/python benchmarks/fleet.py --rows 100000 --anomalies --chromium   # the report in Chromium
 
 The fleet is NOT real broker data: the real rows of manifests collected from real brokers (the
 bundled demo sample auditor/samples/demo-cluster.tar.gz and /work/shared/fixtures/real/broker-dirs,
@@ -17,10 +18,12 @@ at 1,000,000 rows). Each segment copies one real segment row (its sizes, index e
 notes, batch counts) and gets contiguous offsets and timestamps/mtimes one segment apart; the
 replicas of a partition share their segments (mtimes a few seconds apart), as followers do.
 
-Each run is a fresh process (``--engine local``, ``--no-progress`` off: the progress lines give the
-stages' times), its CPU and peak RSS from ``wait4``; the same manifests for each code version, runs
-interleaved. Prints medians per size and code, the ratios, the check cost per partition dir, and the
-load average; asserts nothing.
+Each run is a fresh process (``--engine local``, ``--progress``: the progress lines give the stages),
+its CPU and peak RSS from ``wait4``, and per stage the wall and CPU time and the peak RSS reached by the
+stage's end (``/proc/PID/status`` VmHWM); the same manifests for each code version, runs interleaved.
+Prints medians per size and code, the ratios, the check cost per partition dir, the RSS per segment
+row, whether the findings (a sha256 of the JSON's list) are identical across the code versions, and the
+load average; with ``--chromium`` the report's load and sort time in headless Chromium. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -240,6 +243,36 @@ def run_audit(code: Path, manifests: Path, out: Path) -> dict:
             "html_mib": (out / "report.html").stat().st_size / 2**20 if (out / "report.html").exists() else None}
 
 
+CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
+def chromium_open_and_sort(report: Path) -> dict:
+    """The report opened in Debian's headless Chromium (Playwright, as tests/test_report_chromium.py):
+    seconds to the load event, and seconds for a click on the first sortable header of every table
+    to re-order it (all tables, in one go), with the rows the page holds."""
+    import shutil
+
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        start = time.monotonic()
+        page.goto(report.as_uri())
+        page.wait_for_load_state("load")
+        opened = time.monotonic() - start
+        tables = page.eval_on_selector_all("table", "ts => ts.filter(t => t.querySelector('th.sortable')).length")
+        rows = page.eval_on_selector_all("tr", "rs => rs.length")
+        start = time.monotonic()
+        page.evaluate("() => { for (const t of document.querySelectorAll('table')) {"
+                      " const h = t.querySelector('th.sortable'); if (h) h.click(); } }")
+        sorted_s = time.monotonic() - start
+        browser.close()
+    return {"open_s": opened, "sort_s": sorted_s, "sortable_tables": tables, "rows": rows}
+
+
 def stage_cpu_s(stages, prefix: str) -> float:
     """CPU seconds of a stage: from its progress line (``prefix``) to the next one."""
     return sum(cpu for name, _, cpu, _ in stages if name.split("] ", 1)[-1].startswith(prefix))
@@ -260,6 +293,7 @@ def main() -> None:
                     help="largest size the old code runs at (issue 19's start: ~10 KiB a row, 10 GiB at 1,000,000)")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--anomalies", action="store_true", help="keep the real rows that carry anomalies (more findings)")
+    ap.add_argument("--chromium", action="store_true", help="open each report in headless Chromium: load and sort time")
     args = ap.parse_args()
     sizes = [int(r) for r in args.rows.split(",")]
     dirs = [int(d) for d in args.dirs.split(",")] if args.dirs else [min(r // 2, 100_000) for r in sizes]
@@ -286,6 +320,10 @@ def main() -> None:
                 print(f"  {code:6s} wall {r['wall_s']:7.1f} s  cpu {r['cpu_s']:7.1f} s  rss {r['rss_mib']:6.0f} MiB  "
                       f"checks cpu {check_stage_s(r['stages']):6.1f} s  'validating' cpu {stage_cpu_s(r['stages'], 'validating'):6.1f} s  exit {r['status']}  findings {r['findings']:,}  "
                       f"sha256 {r['findings_sha256']}  json {r['json_mib']:.1f} MiB  html {r['html_mib']:.1f} MiB  load {os.getloadavg()[0]:.1f}")
+                if args.chromium and (out / "report.html").exists():
+                    c = chromium_open_and_sort(out / "report.html")
+                    print(f"      chromium: opened in {c['open_s']:.2f} s, {c['sortable_tables']} sortable tables sorted in "
+                          f"{c['sort_s']:.2f} s ({c['rows']:,} table rows in the page)")
                 for name, wall, cpu, hwm in r["stages"]:
                     print(f"      wall {wall:7.1f} s  cpu {cpu:7.1f} s  peak rss {hwm:6.0f} MiB  {name}")
         med = {c: {k: statistics.median(x[k] for x in rs) for k in ("wall_s", "cpu_s", "rss_mib")}
