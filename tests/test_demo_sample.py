@@ -78,3 +78,26 @@ def test_next_commands_name_the_sample(sample):
         args = shlex.split(c)
         assert all(str(d) in args for d in log_dirs), c
     assert "--remote-storage-dir" in commands[0][1] and f"--group {meta['replay_group']}" in commands[1][1]
+
+
+def test_the_keyed_topic_shows_a_hot_key_null_keys_and_split_keys(sample):
+    """customers, through the key statistics (auditor.keys): murmur2 (the Java partitioner) at 6
+    partitions explains most records and murmur2 at 3 the rest (kafka-topics --alter 3 -> 6), keys
+    split over two partitions, a hot key (cust-vip, 600 records) and null keys as skew causes."""
+    from auditor.keys.attribution import attribute_topic, checked_keys, skew_causes, split_keys
+    from auditor.keys.partition_keys import scan_partition_keys
+    log_dirs, _meta = sample
+    stats = {int(d.name.rsplit("-", 1)[1]): scan_partition_keys(d).stats
+             for log_dir in log_dirs for d in log_dir.glob("customers-*")}
+    assert sorted(stats) == list(range(6))
+    verdict = attribute_topic("customers", stats, 6)
+    assert verdict["null_key_records"] == 300 and verdict["partitioner"] is None, verdict["verdict"]
+    two = verdict["two_explanations"]
+    assert (two["first"]["family"], two["first"]["partition_count"]) == ("murmur2", 6)
+    assert (two["second"]["family"], two["second"]["partition_count"]) == ("murmur2", 3) and two["share"] == 1.0
+    split = split_keys(stats, {p: checked_keys(s) for p, s in stats.items()}, 6)
+    assert split["split_keys_found"] > 50, split
+    causes = {c["cause"] for c in skew_causes(stats, verdict)}
+    assert {"hot keys", "null keys"} <= causes, causes
+    hot = next(c for c in skew_causes(stats, verdict) if c["cause"] == "hot keys")
+    assert hot["keys"][0]["records_min"] == 600  # cust-vip: 300 records before the change, 300 after
