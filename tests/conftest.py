@@ -94,10 +94,12 @@ def _kafka_classpath(kafka_classpath_str: str) -> str:
     return kafka_classpath_str
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def kafka_cluster_factory(tmp_path_factory, kafka_classpath_str):
     """``factory(brokers=1, log_dirs_per_broker=1, broker_config=None, start=True, **kw)`` ->
-    a started KafkaCluster in a fresh tmp dir.  Every cluster is stopped at session end."""
+    a started KafkaCluster in a fresh tmp dir.  Every cluster is stopped at the end of the module
+    that made it (one factory per module): a finished module's brokers never hold memory, CPU and
+    ports while the next modules run."""
     clusters: list[KafkaCluster] = []
 
     def factory(brokers: int = 1, log_dirs_per_broker: int = 1, broker_config=None,

@@ -43,7 +43,7 @@ from auditor.manifest import (COMPLETE_FILE, LOG_DIRS_FILE, PARTITIONS_FILE, SEG
                               check_manifest_complete, collect_manifest, find_manifests)
 from auditor.scan.state import read_state_file
 from harness.forked import Zygote, kill_at_random_moment
-from harness.kafka import KafkaCluster, wait_until
+from harness.kafka import KafkaCluster, freeze_broker, thaw_broker, wait_until
 
 KILLS = 50
 DEPTH = "headers"
@@ -158,26 +158,6 @@ def _cluster_part(manifest: Path, name: str) -> bytes | None:
     return gzip.decompress(path.read_bytes()) if path.exists() else None
 
 
-def _freeze(cluster: KafkaCluster):
-    """Stops the broker JVM (SIGSTOP): no file under its log dirs changes until _thaw."""
-    pid = cluster.nodes[1].proc.pid
-    os.kill(pid, signal.SIGSTOP)
-    # kill() returns before every thread has stopped: a thread inside a call that creates a file
-    # (a new segment's .index after its .log) finishes it first. Frozen = every thread in state T.
-    wait_until(lambda: _all_threads_stopped(pid), 60, f"the broker's threads (pid {pid}) to stop on SIGSTOP")
-    return pid
-
-
-def _all_threads_stopped(pid: int) -> bool:
-    states = []
-    for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
-        try:
-            states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
-        except (OSError, IndexError):  # a thread that ended meanwhile
-            continue
-    return bool(states) and all(s in ("T", "t") for s in states)
-
-
 def test_collect_killed_at_random_moments_then_the_next_run_equals_a_full_scan(cluster, tmp_path):
     seed = int(os.environ.get("COLLECT_KILLS_SEED") or random.SystemRandom().randrange(1 << 32))
     print(f"\ncollect kills: seed {seed} (COLLECT_KILLS_SEED={seed} replays the moments)")
@@ -205,13 +185,13 @@ def test_collect_killed_at_random_moments_then_the_next_run_equals_a_full_scan(c
             phases[phase] += 1
             _assert_nothing_of_ours_under(log_dir, pid)
             left[_assert_whole_or_refused(out, state)] += 1
-            broker = _freeze(cluster)  # (the producer's request in flight waits: its timeouts are minutes)
+            broker = freeze_broker(cluster)  # (the producer's request in flight waits: its timeouts are minutes)
             frozen_at = time.monotonic()
             try:
                 resumed = collect_manifest([log_dir], out, DEPTH, state_dir=state)
                 full = collect_manifest([log_dir], tmp_path / "full", DEPTH)
             finally:
-                os.kill(broker, signal.SIGCONT)
+                thaw_broker(broker)
                 frozen_s += time.monotonic() - frozen_at
             context = f"kill {kill} (seed {seed}, {how}, {phase})"
             check_manifest_complete(out, verify_bytes=True)

@@ -104,11 +104,21 @@ def expected_aggregates(segments: list[dict], partitions: list[dict]) -> dict[st
         oldest = [t for t in oldest if t is not None]
         newest = [s["max_timestamp_ms"] for s in segs if s["max_timestamp_ms"] is not None]
         mt = [s["log_mtime_ms"] for s in live if s["log_mtime_ms"] is not None]
+        firsts = [s["first_offset"] for s in segs if s["first_offset"] is not None]
+        lasts = [s["last_offset"] for s in segs if s["last_offset"] is not None]
         per_dir[(p["broker_id"], p["log_dir"], p["dir_name"])] = {
             "broker_id": p["broker_id"], "log_dir": p["log_dir"], "topic": p["topic"], "partition": p["partition"],
-            "dir_kind": p["dir_kind"], "segment_count": len(live), "size_bytes": sum(s["log_size_bytes"] for s in live),
+            "dir_kind": p["dir_kind"], "dir_name": p["dir_name"],
+            # the partition row's own facts, carried through
+            "cluster_id": p["cluster_id"], "topic_id": p["topic_id"], "log_start_offset": p["log_start_offset"],
+            "log_end_offset": p["log_end_offset"], "high_watermark": p["high_watermark"],
+            "segment_count": len(live), "size_bytes": sum(s["log_size_bytes"] for s in live),
+            "other_segment_files": len(segs) - len(live),
+            "index_bytes": sum((s["index_size_bytes"] or 0) + (s["timeindex_size_bytes"] or 0)
+                               + (s["txnindex_size_bytes"] or 0) for s in live),
             "message_count": _exact_sum(s["record_count"] for s in live),
             "oldest_record_timestamp_ms": min(oldest, default=None), "newest_record_timestamp_ms": max(newest, default=None),
+            "first_offset": min(firsts, default=None), "last_offset": max(lasts, default=None),
             "oldest_log_mtime_ms": min(mt, default=None), "newest_log_mtime_ms": max(mt, default=None),
             "mtime_spread_ms": (max(mt) - min(mt)) if mt else None,
             "notes": len(p["notes"]) + sum(len(s["notes"]) for s in segs),
@@ -119,12 +129,14 @@ def expected_aggregates(segments: list[dict], partitions: list[dict]) -> dict[st
         mins = [r["oldest_log_mtime_ms"] for r in rows if r["oldest_log_mtime_ms"] is not None]
         maxs = [r["newest_log_mtime_ms"] for r in rows if r["newest_log_mtime_ms"] is not None]
         return {
+            "partition_dirs": len(rows),
             "replicas": sum(r["dir_kind"] == "live" for r in rows),
             "segment_count": sum(r["segment_count"] for r in rows),
             "size_bytes": sum(r["size_bytes"] for r in rows),
             "message_count": _exact_sum(r["message_count"] for r in rows),
             "oldest_record_timestamp_ms": min((r["oldest_record_timestamp_ms"] for r in rows if r["oldest_record_timestamp_ms"] is not None), default=None),
             "newest_record_timestamp_ms": max((r["newest_record_timestamp_ms"] for r in rows if r["newest_record_timestamp_ms"] is not None), default=None),
+            "oldest_log_mtime_ms": min(mins, default=None), "newest_log_mtime_ms": max(maxs, default=None),
             "mtime_spread_ms": (max(maxs) - min(mins)) if mins else None,
             "notes": sum(r["notes"] for r in rows),
         }
@@ -139,16 +151,22 @@ def expected_aggregates(segments: list[dict], partitions: list[dict]) -> dict[st
     live_dirs = [r for r in per_dir.values() if r["dir_kind"] == "live"]
     for topic, rows in group(live_dirs, lambda r: r["topic"]).items():
         t = rollup(rows)
+        del t["partition_dirs"]   # a topic row counts partitions and replicas instead
         by_tp = group(rows, lambda r: r["partition"])
         sizes = [max(r["size_bytes"] for r in reps) for reps in by_tp.values()]
-        t.update(partitions=len(by_tp), min_replicas=min(map(len, by_tp.values())), max_replicas=max(map(len, by_tp.values())),
+        # per partition the largest replica's count (replicas agree on data), None if one is unknown
+        tp_counts = [max((r["message_count"] for r in reps if r["message_count"] is not None), default=None)
+                     if all(r["message_count"] is not None for r in reps) else None for reps in by_tp.values()]
+        t.update(topic=topic, partitions=len(by_tp), min_replicas=min(map(len, by_tp.values())),
+                 max_replicas=max(map(len, by_tp.values())),
                  max_partition_size_bytes=max(sizes), median_partition_size_bytes=float(statistics.median(sizes)),
+                 partition_message_count=_exact_sum(tp_counts),
                  brokers=len({r["broker_id"] for r in rows}))
         topics[topic] = t
     brokers = {}
     for b, rows in group(per_dir.values(), lambda r: r["broker_id"]).items():
-        brokers[b] = {**rollup(rows), "partition_dirs": len(rows), "log_dirs": len({r["log_dir"] for r in rows})}
-    log_dirs = {k: {**rollup(rows), "partition_dirs": len(rows)}
+        brokers[b] = {**rollup(rows), "broker_id": b, "log_dirs": len({r["log_dir"] for r in rows})}
+    log_dirs = {k: {**rollup(rows), "broker_id": k[0], "log_dir": k[1]}
                 for k, rows in group(per_dir.values(), lambda r: (r["broker_id"], r["log_dir"])).items()}
     return {"partition_stats": per_dir, "topic_stats": topics, "broker_stats": brokers, "log_dir_stats": log_dirs}
 
@@ -162,8 +180,10 @@ def check_aggregates(seg_df, part_df, segments: list[dict], partitions: list[dic
         rows = {keys[name](r): r for r in spark_rows(got[name])}
         assert set(rows) == set(expected), f"{name}: keys {sorted(map(str, rows))} != {sorted(map(str, expected))}"
         for k, exp in expected.items():
-            actual = {c: rows[k][c] for c in exp}
-            assert actual == exp, f"{name}[{k}]: {actual} != {exp}"
+            # every column the engine gives is modelled here: a new column fails until it is
+            assert set(rows[k]) == set(exp), f"{name}: columns {sorted(rows[k])} != modelled {sorted(exp)}"
+            assert rows[k] == exp, f"{name}[{k}]: " + ", ".join(
+                f"{c}: {rows[k][c]!r} != {exp[c]!r}" for c in exp if rows[k][c] != exp[c])
 
 
 # ---------------------------------------------------------------------------------------
