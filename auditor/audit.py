@@ -27,7 +27,8 @@ from auditor.cluster.consumer_groups import commit_rows, read_groups
 from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_metadata
 from auditor.cluster.metadata_log import MetadataLogNotFound, read_metadata_log
 from auditor.cluster.metadata_audit import PartitionMoves, effective_topic_configs
-from auditor.manifest import collect_manifest
+from auditor.keys.audit_keys import build_key_audit, from_manifests, metadata_partitions, scan_keys_local, scan_keys_spark
+from auditor.manifest import collect_manifest, find_manifests
 from auditor.manifest import read_cluster_metadata as read_manifest_metadata
 from auditor.manifest import read_consumer_groups as read_manifest_groups
 from auditor.manifest import read_remote_log_metadata as read_manifest_remote
@@ -65,6 +66,10 @@ class AuditRequest:
     """Incremental scans: the scan state dir (auditor.scan.state); the scan then runs in-process."""
     remote_storage_dir: str | None = None
     """Tiered storage: LocalTieredStorage's directory (the remote segments' files), for exact replay answers."""
+    keys: bool = False
+    """Key statistics from the log dirs (issue 23): every record's key (``keys_sample_bytes``: the
+    newest N bytes of each partition); manifests carry theirs when collected with --keys."""
+    keys_sample_bytes: int | None = None
 
 
 def _timeline_keys(findings: list[Finding]) -> list[tuple[str, int]]:
@@ -105,6 +110,7 @@ def _run_tables_spark(req: AuditRequest, ctx: AuditContext, progress: Callable[[
             progress(f"--state not used: the executors of {spark.sparkContext.master} cannot read the driver's "
                      "temporary manifest (run `kafka-audit collect --state` on the brokers and audit the manifests)")
     try:
+        read_keys(req, ctx, progress, spark)
         scan = _spark_scan(spark, req, tmp, progress)
         aggs = aggregates(scan.segments, scan.partitions)
         if req.parquet_dir:
@@ -224,6 +230,7 @@ def audit_context(req: AuditRequest, progress: Callable[[str], None]) -> AuditCo
                        replay_at_ms=req.at_ms, replay_topics=tuple(req.topics) if req.topics else None)
     if log is not None:
         ctx.partition_moves = PartitionMoves.from_log(log)
+    ctx.__dict__["key_partitions"] = metadata_partitions(log)  # partition counts and additions, for read_keys
     ctx.__dict__["topic_config_sources"] = sources     # read by run_audit for the outcome
     ctx.__dict__["metadata_notes"] = notes
     return ctx
@@ -259,11 +266,36 @@ def read_remote_storage(req: AuditRequest, ctx: AuditContext, progress: Callable
     ctx.remote_storage_dir = req.remote_storage_dir
 
 
+def wants_keys(req: AuditRequest) -> bool:
+    return bool(req.manifests) or req.keys or req.keys_sample_bytes is not None
+
+
+def read_keys(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None], spark=None) -> None:
+    """Step 2c: the key statistics for the keys.* checks and KLA001's cause (``ctx.keys``): the
+    manifests' key parts, or (``--keys``) the log dirs' keys, on the executors when ``spark`` is given."""
+    if not wants_keys(req):
+        return
+    counts, added = ctx.__dict__.get("key_partitions") or ({}, {})
+    prefix = ctx.config.key_prefix_bytes
+    if req.manifests:
+        pairs, notes = from_manifests(find_manifests(req.manifests))
+        source = "manifests (collect --keys)"
+    else:
+        mode = "all records" if req.keys_sample_bytes is None else f"the newest {req.keys_sample_bytes:,} bytes per partition"
+        progress(f"reading the keys of every partition ({mode}{', on the executors' if spark is not None else ''})")
+        scan = scan_keys_local if spark is None else (lambda *a: scan_keys_spark(spark, *a))
+        pairs, notes, source = scan(req.log_dirs, req.keys_sample_bytes, prefix), [], f"log dirs ({mode})"
+    ctx.keys = build_key_audit(pairs, source, notes=notes, prefix_bytes=prefix, counts=counts, added=added)
+    for note in ctx.keys.notes:
+        progress(f"keys: {note}")
+
+
 def run_tables(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]) -> TableOutcome:
     """Step 3: scan, aggregates, checks and Great Expectations, on the driver or on Spark."""
     engine, why = choose_engine(req)
     progress(f"engine: {engine} ({why})")
     if engine == "local":
+        read_keys(req, ctx, progress)
         out = run_tables_local(req, ctx, progress, _timeline_keys, TIMELINE_COLUMNS)
     else:
         out = _run_tables_spark(req, ctx, progress)

@@ -292,6 +292,11 @@ class AuditContext:
     ``auditor.cluster.metadata_state.PartitionMoves``), when a metadata log was read; KLA020 names
     the recorded event instead of guessing."""
 
+    keys: Any = None
+    """The key statistics per topic-partition and each topic's partitioner verdict (an
+    ``auditor.keys.audit_keys.KeyAudit``), when the audit read them (``--keys``, or manifests
+    collected with ``--keys``); None: not asked. The keys.* checks and KLA001's cause read it."""
+
     group_offsets: tuple = ()
     """Consumer groups' committed offsets, read from ``__consumer_offsets`` on disk
     (``auditor.cluster.consumer_groups.commit_rows``) or handed in: dicts with group, topic,

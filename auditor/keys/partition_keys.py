@@ -151,7 +151,7 @@ def _read_segment(result: PartitionKeys, log: Path, base_offset: int, cut: int) 
                 continue
             try:
                 for record in reader.records(batch, keys=True):
-                    add(record.key, record.value_size)
+                    add(record.key, record.value_size, record.offset, record.timestamp_ms)
                     if result.first_offset is None:
                         result.first_offset = record.offset
                     result.last_offset = record.offset
