@@ -328,6 +328,8 @@ class AuditOutcome:
     a config absent here came from the config file's kafka: block or Kafka's defaults."""
     metadata_notes: list = field(default_factory=list)
     """Problems met reading the KRaft metadata log (file, offset, what)."""
+    keys: object | None = None
+    """The key statistics the checks read (``auditor.keys.audit_keys.KeyAudit``), None when not asked."""
     topic_configs: dict = field(default_factory=dict)
     """{topic: {config: value}} as the cluster gave them (live cluster or metadata log), the values
     behind ``topic_config_sources`` (the report's "Topic configs" table)."""
@@ -348,4 +350,5 @@ def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: N
         exit_code=1 if worst_severity >= fail_on and fail_on > Severity.PASS else 0,
         check_titles={**{name: check.title for name, check in REGISTRY.items()}, GX_CHECK: "segment table"},
         groups=groups, topic_config_sources=ctx.__dict__.get("topic_config_sources", {}),
-        metadata_notes=ctx.__dict__.get("metadata_notes", []), topic_configs=dict(ctx.topic_configs or {}))
+        metadata_notes=ctx.__dict__.get("metadata_notes", []), topic_configs=dict(ctx.topic_configs or {}),
+        keys=ctx.keys)

@@ -252,3 +252,42 @@ def iter_shown_top(stats: KeyStats, audit: KeyAudit, top: int = 5) -> Iterator[d
                "share_of_records": round(count / stats.records, 6) if stats.records else None,
                "bytes_min": nbytes,
                "share_of_bytes": round(nbytes / stats.record_bytes, 6) if stats.record_bytes else None}
+
+
+#: Heaviest keys shown per skewed partition in the findings document and the report.
+TOP_KEYS_SHOWN = 5
+
+
+def key_document(audit: KeyAudit | None, skewed: Iterable[tuple[str, int]] = ()) -> dict:
+    """The findings document's ``keys`` member (findings.schema.json): whether key checks ran and
+    why not, per topic the partitioner verdict, per partition its counts, and for each skewed
+    partition (``skewed``: KLA001's flagged ones, plus those >= 1.5x their topic's median records)
+    its heaviest keys as fingerprints with their shares of records and bytes."""
+    if audit is None:
+        return {"ran": False, "source": None, "prefix_bytes": 0, "topics": [],
+                "notes": ["key checks did not run: not asked (audit --keys, or manifests collected with --keys)"]}
+    flagged = set(skewed)
+    topics = []
+    for topic in audit.topics():
+        verdict = audit.verdicts.get(topic, {})
+        flagged |= {(topic, s["partition"]) for s in verdict.get("skewed_partitions", [])}
+        partitions = []
+        for partition, stats in audit.topic_stats(topic).items():
+            read = audit.read(topic, partition)
+            row = {"partition": partition, "broker_id": read.broker_id, "mode": read.mode,
+                   "sample_bytes": read.sample_bytes, "scanned_bytes": read.scanned_bytes, "log_bytes": read.log_bytes,
+                   "records": stats.records, "record_bytes": stats.record_bytes, "null_key_records": stats.null_keys,
+                   "distinct_keys_estimate": stats.hll.estimate(),
+                   "distinct_keys_relative_std_error": round(stats.hll.relative_error, 4),
+                   "heavy_hitters_error_records": stats.heavy.decrement, "skewed": (topic, partition) in flagged}
+            if row["skewed"]:
+                row["top_keys"] = list(iter_shown_top(stats, audit, TOP_KEYS_SHOWN))
+            partitions.append(row)
+        topics.append({"topic": topic, "partitioner": verdict.get("partitioner"), "verdict": verdict.get("verdict"),
+                       "partition_count": verdict.get("partition_count"),
+                       "partition_count_source": verdict.get("partition_count_source"),
+                       "families": verdict.get("families", []),
+                       "split_keys_found": verdict.get("split_keys", {}).get("split_keys_found", 0),
+                       "partitions_added": verdict.get("partitions_added", []), "partitions": partitions})
+    return {"ran": audit.ran, "source": audit.source, "prefix_bytes": audit.prefix_bytes, "notes": list(audit.notes),
+            "topics": topics}
