@@ -59,17 +59,13 @@ class SplitKey(Check):
     }
 
     def run(self, data: CheckInput, ctx, opts):
-        audit = getattr(ctx, "keys", None)
-        if audit is None or not audit.ran:
-            return []
+        from auditor.keys.audit_keys import judged_topics
+
         out = []
-        for topic, verdict in sorted(audit.verdicts.items()):
-            topts = ctx.options(self, topic)
-            if not topts.get("enabled", True) or (topic.startswith("__") and not topts["include_internal"]):
-                continue
-            split = split_keys_with_times(audit, topic)
+        for topic, verdict, topts in judged_topics(self, ctx):
+            split = split_keys_with_times(ctx.keys, topic)
             if len(split) >= topts["min_split_keys"]:
-                out.append(self._finding(topic, split, verdict, audit, topts))
+                out.append(self._finding(topic, split, verdict, ctx.keys, topts))
         return out
 
     def _finding(self, topic: str, split: list[dict], verdict: dict, audit, topts):

@@ -49,17 +49,13 @@ class TwoPartitioners(Check):
     }
 
     def run(self, data: CheckInput, ctx, opts):
-        audit = getattr(ctx, "keys", None)
-        if audit is None or not audit.ran:
-            return []
+        from auditor.keys.audit_keys import judged_topics
+
         out = []
-        for topic, verdict in sorted(audit.verdicts.items()):
-            topts = ctx.options(self, topic)
-            if not topts.get("enabled", True) or (topic.startswith("__") and not topts["include_internal"]):
-                continue
+        for topic, verdict, topts in judged_topics(self, ctx):
             pair = two_partitioners(verdict)
             if pair is not None:
-                out.append(self._finding(topic, verdict, pair, audit, topts))
+                out.append(self._finding(topic, verdict, pair, ctx.keys, topts))
         return out
 
     def _finding(self, topic: str, verdict: dict, pair: dict, audit, topts):

@@ -22,22 +22,12 @@ A case describes what producers wrote; the records are made and fed to real
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from auditor.keys.audit_keys import build_key_audit
 from auditor.keys.partition_keys import PartitionKeys
 from auditor.keys.partitioners import FAMILY_BY_NAME, KeyHashes, partition_for
 from auditor.keys.sketches import KeyStats
 
 DEFAULT_TIME_MS = 1_700_000_000_000
-
-
-def _ms(value) -> int | None:
-    if value is None or isinstance(value, int):
-        return value
-    if isinstance(value, datetime):
-        return int(value.timestamp() * 1000)
-    return int(datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp() * 1000)
 
 
 def _records(line: dict, count: int):
@@ -60,8 +50,9 @@ def _records(line: dict, count: int):
             yield key, partition, value_bytes
 
 
-def key_audit_of(case_keys: dict | None):
-    """The ``KeyAudit`` a case's ``keys:`` section describes; None without one."""
+def key_audit_of(case_keys: dict | None, to_ms):
+    """The ``KeyAudit`` a case's ``keys:`` section describes (``to_ms``: the case file's time
+    reader, ISO-8601 or epoch ms); None without one."""
     if case_keys is None:
         return None
     prefix = int(case_keys.get("prefix_bytes", 0))
@@ -71,12 +62,12 @@ def key_audit_of(case_keys: dict | None):
         if count is not None:
             counts[topic] = int(count)
         if spec.get("added"):
-            added[topic] = [{"partition": a["partition"], "offset": a["offset"], "timestamp_ms": _ms(a["timestamp_ms"])}
+            added[topic] = [{"partition": a["partition"], "offset": a["offset"], "timestamp_ms": to_ms(a["timestamp_ms"])}
                             for a in spec["added"]]
         stats: dict[int, KeyStats] = {}
         next_offset: dict[int, int] = {}
         for line in spec.get("produce") or []:
-            time_ms = _ms(line.get("time")) or DEFAULT_TIME_MS
+            time_ms = to_ms(line.get("time")) or DEFAULT_TIME_MS
             for key, partition, value_bytes in _records(line, int(count or 1)):
                 offset = next_offset.get(partition, 0)
                 stats.setdefault(partition, KeyStats(prefix_bytes=prefix)).add(key, value_bytes, offset, time_ms)

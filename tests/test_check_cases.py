@@ -97,7 +97,7 @@ def case_context(check_name: str, case: dict) -> AuditContext:
                        group_offsets=tuple(_time_fields(g) for g in case.get("groups") or ()),
                        partition_moves=_partition_moves(case.get("metadata"), case.get("metadata_dirs"),
                                                         case.get("metadata_history")))
-    ctx.keys = key_audit_of(case.get("keys"))  # key statistics built from the records the case describes
+    ctx.keys = key_audit_of(case.get("keys"), _ms)  # key statistics built from the records the case describes
     if case.get("topic_config_sources"):  # as auditor.audit.audit_context records them
         ctx.__dict__["topic_config_sources"] = case["topic_config_sources"]
     return ctx

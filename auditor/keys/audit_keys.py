@@ -97,6 +97,19 @@ def key_label(shown: dict | None) -> str:
     return f"key#{shown['murmur2'] & 0xFFFFFFFF:08x} (len {shown['length']}{extra})"
 
 
+def judged_topics(check, ctx) -> Iterator[tuple[str, dict, dict]]:
+    """``(topic, partitioner verdict, options)`` of each topic with key statistics that ``check``
+    judges (enabled for it; ``__internal`` ones only with its ``include_internal``); nothing when
+    the audit read no key statistics."""
+    audit = getattr(ctx, "keys", None)
+    if audit is None or not audit.ran:
+        return
+    for topic, verdict in sorted(audit.verdicts.items()):
+        topts = ctx.options(check, topic)
+        if topts.get("enabled", True) and (not topic.startswith("__") or topts["include_internal"]):
+            yield topic, verdict, topts
+
+
 # -- reading -----------------------------------------------------------------------------------
 def _location(broker_id, log_dir: str, dir_name: str) -> dict | None:
     from auditor.formats.filenames import parse_partition_dir
