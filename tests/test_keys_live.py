@@ -36,6 +36,7 @@ from pathlib import Path
 import pytest
 
 from auditor.keys.partitioners import key_partition, murmur2
+from test_report_chromium import ARTIFACTS, browser  # noqa: F401 - the module-scoped headless Chromium fixture
 
 PARTITIONS = 6
 RECORDS = 8000           # keyed records per topic
@@ -432,3 +433,25 @@ def test_the_report_shows_the_hot_partitions_keys_and_never_a_key(audited, writt
         assert f"key#{murmur2(b'hot-customer-a') & 0xFFFFFFFF:08x} (len 14)" in html
         rows = {t["topic"]: t for t in doc["keys"]["topics"]}[topic]["partitions"]
         assert hot_partition in [p["partition"] for p in rows if p.get("top_keys")]
+
+
+def test_the_keys_section_in_chromium(audited, written, browser, tmp_path):
+    """The report as a person sees it: the hot partitions' key charts load and show, the key table
+    reads, no console error (Debian's headless Chromium, as tests/test_report_chromium.py opens it)."""
+    from test_report_chromium import _open
+
+    report = tmp_path / "keys-report.html"
+    report.write_text(audited["local"][1])
+    page, problems = _open(browser, report, "keys-report")
+    section = page.locator("h2#keys")
+    section.scroll_into_view_if_needed()
+    charts = page.eval_on_selector_all(
+        "img[alt^='Heaviest keys of']", "imgs => imgs.map(i => ({ok: i.complete && i.naturalWidth > 0, "
+                                        "w: i.getBoundingClientRect().width, alt: i.alt}))")
+    hot = {f"Heaviest keys of {t}-{p}" for t in ("orders-crc32", "orders-murmur2")
+           for p, c in written["truth"][t]["keys"].items() if b"hot-customer-a" in c}
+    assert hot <= {c["alt"] for c in charts} and all(c["ok"] and c["w"] > 100 for c in charts), charts
+    first = page.locator("table.top-keys").first
+    assert first.locator("tr").count() >= 2 and "key#" in first.inner_text()
+    page.locator("figure.chart img[alt^='Heaviest keys of']").first.screenshot(path=str(ARTIFACTS / "keys-report-chart.png"))
+    assert not problems, problems
