@@ -19,6 +19,7 @@ from auditor.live_config import WANTED, fetch_topic_configs
 from auditor.cluster.consumer_groups import commit_rows, read_groups
 from auditor.cluster.metadata_log import MetadataLogNotFound, read_metadata_log
 from auditor.cluster.metadata_audit import PartitionMoves, effective_topic_configs
+from auditor.keys.audit_keys import metadata_partitions
 from auditor.manifest import read_cluster_metadata as read_manifest_metadata
 from auditor.manifest import read_consumer_groups as read_manifest_groups
 from auditor.manifest import read_remote_logs
@@ -57,6 +58,10 @@ class AuditRequest:
     """Incremental scans: the scan state dir (auditor.scan.state); the scan then runs in-process."""
     remote_storage_dir: str | None = None
     """Tiered storage: LocalTieredStorage's directory (the remote segments' files), for exact replay answers."""
+    keys: bool = False
+    """Key statistics from the log dirs (issue 23): every record's key (``keys_sample_bytes``: the
+    newest N bytes of each partition); manifests carry theirs when collected with --keys."""
+    keys_sample_bytes: int | None = None
 
 
 def _timeline_keys(findings: list[Finding]) -> list[tuple[str, int]]:
@@ -124,7 +129,8 @@ def audit_context(req: AuditRequest, progress: Callable[[str], None]) -> AuditCo
     return AuditContext(as_of_ms=req.as_of_ms or int(time.time() * 1000), config=config, topic_configs=topic_configs,
                         replay_at_ms=req.replay_at_ms, replay_topics=tuple(req.replay_topics) if req.replay_topics else None,
                         partition_moves=PartitionMoves.from_log(log) if log is not None else None,
-                        topic_config_sources=sources, metadata_notes=notes)
+                        topic_config_sources=sources, metadata_notes=notes,
+                        key_partitions=metadata_partitions(log))
 
 
 def read_consumer_groups(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]):
@@ -153,6 +159,7 @@ def read_remote_storage(req: AuditRequest, ctx: AuditContext, progress: Callable
         progress("reading __remote_log_metadata (tiered storage)")
     ctx.remote_logs, _notes = read_remote_logs(req.log_dirs, req.manifests)
     ctx.remote_storage_dir = req.remote_storage_dir
+
 
 
 def run_tables(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]) -> TableOutcome:
@@ -189,6 +196,8 @@ class AuditOutcome:
     a config absent here came from the config file's kafka: block or Kafka's defaults."""
     metadata_notes: list = field(default_factory=list)
     """Problems met reading the KRaft metadata log (file, offset, what)."""
+    keys: object | None = None
+    """The key statistics the checks read (``auditor.keys.audit_keys.KeyAudit``), None when not asked."""
     topic_configs: dict = field(default_factory=dict)
     """{topic: {config: value}} as the cluster gave them (live cluster or metadata log), the values
     behind ``topic_config_sources`` (the report's "Topic configs" table)."""
@@ -209,4 +218,5 @@ def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: N
         exit_code=1 if worst_severity >= fail_on and fail_on > Severity.PASS else 0,
         check_titles={**{name: check.title for name, check in REGISTRY.items()}, GX_CHECK: "segment table"},
         groups=groups, topic_config_sources=ctx.topic_config_sources,
-        metadata_notes=ctx.metadata_notes, topic_configs=dict(ctx.topic_configs or {}))
+        metadata_notes=ctx.metadata_notes, topic_configs=dict(ctx.topic_configs or {}),
+        keys=ctx.keys)

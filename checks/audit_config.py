@@ -48,7 +48,9 @@ INTERNAL_TOPIC_DEFAULTS: dict[str, dict[str, str]] = {
     "__transaction_state": {"cleanup.policy": "compact"},
     "__share_group_state": {"cleanup.policy": "delete"},
 }
-_TOP_LEVEL = {"fail_on", "checks", "kafka", "topics"}
+_TOP_LEVEL = {"fail_on", "checks", "kafka", "topics", "keys"}
+#: ``keys:`` settings: how record keys may be shown (issue 23: keys are data).
+KEY_SETTINGS = {"show_prefix_bytes": "a printable prefix of at most N bytes beside a key's fingerprint (default 0: none)"}
 
 
 class ConfigError(ValueError):
@@ -71,6 +73,18 @@ def _kafka_section(where: str, section: Any) -> dict[str, str]:
     return out
 
 
+def _key_prefix_bytes(where: str, section: Any) -> int:
+    """``keys.show_prefix_bytes`` (an integer >= 0; 0 when absent): keys are shown as fingerprints only by default."""
+    if section is None:
+        return 0
+    if not isinstance(section, Mapping) or set(section) - set(KEY_SETTINGS):
+        raise ConfigError(f"{where}: expected a mapping with {', '.join(KEY_SETTINGS)}, got {section!r}")
+    value = section.get("show_prefix_bytes", 0)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"{where}.show_prefix_bytes: expected an integer >= 0, got {value!r}")
+    return value
+
+
 class Config:
     def __init__(self, data: Mapping[str, Any] | None = None, source: str = "<defaults>",
                  registry: Mapping[str, type[Check]] | None = None):
@@ -87,6 +101,7 @@ class Config:
             raise ConfigError(f"{source}: fail_on: {e}") from None
         self.checks = self._check_section(f"{source}: checks", data.get("checks"))
         self.kafka = _kafka_section(f"{source}: kafka", data.get("kafka"))
+        self.key_prefix_bytes = _key_prefix_bytes(f"{source}: keys", data.get("keys"))
         self.topics: list[tuple[str, dict, dict]] = []
         topics = data.get("topics") or {}
         if not isinstance(topics, Mapping):
@@ -195,4 +210,5 @@ class Config:
             "checks": self.checks,
             "kafka": self.kafka,
             "topics": {p: {"checks": c, "kafka": k} for p, c, k in self.topics},
+            "keys": {"show_prefix_bytes": self.key_prefix_bytes},
         }

@@ -328,6 +328,16 @@ class AuditContext:
     ``auditor.cluster.metadata_state.PartitionMoves``), when a metadata log was read; KLA020 names
     the recorded event instead of guessing."""
 
+    keys: Any = None
+    """The key statistics per topic-partition and each topic's partitioner verdict (an
+    ``auditor.keys.audit_keys.KeyAudit``), when the audit read them (``--keys``, or manifests
+    collected with ``--keys``); None: not asked. The keys.* checks and KLA001's cause read it."""
+
+    key_partitions: tuple | None = None
+    """(partition count per topic, partitions added after each topic's creation) from the KRaft
+    metadata log (``auditor.keys.audit_keys.metadata_partitions``), for the key statistics'
+    partitioner verdicts; None: no metadata log read."""
+
     group_offsets: tuple = ()
     """Consumer groups' committed offsets, read from ``__consumer_offsets`` on disk
     (``auditor.cluster.consumer_groups.commit_rows``) or handed in: dicts with group, topic,

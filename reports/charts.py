@@ -185,3 +185,24 @@ def trends(history: Sequence[dict], top: int = 8) -> tuple[str, str] | None:
         ax.tick_params(axis="x", labelsize=7)
     a1.legend(fontsize=7)
     return "Trends over the audit history", _to_uri(fig)
+
+
+def top_keys(topic: str, partition: int, keys: Sequence[dict]) -> tuple[str, str] | None:
+    """The heaviest keys of one skewed partition: each key's share of the partition's records and
+    of its bytes, side by side (keys shown by their fingerprint label, never their bytes)."""
+    rows = [k for k in keys if k.get("share_of_records") is not None]
+    if not rows:
+        return None
+    labels = [k["label"] for k in rows][::-1]
+    records = [k["share_of_records"] * 100 for k in rows][::-1]
+    nbytes = [(k.get("share_of_bytes") or 0) * 100 for k in rows][::-1]
+    fig, ax = _matplotlib().pyplot.subplots(figsize=(6.5, 0.45 * len(rows) + 1.2))
+    slots = range(len(rows))
+    ax.barh([y + 0.2 for y in slots], records, height=0.4, label="share of records", color=PALETTE[0])
+    ax.barh([y - 0.2 for y in slots], nbytes, height=0.4, label="share of bytes (key + value)", color=PALETTE[1])
+    ax.set_yticks(list(slots), labels, fontsize=8)
+    ax.set_xlabel("% of the partition")
+    ax.set_xlim(0, 100)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(f"{topic}-{partition}: heaviest keys", fontsize=10)
+    return f"Heaviest keys of {topic}-{partition}", _to_uri(fig)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from auditor.atomic import atomic_open, atomic_write
 from auditor.json_stream import write_document
+from auditor.keys.audit_keys import key_document
 from auditor.live_config import WANTED
 from auditor.schema import json_envelope
 from auditor.units import iso_utc
@@ -59,6 +60,9 @@ def _plain_document(outcome) -> dict:
                       "results": gx.results},
         check_titles=dict(outcome.check_titles),
         findings=[f.to_dict() for f in outcome.findings],
+        keys=key_document(getattr(outcome, "keys", None),
+                          {(f.topic, int(e["partition"])) for f in outcome.findings
+                           if f.code == "KLA001" and f.severity.name != "PASS" for e in f.evidence}),
         tables={"partition_stats": [_jsonable(s) for s in tables.stats], "timelines": tables.timelines},
     )
 

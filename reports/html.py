@@ -179,6 +179,34 @@ def build_charts(doc: dict) -> list[tuple[str, str]]:
     return out
 
 
+#: Skewed partitions whose heaviest keys get a chart (the rest: the table only).
+MAX_KEY_CHARTS = 8
+
+
+def _keys_section(doc: dict) -> dict:
+    """The report's "Keys" section from the document's ``keys``: whether the key checks ran (and
+    why not), per topic its partitioner, and per skewed partition its heaviest keys (fingerprint
+    labels, shares of records and bytes) with a chart for the first few."""
+    from auditor.keys.audit_keys import key_label
+
+    keys = doc.get("keys") or {"ran": False, "notes": [], "topics": []}
+    topics, skewed = [], []
+    for t in keys.get("topics") or []:
+        if t["topic"].startswith("__"):
+            continue
+        topics.append(dict(t, partitions_added_text=", ".join(
+            f"{a['partition']} at {a.get('timestamp_utc') or a['timestamp_ms']}" for a in t.get("partitions_added") or [])))
+        for p in t["partitions"]:
+            if not p.get("top_keys"):
+                continue
+            rows = [dict(k, label=key_label(k["key"])) for k in p["top_keys"]]
+            chart = charts.top_keys(t["topic"], p["partition"], rows) if len(skewed) < MAX_KEY_CHARTS else None
+            skewed.append({"topic": t["topic"], "partition": p["partition"], "records": p["records"],
+                           "null_key_records": p["null_key_records"], "mode": p.get("mode"), "top": rows, "chart": chart})
+    return {"ran": keys.get("ran", False), "source": keys.get("source"), "notes": keys.get("notes") or [],
+            "topics": topics, "skewed": skewed}
+
+
 def render(doc: dict, history: Sequence[dict] = ()) -> str:
     summary = dict(doc)
     summary["config_json"] = json.dumps(doc.get("config"), indent=1, sort_keys=True)
@@ -193,5 +221,5 @@ def render(doc: dict, history: Sequence[dict] = ()) -> str:
         summary=summary, groups=_groups(doc["findings"], doc.get("check_titles") or {}), replay_rows=_replay_rows(doc["findings"]),
         charts=build_charts(doc), expectations={"gx_version": gx.get("gx_version", ""), "results": gx_results},
         trend_chart=charts.trends(history) if history else None,
-        topic_configs=_config_table(doc), since=_since(doc),
+        topic_configs=_config_table(doc), since=_since(doc), keys=_keys_section(doc),
     )

@@ -18,6 +18,7 @@ A case file holds a list of cases::
       metadata: {t: {id: TOPICID, partitions: {0: [1, 2]}}}   # optional: the KRaft metadata log's assignment
       metadata_history: [{kind: partition-created, topic: t, partition: 0, offset: 4, timestamp_ms: ...}]  # its changes
       # (replicas as a list, or {broker: directory ID}); metadata_dirs: {ID: [node, path]} the audited dirs
+      keys: {topics: {t: {partitions: 4, produce: [...]}}}   # optional: key statistics (tests/keycases.py)
 
 Partial rows are completed with the column defaults below; ``expect`` must match exactly (same
 number of non-PASS findings, each matched by code, severity, location fields given, and a
@@ -38,6 +39,7 @@ from checks import REGISTRY
 from checks.base import AuditContext, Severity
 from checks.audit_config import Config
 from auditor.check_runner import run_local
+from keycases import key_audit_of
 
 CASES_DIR = Path(__file__).parent / "check_cases"
 LOCATION_DEFAULTS = {"broker_id": 1, "cluster_id": "test", "log_dir": "/data/kafka", "topic": "t", "partition": 0,
@@ -95,7 +97,8 @@ def case_context(check_name: str, case: dict) -> AuditContext:
                        group_offsets=tuple(_time_fields(g) for g in case.get("groups") or ()),
                        partition_moves=_partition_moves(case.get("metadata"), case.get("metadata_dirs"),
                                                         case.get("metadata_history")),
-                       topic_config_sources=case.get("topic_config_sources") or {})
+                       topic_config_sources=case.get("topic_config_sources") or {},
+                       keys=key_audit_of(case.get("keys"), _ms))
     return ctx
 
 

@@ -93,6 +93,11 @@ def add_audit_options(p) -> None:
     p.add_argument("--state", metavar="DIR",
                    help="incremental scan: each log dir's closed-segment rows kept in DIR (outside every log dir); "
                         "only what changed since the last run is read; the scan then runs in-process")
+    p.add_argument("--keys", action="store_true",
+                   help="also read every record's key: the keys.* checks (a key in several partitions, two "
+                        "partitioners) and the cause of skew (KLA001); manifests carry theirs (collect --keys)")
+    p.add_argument("--keys-sample-mib", type=float, metavar="N",
+                   help="key statistics from the newest N MiB of each partition only (implies --keys)")
     p.add_argument("--master", help="Spark master (default local[*]; implies the Spark engine)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark setting (repeatable)")
     p.add_argument("--parquet", metavar="DIR", help="also keep the segment/partition tables and aggregates as Parquet")
@@ -150,10 +155,14 @@ def request_from_args(args) -> AuditRequest:
         if path and path != "-" and "://" not in path:
             check_writable(path, is_dir)
     topics = [t for chunk in (args.topic or []) for t in chunk.split(",") if t] or None
+    keys_mib = args.keys_sample_mib
+    if keys_mib is not None and not keys_mib > 0:
+        raise CliError(f"--keys-sample-mib {keys_mib:g}: expected a number > 0")
     return AuditRequest(log_dirs=args.log_dir or [], manifests=args.manifest or [], depth=args.depth,
                         config_path=args.config, fail_on=args.fail_on, replay_at_ms=at, replay_topics=topics, master=args.master,
                         spark_conf=conf, bootstrap_server=args.bootstrap_server, parquet_dir=args.parquet, as_of_ms=as_of,
-                        engine=args.engine, state_dir=args.state, remote_storage_dir=args.remote_storage_dir)
+                        engine=args.engine, state_dir=args.state, remote_storage_dir=args.remote_storage_dir,
+                        keys=args.keys, keys_sample_bytes=None if keys_mib is None else int(keys_mib * (1 << 20)))
 
 
 def run_from_args(args, metrics: MetricsFile | None) -> AuditRun:

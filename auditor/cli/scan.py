@@ -151,6 +151,7 @@ def key_statistics(args, result: ScanResult) -> dict:
     with the partition count of the metadata log when the log dirs hold one."""
     from auditor.cluster.metadata_log import MetadataLogNotFound, read_metadata_log
     from auditor.keys.attribution import attribute_topic
+    from auditor.keys.audit_keys import metadata_partitions
     from auditor.keys.partition_keys import MIB, scan_partition_keys
 
     sample = None if args.keys_sample_mib is None else int(args.keys_sample_mib * MIB)
@@ -163,20 +164,10 @@ def key_statistics(args, result: ScanResult) -> dict:
             known = stats.get(row["partition"])
             if known is None or found.stats.records > known.records:  # replicas hold the same records: the fullest
                 stats[row["partition"]] = found.stats
-    counts: dict[str, int] = {}
-    added: dict[str, list[dict]] = {}
     try:
-        metadata = read_metadata_log(args.log_dirs, history=True)
-        counts = {t.name: len(t.partitions) for t in metadata.state.topics.values()}
-        created = {t.name: t for t in metadata.state.topics.values()}
-        for change in metadata.history:  # partitions added after their topic's creation (CreatePartitions)
-            topic = created.get(change.topic)
-            if change.kind == "partition-created" and topic is not None and (
-                    topic.created_ms is None or change.timestamp_ms > topic.created_ms):
-                added.setdefault(change.topic, []).append(
-                    {"partition": change.partition, "offset": change.offset, "timestamp_ms": change.timestamp_ms})
+        counts, added = metadata_partitions(read_metadata_log(args.log_dirs, history=True))
     except (MetadataLogNotFound, OSError, ValueError):
-        pass  # no metadata log here: the counts come from the partition dirs seen (said in the output)
+        counts, added = {}, {}  # no metadata log here: the counts come from the partition dirs seen (said in the output)
     verdicts = [attribute_topic(topic, stats, counts.get(topic), "metadata log" if topic in counts else None,
                                 added.get(topic))
                 for topic, stats in sorted(by_topic.items()) if not topic.startswith("__")]

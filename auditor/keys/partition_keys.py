@@ -211,7 +211,10 @@ def _read_batch(result: PartitionKeys, reader: LogReader, batch, cut: int, add, 
     legacy = batch.magic < 2
     try:
         for record in reader.records(batch, keys=True):
-            add(record.key, record.value_size)
+            if fold is None:
+                add(record.key, record.value_size, record.offset, record.timestamp_ms)
+            else:
+                add(record.key, record.value_size)
             _saw_offsets(result, record.offset, record.offset)
             result.legacy_records_read += legacy
     except (FormatError, OSError) as exc:

@@ -36,6 +36,8 @@ shown to people), the CRC32 and FNV-1a hashes the partitioners need, its length 
 printable; a printable prefix only when ``prefix_bytes`` allows one (default 0: none).
 """
 
+# long module: the four sketches and KeyStats, which _ckeys.c mirrors step by step: one file to review against it
+
 from __future__ import annotations
 
 import base64
@@ -275,10 +277,18 @@ class KeyStats:
         self._buffer: dict[int, list[int]] = {}
         self._pending: dict[int, bytes] = {}  # key bytes of buffered/new ids without KeyInfo yet
         self._pending_bytes = 0
+        self.first_seen: dict[int, tuple[int, int | None]] = {}
+        """Per kept key (sample and heavy hitters): the offset and timestamp of the first record
+        counted for it, when :meth:`add` was given them. Exact for the sample's keys (kept from
+        their first record); a heavy hitter dropped and counted again later shows that later
+        record. The split-key check reads it ("since when")."""
+        self._first_pending: dict[int, tuple[int, int | None]] = {}
 
     # -- the hot path -----------------------------------------------------------------------
-    def add(self, key: bytes | None, value_size: int) -> None:
-        """One record: its key (None for a null key) and its value's size (-1 for null)."""
+    def add(self, key: bytes | None, value_size: int, offset: int | None = None,
+            timestamp_ms: int | None = None) -> None:
+        """One record: its key (None for a null key) and its value's size (-1 for null); its
+        offset and timestamp when known (kept as the key's first record, see ``first_seen``)."""
         self.records += 1
         nbytes = value_size if value_size > 0 else 0
         if key is None:
@@ -307,6 +317,8 @@ class KeyStats:
             if ident not in self.info and ident not in self._pending:
                 self._pending[ident] = key
                 self._pending_bytes += size
+            if offset is not None and ident not in self.first_seen and ident not in self._first_pending:
+                self._first_pending[ident] = (offset, timestamp_ms)
         else:
             entry[0] += 1
             entry[1] += nbytes
@@ -330,10 +342,21 @@ class KeyStats:
         self._pending_bytes = 0
         if len(self.info) > len(kept):
             self.info = {ident: info for ident, info in self.info.items() if ident in kept}
+        self._keep_first_seen(self._first_pending, kept)
+        self._first_pending = {}
+
+    def _keep_first_seen(self, more: dict[int, tuple[int, int | None]], kept) -> None:
+        """``first_seen`` with ``more`` (the earliest offset wins), for the ``kept`` ids only."""
+        merged = dict(self.first_seen)
+        for ident, seen in more.items():
+            known = merged.get(ident)
+            if known is None or seen[0] < known[0]:
+                merged[ident] = seen
+        self.first_seen = {ident: seen for ident, seen in merged.items() if ident in kept}
 
     def seal(self) -> "KeyStats":
         """Fold what is buffered: after this no key bytes are held. Returns self."""
-        if self._buffer or self._pending:
+        if self._buffer or self._pending or self._first_pending:
             self._fold()
         return self
 
@@ -386,6 +409,7 @@ class KeyStats:
         kept = self.heavy.counters.keys() | self.sample.entries.keys()
         merged = {**other.info, **self.info}
         self.info = {ident: merged[ident] for ident in kept if ident in merged}
+        self._keep_first_seen(other.first_seen, kept)
         return self
 
     def to_dict(self) -> dict:
@@ -401,6 +425,7 @@ class KeyStats:
             "sample": {"size": self.sample.size,
                        "entries": [[f"{i:016x}", c, b] for i, (c, b) in sorted(self.sample.entries.items())]},
             "keys": {f"{i:016x}": info.to_list() for i, info in sorted(self.info.items())},
+            "first_seen": {f"{i:016x}": list(seen) for i, seen in sorted(self.first_seen.items())},
         }
 
     @classmethod
@@ -419,6 +444,9 @@ class KeyStats:
         stats.heavy.counters = {int(i, 16): [int(c), int(b)] for i, c, b in data["heavy"]["counters"]}
         stats.sample.merge(_sample_of(data["sample"]))
         stats.info = {int(i, 16): KeyInfo.from_list(item) for i, item in data["keys"].items()}
+        # optional: parts written before first_seen existed have none
+        stats.first_seen = {int(i, 16): (int(o), None if t is None else int(t))
+                            for i, (o, t) in (data.get("first_seen") or {}).items()}
         return stats
 
     def to_bytes(self) -> bytes:

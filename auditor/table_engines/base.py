@@ -10,6 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from auditor import __version__
+from auditor.keys.audit_keys import build_key_audit, from_manifests, scan_keys_local
+from auditor.manifest import find_manifests
 from checks.base import AuditContext, Finding
 from checks.expectations import ExpectationsResult
 
@@ -50,3 +52,31 @@ def versions(engine: str, gx_version: str, **components: str) -> dict[str, str]:
     """The versions the findings document names: ours, Python's, the engine's ``components``, GX's."""
     return {"kafka-log-auditor": __version__, "python": platform.python_version(), **components,
             "great_expectations": gx_version, "engine": engine}
+
+
+def wants_keys(req) -> bool:
+    """Whether the audit reads key statistics: manifests always (their key parts, when collected
+    with ``--keys``), log dirs when asked (``--keys`` / ``--keys-sample-mib``)."""
+    return bool(req.manifests) or req.keys or req.keys_sample_bytes is not None
+
+
+def read_keys(req, ctx, progress, scan_log_dirs) -> None:
+    """Step 2c of the audit, called by each table engine: the key statistics for the keys.* checks
+    and KLA001's cause (``ctx.keys``): the manifests' key parts, or (``--keys``) the log dirs' keys
+    read by ``scan_log_dirs(log_dirs, sample_bytes, prefix_bytes)`` (``auditor.keys.audit_keys.scan_keys_local``
+    on the driver; on Spark, ``scan_keys_spark`` bound to the engine's session)."""
+    if not wants_keys(req):
+        return
+    counts, added = ctx.key_partitions or ({}, {})
+    prefix = ctx.config.key_prefix_bytes
+    if req.manifests:
+        pairs, notes = from_manifests(find_manifests(req.manifests))
+        source = "manifests (collect --keys)"
+    else:
+        mode = "all records" if req.keys_sample_bytes is None else f"the newest {req.keys_sample_bytes:,} bytes per partition"
+        where = "" if scan_log_dirs is scan_keys_local else ", on the executors"
+        progress(f"reading the keys of every partition ({mode}{where})")
+        pairs, notes, source = scan_log_dirs(req.log_dirs, req.keys_sample_bytes, prefix), [], f"log dirs ({mode})"
+    ctx.keys = build_key_audit(pairs, source, notes=notes, prefix_bytes=prefix, counts=counts, added=added)
+    for note in ctx.keys.notes:
+        progress(f"keys: {note}")

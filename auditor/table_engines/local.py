@@ -16,11 +16,12 @@ import numpy as np
 import pyarrow as pa
 
 from auditor.check_runner import run_local
+from auditor.keys.audit_keys import scan_keys_local
 from auditor.local_engine import aggregate_rows, frames, segment_frame
 from auditor.manifest import find_manifests, read_manifest
 from auditor.scan import scan_log_dirs
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, to_table
-from auditor.table_engines.base import Progress, TableEngine, TableOutcome, TimelineKeys, versions
+from auditor.table_engines.base import Progress, TableEngine, TableOutcome, TimelineKeys, read_keys, versions
 from checks.base import AuditContext, Finding
 from checks.batch import sort_rows_moving
 from checks.expectations import run_expectations
@@ -33,6 +34,7 @@ class LocalEngine(TableEngine):
 
     def run_tables(self, req, ctx: AuditContext, progress: Progress, timeline_keys: TimelineKeys,
                    timeline_columns: Sequence[str]) -> TableOutcome:
+        read_keys(req, ctx, progress, scan_keys_local)
         tables: dict[str, pa.Table] = {}
         tables["segments"], tables["partitions"], infos = _read_inputs(req, progress)
         segment_rows = tables["segments"].num_rows

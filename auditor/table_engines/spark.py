@@ -14,9 +14,10 @@ import math
 import shutil
 import tempfile
 from collections.abc import Sequence
+from functools import partial
 
 from auditor.manifest import collect_manifest
-from auditor.table_engines.base import Progress, TableEngine, TableOutcome, TimelineKeys, versions
+from auditor.table_engines.base import Progress, TableEngine, TableOutcome, TimelineKeys, read_keys, versions
 from checks.base import AuditContext, Finding
 
 #: Segment rows per Spark partition for the checks and the Great Expectations suite.
@@ -31,6 +32,7 @@ class SparkEngine(TableEngine):
     def run_tables(self, req, ctx: AuditContext, progress: Progress, timeline_keys: TimelineKeys,
                    timeline_columns: Sequence[str]) -> TableOutcome:
         from auditor.check_runner import run_spark
+        from auditor.keys.audit_keys import scan_keys_spark
         from auditor.engine import aggregates, build_spark, write_parquet
         from checks.expectations import run_expectations
 
@@ -44,6 +46,7 @@ class SparkEngine(TableEngine):
                 progress(f"--state not used: the executors of {spark.sparkContext.master} cannot read the driver's "
                          "temporary manifest (run `kafka-audit collect --state` on the brokers and audit the manifests)")
         try:
+            read_keys(req, ctx, progress, partial(scan_keys_spark, spark))
             scan = _spark_scan(spark, req, tmp, progress)
             aggs = aggregates(scan.segments, scan.partitions)
             if req.parquet_dir:
