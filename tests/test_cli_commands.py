@@ -1,6 +1,9 @@
 """`kafka-audit replay-check` and `kafka-audit audit` as scripts call them: real subprocesses,
 exit codes that gate, JSON out, one clear line for bad input. replay-check runs against a real
-broker that deleted old data itself, in disk mode and in protocol mode."""
+broker that deleted old data itself, in disk mode and in protocol mode. The audit-and-rerender
+test runs its two commands through ``auditor.cli.main`` in the process (the exit code and output
+a script gets are main's; a subprocess importing the audit stack twice took 32 s at load 15-20),
+``--json -`` stays a subprocess: it is about the stdout/stderr split a pipe sees."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import sys
 
 import pytest
 
-from harness.cli import kafka_audit
+from harness.cli import kafka_audit, kafka_audit_in_process
 from harness.groups import wait_segments_below_log_start_deleted
 from harness.scenarios import make_retention_gap
 from realdata import LOG_DIRS
@@ -90,7 +93,7 @@ def test_audit_exit_codes_json_and_rerender(tmp_path):
     config.write_text("fail_on: WARN\nchecks:\n  skew.broker_disk: {min_bytes: 0}\n")
     args = ["audit", *[a for d in LOG_DIRS for a in ("--log-dir", d)], "--config", config, "--out", tmp_path / "r.html",
             "--json", tmp_path / "f.json", "--history", tmp_path / "history"]
-    proc = kafka_audit(*args)
+    proc = kafka_audit_in_process(*args)
     doc = json.loads((tmp_path / "f.json").read_text())
     assert doc["verdict"] == "WARN" and doc["fail_on"] == "WARN"
     assert proc.returncode == 1 and doc["exit_code"] == 1, proc.stderr[-3000:]
@@ -102,7 +105,8 @@ def test_audit_exit_codes_json_and_rerender(tmp_path):
     assert len(table) == 1 + len(warn) and all(row.split()[:2] == [f["severity"], f["code"]]
                                                for row, f in zip(table[1:], warn))
     assert len(list((tmp_path / "history").glob("run-*.parquet"))) == 1
-    rerender = kafka_audit("report", tmp_path / "f.json", "--out", tmp_path / "again.html", "--history", tmp_path / "history")
+    rerender = kafka_audit_in_process("report", tmp_path / "f.json", "--out", tmp_path / "again.html",
+                                      "--history", tmp_path / "history")
     assert rerender.returncode == 0 and (tmp_path / "again.html").stat().st_size > 10_000
 
 
