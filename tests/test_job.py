@@ -241,7 +241,7 @@ def test_cli_spark_engine_json_equals_local(tmp_path):
         assert proc.returncode == 0, proc.stderr[-3000:]
         docs[engine] = json.loads(proc.stdout)
     for doc in docs.values():
-        doc.pop("as_of_utc")
+        doc.pop("generated_at_utc")
         doc.pop("engine", None)
         for s in doc["segments"]:
             s.pop("scanned_at_ms")
