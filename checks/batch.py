@@ -56,9 +56,12 @@ class PartitionBatch:
 
     @staticmethod
     def _slice(frame, span):
-        if span is None:
-            return frame.iloc[0:0].reset_index(drop=True)
-        return frame.iloc[span[0]:span[1]].reset_index(drop=True)
+        """The rows of ``span`` under a fresh 0..n-1 index, as ``reset_index(drop=True)`` gives them,
+        but a view (checks never write into their input): no copy of every column per partition,
+        which on the driver's unconsolidated frame cost ~0.4 ms a call (benchmarks/fleet.py --anomalies)."""
+        rows = frame.iloc[0:0] if span is None else frame.iloc[span[0]:span[1]]
+        rows.index = range(len(rows))
+        return rows
 
     def topics(self) -> list:
         """The distinct topics of the batch (None for rows without one)."""
