@@ -299,7 +299,7 @@ def test_audit_topic_config_precedence_on_the_cluster(scenario):
     assert configs["orders"]["message.timestamp.type"] == "LogAppendTime"
     assert configs["gone"]["retention.ms"] == "604800001"                   # the dynamic cluster default
     assert sources["gone"]["retention.ms"] == "metadata log: cluster default"
-    live, live_sources, _ = topic_config_layers(AuditRequest(log_dirs=dirs, bootstrap_servers=kc.bootstrap_servers),
+    live, live_sources, _ = topic_config_layers(AuditRequest(log_dirs=dirs, bootstrap_server=kc.bootstrap_servers),
                                                 lambda m: None)
     assert live["orders"]["retention.ms"] == "3600000" and live_sources["orders"]["retention.ms"] == "live cluster"
     # the broker resolves the same default the metadata log gave
