@@ -110,6 +110,9 @@ def make_seeds() -> None:
     records = [(rnd.choice((None, b"", b"k%d" % rnd.randrange(9))), b"v" * rnd.randrange(5), []) for _ in range(20)]
     s.add(_batch(0, records) + _batch(20, records, codec="gzip") + _batch(40, records, codec="zstd"))
     s.add(bytes([3]) + b"".join(_record(i, *records[i]) for i in range(3)))  # records as add_records reads them
+    # LogAppendTime batches (every record at maxTimestamp: first_seen's timestamps), plain and compressed
+    s.add(_batch(0, records, log_append=True, max_ts=1_700_000_000_123)
+          + _batch(20, records, codec="lz4", log_append=True, max_ts=1_700_000_000_456))
     long_keys = [(rnd.randbytes(n), b"v", []) for n in (127, 128, 129, 300, 0, 1)] * 2  # BLAKE2b's block edges
     s.add(_batch(0, long_keys) + _batch(12, long_keys, codec="snappy"))
     s.add(_message(0, 1, b"a", b"x") + _wrapper(3, 1, [(b"b", b"y"), (b"c", None), (None, b"y")])
