@@ -166,10 +166,24 @@ typedef struct {
     int64_t count, bytes;
     int64_t key_at; /* offset of the pending key bytes in the arena, -1: none */
     int64_t key_len;
-    seen_at_t first; /* KeyStats._first_pending[id], when has_first */
-    int has_first;
-    int used;
+    int64_t first_offset, first_ts; /* KeyStats._first_pending[id], when `first` is not FIRST_NONE */
+    uint8_t first;
+    uint8_t used; /* (flat, one-byte fields: a slot is 64 bytes, one cache line) */
 } counter_t;
+
+_Static_assert(sizeof(counter_t) == 64, "a buffer slot is one cache line");
+
+enum { FIRST_NONE, FIRST_AT, FIRST_AT_NO_TIMESTAMP };
+
+static inline void set_first(counter_t *s, const seen_at_t *at) {
+    s->first_offset = at->offset;
+    s->first_ts = at->ts;
+    s->first = at->ts_none ? FIRST_AT_NO_TIMESTAMP : FIRST_AT;
+}
+
+static inline seen_at_t first_of(const counter_t *s) {
+    return (seen_at_t){s->first_offset, s->first_ts, s->first == FIRST_AT_NO_TIMESTAMP};
+}
 
 typedef struct {
     counter_t *slots;
@@ -428,7 +442,7 @@ static int fold_buffer(KeyFold *f) {
             s->count = f->heavy[i].count;
             s->bytes = f->heavy[i].bytes;
             s->key_at = -1;
-            s->has_first = 0;
+            s->first = FIRST_NONE;
             b->n++;
         }
     }
@@ -510,7 +524,10 @@ static int fold_buffer(KeyFold *f) {
                     rc = seens_keep(&seen, old->slots[i].id, &old->slots[i].at);
             for (int64_t i = 0; i <= b->mask && rc == 0; i++) {
                 counter_t *s = &b->slots[i];
-                if (s->used && s->has_first && kept_has(kids, kused, kmask, s->id)) rc = seens_keep(&seen, s->id, &s->first);
+                if (s->used && s->first != FIRST_NONE && kept_has(kids, kused, kmask, s->id)) {
+                    seen_at_t at = first_of(s);
+                    rc = seens_keep(&seen, s->id, &at);
+                }
             }
             if (rc == 0) {
                 free(old->slots);
@@ -606,12 +623,9 @@ static int add_key(KeyFold *f, const unsigned char *key, int64_t size, int64_t v
         s->bytes = nbytes;
         s->key_at = -1;
         s->key_len = 0;
-        s->has_first = 0;
+        s->first = FIRST_NONE;
         b->n++;
-        if (at != NULL && !first_seen_has(f, id)) {
-            s->first = *at;
-            s->has_first = 1;
-        }
+        if (at != NULL && !first_seen_has(f, id)) set_first(s, at);
         if (!info_has(f, id)) {
             if (arena_put(f, key, size, &s->key_at) < 0) {
                 PyErr_NoMemory();
@@ -1027,7 +1041,10 @@ static PyObject *KeyFold_state(KeyFold *f, PyObject *unused) {
             }
             Py_DECREF(item);
         }
-        if (s->has_first && append_seen(first_pending, s->id, &s->first) < 0) goto done;
+        if (s->first != FIRST_NONE) {
+            seen_at_t at = first_of(s);
+            if (append_seen(first_pending, s->id, &at) < 0) goto done;
+        }
     }
     out = Py_BuildValue("(LLLLLLOy#LOOOOOLOO)", (long long)f->records, (long long)f->null_keys,
                         (long long)f->empty_keys, (long long)f->key_bytes, (long long)f->record_bytes,
@@ -1153,8 +1170,7 @@ static PyObject *KeyFold_load(KeyFold *f, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "KeyFold.load: a first-seen pending id outside the buffer");
             return NULL;
         }
-        s->first = at;
-        s->has_first = 1;
+        set_first(s, &at);
     }
     f->records = records;
     f->null_keys = null_keys;
