@@ -924,8 +924,8 @@ static PyObject *KeyFold_walk(KeyFold *f, PyObject *args) {
             PyObject *log_append = times.is_log_append ? PyLong_FromLongLong(times.log_append) : Py_NewRef(Py_None);
             if (log_append != NULL)
                 packed = Py_BuildValue("(LiLLLy#LN)", (long long)pos, (int)(attrs & CODEC_MASK),
-                                       (long long)be32(h + RECORDS_COUNT_OFFSET), (long long)be64(h + BASE_OFFSET_OFFSET),
-                                       (long long)total, (const char *)h + RECORD_BATCH_OVERHEAD,
+                                       (long long)be32(h + RECORDS_COUNT_OFFSET),
+                                       (long long)be64(h + BASE_OFFSET_OFFSET), (long long)total, (const char *)h + RECORD_BATCH_OVERHEAD,
                                        (Py_ssize_t)(total - RECORD_BATCH_OVERHEAD), (long long)times.base, log_append);
             if (packed == NULL) rc = -3;
             break;
