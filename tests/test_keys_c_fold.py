@@ -5,7 +5,9 @@ Both paths must give byte-identical sketches (``KeyStats.to_bytes``) and the sam
 the captured record sets, each laid out as a segment), all records and sampled; on synthetic keyed
 segments (every codec, headers, null/empty/large keys, control batches, many heavy-hitter folds);
 on damaged copies (cuts at every kind of place, absurd key lengths, random byte flips); and on
-record streams that switch between the two paths mid-way.
+record streams that switch between the two paths mid-way. The sketches include ``first_seen``
+(each kept key's first offset and timestamp): CreateTime and LogAppendTime batches, timestamps
+that wrap as Java's long arithmetic does.
 """
 
 from __future__ import annotations
@@ -63,25 +65,55 @@ def _stream(seed: int, n: int) -> list[tuple[bytes | None, int]]:
     return out
 
 
+def _where(i: int) -> tuple[int | None, int | None]:
+    """Record i's offset and timestamp as a caller may give them: some without a timestamp, some
+    with neither (no first_seen then), offsets not in order."""
+    if i % 11 == 3:
+        return None, None
+    return (i * 7919) % 100_003, None if i % 7 == 2 else TS + i
+
+
+@pytest.mark.parametrize("with_offsets", [False, True])
 @pytest.mark.parametrize("capacity,sample_size,prefix", [(1024, 512, 0), (16, 8, 4), (1, 1, 0), (3, 700, 2)])
-def test_stream_switching_paths_mid_way(capacity, sample_size, prefix):
-    records = _stream(capacity, 60_000)
+def test_stream_switching_paths_mid_way(capacity, sample_size, prefix, with_offsets):
+    records = [(key, value_size, *(_where(i) if with_offsets else ()))
+               for i, (key, value_size) in enumerate(_stream(capacity, 60_000))]
     python = KeyStats(capacity=capacity, sample_size=sample_size, prefix_bytes=prefix)
-    for key, value_size in records:
-        python.add(key, value_size)
+    for record in records:
+        python.add(*record)
     mixed = KeyStats(capacity=capacity, sample_size=sample_size, prefix_bytes=prefix)
     for part, chunk in enumerate((records[:7_000], records[7_000:31_000], records[31_000:44_444], records[44_444:])):
         if part % 2:
-            for key, value_size in chunk:
-                mixed.add(key, value_size)
+            for record in chunk:
+                mixed.add(*record)
         else:
             fold = mixed.c_fold()
-            for key, value_size in chunk:
-                fold.add(key, value_size)
+            for record in chunk:
+                fold.add(*record)
             mixed.absorb(fold)
+            assert mixed._first_pending.keys() <= mixed._buffer.keys()
     assert python.heavy.decrement > 0 or capacity == 1024  # the small summaries really folded
     assert mixed.to_bytes() == python.to_bytes()
     assert mixed.summary(20) == python.summary(20)
+    python.seal()
+    assert bool(python.first_seen) == with_offsets
+    if with_offsets:
+        assert None in {ts for _, ts in python.first_seen.values()} or len(python.first_seen) < 10
+
+
+def test_first_seen_state_round_trips_through_the_fold():
+    """c_fold() then absorb() with nothing added in between changes nothing (first_seen and the
+    pending first records included), at every point of a stream."""
+    stats = KeyStats(capacity=4, sample_size=3)
+    for i, (key, value_size) in enumerate(_stream(2, 3_000)):
+        stats.add(key, value_size, *_where(i))
+        if i % 97 == 0:
+            state = lambda: (dict(stats.first_seen), dict(stats._first_pending),  # noqa: E731
+                             {k: list(v) for k, v in stats._buffer.items()}, dict(stats._pending), dict(stats.info))
+            before = state()
+            stats.absorb(stats.c_fold())
+            assert state() == before
+    assert stats.seal().first_seen
 
 
 def test_large_keys_fold_on_the_pending_bytes_bound():
@@ -112,11 +144,17 @@ def _compress(codec: str, data: bytes) -> bytes:
     return data
 
 
-def _batch(base: int, records: list[tuple], *, codec: str = "none", control: bool = False) -> bytes:
+LOG_APPEND_TIME = 0x08  # the attributes' timestamp-type bit
+
+
+def _batch(base: int, records: list[tuple], *, codec: str = "none", control: bool = False, log_append: bool = False,
+           base_ts: int = TS, max_ts: int | None = None) -> bytes:
+    """One v2 batch; record i's timestampDelta is 10 i (test_offsets_c_fold._record)."""
     recs = _compress(codec, b"".join(_record(i, *r) for i, r in enumerate(records)))
     n = len(records)
-    attrs = CODECS[codec] | (0x20 if control else 0)
-    after_crc = struct.pack(">hiqqqhii", attrs, max(n - 1, 0), TS, TS + 10 * n, -1, -1, -1, n) + recs
+    attrs = CODECS[codec] | (0x20 if control else 0) | (LOG_APPEND_TIME if log_append else 0)
+    max_ts = min(base_ts + 10 * n, (1 << 63) - 1) if max_ts is None else max_ts
+    after_crc = struct.pack(">hiqqqhii", attrs, max(n - 1, 0), base_ts, max_ts, -1, -1, -1, n) + recs
     return struct.pack(">qiibI", base, 4 + 1 + 4 + len(after_crc), 0, 2, crc32c.crc32c(after_crc)) + after_crc
 
 
@@ -152,7 +190,10 @@ def _both(part: Path, **kwargs) -> dict:
     kwargs = {"capacity": 64, "sample_size": 32, "prefix_bytes": 2, **kwargs}
     python = scan_partition_keys(part, use_c=False, **kwargs)
     c = scan_partition_keys(part, use_c=True, **kwargs)
-    assert c.stats.to_bytes() == python.stats.to_bytes(), part
+    assert c.stats.to_bytes() == python.stats.to_bytes(), part  # first_seen included
+    assert c.stats.first_seen == python.stats.first_seen, part
+    if python.stats.keyed:  # a keyed record is always first seen for some kept key
+        assert python.stats.first_seen, part
     assert c.to_json(50) == python.to_json(50), part
     return python.to_json(50)
 
@@ -193,7 +234,34 @@ def test_synthetic_keyed_segments_of_every_codec(tmp_path, seed):
     assert doc["records"] > 1000 and doc["null_key_records"] > 0 and doc["empty_key_records"] > 0
     assert doc["notes"] == [] and doc["scanned_bytes"] == len(data)
     assert doc["heavy_hitters_error_records"] > 0  # capacity 64: the summary folded
+    assert doc["notes"] == []
     for sample in (1, 5000, 50_000):
+        _both(part, sample_bytes=sample)
+
+
+def test_first_seen_of_log_append_time_and_wrapping_timestamps(tmp_path):
+    """first_seen through both paths: CreateTime batches (baseTimestamp + timestampDelta, wrapping
+    past Java's long maximum), LogAppendTime batches (every record at the batch's maxTimestamp),
+    every codec; a key first seen in a LogAppendTime batch shows that batch's maxTimestamp."""
+    near_max = (1 << 63) - 25  # record i of a CreateTime batch: near_max + 10 i, wrapping from i = 3
+    batches, offset = [], 0
+    for b in range(20):
+        codec = list(CODECS)[b % len(CODECS)]
+        records = [(b"k%d" % ((b * 5 + i) % 37), b"v" * i, []) for i in range(6)]
+        log_append = b % 2 == 1
+        batches.append(_batch(offset, records, codec=codec, log_append=log_append, base_ts=near_max,
+                              max_ts=TS + b if log_append else None))
+        offset += len(records)
+    part = _partition(tmp_path, "times-0", b"".join(batches))
+    c = scan_partition_keys(part, use_c=True, capacity=64, sample_size=64)
+    python = scan_partition_keys(part, use_c=False, capacity=64, sample_size=64)
+    assert c.stats.to_bytes() == python.stats.to_bytes()
+    seen = python.stats.first_seen
+    assert len(seen) == 37 and c.stats.first_seen == seen
+    stamps = {ts for _, ts in seen.values()}
+    assert any(ts < 0 for ts in stamps)  # wrapped as Java's long arithmetic (iter_records) gives it
+    assert stamps & {TS + b for b in range(1, 20, 2)}  # LogAppendTime: the batch's maxTimestamp
+    for sample in (1, 300, 1000):
         _both(part, sample_bytes=sample)
 
 

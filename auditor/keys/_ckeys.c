@@ -16,10 +16,17 @@
  *     (capacity+1)-th largest count subtracted when more than `capacity` remain; each pending id
  *     that is kept (heavy hitters or sample) gets its KeyInfo from info_factory(key bytes), a
  *     Python call once per newly kept key (printability and the partitioners' hashes);
- *   - the sample keeps the `sample_size` smallest ids with their exact counts (KeySample.add).
+ *   - the sample keeps the `sample_size` smallest ids with their exact counts (KeySample.add);
+ *   - first_seen: an id entering the buffer without a first_seen entry notes its record's offset
+ *     and timestamp (KeyStats._first_pending, kept in its buffer slot); each fold rebuilds
+ *     first_seen from the old entries and the buffer's, for the kept ids only, the earliest offset
+ *     winning (KeyStats._keep_first_seen). A record's timestamp is the one iter_records gives:
+ *     baseTimestamp + timestampDelta (Java long arithmetic), or the batch's maxTimestamp in a
+ *     LogAppendTime batch.
  *
- * Records enter by three doors: add(key, value_size) for one record decoded in Python (legacy
- * messages), add_records(data, start, count, base_offset) for the records of one v2 batch laid
+ * Records enter by three doors: add(key, value_size, offset, timestamp_ms) for one record decoded
+ * in Python (legacy messages, batches the C reader hands back), add_records(data, start, count,
+ * base_offset, base_timestamp, log_append_timestamp) for the records of one v2 batch laid
  * out in `data` from `start` (a decompressed batch), and walk(fd, start, size, cut) for runs of
  * plain v2 batches of a .log file, read with pread in windows (never mmap, never a write), as
  * auditor/keys/partition_keys.py reads them; walk stops at a compressed batch and hands it back
@@ -147,13 +154,36 @@ static uint64_t key_id(const unsigned char *key, int64_t n) {
 
 /* ----------------------------------------------------------------------------------------------
  * Tables keyed by 64-bit ids (already uniform hashes: the low bits index the table). */
+/* Where a key was first counted (KeyStats.first_seen / _first_pending): a record's offset and
+ * timestamp, the timestamp possibly None (a record read in Python may have none). */
+typedef struct {
+    int64_t offset, ts;
+    int ts_none;
+} seen_at_t;
+
 typedef struct {
     uint64_t id;
     int64_t count, bytes;
     int64_t key_at; /* offset of the pending key bytes in the arena, -1: none */
     int64_t key_len;
-    int used;
+    int64_t first_offset, first_ts; /* KeyStats._first_pending[id], when `first` is not FIRST_NONE */
+    uint8_t first;
+    uint8_t used; /* (flat, one-byte fields: a slot is 64 bytes, one cache line) */
 } counter_t;
+
+_Static_assert(sizeof(counter_t) == 64, "a buffer slot is one cache line");
+
+enum { FIRST_NONE, FIRST_AT, FIRST_AT_NO_TIMESTAMP };
+
+static inline void set_first(counter_t *s, const seen_at_t *at) {
+    s->first_offset = at->offset;
+    s->first_ts = at->ts;
+    s->first = at->ts_none ? FIRST_AT_NO_TIMESTAMP : FIRST_AT;
+}
+
+static inline seen_at_t first_of(const counter_t *s) {
+    return (seen_at_t){s->first_offset, s->first_ts, s->first == FIRST_AT_NO_TIMESTAMP};
+}
 
 typedef struct {
     counter_t *slots;
@@ -175,6 +205,18 @@ typedef struct {
     uint64_t id;
     int64_t count, bytes;
 } entry_t;
+
+/* KeyStats.first_seen: id -> where it was first counted, for kept ids only (rebuilt at each fold). */
+typedef struct {
+    uint64_t id;
+    seen_at_t at;
+    int used;
+} seen_t;
+
+typedef struct {
+    seen_t *slots;
+    int64_t mask, n;
+} seen_table_t;
 
 static int64_t table_size_for(int64_t n) {
     int64_t size = 16;
@@ -225,6 +267,48 @@ static inline info_t *infos_slot(info_table_t *t, uint64_t id) {
     int64_t i = (int64_t)(id & (uint64_t)t->mask);
     while (t->slots[i].used && t->slots[i].id != id) i = (i + 1) & t->mask;
     return &t->slots[i];
+}
+
+static int seens_init(seen_table_t *t, int64_t n) {
+    int64_t size = table_size_for(n);
+    t->slots = calloc((size_t)size, sizeof(seen_t));
+    if (t->slots == NULL) return -1;
+    t->mask = size - 1;
+    t->n = 0;
+    return 0;
+}
+
+static inline seen_t *seens_slot(seen_table_t *t, uint64_t id) {
+    int64_t i = (int64_t)(id & (uint64_t)t->mask);
+    while (t->slots[i].used && t->slots[i].id != id) i = (i + 1) & t->mask;
+    return &t->slots[i];
+}
+
+/* KeyStats._keep_first_seen's step: `at` for id unless an earlier offset is there (the earliest
+ * wins, an equal one keeps the first). 0, -1 when out of memory. */
+static int seens_keep(seen_table_t *t, uint64_t id, const seen_at_t *at) {
+    if (2 * (t->n + 1) > t->mask + 1) {
+        seen_table_t bigger;
+        if (seens_init(&bigger, 2 * (t->mask + 1)) < 0) return -1;
+        for (int64_t i = 0; i <= t->mask; i++) {
+            if (t->slots[i].used) {
+                *seens_slot(&bigger, t->slots[i].id) = t->slots[i];
+                bigger.n++;
+            }
+        }
+        free(t->slots);
+        *t = bigger;
+    }
+    seen_t *s = seens_slot(t, id);
+    if (!s->used) {
+        s->used = 1;
+        s->id = id;
+        s->at = *at;
+        t->n++;
+    } else if (at->offset < s->at.offset) {
+        s->at = *at;
+    }
+    return 0;
 }
 
 static void infos_free(info_table_t *t) {
@@ -281,6 +365,7 @@ typedef struct {
     entry_t *sample; /* sorted by id */
     int64_t sample_n;
     info_table_t info;
+    seen_table_t first_seen;
     /* scratch of the record parser, and the walk's read window */
     int64_t *recs;
     int64_t recs_cap;
@@ -357,6 +442,7 @@ static int fold_buffer(KeyFold *f) {
             s->count = f->heavy[i].count;
             s->bytes = f->heavy[i].bytes;
             s->key_at = -1;
+            s->first = FIRST_NONE;
             b->n++;
         }
     }
@@ -427,6 +513,31 @@ static int fold_buffer(KeyFold *f) {
             f->info = trimmed;
         }
     }
+    if (rc == 0) { /* _keep_first_seen(_first_pending, kept): the kept ids' first records */
+        seen_table_t seen;
+        if (seens_init(&seen, kn) < 0) {
+            rc = -1;
+        } else {
+            seen_table_t *old = &f->first_seen;
+            for (int64_t i = 0; i <= old->mask && rc == 0; i++)
+                if (old->slots[i].used && kept_has(kids, kused, kmask, old->slots[i].id))
+                    rc = seens_keep(&seen, old->slots[i].id, &old->slots[i].at);
+            for (int64_t i = 0; i <= b->mask && rc == 0; i++) {
+                counter_t *s = &b->slots[i];
+                if (s->used && s->first != FIRST_NONE && kept_has(kids, kused, kmask, s->id)) {
+                    seen_at_t at = first_of(s);
+                    rc = seens_keep(&seen, s->id, &at);
+                }
+            }
+            if (rc == 0) {
+                free(old->slots);
+                *old = seen;
+            } else {
+                free(seen.slots);
+            }
+        }
+        if (rc < 0) PyErr_NoMemory();
+    }
     free(kids);
     free(kused);
     memset(b->slots, 0, (size_t)(b->mask + 1) * sizeof(counter_t));
@@ -437,6 +548,16 @@ static int fold_buffer(KeyFold *f) {
 nomem:
     PyErr_NoMemory();
     return -1;
+}
+
+static inline int first_seen_has(KeyFold *f, uint64_t id) {
+    seen_table_t *t = &f->first_seen;
+    int64_t i = (int64_t)(id & (uint64_t)t->mask);
+    while (t->slots[i].used) {
+        if (t->slots[i].id == id) return 1;
+        i = (i + 1) & t->mask;
+    }
+    return 0;
 }
 
 static inline int info_has(KeyFold *f, uint64_t id) {
@@ -476,8 +597,9 @@ static inline void add_null(KeyFold *f, int64_t value_size) {
     f->record_bytes += value_size > 0 ? value_size : 0;
 }
 
-/* KeyStats.add(key, value_size) for a key of `size` bytes. 0, or -1 with an exception set. */
-static int add_key(KeyFold *f, const unsigned char *key, int64_t size, int64_t value_size) {
+/* KeyStats.add(key, value_size, offset, timestamp_ms) for a key of `size` bytes; `at` NULL: no
+ * offset given. 0, or -1 with an exception set. */
+static int add_key(KeyFold *f, const unsigned char *key, int64_t size, int64_t value_size, const seen_at_t *at) {
     int64_t nbytes = (value_size > 0 ? value_size : 0) + size;
     f->records++;
     f->record_bytes += nbytes;
@@ -501,7 +623,9 @@ static int add_key(KeyFold *f, const unsigned char *key, int64_t size, int64_t v
         s->bytes = nbytes;
         s->key_at = -1;
         s->key_len = 0;
+        s->first = FIRST_NONE;
         b->n++;
+        if (at != NULL && !first_seen_has(f, id)) set_first(s, at);
         if (!info_has(f, id)) {
             if (arena_put(f, key, size, &s->key_at) < 0) {
                 PyErr_NoMemory();
@@ -526,18 +650,21 @@ static int add_key(KeyFold *f, const unsigned char *key, int64_t size, int64_t v
 /* ----------------------------------------------------------------------------------------------
  * Records of one v2 batch, read as record_batch.iter_records reads them. */
 
-static inline int skip_varlong(const unsigned char *d, int64_t *pos, int64_t end) {
-    int64_t unused;
-    return read_varlong(d, pos, end, &unused);
-}
+/* Per record, 5 numbers in f->recs: key position (-1: null key), key size, value size, offset,
+ * timestamp. */
+#define REC_FIELDS 5
 
-/* Per record, 4 numbers in f->recs: key position (-1: null key), key size, value size, offset. */
-#define REC_FIELDS 4
+/* The timestamps of a batch's records, as iter_records gives them: baseTimestamp + timestampDelta,
+ * or the batch's maxTimestamp for every record of a LogAppendTime batch. */
+typedef struct {
+    int64_t base, log_append;
+    int is_log_append;
+} batch_times_t;
 
 /* Parse `count` records in d[start, end); the count read, -1 when the Python path must read the
  * batch (it would raise or note something), -2 when out of memory. Nothing is added here. */
 static int64_t parse_records(KeyFold *f, const unsigned char *d, int64_t start, int64_t end, int64_t count,
-                             int64_t base_offset) {
+                             int64_t base_offset, const batch_times_t *times) {
     if (count < 0 || count > end - start) return -1; /* every record takes >= 1 byte */
     if (count > f->recs_cap) {
         int64_t cap = f->recs_cap ? f->recs_cap : 256;
@@ -549,12 +676,12 @@ static int64_t parse_records(KeyFold *f, const unsigned char *d, int64_t start, 
     }
     int64_t pos = start;
     for (int64_t i = 0; i < count; i++) {
-        int64_t length, off_delta, key_size, value_size, nheaders;
+        int64_t length, ts_delta, off_delta, key_size, value_size, nheaders;
         if (!read_varint(d, &pos, end, &length)) return -1;
         if (length < 0 || length > end - pos) return -1;
         int64_t body_end = pos + length;
         pos += 1; /* attributes */
-        if (!skip_varlong(d, &pos, body_end)) return -1; /* timestampDelta */
+        if (!read_varlong(d, &pos, body_end, &ts_delta)) return -1;
         if (!read_varint(d, &pos, body_end, &off_delta)) return -1;
         if (!read_varint(d, &pos, body_end, &key_size)) return -1;
         int64_t key_at = pos;
@@ -586,6 +713,7 @@ static int64_t parse_records(KeyFold *f, const unsigned char *d, int64_t start, 
         r[1] = key_size;
         r[2] = value_size;
         r[3] = wrap_add(base_offset, off_delta);
+        r[4] = times->is_log_append ? times->log_append : wrap_add(times->base, ts_delta);
     }
     return pos == end ? count : -1;
 }
@@ -594,8 +722,9 @@ static int64_t parse_records(KeyFold *f, const unsigned char *d, int64_t start, 
 static int add_parsed(KeyFold *f, const unsigned char *d, int64_t count) {
     for (int64_t i = 0; i < count; i++) {
         const int64_t *r = &f->recs[i * REC_FIELDS];
+        seen_at_t at = {r[3], r[4], 0};
         if (r[0] < 0) add_null(f, r[2]);
-        else if (add_key(f, d + r[0], r[1], r[2]) < 0) return -1;
+        else if (add_key(f, d + r[0], r[1], r[2], &at) < 0) return -1;
     }
     return 0;
 }
@@ -632,7 +761,7 @@ static int KeyFold_init(KeyFold *f, PyObject *args, PyObject *kwds) {
     f->registers = calloc((size_t)1 << precision, 1);
     f->sample = malloc((size_t)(sample_size + 1) * sizeof(entry_t));
     if (f->registers == NULL || f->sample == NULL || counters_init(&f->buffer, buffer_keys + capacity + 2) < 0 ||
-        infos_init(&f->info, capacity + sample_size) < 0) {
+        infos_init(&f->info, capacity + sample_size) < 0 || seens_init(&f->first_seen, capacity + sample_size) < 0) {
         PyErr_NoMemory();
         return -1;
     }
@@ -647,6 +776,7 @@ static void KeyFold_dealloc(KeyFold *f) {
     free(f->heavy);
     free(f->sample);
     infos_free(&f->info);
+    free(f->first_seen.slots);
     free(f->recs);
     free(f->win);
     Py_TYPE(f)->tp_free((PyObject *)f);
@@ -660,17 +790,32 @@ static int check_ready(KeyFold *f) {
     return 0;
 }
 
+/* An int or None (-> *none = 1); 0, -1 with an exception set. */
+static int int64_or_none(PyObject *o, int64_t *out, int *none) {
+    *none = o == Py_None;
+    *out = 0;
+    if (*none) return 0;
+    long long v = PyLong_AsLongLong(o);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    *out = v;
+    return 0;
+}
+
 static PyObject *KeyFold_add(KeyFold *f, PyObject *args) {
-    PyObject *key;
+    PyObject *key, *offset = Py_None, *timestamp = Py_None;
     long long value_size;
-    if (!PyArg_ParseTuple(args, "OL", &key, &value_size) || check_ready(f) < 0) return NULL;
+    if (!PyArg_ParseTuple(args, "OL|OO", &key, &value_size, &offset, &timestamp) || check_ready(f) < 0) return NULL;
+    seen_at_t at;
+    int no_offset;
+    if (int64_or_none(offset, &at.offset, &no_offset) < 0 || int64_or_none(timestamp, &at.ts, &at.ts_none) < 0)
+        return NULL;
     if (key == Py_None) {
         add_null(f, value_size);
         Py_RETURN_NONE;
     }
     Py_buffer view;
     if (PyObject_GetBuffer(key, &view, PyBUF_SIMPLE) < 0) return NULL;
-    int rc = add_key(f, view.buf, view.len, value_size);
+    int rc = add_key(f, view.buf, view.len, value_size, no_offset ? NULL : &at);
     PyBuffer_Release(&view);
     if (rc < 0) return NULL;
     Py_RETURN_NONE;
@@ -684,15 +829,21 @@ static PyObject *offsets_result(int64_t count, const int64_t *recs) {
 static PyObject *KeyFold_add_records(KeyFold *f, PyObject *args) {
     Py_buffer view;
     Py_ssize_t start;
-    long long count, base_offset;
-    if (!PyArg_ParseTuple(args, "y*nLL", &view, &start, &count, &base_offset)) return NULL;
+    long long count, base_offset, base_timestamp;
+    PyObject *log_append_timestamp;
+    if (!PyArg_ParseTuple(args, "y*nLLLO", &view, &start, &count, &base_offset, &base_timestamp,
+                          &log_append_timestamp))
+        return NULL;
     PyObject *out = NULL;
-    if (check_ready(f) < 0) goto done;
+    batch_times_t times = {base_timestamp, 0, 0};
+    int not_log_append;
+    if (check_ready(f) < 0 || int64_or_none(log_append_timestamp, &times.log_append, &not_log_append) < 0) goto done;
+    times.is_log_append = !not_log_append;
     if (start < 0 || start > view.len) {
         PyErr_Format(PyExc_ValueError, "start = %zd, expected 0..%zd", start, view.len);
         goto done;
     }
-    int64_t n = parse_records(f, view.buf, start, view.len, count, base_offset);
+    int64_t n = parse_records(f, view.buf, start, view.len, count, base_offset, &times);
     if (n == -2) {
         PyErr_NoMemory();
         goto done;
@@ -767,16 +918,20 @@ static PyObject *KeyFold_walk(KeyFold *f, PyObject *args) {
             window = WINDOW_BYTES;
             h = f->win;
         }
+        batch_times_t times = {be64(h + BASE_TIMESTAMP_OFFSET), be64(h + MAX_TIMESTAMP_OFFSET),
+                               (attrs & TIMESTAMP_TYPE_MASK) != 0};
         if (attrs & CODEC_MASK) { /* its records compressed: handed back packed, for Python to decompress */
-            packed = Py_BuildValue("(LiLLLy#)", (long long)pos, (int)(attrs & CODEC_MASK),
-                                   (long long)be32(h + RECORDS_COUNT_OFFSET), (long long)be64(h + BASE_OFFSET_OFFSET),
-                                   (long long)total, (const char *)h + RECORD_BATCH_OVERHEAD,
-                                   (Py_ssize_t)(total - RECORD_BATCH_OVERHEAD));
+            PyObject *log_append = times.is_log_append ? PyLong_FromLongLong(times.log_append) : Py_NewRef(Py_None);
+            if (log_append != NULL)
+                packed = Py_BuildValue("(LiLLLy#LN)", (long long)pos, (int)(attrs & CODEC_MASK),
+                                       (long long)be32(h + RECORDS_COUNT_OFFSET),
+                                       (long long)be64(h + BASE_OFFSET_OFFSET), (long long)total, (const char *)h + RECORD_BATCH_OVERHEAD,
+                                       (Py_ssize_t)(total - RECORD_BATCH_OVERHEAD), (long long)times.base, log_append);
             if (packed == NULL) rc = -3;
             break;
         }
         int64_t n = parse_records(f, h, RECORD_BATCH_OVERHEAD, total, be32(h + RECORDS_COUNT_OFFSET),
-                                  be64(h + BASE_OFFSET_OFFSET));
+                                  be64(h + BASE_OFFSET_OFFSET), &times);
         if (n == -2) {
             rc = -2;
             break;
@@ -828,14 +983,32 @@ static PyObject *entries_list(const entry_t *e, int64_t n) {
     return out;
 }
 
+/* (id, offset, timestamp | None) appended to list; 0, -1 with an exception set. */
+static int append_seen(PyObject *list, uint64_t id, const seen_at_t *at) {
+    PyObject *ts = at->ts_none ? Py_NewRef(Py_None) : PyLong_FromLongLong(at->ts);
+    PyObject *item = ts == NULL ? NULL : Py_BuildValue("(KLN)", (unsigned long long)id, (long long)at->offset, ts);
+    if (item == NULL || PyList_Append(list, item) < 0) {
+        Py_XDECREF(item);
+        return -1;
+    }
+    Py_DECREF(item);
+    return 0;
+}
+
 static PyObject *KeyFold_state(KeyFold *f, PyObject *unused) {
+    (void)unused;
     if (check_ready(f) < 0) return NULL;
     PyObject *hist = PyList_New(SIZE_BUCKETS);
     PyObject *heavy = entries_list(f->heavy, f->heavy_n);
     PyObject *sample = entries_list(f->sample, f->sample_n);
     PyObject *info = PyList_New(0), *buffer = PyList_New(0), *pending = PyList_New(0);
+    PyObject *first_seen = PyList_New(0), *first_pending = PyList_New(0);
     PyObject *out = NULL;
-    if (!hist || !heavy || !sample || !info || !buffer || !pending) goto done;
+    if (!hist || !heavy || !sample || !info || !buffer || !pending || !first_seen || !first_pending) goto done;
+    for (int64_t i = 0; i <= f->first_seen.mask; i++) {
+        seen_t *s = &f->first_seen.slots[i];
+        if (s->used && append_seen(first_seen, s->id, &s->at) < 0) goto done;
+    }
     for (int i = 0; i < SIZE_BUCKETS; i++) {
         PyObject *v = PyLong_FromLongLong(f->histogram[i]);
         if (v == NULL) goto done;
@@ -868,12 +1041,19 @@ static PyObject *KeyFold_state(KeyFold *f, PyObject *unused) {
             }
             Py_DECREF(item);
         }
+        if (s->first != FIRST_NONE) {
+            seen_at_t at = first_of(s);
+            if (append_seen(first_pending, s->id, &at) < 0) goto done;
+        }
     }
-    out = Py_BuildValue("(LLLLLLOy#LOOOOOL)", (long long)f->records, (long long)f->null_keys, (long long)f->empty_keys,
-                        (long long)f->key_bytes, (long long)f->record_bytes, (long long)f->max_key_bytes, hist,
-                        (const char *)f->registers, (Py_ssize_t)1 << f->precision, (long long)f->decrement, heavy,
-                        sample, info, buffer, pending, (long long)f->pending_bytes);
+    out = Py_BuildValue("(LLLLLLOy#LOOOOOLOO)", (long long)f->records, (long long)f->null_keys,
+                        (long long)f->empty_keys, (long long)f->key_bytes, (long long)f->record_bytes,
+                        (long long)f->max_key_bytes, hist, (const char *)f->registers, (Py_ssize_t)1 << f->precision,
+                        (long long)f->decrement, heavy, sample, info, buffer, pending, (long long)f->pending_bytes,
+                        first_seen, first_pending);
 done:
+    Py_XDECREF(first_seen);
+    Py_XDECREF(first_pending);
     Py_XDECREF(hist);
     Py_XDECREF(heavy);
     Py_XDECREF(sample);
@@ -899,19 +1079,31 @@ static int cmp_entry_id(const void *a, const void *b) {
     return x < y ? -1 : x > y ? 1 : 0;
 }
 
+/* One (id, offset, timestamp | None) item of a state list. */
+static int seen_of(PyObject *item, uint64_t *id, seen_at_t *at) {
+    unsigned long long ident;
+    long long offset;
+    PyObject *ts;
+    if (!PyArg_ParseTuple(item, "KLO", &ident, &offset, &ts) || int64_or_none(ts, &at->ts, &at->ts_none) < 0) return -1;
+    *id = ident;
+    at->offset = offset;
+    return 0;
+}
+
 /* load(state): the state of an empty KeyFold set to `state` (the tuple state() returns). */
 static PyObject *KeyFold_load(KeyFold *f, PyObject *args) {
     long long records, null_keys, empty_keys, key_bytes, record_bytes, max_key_bytes, decrement, pending_bytes;
-    PyObject *hist, *heavy, *sample, *info, *buffer, *pending;
+    PyObject *hist, *heavy, *sample, *info, *buffer, *pending, *first_seen, *first_pending;
     const char *registers;
     Py_ssize_t nregisters;
-    if (!PyArg_ParseTuple(args, "(LLLLLLO!y#LO!O!O!O!O!L)", &records, &null_keys, &empty_keys, &key_bytes,
+    if (!PyArg_ParseTuple(args, "(LLLLLLO!y#LO!O!O!O!O!LO!O!)", &records, &null_keys, &empty_keys, &key_bytes,
                           &record_bytes, &max_key_bytes, &PyList_Type, &hist, &registers, &nregisters, &decrement,
                           &PyList_Type, &heavy, &PyList_Type, &sample, &PyList_Type, &info, &PyList_Type, &buffer,
-                          &PyList_Type, &pending, &pending_bytes) ||
+                          &PyList_Type, &pending, &pending_bytes, &PyList_Type, &first_seen, &PyList_Type,
+                          &first_pending) ||
         check_ready(f) < 0)
         return NULL;
-    if (f->records || f->heavy_n || f->sample_n || f->buffer.n || f->info.n) {
+    if (f->records || f->heavy_n || f->sample_n || f->buffer.n || f->info.n || f->first_seen.n) {
         PyErr_SetString(PyExc_RuntimeError, "KeyFold.load: the fold is not empty");
         return NULL;
     }
@@ -948,7 +1140,7 @@ static PyObject *KeyFold_load(KeyFold *f, PyObject *args) {
         if (2 * (f->buffer.n + 1) > f->buffer.mask + 1 && counters_grow(&f->buffer) < 0) return PyErr_NoMemory();
         counter_t *s = counters_slot(&f->buffer, e.id);
         if (!s->used) f->buffer.n++;
-        *s = (counter_t){e.id, e.count, e.bytes, -1, 0, 1};
+        *s = (counter_t){.id = e.id, .count = e.count, .bytes = e.bytes, .key_at = -1, .used = 1};
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(pending); i++) {
         unsigned long long id;
@@ -963,6 +1155,23 @@ static PyObject *KeyFold_load(KeyFold *f, PyObject *args) {
         if (arena_put(f, (const unsigned char *)key, n, &s->key_at) < 0) return PyErr_NoMemory();
         s->key_len = n;
     }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(first_seen); i++) {
+        uint64_t id;
+        seen_at_t at;
+        if (seen_of(PyList_GET_ITEM(first_seen, i), &id, &at) < 0) return NULL;
+        if (seens_keep(&f->first_seen, id, &at) < 0) return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(first_pending); i++) {
+        uint64_t id;
+        seen_at_t at;
+        if (seen_of(PyList_GET_ITEM(first_pending, i), &id, &at) < 0) return NULL;
+        counter_t *s = counters_slot(&f->buffer, id);
+        if (!s->used) {
+            PyErr_SetString(PyExc_ValueError, "KeyFold.load: a first-seen pending id outside the buffer");
+            return NULL;
+        }
+        set_first(s, &at);
+    }
     f->records = records;
     f->null_keys = null_keys;
     f->empty_keys = empty_keys;
@@ -975,6 +1184,7 @@ static PyObject *KeyFold_load(KeyFold *f, PyObject *args) {
 }
 
 static PyObject *KeyFold_key_id(PyObject *cls, PyObject *arg) {
+    (void)cls;
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
     uint64_t id = key_id(view.buf, view.len);
@@ -983,20 +1193,24 @@ static PyObject *KeyFold_key_id(PyObject *cls, PyObject *arg) {
 }
 
 static PyMethodDef KeyFold_methods[] = {
-    {"add", (PyCFunction)KeyFold_add, METH_VARARGS, "add(key | None, value_size): one record (KeyStats.add)."},
+    {"add", (PyCFunction)KeyFold_add, METH_VARARGS,
+     "add(key | None, value_size, offset=None, timestamp_ms=None): one record (KeyStats.add)."},
     {"add_records", (PyCFunction)KeyFold_add_records, METH_VARARGS,
-     "add_records(data, start, count, base_offset) -> (records, first_offset, last_offset) | None: the count "
-     "records of one v2 batch laid out in data from start to its end; None (nothing added) when "
-     "record_batch.iter_records would raise on them."},
+     "add_records(data, start, count, base_offset, base_timestamp, log_append_timestamp | None) -> (records, "
+     "first_offset, last_offset) | None: the count records of one v2 batch laid out in data from start to its end "
+     "(timestamps: base_timestamp + timestampDelta, or log_append_timestamp for every record when not None: a "
+     "LogAppendTime batch's maxTimestamp); None (nothing added) when record_batch.iter_records would raise on them."},
     {"walk", (PyCFunction)KeyFold_walk, METH_VARARGS,
      "walk(fd, start, size, cut) -> (stop, scanned_bytes, records, first_offset, last_offset, packed): the plain "
      "v2 batches of a .log from byte start (batches ending at or before cut skipped, control batches counted as "
      "scanned); stop is the first entry the Python path must read (== size at a clean end). When that entry is a "
      "well-framed compressed v2 batch, packed = (position, codec id, recordsCount, baseOffset, size, compressed "
-     "records) to decompress and give to add_records; else None."},
+     "records, baseTimestamp, maxTimestamp if LogAppendTime else None) to decompress and give to add_records; "
+     "else None."},
     {"state", (PyCFunction)KeyFold_state, METH_NOARGS,
      "state() -> tuple: (records, null_keys, empty_keys, key_bytes, record_bytes, max_key_bytes, histogram, "
-     "registers, decrement, heavy, sample, info, buffer, pending, pending_bytes)."},
+     "registers, decrement, heavy, sample, info, buffer, pending, pending_bytes, first_seen, first_pending); "
+     "first_seen and first_pending: lists of (id, offset, timestamp | None)."},
     {"load", (PyCFunction)KeyFold_load, METH_VARARGS, "load(state): set an empty fold to a state() tuple."},
     {"key_id", (PyCFunction)KeyFold_key_id, METH_O | METH_STATIC, "key_id(key) -> the 64-bit BLAKE2b id of a key."},
     {NULL, NULL, 0, NULL},
@@ -1015,7 +1229,7 @@ static PyTypeObject KeyFoldType = {
     .tp_methods = KeyFold_methods,
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ckeys", NULL, -1, NULL};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, .m_name = "_ckeys", .m_size = -1};
 
 PyMODINIT_FUNC PyInit__ckeys(void) {
     if (PyType_Ready(&KeyFoldType) < 0) return NULL;

@@ -211,10 +211,7 @@ def _read_batch(result: PartitionKeys, reader: LogReader, batch, cut: int, add, 
     legacy = batch.magic < 2
     try:
         for record in reader.records(batch, keys=True):
-            if fold is None:
-                add(record.key, record.value_size, record.offset, record.timestamp_ms)
-            else:
-                add(record.key, record.value_size)
+            add(record.key, record.value_size, record.offset, record.timestamp_ms)
             _saw_offsets(result, record.offset, record.offset)
             result.legacy_records_read += legacy
     except (FormatError, OSError) as exc:
@@ -225,16 +222,17 @@ def _read_batch(result: PartitionKeys, reader: LogReader, batch, cut: int, add, 
 
 def _fold_packed(result: PartitionKeys, reader: LogReader, packed: tuple, fold) -> bool:
     """A compressed v2 batch (``packed``: position, codec id, recordsCount, baseOffset, size,
-    compressed records), decompressed here and its records folded in C; False (nothing added) when
-    anything would give an error: the Python reader then reads the batch and notes what."""
-    position, codec_id, count, base_offset, _size, payload = packed
+    compressed records, baseTimestamp, maxTimestamp if LogAppendTime else None), decompressed here
+    and its records folded in C; False (nothing added) when anything would give an error: the
+    Python reader then reads the batch and notes what."""
+    position, codec_id, count, base_offset, _size, payload, base_timestamp, log_append_timestamp = packed
     try:
         records = compression.decompress(codec_id, payload, magic=v2.MAGIC_VALUE_V2,
                                          max_bytes=reader.max_decompressed_bytes, label=reader.label,
                                          position=position + v2.RECORDS_OFFSET)
     except (FormatError, OSError):
         return False
-    added = fold.add_records(records, 0, count, base_offset)
+    added = fold.add_records(records, 0, count, base_offset, base_timestamp, log_append_timestamp)
     if added is None:
         return False
     if added[0]:
@@ -252,6 +250,7 @@ def _fold_compressed(result: PartitionKeys, reader: LogReader, batch, fold) -> b
     if data[v2.MAGIC_OFFSET] != 2 or len(data) != batch.size_bytes:
         return False
     codec_id = data[v2.ATTRIBUTES_OFFSET + 1] & v2.COMPRESSION_CODEC_MASK
+    log_append = batch.max_timestamp_ms if batch.timestamp_type == v2.LOG_APPEND_TIME else None
     packed = (batch.position, codec_id, batch.record_count, batch.base_offset, batch.size_bytes,
-              memoryview(data)[v2.RECORDS_OFFSET:])
+              memoryview(data)[v2.RECORDS_OFFSET:], batch.base_timestamp_ms, log_append)
     return _fold_packed(result, reader, packed, fold)

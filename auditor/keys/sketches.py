@@ -26,7 +26,7 @@ Parts, with the error each states:
 
 The same state can be reached in C: :meth:`KeyStats.c_fold` hands the state to a
 ``auditor.keys._ckeys.KeyFold`` (the optional extension: the same steps, byte-identical
-sketches; records enter it per record, per v2 batch or per run of plain batches of a .log) and
+sketches, ``first_seen`` included; records enter it per record, per v2 batch or per run of plain batches of a .log) and
 :meth:`KeyStats.absorb` takes it back. Without the extension ``c_fold`` returns None and
 :meth:`KeyStats.add` is the path.
 
@@ -376,13 +376,16 @@ class KeyStats:
                    [(i, c, b) for i, (c, b) in self.sample.entries.items()],
                    list(self.info.items()),
                    [(i, c, b) for i, (c, b) in self._buffer.items()],
-                   list(self._pending.items()), self._pending_bytes))
+                   list(self._pending.items()), self._pending_bytes,
+                   [(i, o, t) for i, (o, t) in self.first_seen.items()],
+                   [(i, o, t) for i, (o, t) in self._first_pending.items()]))
         return fold
 
     def absorb(self, fold) -> "KeyStats":
         """Take back the state of ``fold`` (from :meth:`c_fold`). Returns self."""
         (self.records, self.null_keys, self.empty_keys, self.key_bytes, self.record_bytes, self.max_key_bytes,
-         histogram, registers, decrement, heavy, sample, info, buffer, pending, pending_bytes) = fold.state()
+         histogram, registers, decrement, heavy, sample, info, buffer, pending, pending_bytes, first_seen,
+         first_pending) = fold.state()
         self.size_histogram = histogram
         self.hll.registers = bytearray(registers)
         self.heavy.decrement = decrement
@@ -393,6 +396,8 @@ class KeyStats:
         self._buffer = {i: [c, b] for i, c, b in buffer}
         self._pending = dict(pending)
         self._pending_bytes = pending_bytes
+        self.first_seen = {i: (o, t) for i, o, t in first_seen}
+        self._first_pending = {i: (o, t) for i, o, t in first_pending}
         return self
 
     # -- merge and serialisation ----------------------------------------------------------------

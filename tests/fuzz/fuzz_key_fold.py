@@ -7,8 +7,9 @@ Input: the bytes of one .log; its first byte also picks a sample size and a reco
   fold as through the pure-Python path, reading everything and in sampled mode: the C walk and its
   hand-back to Python decide nothing the Python reader would decide differently;
 * ``KeyFold.add_records`` on the input taken as the records of one v2 batch (the form a
-  decompressed batch takes), in an exact-size buffer: it adds the records exactly when
-  ``record_batch.iter_records`` reads them all without an error, and then the same sketches;
+  decompressed batch takes), in an exact-size buffer, as a CreateTime or a LogAppendTime batch
+  (by the input's length): it adds the records exactly when ``record_batch.iter_records`` reads
+  them all without an error, and then the same sketches, ``first_seen`` (offsets, timestamps) included;
 * nothing raises but what the Python path notes.
 
 Seeds: ``python tests/fuzz/fuzz_key_fold.py`` writes tests/fuzz/corpus/key_fold/ (keyed batches of
@@ -40,24 +41,34 @@ def _scan(use_c: bool, sample: int | None):
     return found.stats.to_bytes(), found.to_json(20)
 
 
-def _records_as_batch(count: int, records: bytes) -> tuple[object, bytes]:
+BASE_OFFSET = 7
+#: near Java's long limit, so a large timestampDelta wraps as Java's long arithmetic does
+BASE_TIMESTAMP = (1 << 63) - 5000
+MAX_TIMESTAMP = 1_700_000_000_000
+LOG_APPEND_TIME = 0x08  # the attributes' timestamp-type bit
+
+
+def _records_as_batch(count: int, records: bytes, attrs: int) -> tuple[object, bytes]:
     """A v2 batch header (uncompressed) around ``records``, for the Python reader."""
-    after_crc = struct.pack(">hiqqqhii", 0, max(count - 1, 0), 0, 0, -1, -1, -1, count) + records
-    batch = struct.pack(">qiibI", 0, 4 + 1 + 4 + len(after_crc), 0, 2, 0) + after_crc
+    after_crc = struct.pack(">hiqqqhii", attrs, max(count - 1, 0), BASE_TIMESTAMP, MAX_TIMESTAMP, -1, -1, -1,
+                            count) + records
+    batch = struct.pack(">qiibI", BASE_OFFSET, 4 + 1 + 4 + len(after_crc), 0, 2, 0) + after_crc
     return v2.parse_v2_header(batch, 0, 0), batch
 
 
 def _add_records(data: bytes) -> None:
     count = data[0] if data else 0
     records = data[1:]
+    attrs = LOG_APPEND_TIME if len(data) % 2 else 0  # both timestamp types, by the input's length
     c = KeyStats(**SMALL)
     fold = c.c_fold()
-    added = fold.add_records(exact_buffer(records), 0, count, 7)
+    added = fold.add_records(exact_buffer(records), 0, count, BASE_OFFSET, BASE_TIMESTAMP,
+                             MAX_TIMESTAMP if attrs else None)
     c.absorb(fold)
     python = KeyStats(**SMALL)
-    header, batch = _records_as_batch(count, records)
+    header, batch = _records_as_batch(count, records, attrs)
     try:
-        read = [(r.key, r.value_size, r.offset) for r in v2.iter_records(header, batch, keys=True)]
+        read = [(r.key, r.value_size, r.offset, r.timestamp_ms) for r in v2.iter_records(header, batch, keys=True)]
     except FormatError:
         read = None
     if (added is None) != (read is None):
@@ -66,9 +77,9 @@ def _add_records(data: bytes) -> None:
         if c.records:
             raise Disagreement(f"add_records refused the batch but added {c.records} records")
         return
-    for key, value_size, _ in read:
-        python.add(key, value_size)
-    offsets = (len(read), read[0][2] + 7, read[-1][2] + 7) if read else (0, None, None)
+    for key, value_size, offset, timestamp_ms in read:
+        python.add(key, value_size, offset, timestamp_ms)
+    offsets = (len(read), read[0][2], read[-1][2]) if read else (0, None, None)
     if added != offsets:
         raise Disagreement(f"add_records returned {added}, the Python reader read {offsets}")
     if c.to_bytes() != python.to_bytes():
@@ -99,6 +110,9 @@ def make_seeds() -> None:
     records = [(rnd.choice((None, b"", b"k%d" % rnd.randrange(9))), b"v" * rnd.randrange(5), []) for _ in range(20)]
     s.add(_batch(0, records) + _batch(20, records, codec="gzip") + _batch(40, records, codec="zstd"))
     s.add(bytes([3]) + b"".join(_record(i, *records[i]) for i in range(3)))  # records as add_records reads them
+    # LogAppendTime batches (every record at maxTimestamp: first_seen's timestamps), plain and compressed
+    s.add(_batch(0, records, log_append=True, max_ts=1_700_000_000_123)
+          + _batch(20, records, codec="lz4", log_append=True, max_ts=1_700_000_000_456))
     long_keys = [(rnd.randbytes(n), b"v", []) for n in (127, 128, 129, 300, 0, 1)] * 2  # BLAKE2b's block edges
     s.add(_batch(0, long_keys) + _batch(12, long_keys, codec="snappy"))
     s.add(_message(0, 1, b"a", b"x") + _wrapper(3, 1, [(b"b", b"y"), (b"c", None), (None, b"y")])
