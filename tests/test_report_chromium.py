@@ -72,6 +72,13 @@ def test_demo_json_is_valid_against_the_published_schema(demo):
     codes = {f["code"] for f in doc["findings"] if f["severity"] in ("WARN", "FAIL")}
     # the planted anomalies are found: skew, reassignment, retention gap, timestamps, blocked retention
     assert {"KLA001", "KLA020", "KLA010", "KLA030", "KLA031"} <= codes, codes
+    # the demo reads keys (audit --keys): the keyed topic's partition-count change splits keys,
+    # and the skew finding names its hot key
+    split = [f for f in doc["findings"] if f["code"] == "KLA070"]
+    assert [f["topic"] for f in split] == ["customers"] and "partition count changed" in split[0]["message"], split
+    skew = next(f for f in doc["findings"] if f["code"] == "KLA001" and f["topic"] == "clicks")
+    assert "cause: hot keys: key#" in skew["message"], skew["message"]
+    assert doc["keys"]["ran"] is True
     assert doc["verdict"] == "FAIL" and doc["exit_code"] == 1
 
 
@@ -224,4 +231,13 @@ def test_group_and_tiered_sections_in_chromium(demo, browser):
     assert history and history[0][4] == "100" and "remote 0..239" in history[0][7], rows
     page.locator("#replay-table").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "demo-report-tiered.png"))
+    # the keyed topic: its split keys in the keys section, and the skewed partition's heaviest key
+    keys_section = page.locator("#keys")
+    assert keys_section.is_visible()
+    split = page.locator("section.check-group[data-check='keys.split_key'] tr.finding[data-severity=WARN]")
+    assert split.count() == 1 and "customers" in split.first.inner_text()
+    assert page.locator("h3#keys-clicks-1").is_visible()
+    assert "cust-vip" not in page.content()  # keys are data: fingerprints only
+    keys_section.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "demo-report-keys.png"))
     assert not problems, problems

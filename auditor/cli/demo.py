@@ -101,7 +101,7 @@ def run(args) -> int:
     req = AuditRequest(log_dirs=[str(d) for d in log_dirs], depth="deep", config_path=str(log_dirs[0].parent / "demo-audit.yaml"),
                        replay_at_ms=meta["replay_at_ms"], replay_topics=meta["replay_topics"], master=args.master,
                        as_of_ms=meta["made_at_ms"], engine=args.engine,
-                       remote_storage_dir=str(remote) if remote else None)
+                       remote_storage_dir=str(remote) if remote else None, keys=True)
     execute(AuditRun(request=req, out_html=str(out / "report.html"), out_json=str(out / "findings.json"),
                      history=str(out / "history"), progress=True))
     print(f"\nreport: {out / 'report.html'}\nfindings: {out / 'findings.json'}")
