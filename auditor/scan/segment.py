@@ -4,6 +4,8 @@ Work grows with the depth asked for (see :mod:`auditor.scan`): ``stat`` one ``ls
 ``index`` constant work per segment (the C walker when built), ``headers`` every batch header,
 ``deep`` every record. Never raises for bad input: problems become notes.
 """
+# long module: one segment at every depth (stat, index, headers, deep and its C hand-off) shares the row and
+# deep-state dicts; split, each part would take both and the module boundary would cut one fold in two
 
 from __future__ import annotations
 
