@@ -119,3 +119,27 @@ def test_unreadable_and_odd_files_do_not_crash(tmp_path):
     # the second segment (offsets 18-19: the tombstones) is still read
     assert "console-consumer-65070" not in result.live
     assert Path(seg).read_bytes() == bytes(raw)   # read-only
+
+
+def test_groups_come_in_the_same_order_whatever_the_hash_seed(tmp_path):
+    """The demo sample's three groups in one __consumer_offsets partition: the order read_groups
+    lists them in (and so collect's manifest part) is the same in processes with different string
+    hash seeds (it once followed a set's order: the wheel test saw two installs disagree)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from auditor.cli.demo import unpack_demo_sample
+
+    log_dirs, _ = unpack_demo_sample(tmp_path / "demo")
+    code = ("import json, sys; from auditor.cluster.consumer_groups import read_groups; "
+            "print(json.dumps(list(read_groups(sys.argv[1:]).groups)))")
+    orders = set()
+    for seed in ("1", "2", "3", "4"):
+        proc = subprocess.run([sys.executable, "-c", code, *map(str, log_dirs)], capture_output=True, text=True,
+                              timeout=120, env=dict(os.environ, PYTHONHASHSEED=seed), check=True)
+        orders.add(proc.stdout.strip())
+    assert len(orders) == 1, orders
+    groups = json.loads(orders.pop())
+    assert len(groups) >= 3 and groups == sorted(groups), groups

@@ -204,7 +204,9 @@ class OffsetsFold:
         w = _Winners()
         for key, rec in self.store.items():
             self._decode_winner(key, rec, decode, w)
-        return {g: self._group(g, w) for g in w.names()}
+        # sorted: names() is a set, whose order follows the process's string hash seed; groups in
+        # one order make the manifest part and every listing the same from run to run
+        return {g: self._group(g, w) for g in sorted(w.names())}
 
     def _decode_winner(self, key: bytes, rec: tuple, decode: "Decoder", w: "_Winners") -> None:
         """One winning record: decoded and filed by its record type (or a note)."""
