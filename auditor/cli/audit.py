@@ -12,7 +12,7 @@ from auditor.accept import AcceptFileError, load as load_accept
 from auditor.atomic import OutputError, check_writable
 from auditor.audit import AuditOutcome, AuditRequest, run_audit
 from auditor.table_engines.base import ENGINES
-from auditor.cli.common import FORMATTER, CliError, InputProblem, progress_printer, wants_progress
+from auditor.cli.common import FORMATTER, CliError, InputProblem, keys_sample_bytes, progress_printer, wants_progress
 from auditor.cli.metrics_file import (MetricsFile, add_metrics_options, metrics_file_from_args, write_failure_metrics,
                                       write_run_metrics)
 from auditor.engine import parse_conf
@@ -155,14 +155,12 @@ def request_from_args(args) -> AuditRequest:
         if path and path != "-" and "://" not in path:
             check_writable(path, is_dir)
     topics = [t for chunk in (args.topic or []) for t in chunk.split(",") if t] or None
-    keys_mib = args.keys_sample_mib
-    if keys_mib is not None and not keys_mib > 0:
-        raise CliError(f"--keys-sample-mib {keys_mib:g}: expected a number > 0")
+    sample = keys_sample_bytes(args.keys_sample_mib)
     return AuditRequest(log_dirs=args.log_dir or [], manifests=args.manifest or [], depth=args.depth,
                         config_path=args.config, fail_on=args.fail_on, replay_at_ms=at, replay_topics=topics, master=args.master,
                         spark_conf=conf, bootstrap_server=args.bootstrap_server, parquet_dir=args.parquet, as_of_ms=as_of,
                         engine=args.engine, state_dir=args.state, remote_storage_dir=args.remote_storage_dir,
-                        keys=args.keys, keys_sample_bytes=None if keys_mib is None else int(keys_mib * (1 << 20)))
+                        keys=args.keys, keys_sample_bytes=sample)
 
 
 def run_from_args(args, metrics: MetricsFile | None) -> AuditRun:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from auditor.cli.common import DEPTH_HELP, FORMATTER, CliError, input_exit_code, progress_printer, wants_progress
+from auditor.cli.common import (DEPTH_HELP, FORMATTER, CliError, input_exit_code, keys_sample_bytes, progress_printer,
+                                wants_progress)
 from auditor.scan.pagecache import NICE_READ_RATE_MIB_S
 from auditor.scan.state import StateDirError
 from auditor.units import human_bytes
@@ -67,10 +68,8 @@ def run(args) -> int:
     for path in args.log_dirs:
         if not Path(path).is_dir():
             raise CliError(f"log dir {path!r} is not a directory")
-    if args.keys_sample_mib is not None and not args.keys_sample_mib > 0:
-        raise CliError(f"--keys-sample-mib {args.keys_sample_mib:g}: expected a number > 0")
+    sample = keys_sample_bytes(args.keys_sample_mib)
     show_progress = wants_progress(args)
-    sample = None if args.keys_sample_mib is None else int(args.keys_sample_mib * (1 << 20))
     try:
         res = collect_manifest(args.log_dirs, args.out, args.depth, nice=args.nice,
                                on_progress=progress_printer() if show_progress else None,

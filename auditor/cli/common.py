@@ -152,3 +152,12 @@ def write_scan_table(result, out) -> None:
         f"\n{len(result.log_dirs)} log dirs, {len(result.partitions)} partition dirs, "
         f"{len(result.segments)} segments, {human_bytes(total)} ({total} bytes)\n"
     )
+
+
+def keys_sample_bytes(mib: float | None) -> int | None:
+    """``--keys-sample-mib N`` (audit, collect) as bytes; None when not given. CliError when not > 0."""
+    if mib is None:
+        return None
+    if not mib > 0:
+        raise CliError(f"--keys-sample-mib {mib:g}: expected a number > 0")
+    return int(mib * (1 << 20))
