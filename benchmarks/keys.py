@@ -184,8 +184,11 @@ def measure_dirs(log_dir: Path, args) -> None:
     for part in partition_dirs(log_dir):
         deep_w, deep_c, records = median_s(lambda: deep_scan(log_dir, part), args.runs)
         c_w, c_c, found = median_s(lambda: scan_partition_keys(part, use_c=True), args.runs)
-        py_w, py_c, py_found = median_s(lambda: scan_partition_keys(part, use_c=False), args.python_runs)
-        same = found.stats.to_bytes() == py_found.stats.to_bytes()
+        if args.python_runs:
+            py_w, py_c, py_found = median_s(lambda: scan_partition_keys(part, use_c=False), args.python_runs)
+            same = found.stats.to_bytes() == py_found.stats.to_bytes()
+        else:  # --python-runs 0: the reference path not run, nothing compared
+            py_w, py_c, same = nan, nan, True
         logs = sorted(part.glob("*.log"))
         dump_w, dump_c = (dumplog_s(logs, args.dumplog_runs) if args.dumplog_runs else None) or (nan, nan)
         keyed = found.stats.records
@@ -236,7 +239,7 @@ def main() -> int:
     parser.add_argument("log_dirs", nargs="*", type=Path)
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--python-runs", type=int, default=1, help="runs of the pure-Python path (slow)")
+    parser.add_argument("--python-runs", type=int, default=1, help="runs of the pure-Python path (slow; 0: not run, not compared)")
     parser.add_argument("--dumplog-runs", type=int, default=1, help="0: no DumpLogSegments")
     parser.add_argument("--big", type=Path, default=DEFAULT_BIG if DEFAULT_BIG.is_dir() else None)
     parser.add_argument("--sample-mib", type=float, default=1.0)

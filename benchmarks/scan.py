@@ -198,7 +198,7 @@ def _build_big(root: Path, pool: list[bytes], log) -> dict:
     finally:
         kc.stop()  # clean shutdown: indexes trimmed, recovery checkpoints written
     facts["produce_seconds"] = round(time.monotonic() - t_all, 1)
-    facts["log_dir"] = str(data_dir.relative_to(root))
+    facts["log_dir"] = str(data_dir.resolve().relative_to(root.resolve()))
     facts.update(_dir_facts(data_dir))
     return facts
 
@@ -221,7 +221,7 @@ def _build_many(root: Path, pool: list[bytes], log) -> dict:
              "groups_per_partition": MANY_GROUPS_PER_PARTITION,
              "records_per_group": MANY_RECORDS_PER_GROUP, "segment_ms": MANY_SEGMENT_MS,
              "produce_seconds": round(time.monotonic() - t, 1),
-             "log_dir": str(data_dir.relative_to(root))}
+             "log_dir": str(data_dir.resolve().relative_to(root.resolve()))}
     facts.update(_dir_facts(data_dir))
     log(f"  many: {facts['log_files']:,} segments, {facts['log_bytes'] / MiB:,.1f} MiB, {facts['produce_seconds']} s")
     return facts
