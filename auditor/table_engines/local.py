@@ -10,6 +10,7 @@ builds a Python object per segment row (benchmarks/fleet.py: peak RSS per segmen
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Sequence
 
 import numpy as np
@@ -40,23 +41,38 @@ class LocalEngine(TableEngine):
         segment_rows = tables["segments"].num_rows
         progress(f"aggregating {segment_rows:,} segment rows and {tables['partitions'].num_rows:,} partition dirs (pyarrow)")
         rows = aggregate_rows(tables["segments"], tables["partitions"])
+        release_memory()  # the group-by's and the rollups' temporaries, before the frame is made
         # converted once, the checks' and the suite's input; popped: the only reference to each
         # table, so the Arrow buffers are freed as the frame is made
         frame = segment_frame(tables.pop("segments"))
         partition_frame = tables.pop("partitions").to_pandas()
-        pa.default_memory_pool().release_unused()  # what reading and converting freed goes back to the OS
+        release_memory()  # what reading and converting freed goes back to the OS
         # the suite first: its samples follow the table's order; then the frame is sorted for the
         # checks' batch, moved column by column (one frame in memory, not two)
         progress("validating the segment table (Great Expectations, pandas)")
         gx = run_expectations(frame, ctx)
+        release_memory()  # GX's copies of the columns it read
         progress(f"running the checks ({segment_rows:,} segment rows, on the driver)")
         frame, positions = sort_rows_moving(frame)
+        release_memory()
         findings = run_local(frame, partition_frame, ctx, frames(rows), segments_sorted=True)
         progress("collecting what the report shows")
         findings = sorted(findings + gx.findings, key=Finding.sort_key)
         timelines = _timelines(frame, positions, timeline_keys(findings), timeline_columns)
         return TableOutcome(findings=findings, gx=gx, stats=rows["partition_stats"], timelines=timelines,
                             versions=versions("local (pandas on the driver; no Spark)", gx.gx_version), log_dirs=infos)
+
+
+def release_memory() -> None:
+    """Memory freed by the last stage back to the OS, so that stages' peaks do not pile up in the
+    resident set: Arrow's pool (``release_unused``) and glibc's heap (``malloc_trim``: numpy's
+    freed arrays stay in the heap otherwise, glibc raising its mmap threshold as they are freed).
+    A no-op where there is no glibc."""
+    pa.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _read_inputs(req, progress: Progress) -> tuple[pa.Table, pa.Table, list[dict]]:

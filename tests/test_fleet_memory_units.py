@@ -1,0 +1,75 @@
+"""What keeps the driver engine's memory by the row at fleet scale (issue 19), on synthetic rows:
+the partition-dir statistics read lazily from Arrow (``ArrowRows``) are the dicts the engine made
+before, and the findings document streams them (``json_stream``: nested sequences item by item)
+into the JSON ``json.dumps`` gives."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pyarrow as pa
+
+from auditor.json_stream import write_document
+from auditor.local_engine import AGGREGATE_SCHEMAS, ArrowRows, aggregate_rows, frames, partition_stats_rows
+from auditor.schema import PARTITION_COLUMNS, PARTITION_SCHEMA, SEGMENT_COLUMNS, SEGMENT_SCHEMA, empty_row
+from reports.document import _column, _totals
+
+
+def _tables():
+    segs, parts = [], []
+    for broker in (1, 2):
+        for p in range(3):
+            dir_name = f"t-{p}"
+            parts.append({**empty_row(PARTITION_COLUMNS), "broker_id": broker, "log_dir": f"/d{broker}",
+                          "topic": "t", "partition": p, "dir_kind": "live" if p < 2 else "stray", "dir_name": dir_name,
+                          "segment_count": 2, "size_bytes": 100 * (p + 1), "notes": ["n"] if p == 1 else []})
+            for base in (0, 10):
+                segs.append({**empty_row(SEGMENT_COLUMNS), "broker_id": broker, "log_dir": f"/d{broker}", "topic": "t",
+                             "partition": p, "dir_kind": "live", "dir_name": dir_name, "base_offset": base,
+                             "first_offset": base, "last_offset": base + 9, "log_size_bytes": 50, "record_count": 10,
+                             "log_mtime_ms": 1_700_000_000_000 + base, "max_timestamp_ms": 1_700_000_000_000,
+                             "notes": ["x"] if base else []})
+    # a partition dir of a log dir without meta.properties: a null key
+    parts.append({**empty_row(PARTITION_COLUMNS), "broker_id": None, "log_dir": "/d9", "topic": "u", "partition": 0,
+                  "dir_kind": "live", "dir_name": "u-0"})
+    segs.append({**empty_row(SEGMENT_COLUMNS), "broker_id": None, "log_dir": "/d9", "topic": "u", "partition": 0,
+                 "dir_kind": "live", "dir_name": "u-0", "base_offset": 0, "log_size_bytes": 7})
+    return pa.Table.from_pylist(segs, schema=SEGMENT_SCHEMA), pa.Table.from_pylist(parts, schema=PARTITION_SCHEMA)
+
+
+def test_arrow_rows_are_the_dicts_of_before():
+    segs, parts = _tables()
+    rows = aggregate_rows(segs, parts)
+    stats = rows["partition_stats"]
+    before = partition_stats_rows(segs, parts)
+    assert isinstance(stats, ArrowRows) and stats == before and list(stats) == before and len(stats) == 7
+    assert stats[0] == before[0] and stats[-1] == before[-1] and stats[2:5] == before[2:5]
+    assert stats.column("size_bytes") == [r["size_bytes"] for r in before] and stats.column("nope") == [None] * 7
+    ArrowRows.BATCH_ROWS, saved = 2, ArrowRows.BATCH_ROWS  # several batches
+    try:
+        assert list(stats) == before
+    finally:
+        ArrowRows.BATCH_ROWS = saved
+    # the rollups and frames are those of the dicts
+    framed = frames(rows)
+    assert framed["partition_stats"].equals(pa.Table.from_pylist(before, schema=AGGREGATE_SCHEMAS["partition_stats"]).to_pandas())
+    assert [r["broker_id"] for r in rows["broker_stats"]] == [1, 2]
+    assert _totals(stats, [], None) == _totals(before, [], None)
+    assert _column(stats, "topic") == _column(before, "topic")
+
+
+def test_nested_sequences_are_streamed_into_the_same_json():
+    segs, parts = _tables()
+    stats = aggregate_rows(segs, parts)["partition_stats"]
+    plain = list(stats)
+    doc = {"schema_version": 3, "findings": [{"code": "KLA001"}], "config": {"a": [1, 2], "b": {"c": []}},
+           "tables": {"partition_stats": stats, "timelines": {"t-0": [{"x": 1}]}}, "empty": {}}
+    out = io.StringIO()
+    write_document(doc, out)
+    text = out.getvalue()
+    expected = dict(doc, tables={"partition_stats": plain, "timelines": {"t-0": [{"x": 1}]}})
+    assert json.loads(text) == json.loads(json.dumps(expected))
+    # one partition dir a line: the rows were written one by one, not as one string
+    lines = text.splitlines()
+    assert sum(1 for line in lines if line.startswith('{"broker_id"')) == len(plain)
