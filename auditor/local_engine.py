@@ -294,19 +294,28 @@ def aggregates(segments, partitions) -> dict[str, pd.DataFrame]:
     return frames(aggregate_rows(segments, partitions))
 
 
-def segment_frame(table: pa.Table) -> pd.DataFrame:
-    """The checks' and the suite's pandas frame of a segment table: Arrow's default conversion (the
-    frame Spark's ``applyInPandas`` hands the checks), except that equal list cells share one
-    numpy array: a million rows' four list columns cost a pointer a cell, not an array object each
-    (~100 bytes). The table's buffers are released while it is converted (``self_destruct``):
-    the caller must not use ``table`` afterwards."""
-    lists = {f.name: _shared_list_cells(table[f.name]) for f in table.schema if pa.types.is_list(f.type)}
-    rest = table.drop_columns(list(lists))
-    del table
-    frame = rest.to_pandas(split_blocks=True, self_destruct=True)
-    del rest
-    for position, name in sorted((SEGMENT_SCHEMA.get_field_index(n), n) for n in lists):
-        frame.insert(position, name, lists[name])
+def segment_frame(table: pa.Table, order=None) -> pd.DataFrame:
+    """The checks' pandas frame of a segment table: Arrow's default conversion (the frame Spark's
+    ``applyInPandas`` hands the checks), except that equal list cells share one numpy array: a
+    million rows' four list columns cost a pointer a cell, not an array object each (~100 bytes).
+    ``order``: the table's row indices in the frame's order (the frame then has a fresh 0..n-1
+    index). Converted column by column, each Arrow column dropped once converted and the pool's
+    freed memory returned every few columns, so the peak is about the larger of the table and the
+    frame, not their sum: the caller must not use ``table`` afterwards."""
+    take = None if order is None else pa.array(order, pa.int64())
+    frame = pd.DataFrame(index=pd.RangeIndex(table.num_rows if take is None else len(take)))
+    for done, name in enumerate(list(table.column_names), start=1):
+        column = table.column(name)
+        table = table.drop_columns([name])  # the table no longer holds this column's buffers
+        if take is not None:
+            column = column.take(take)
+        if pa.types.is_list(column.type):
+            frame[name] = _shared_list_cells(column)
+        else:
+            frame[name] = column.to_pandas().to_numpy()
+        del column
+        if done % 8 == 0:
+            pa.default_memory_pool().release_unused()
     return frame
 
 

@@ -200,8 +200,8 @@ NAMES_ONLY = ("ExpectTableColumnsToMatchOrderedList",)
 
 
 def run_expectations(segments_df, ctx, *, one_frame: bool = False) -> ExpectationsResult:
-    """GX validation of the segment table (a Spark DataFrame, or a pandas one: GX's pandas
-    datasource); failed expectations become findings. The suite is built whole and validated on
+    """GX validation of the segment table (a Spark DataFrame, or a pandas one or a pyarrow Table:
+    GX's pandas datasource); failed expectations become findings. The suite is built whole and validated on
     the batch (``Batch.validate``): nothing is stored, no validation definition or checkpoint.
 
     On pandas, GX copies the whole batch frame for most metrics it computes (each expectation's
@@ -219,23 +219,28 @@ def run_expectations(segments_df, ctx, *, one_frame: bool = False) -> Expectatio
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)  # no tqdm bars in DAG / CLI logs
     spec = list(enumerate(suite_spec(ctx)))
-    if isinstance(segments_df, pd.DataFrame):
+    arrow = _is_arrow_table(segments_df)
+    if arrow or isinstance(segments_df, pd.DataFrame):
         source = context.data_sources.add_pandas(name="kafka_log_auditor")
-        parts = [(_hashable_lists(segments_df), spec)] if one_frame else _pandas_parts(segments_df, spec)
+        if one_frame:
+            whole = segments_df.to_pandas() if arrow else segments_df
+            parts = [(lambda: _hashable_lists(whole), spec)]
+        else:
+            parts = _pandas_parts(segments_df, spec)
     else:
         source = context.data_sources.add_spark(name="kafka_log_auditor")
-        parts = [(segments_df, spec)]
+        parts = [(lambda: segments_df, spec)]
     # one batch definition; each part is one batch of it (its dataframe a batch parameter)
     asset = source.add_dataframe_asset(name="segments").add_batch_definition_whole_dataframe("whole_table")
     validated = []
     with _no_batch_fingerprint():
-        for frame, expectations in parts:
+        for make_frame, expectations in parts:
             # GX reorders results; meta carries our position and severity through the run.
             suite = gx.ExpectationSuite(name="segment_table", expectations=[
                 getattr(gx.expectations, class_name)(**kwargs, description=description, catch_exceptions=True,
                                                      meta={"kla_index": index, "kla_severity": severity.name})
                 for index, (class_name, kwargs, description, severity) in expectations])
-            batch = asset.get_batch(batch_parameters={"dataframe": frame})
+            batch = asset.get_batch(batch_parameters={"dataframe": make_frame()})  # made now, dropped after
             validated.append(batch.validate(suite, result_format={"result_format": "SUMMARY",
                                                                    "partial_unexpected_count": SAMPLES}))
 
@@ -269,17 +274,28 @@ def _no_batch_fingerprint():
         engine.HASH_THRESHOLD = threshold
 
 
-def _pandas_parts(frame, spec) -> list:
-    """(frame, expectations) pairs for the pandas datasource: the names-only expectations on the
-    empty head, then per set of columns read, the expectations reading exactly those on a frame of
-    those columns (:func:`_columns_read`)."""
-    parts = [(_hashable_lists(frame.iloc[0:0]), [e for e in spec if e[1][0] in NAMES_ONLY])]
+def _pandas_parts(table, spec) -> list:
+    """(make frame, expectations) pairs for the pandas datasource, each frame made when its part is
+    validated: the names-only expectations on the empty head, then per set of columns read, the
+    expectations reading exactly those on a frame of those columns (:func:`_columns_read`).
+    ``table``: a pandas DataFrame, or a pyarrow Table (converted a few columns at a time, as
+    Arrow's default conversion, the driver's frame, would give them)."""
+    if _is_arrow_table(table):
+        head = table.schema.empty_table().to_pandas()
+        parts = [(lambda: _hashable_lists(head), [e for e in spec if e[1][0] in NAMES_ONLY])]
+    else:
+        parts = [(lambda: _hashable_lists(table.iloc[0:0]), [e for e in spec if e[1][0] in NAMES_ONLY])]
     by_columns: dict[tuple, list] = {}
     for e in spec:
         if e[1][0] not in NAMES_ONLY:
             by_columns.setdefault(_named(e[1][1]), []).append(e)
-    parts += [(_columns_read(frame, columns), expectations) for columns, expectations in by_columns.items()]
+    parts += [(functools.partial(_columns_read, table, columns), expectations)
+              for columns, expectations in by_columns.items()]
     return [(f, e) for f, e in parts if e]
+
+
+def _is_arrow_table(value) -> bool:
+    return type(value).__module__.startswith("pyarrow") and hasattr(value, "schema") and hasattr(value, "column")
 
 
 def _named(kwargs: dict) -> tuple:
@@ -296,11 +312,15 @@ def _columns_read(frame, columns):
     import numpy as np
     import pandas as pd
 
+    arrow = _is_arrow_table(frame)
+
     def values(c):
-        v = frame[c].to_numpy()
+        v = (frame.column(c).to_pandas() if arrow else frame[c]).to_numpy()
         return v.astype(np.int64) if v.dtype == np.int32 else v
 
-    return _hashable_lists(pd.DataFrame({c: values(c) for c in frame.columns if c in columns}, index=frame.index))
+    names = frame.column_names if arrow else frame.columns
+    index = pd.RangeIndex(frame.num_rows) if arrow else frame.index
+    return _hashable_lists(pd.DataFrame({c: values(c) for c in names if c in columns}, index=index))
 
 
 def _hashable_lists(frame):

@@ -80,6 +80,19 @@ def test_every_expectation_is_in_exactly_one_part():
     spec = list(enumerate(suite_spec(_ctx())))
     parts = _pandas_parts(frame, spec)
     assert sorted(i for _, expectations in parts for i, _ in expectations) == list(range(len(spec)))
-    assert list(parts[0][0].columns) == list(frame.columns) and not len(parts[0][0])  # names only: the empty head
-    for part, expectations in parts[1:]:
+    head = parts[0][0]()
+    assert list(head.columns) == list(frame.columns) and not len(head)  # names only: the empty head
+    for make_part, expectations in parts[1:]:
+        part = make_part()
         assert len(part) == len(frame) and len(part.columns) <= len(SEGMENT_KEY)
+
+
+def test_an_arrow_table_gives_the_results_of_its_pandas_frame():
+    rows = [_row(base_offset=0), _row(base_offset=0), _row(base_offset=100, first_offset=100, last_offset=50, partition=-2),
+            _row(base_offset=200, first_offset=200, last_offset=209, topic=None, dir_kind="weird", broker_id=None)]
+    table = pa.Table.from_pylist(rows, schema=SEGMENT_SCHEMA)
+    ctx = _ctx()
+    from_arrow, whole = run_expectations(table, ctx), run_expectations(table.to_pandas(), ctx, one_frame=True)
+    assert json.dumps(from_arrow.results) == json.dumps(whole.results)
+    assert json.dumps([f.to_dict() for f in from_arrow.findings]) == json.dumps([f.to_dict() for f in whole.findings])
+    assert not from_arrow.success and from_arrow.element_count == 4

@@ -73,3 +73,47 @@ def test_nested_sequences_are_streamed_into_the_same_json():
     # one partition dir a line: the rows were written one by one, not as one string
     lines = text.splitlines()
     assert sum(1 for line in lines if line.startswith('{"broker_id"')) == len(plain)
+
+
+def _messy_segments() -> pa.Table:
+    """Segment rows in no order: ties, null keys (broker, topic, log dir), non-ASCII topic names,
+    nullable integers with and without nulls, list cells shared and not, several Arrow chunks."""
+    import random
+
+    rng = random.Random(19)
+    rows = []
+    for i in range(400):
+        rows.append({**empty_row(SEGMENT_COLUMNS),
+                     "broker_id": rng.choice([1, 2, None]), "log_dir": rng.choice(["/a", "/b", None]),
+                     "topic": rng.choice(["t", "T", "é-topic", "z", None]), "partition": rng.choice([0, 1, 2]),
+                     "dir_kind": "live", "dir_name": "d", "base_offset": rng.choice([0, 5, 10]),
+                     "log_size_bytes": rng.choice([1, None]), "record_count": i, "is_active": rng.choice([True, False, None]),
+                     "notes": rng.choice([[], ["n"], None, ["n", "m"]]), "magics": rng.choice([[2], [1, 2], None]),
+                     "codecs": rng.choice([["none"], []]), "stop_reason": rng.choice([None, "x"])})
+    table = pa.Table.from_pylist(rows, schema=SEGMENT_SCHEMA)
+    return pa.concat_tables([table.slice(0, 150), table.slice(150, 100), table.slice(250)])
+
+
+def _cells(series) -> list:
+    return [None if v is None else (list(v) if hasattr(v, "__len__") and not isinstance(v, str) else v) for v in series]
+
+
+def test_the_frame_made_in_batch_order_is_the_sorted_frame_of_before():
+    from auditor.local_engine import segment_frame
+    from auditor.table_engines.local import batch_order
+    from checks.batch import sort_rows_moving
+
+    table = _messy_segments()
+    expected, expected_positions = sort_rows_moving(table.to_pandas())
+    positions = batch_order(table)
+    frame = segment_frame(table, positions)
+    assert positions.tolist() == expected_positions.tolist()
+    assert list(frame.columns) == list(expected.columns) and list(frame.dtypes) == list(expected.dtypes)
+    assert frame.index.equals(expected.index)
+    for name in frame.columns:
+        if frame[name].dtype == object:
+            assert json.dumps(_cells(frame[name]), default=str) == json.dumps(_cells(expected[name]), default=str), name
+        else:
+            assert frame[name].equals(expected[name]), name
+    unsorted = segment_frame(_messy_segments())  # no order: the table's own
+    assert unsorted["record_count"].tolist() == list(range(400))
