@@ -117,3 +117,35 @@ def test_the_frame_made_in_batch_order_is_the_sorted_frame_of_before():
             assert frame[name].equals(expected[name]), name
     unsorted = segment_frame(_messy_segments())  # no order: the table's own
     assert unsorted["record_count"].tolist() == list(range(400))
+
+
+def test_partition_chunks_cover_every_row_and_never_split_a_partition():
+    import numpy as np
+
+    from checks.reset import _partition_chunks
+
+    groups = np.repeat(np.arange(40), np.random.default_rng(3).integers(1, 9, 40))
+    for size in (1, 3, 10, 50, len(groups), 10_000):
+        chunks = _partition_chunks(groups, size)
+        assert np.concatenate([np.arange(len(groups))[c] for c in chunks]).tolist() == list(range(len(groups)))
+        for a, b in zip(chunks, chunks[1:]):
+            assert groups[a][-1] != groups[b][0]  # a partition's rows in one chunk
+    assert _partition_chunks(groups[::-1], 3) == [slice(0, len(groups))]  # not in partition order: one chunk
+
+
+def test_mtime_reset_prefilter_in_chunks_picks_the_same_partitions(monkeypatch):
+    from auditor.check_runner import as_frame
+    from checks import REGISTRY
+    from checks import reset
+    from checks.batch import PartitionBatch
+    from test_batch_checks import synthetic_tables
+
+    for seed in (1, 2):
+        seg, part, ctx = synthetic_tables(seed)
+        batch = PartitionBatch(as_frame(seg, SEGMENT_SCHEMA), as_frame(part, PARTITION_SCHEMA))
+        check = REGISTRY["mtime.reset"]()
+        whole = check.prefilter(batch, ctx)
+        monkeypatch.setattr(reset, "PAIR_CHUNK_POINTS", 7)
+        assert len(reset._partition_chunks(batch.seg_group, 7)) > 10
+        assert check.prefilter(batch, ctx) == whole and whole
+        monkeypatch.undo()
