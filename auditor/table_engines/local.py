@@ -3,9 +3,15 @@
 The in-process scan (:mod:`auditor.scan`, or the manifests read with pyarrow), the aggregates
 (:mod:`auditor.local_engine`, on Arrow columns), the checks (``run_local``: batches of partitions
 on pandas) and the Great Expectations suite on GX's pandas datasource. Memory goes by the row,
-not by the object: the segment table is Arrow until the checks' pandas frame is made from it
-(once, the Arrow buffers freed as it is made; equal list cells share one array), and no stage
-builds a Python object per segment row (benchmarks/fleet.py: peak RSS per segment row).
+not by the object (benchmarks/fleet.py: peak RSS per segment row; benchmarks/README.md):
+
+- the segment table is Arrow (on the C library's allocator) until the checks' pandas frame is
+  made from it, once, in the checks' batch order, column by column, each Arrow column freed once
+  converted (equal list cells share one array);
+- the GX suite reads the Arrow table a few columns at a time, before that frame exists;
+- the partition dirs' statistics stay Arrow (``ArrowRows``: dicts made as they are read);
+- no stage builds a Python object per segment row, and freed memory goes back to the OS between
+  stages (:func:`release_memory`), so the stages' peaks do not pile up.
 """
 
 from __future__ import annotations
