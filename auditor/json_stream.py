@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 CHUNK_ITEMS = 512
@@ -41,7 +41,15 @@ def _encoder(default: Callable[[Any], Any] | None) -> Callable[[Any], str]:
 
 
 def _is_stream(value: Any) -> bool:
-    return isinstance(value, (list, tuple)) or (hasattr(value, "__next__") and hasattr(value, "__iter__"))
+    """A list, a tuple, any other sequence (e.g. rows read lazily from a columnar table) or an iterator."""
+    if isinstance(value, (str, bytes, bytearray)):
+        return False
+    return isinstance(value, Sequence) or (hasattr(value, "__next__") and hasattr(value, "__iter__"))
+
+
+def _holds_stream(value: Any) -> bool:
+    """A mapping with a stream among its values (written key by key, its streams item by item)."""
+    return isinstance(value, Mapping) and any(_is_stream(v) or _holds_stream(v) for v in value.values())
 
 
 def write_items(items: Iterable[Any], out: TextIO, encode: Callable[[Any], str]) -> int:
@@ -62,12 +70,18 @@ def write_items(items: Iterable[Any], out: TextIO, encode: Callable[[Any], str])
 
 
 def write_document(doc: Mapping[str, Any], out: TextIO, *, default: Callable[[Any], Any] | None = None) -> None:
-    """Writes ``doc`` (a mapping) as JSON to ``out``, its list or iterator values streamed item by item.
+    """Writes ``doc`` (a mapping) as JSON to ``out``, its list, sequence or iterator values streamed
+    item by item, and so are those of a nested mapping holding one (e.g. ``{"tables":
+    {"partition_stats": rows}}``: no one string of all the rows).
 
     Equal to ``json.dumps(doc, default=default)`` once parsed (iterators are consumed once);
     ends with a newline.
     """
-    encode = _encoder(default)
+    _write_object(doc, out, _encoder(default))
+    out.write("\n")
+
+
+def _write_object(doc: Mapping[str, Any], out: TextIO, encode: Callable[[Any], str]) -> None:
     out.write("{")
     first = True
     for key, value in doc.items():
@@ -75,9 +89,11 @@ def write_document(doc: Mapping[str, Any], out: TextIO, *, default: Callable[[An
         first = False
         if _is_stream(value):
             write_items(value, out, encode)
+        elif _holds_stream(value):
+            _write_object(value, out, encode)
         else:
             out.write(encode(value))
-    out.write("}\n")
+    out.write("}")
 
 
 def dumps_document(doc: Mapping[str, Any], *, default: Callable[[Any], Any] | None = None) -> str:

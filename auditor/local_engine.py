@@ -23,7 +23,7 @@ frame is made by :func:`segment_frame`.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -110,7 +110,9 @@ def partition_stats_table(segments: pa.Table, partitions: pa.Table) -> pa.Table:
         "_oldest": pc.coalesce(seg["min_timestamp_ms"], seg["min_batch_timestamp_ms"]),
         "_newest": seg["max_timestamp_ms"], "_first": seg["first_offset"], "_last": seg["last_offset"],
         "_notes": pc.fill_null(pc.list_value_length(seg["notes"]), 0).cast(pa.int64()),
-    }).filter(keyed)
+    })
+    if keyed.null_count or not pc.all(keyed).as_py():  # a copy of every column only when a row has a null key
+        folded = folded.filter(keyed)
     by_dir = folded.group_by(keys, use_threads=False).aggregate([
         ("_rows", "sum"), ("_live", "sum"), ("_index", "sum"), ("_records", "sum"), ("_records_unknown", "sum"),
         ("_oldest", "min"), ("_newest", "max"), ("_first", "min"), ("_last", "max"), ("_notes", "sum")])
@@ -159,6 +161,57 @@ def _all_valid(table: pa.Table, names: Sequence[str]) -> pa.ChunkedArray:
 def partition_stats_rows(segments, partitions) -> list[dict]:
     """:func:`partition_stats_table` as a list of dicts (one per partition dir: few next to the segments)."""
     return partition_stats_table(segments, partitions).to_pylist()
+
+
+class ArrowRows(Sequence):
+    """The rows of an Arrow table as dicts (``Table.to_pylist()``'s), made a batch at a time as they
+    are read and not kept: a sequence of 100,000 partition dirs' statistics costs their Arrow columns
+    (~200 bytes a row), not 100,000 dicts of Python objects (~2 KiB a row). Read it again and the
+    dicts are made again; equal to a list of the same dicts."""
+
+    BATCH_ROWS = 4096
+
+    def __init__(self, table: pa.Table):
+        self.table = table
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            start, stop, step = i.indices(len(self))
+            if step == 1:
+                return self.table.slice(start, max(0, stop - start)).to_pylist()
+            return [self[j] for j in range(start, stop, step)]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self.table.slice(i, 1).to_pylist()[0]
+
+    def __iter__(self) -> Iterator[dict]:
+        for batch in self.table.to_batches(max_chunksize=self.BATCH_ROWS):
+            yield from batch.to_pylist()
+
+    def column(self, name: str) -> list:
+        """One column's values (a list of Python values; None for every row when there is no such column)."""
+        if name not in self.table.column_names:
+            return [None] * len(self)
+        return self.table[name].to_pylist()
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"ArrowRows({self.table.num_rows} rows: {', '.join(self.table.column_names)})"
+
+
+_ROLLUP_INPUT = ("broker_id", "log_dir", "topic", "partition", "dir_kind", "segment_count", "size_bytes",
+                 "message_count", "oldest_record_timestamp_ms", "newest_record_timestamp_ms",
+                 "oldest_log_mtime_ms", "newest_log_mtime_ms", "notes")
+"""The partition_stats columns the rollups (topic, broker, log dir) read."""
 
 
 def _rollup(rows: list[dict]) -> dict:
@@ -211,21 +264,28 @@ def _topic_rows(per_dir: list[dict]) -> list[dict]:
     return out
 
 
-def aggregate_rows(segments, partitions) -> dict[str, list[dict]]:
-    """The four aggregate tables as lists of dicts (see the module doc for the definitions)."""
-    per_dir = partition_stats_rows(segments, partitions)
+def aggregate_rows(segments, partitions) -> dict[str, Sequence[dict]]:
+    """The four aggregate tables as sequences of dicts (see the module doc for the definitions);
+    ``partition_stats`` (one row per partition dir) as :class:`ArrowRows`, the rollups as lists.
+    The rollups are computed on dicts of only the columns they read, dropped at the return."""
+    table = partition_stats_table(segments, partitions)
+    rollups = _rollups(table.select(list(_ROLLUP_INPUT)).to_pylist())
+    return {"partition_stats": ArrowRows(table), **rollups}
+
+
+def _rollups(per_dir: list[dict]) -> dict[str, list[dict]]:
     brokers = [{"broker_id": b, "partition_dirs": len(rows), **_rollup(rows),
                 "log_dirs": len({r["log_dir"] for r in rows if r["log_dir"] is not None})}
                for (b,), rows in _group(per_dir, ("broker_id",)).items() if b is not None]
     log_dirs = [{"broker_id": b, "log_dir": d, "partition_dirs": len(rows), **_rollup(rows)}
                 for (b, d), rows in _group(per_dir, ("broker_id", "log_dir")).items()]
-    return {"partition_stats": per_dir, "topic_stats": _topic_rows(per_dir), "broker_stats": brokers,
-            "log_dir_stats": log_dirs}
+    return {"topic_stats": _topic_rows(per_dir), "broker_stats": brokers, "log_dir_stats": log_dirs}
 
 
-def frames(rows: dict[str, list[dict]]) -> dict[str, pd.DataFrame]:
+def frames(rows: dict[str, Sequence[dict]]) -> dict[str, pd.DataFrame]:
     """Aggregate rows as the DataFrames Spark's Arrow ``toPandas()`` gives for the same tables."""
-    return {name: pa.Table.from_pylist(rows[name], schema=schema).to_pandas()
+    return {name: (rows[name].table if isinstance(rows[name], ArrowRows)
+                   else pa.Table.from_pylist(rows[name], schema=schema)).to_pandas()
             for name, schema in AGGREGATE_SCHEMAS.items()}
 
 
@@ -234,19 +294,28 @@ def aggregates(segments, partitions) -> dict[str, pd.DataFrame]:
     return frames(aggregate_rows(segments, partitions))
 
 
-def segment_frame(table: pa.Table) -> pd.DataFrame:
-    """The checks' and the suite's pandas frame of a segment table: Arrow's default conversion (the
-    frame Spark's ``applyInPandas`` hands the checks), except that equal list cells share one
-    numpy array: a million rows' four list columns cost a pointer a cell, not an array object each
-    (~100 bytes). The table's buffers are released while it is converted (``self_destruct``):
-    the caller must not use ``table`` afterwards."""
-    lists = {f.name: _shared_list_cells(table[f.name]) for f in table.schema if pa.types.is_list(f.type)}
-    rest = table.drop_columns(list(lists))
-    del table
-    frame = rest.to_pandas(split_blocks=True, self_destruct=True)
-    del rest
-    for position, name in sorted((SEGMENT_SCHEMA.get_field_index(n), n) for n in lists):
-        frame.insert(position, name, lists[name])
+def segment_frame(table: pa.Table, order=None) -> pd.DataFrame:
+    """The checks' pandas frame of a segment table: Arrow's default conversion (the frame Spark's
+    ``applyInPandas`` hands the checks), except that equal list cells share one numpy array: a
+    million rows' four list columns cost a pointer a cell, not an array object each (~100 bytes).
+    ``order``: the table's row indices in the frame's order (the frame then has a fresh 0..n-1
+    index). Converted column by column, each Arrow column dropped once converted and the pool's
+    freed memory returned every few columns, so the peak is about the larger of the table and the
+    frame, not their sum: the caller must not use ``table`` afterwards."""
+    take = None if order is None else pa.array(order, pa.int64())
+    frame = pd.DataFrame(index=pd.RangeIndex(table.num_rows if take is None else len(take)))
+    for done, name in enumerate(list(table.column_names), start=1):
+        column = table.column(name)
+        table = table.drop_columns([name])  # the table no longer holds this column's buffers
+        if take is not None:
+            column = column.take(take)
+        if pa.types.is_list(column.type):
+            frame[name] = _shared_list_cells(column)
+        else:
+            frame[name] = column.to_pandas().to_numpy()
+        del column
+        if done % 8 == 0:
+            pa.default_memory_pool().release_unused()
     return frame
 
 

@@ -63,7 +63,7 @@ def _plain_document(outcome) -> dict:
         keys=key_document(getattr(outcome, "keys", None),
                           {(f.topic, int(e["partition"])) for f in outcome.findings
                            if f.code == "KLA001" and f.severity.name != "PASS" for e in f.evidence}),
-        tables={"partition_stats": [_jsonable(s) for s in tables.stats], "timelines": tables.timelines},
+        tables={"partition_stats": _stats_rows(tables.stats), "timelines": tables.timelines},
     )
 
 
@@ -74,7 +74,7 @@ def topic_config_rows(outcome) -> list[dict]:
     the config file repeats it."""
     sources = outcome.topic_config_sources or {}
     values = outcome.topic_configs or {}
-    topics = sorted({s["topic"] for s in outcome.tables.stats if s.get("topic") is not None} | set(values))
+    topics = sorted({t for t in _column(outcome.tables.stats, "topic") if t is not None} | set(values))
     rows = []
     for topic in topics:
         for key in WANTED:
@@ -90,18 +90,34 @@ def topic_config_rows(outcome) -> list[dict]:
     return rows
 
 
-def _totals(stats: list[dict], log_dirs: list[dict], groups) -> dict:
-    live = [s for s in stats if s.get("dir_kind") == "live"]
+def _totals(stats, log_dirs: list[dict], groups) -> dict:
+    broker, kind, topic, partition = (_column(stats, c) for c in ("broker_id", "dir_kind", "topic", "partition"))
+    live = [i for i, k in enumerate(kind) if k == "live"]
     return {
-        "brokers": len({s["broker_id"] for s in stats if s.get("broker_id") is not None}),
+        "brokers": len({b for b in broker if b is not None}),
         "log_dirs": len(log_dirs),
-        "topics": len({s["topic"] for s in live}),
-        "partitions": len({(s["topic"], s["partition"]) for s in live}),
+        "topics": len({topic[i] for i in live}),
+        "partitions": len({(topic[i], partition[i]) for i in live}),
         "partition_dirs": len(stats),
-        "segments": int(sum(s.get("segment_count") or 0 for s in stats)),
-        "size_bytes": int(sum(s.get("size_bytes") or 0 for s in stats)),
+        "segments": int(sum(v or 0 for v in _column(stats, "segment_count"))),
+        "size_bytes": int(sum(v or 0 for v in _column(stats, "size_bytes"))),
         "consumer_groups": len(groups.live) if groups is not None else 0,
     }
+
+
+def _column(stats, name: str) -> list:
+    """One statistic of every partition dir (None where a row lacks it): read as one column when
+    the rows are columnar (``ArrowRows.column``), not as a dict per row."""
+    column = getattr(stats, "column", None)
+    return column(name) if column is not None else [s.get(name) for s in stats]
+
+
+def _stats_rows(stats):
+    """The per-partition-dir statistics as the document holds them: a list (Spark's collected
+    rows) with numpy / Decimal numbers made plain; any other sequence (the driver engine's rows
+    read lazily from Arrow: ``auditor.local_engine.ArrowRows``, plain Python values already) as it
+    is, so the document never holds 100,000 dicts at once (the JSON writer streams it)."""
+    return [_jsonable(s) for s in stats] if isinstance(stats, list) else stats
 
 
 def _jsonable(row: dict) -> dict:

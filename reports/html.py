@@ -163,11 +163,18 @@ def build_charts(doc: dict) -> list[tuple[str, str]]:
     stats = tables.get("partition_stats") or []
     out = []
     skewed = sorted({f["topic"] for f in doc["findings"] if f["check"] == "skew.partition_size" and f["severity"] != "PASS"})
-    for topic in skewed[:MAX_SKEW_CHARTS]:
-        chart = charts.partition_bytes(topic, stats)
+    charted = {topic: [] for topic in skewed[:MAX_SKEW_CHARTS]}
+    disk = []  # what the disk chart reads of every partition dir
+    # one pass over the statistics (at fleet scale read lazily from Arrow, a dict per row made as read)
+    for row in stats:
+        if row.get("topic") in charted:
+            charted[row["topic"]].append(row)
+        disk.append({"broker_id": row.get("broker_id"), "log_dir": row.get("log_dir"), "size_bytes": row.get("size_bytes")})
+    for topic, rows in charted.items():
+        chart = charts.partition_bytes(topic, rows)
         if chart:
             out.append(chart)
-    chart = charts.disk_per_broker_and_log_dir(stats)
+    chart = charts.disk_per_broker_and_log_dir(disk)
     if chart:
         out.append(chart)
     timelines = tables.get("timelines") or {}

@@ -3,17 +3,26 @@
 The in-process scan (:mod:`auditor.scan`, or the manifests read with pyarrow), the aggregates
 (:mod:`auditor.local_engine`, on Arrow columns), the checks (``run_local``: batches of partitions
 on pandas) and the Great Expectations suite on GX's pandas datasource. Memory goes by the row,
-not by the object: the segment table is Arrow until the checks' pandas frame is made from it
-(once, the Arrow buffers freed as it is made; equal list cells share one array), and no stage
-builds a Python object per segment row (benchmarks/fleet.py: peak RSS per segment row).
+not by the object (benchmarks/fleet.py: peak RSS per segment row; benchmarks/README.md):
+
+- the segment table is Arrow (on the C library's allocator) until the checks' pandas frame is
+  made from it, once, in the checks' batch order, column by column, each Arrow column freed once
+  converted (equal list cells share one array);
+- the GX suite reads the Arrow table a few columns at a time, before that frame exists;
+- the partition dirs' statistics stay Arrow (``ArrowRows``: dicts made as they are read);
+- no stage builds a Python object per segment row, and freed memory goes back to the OS between
+  stages (:func:`release_memory`), so the stages' peaks do not pile up.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
 from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from auditor.check_runner import run_local
 from auditor.keys.audit_keys import scan_keys_local
@@ -23,7 +32,7 @@ from auditor.scan import scan_log_dirs
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, to_table
 from auditor.table_engines.base import Progress, TableEngine, TableOutcome, TimelineKeys, read_keys, versions
 from checks.base import AuditContext, Finding
-from checks.batch import sort_rows_moving
+from checks.batch import BATCH_SORT
 from checks.expectations import run_expectations
 
 
@@ -35,28 +44,63 @@ class LocalEngine(TableEngine):
     def run_tables(self, req, ctx: AuditContext, progress: Progress, timeline_keys: TimelineKeys,
                    timeline_columns: Sequence[str]) -> TableOutcome:
         read_keys(req, ctx, progress, scan_keys_local)
+        use_system_allocator()
         tables: dict[str, pa.Table] = {}
         tables["segments"], tables["partitions"], infos = _read_inputs(req, progress)
         segment_rows = tables["segments"].num_rows
         progress(f"aggregating {segment_rows:,} segment rows and {tables['partitions'].num_rows:,} partition dirs (pyarrow)")
         rows = aggregate_rows(tables["segments"], tables["partitions"])
-        # converted once, the checks' and the suite's input; popped: the only reference to each
-        # table, so the Arrow buffers are freed as the frame is made
-        frame = segment_frame(tables.pop("segments"))
         partition_frame = tables.pop("partitions").to_pandas()
-        pa.default_memory_pool().release_unused()  # what reading and converting freed goes back to the OS
-        # the suite first: its samples follow the table's order; then the frame is sorted for the
-        # checks' batch, moved column by column (one frame in memory, not two)
+        release_memory()  # the group-by's and the rollups' temporaries, before the frame is made
+        # the suite first, on the table in its order (its samples follow it), a few columns at a time
         progress("validating the segment table (Great Expectations, pandas)")
-        gx = run_expectations(frame, ctx)
+        gx = run_expectations(tables["segments"], ctx)
+        release_memory()  # GX's frames
         progress(f"running the checks ({segment_rows:,} segment rows, on the driver)")
-        frame, positions = sort_rows_moving(frame)
+        # the checks' frame, made once in the batch's order (popped: the only reference to the
+        # table, whose columns are freed as they are converted)
+        positions = batch_order(tables["segments"])
+        frame = segment_frame(tables.pop("segments"), positions)
+        release_memory()
         findings = run_local(frame, partition_frame, ctx, frames(rows), segments_sorted=True)
         progress("collecting what the report shows")
         findings = sorted(findings + gx.findings, key=Finding.sort_key)
         timelines = _timelines(frame, positions, timeline_keys(findings), timeline_columns)
         return TableOutcome(findings=findings, gx=gx, stats=rows["partition_stats"], timelines=timelines,
                             versions=versions("local (pandas on the driver; no Spark)", gx.gx_version), log_dirs=infos)
+
+
+def batch_order(segments: pa.Table) -> np.ndarray:
+    """The table's row indices in the checks' batch order (``checks.batch.BATCH_SORT``), as
+    ``checks.batch.sort_rows_moving`` sorts the frame: stable, nulls first (strings compare by
+    their UTF-8 bytes, which is Python's code point order)."""
+    by = [c for c in BATCH_SORT if c in segments.column_names]
+    if not segments.num_rows or not by:
+        return np.arange(segments.num_rows, dtype=np.int64)
+    order = pc.sort_indices(segments.select(by), sort_keys=[(c, "ascending", "at_start") for c in by])
+    return order.to_numpy().astype(np.int64)
+
+
+def use_system_allocator() -> None:
+    """Arrow's buffers from the C library's allocator (``pa.system_memory_pool``), not Arrow's
+    default mimalloc: reading the 1,000,000-row fleet's manifests left ~190 MiB resident above the
+    437 MiB of Arrow data with mimalloc, ~10 MiB with glibc after a ``malloc_trim``
+    (benchmarks/fleet.py; docs in benchmarks/README.md). A pool set by ``ARROW_DEFAULT_MEMORY_POOL``
+    is left as it is."""
+    if not os.environ.get("ARROW_DEFAULT_MEMORY_POOL"):
+        pa.set_memory_pool(pa.system_memory_pool())
+
+
+def release_memory() -> None:
+    """Memory freed by the last stage back to the OS, so that stages' peaks do not pile up in the
+    resident set: Arrow's pool (``release_unused``) and glibc's heap (``malloc_trim``: numpy's
+    freed arrays stay in the heap otherwise, glibc raising its mmap threshold as they are freed).
+    A no-op where there is no glibc."""
+    pa.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _read_inputs(req, progress: Progress) -> tuple[pa.Table, pa.Table, list[dict]]:

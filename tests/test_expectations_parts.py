@@ -1,0 +1,98 @@
+"""The GX suite on pandas, validated part by part (each expectation on a frame of the columns it
+reads: checks.expectations._pandas_parts) gives the results and findings of one validation of the
+whole frame (``one_frame=True``), on real broker rows and on planted violations of every kind."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pyarrow as pa
+
+from auditor.scan import scan_log_dirs
+from auditor.schema import SEGMENT_COLUMNS, SEGMENT_KEY, SEGMENT_SCHEMA, empty_row, to_table
+from checks.audit_config import Config
+from checks.base import AuditContext
+from checks.expectations import _pandas_parts, run_expectations, suite_spec
+from realdata import LOG_DIRS
+
+def _ctx():
+    return AuditContext(as_of_ms=int(time.time() * 1000), config=Config.load(None))
+
+
+def _row(**values):
+    row = empty_row(SEGMENT_COLUMNS)
+    row.update(broker_id=1, cluster_id="c", log_dir="/d", topic="t", partition=0, dir_kind="live", dir_name="t-0",
+               base_offset=0, depth="headers", log_size_bytes=100, log_mtime_ms=1_700_000_000_000,
+               first_offset=0, last_offset=9, min_timestamp_ms=1_700_000_000_000, max_timestamp_ms=1_700_000_001_000,
+               batch_count=1, record_count=10, trailing_bytes=0, notes=["a note"], codecs=["none"], magics=[2])
+    row.update(values)
+    return row
+
+
+def _same(frame):
+    ctx = _ctx()
+    parts, whole = run_expectations(frame, ctx), run_expectations(frame, ctx, one_frame=True)
+    # compared as JSON text: a null sample is NaN, which equals nothing
+    assert json.dumps(parts.results) == json.dumps(whole.results)
+    assert json.dumps([f.to_dict() for f in parts.findings]) == json.dumps([f.to_dict() for f in whole.findings])
+    assert (parts.success, parts.element_count) == (whole.success, whole.element_count)
+    return parts
+
+
+def test_real_broker_rows_give_the_whole_frame_results():
+    result = scan_log_dirs(LOG_DIRS, "headers")
+    frame = to_table(result.segments, SEGMENT_SCHEMA).to_pandas()
+    assert len(frame) >= 5 and frame["partition"].dtype.name == "int32"  # the per-row path GX takes for int32
+    res = _same(frame)
+    assert res.success, [r for r in res.results if not r["success"]]
+
+
+def test_planted_violations_give_the_whole_frame_results():
+    rows = [
+        _row(base_offset=0),
+        _row(base_offset=0),                                    # duplicate segment key
+        _row(base_offset=100, first_offset=100, last_offset=50),  # last < base and < first
+        _row(base_offset=200, first_offset=200, last_offset=209,
+             min_timestamp_ms=1_700_000_009_000, max_timestamp_ms=1_700_000_001_000),  # min > max
+        _row(base_offset=300, first_offset=300, last_offset=309, trailing_bytes=-4),
+        _row(base_offset=400, first_offset=400, last_offset=409, dir_kind="weird", file_state="odd"),
+        _row(base_offset=500, first_offset=500, last_offset=509, topic=None, depth="nope"),
+        _row(base_offset=600, first_offset=600, last_offset=609, max_timestamp_ms=4_102_444_800_000 * 10),
+        _row(base_offset=700, first_offset=700, last_offset=709, partition=-3, log_size_bytes=1 << 40),
+        _row(base_offset=800, first_offset=800, last_offset=809, partition=-1, broker_id=None, log_mtime_ms=5),
+        _row(base_offset=900, first_offset=900, last_offset=909, min_timestamp_offset=850, max_timestamp_offset=950,
+             max_backward_jump_ms=-1, batch_count=-1, record_count=-2, min_timestamp_ms=7),
+    ]
+    frame = pa.Table.from_pylist(rows, schema=SEGMENT_SCHEMA).to_pandas()
+    res = _same(frame)
+    failed = {r["expectation"] + ":" + ",".join(r["columns"] or [r["column"]]): r["unexpected_count"]
+              for r in res.results if not r["success"]}
+    assert failed["expect_compound_columns_to_be_unique:" + ",".join(SEGMENT_KEY)] == 2
+    assert failed["expect_column_values_to_be_between:partition"] == 2
+    assert len(failed) >= 18, failed  # nearly every expectation of the suite fails somewhere
+    between = next(r for r in res.results if r["column"] == "partition" and "between" in r["expectation"])
+    assert sorted(between["partial_unexpected"]) == [-3, -1]
+
+
+def test_every_expectation_is_in_exactly_one_part():
+    frame = to_table([_row()], SEGMENT_SCHEMA).to_pandas()
+    spec = list(enumerate(suite_spec(_ctx())))
+    parts = _pandas_parts(frame, spec)
+    assert sorted(i for _, expectations in parts for i, _ in expectations) == list(range(len(spec)))
+    head = parts[0][0]()
+    assert list(head.columns) == list(frame.columns) and not len(head)  # names only: the empty head
+    for make_part, expectations in parts[1:]:
+        part = make_part()
+        assert len(part) == len(frame) and len(part.columns) <= len(SEGMENT_KEY)
+
+
+def test_an_arrow_table_gives_the_results_of_its_pandas_frame():
+    rows = [_row(base_offset=0), _row(base_offset=0), _row(base_offset=100, first_offset=100, last_offset=50, partition=-2),
+            _row(base_offset=200, first_offset=200, last_offset=209, topic=None, dir_kind="weird", broker_id=None)]
+    table = pa.Table.from_pylist(rows, schema=SEGMENT_SCHEMA)
+    ctx = _ctx()
+    from_arrow, whole = run_expectations(table, ctx), run_expectations(table.to_pandas(), ctx, one_frame=True)
+    assert json.dumps(from_arrow.results) == json.dumps(whole.results)
+    assert json.dumps([f.to_dict() for f in from_arrow.findings]) == json.dumps([f.to_dict() for f in whole.findings])
+    assert not from_arrow.success and from_arrow.element_count == 4

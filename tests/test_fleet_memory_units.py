@@ -1,0 +1,151 @@
+"""What keeps the driver engine's memory by the row at fleet scale (issue 19), on synthetic rows:
+the partition-dir statistics read lazily from Arrow (``ArrowRows``) are the dicts the engine made
+before, and the findings document streams them (``json_stream``: nested sequences item by item)
+into the JSON ``json.dumps`` gives."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pyarrow as pa
+
+from auditor.json_stream import write_document
+from auditor.local_engine import AGGREGATE_SCHEMAS, ArrowRows, aggregate_rows, frames, partition_stats_rows
+from auditor.schema import PARTITION_COLUMNS, PARTITION_SCHEMA, SEGMENT_COLUMNS, SEGMENT_SCHEMA, empty_row
+from reports.document import _column, _totals
+
+
+def _tables():
+    segs, parts = [], []
+    for broker in (1, 2):
+        for p in range(3):
+            dir_name = f"t-{p}"
+            parts.append({**empty_row(PARTITION_COLUMNS), "broker_id": broker, "log_dir": f"/d{broker}",
+                          "topic": "t", "partition": p, "dir_kind": "live" if p < 2 else "stray", "dir_name": dir_name,
+                          "segment_count": 2, "size_bytes": 100 * (p + 1), "notes": ["n"] if p == 1 else []})
+            for base in (0, 10):
+                segs.append({**empty_row(SEGMENT_COLUMNS), "broker_id": broker, "log_dir": f"/d{broker}", "topic": "t",
+                             "partition": p, "dir_kind": "live", "dir_name": dir_name, "base_offset": base,
+                             "first_offset": base, "last_offset": base + 9, "log_size_bytes": 50, "record_count": 10,
+                             "log_mtime_ms": 1_700_000_000_000 + base, "max_timestamp_ms": 1_700_000_000_000,
+                             "notes": ["x"] if base else []})
+    # a partition dir of a log dir without meta.properties: a null key
+    parts.append({**empty_row(PARTITION_COLUMNS), "broker_id": None, "log_dir": "/d9", "topic": "u", "partition": 0,
+                  "dir_kind": "live", "dir_name": "u-0"})
+    segs.append({**empty_row(SEGMENT_COLUMNS), "broker_id": None, "log_dir": "/d9", "topic": "u", "partition": 0,
+                 "dir_kind": "live", "dir_name": "u-0", "base_offset": 0, "log_size_bytes": 7})
+    return pa.Table.from_pylist(segs, schema=SEGMENT_SCHEMA), pa.Table.from_pylist(parts, schema=PARTITION_SCHEMA)
+
+
+def test_arrow_rows_are_the_dicts_of_before():
+    segs, parts = _tables()
+    rows = aggregate_rows(segs, parts)
+    stats = rows["partition_stats"]
+    before = partition_stats_rows(segs, parts)
+    assert isinstance(stats, ArrowRows) and stats == before and list(stats) == before and len(stats) == 7
+    assert stats[0] == before[0] and stats[-1] == before[-1] and stats[2:5] == before[2:5]
+    assert stats.column("size_bytes") == [r["size_bytes"] for r in before] and stats.column("nope") == [None] * 7
+    ArrowRows.BATCH_ROWS, saved = 2, ArrowRows.BATCH_ROWS  # several batches
+    try:
+        assert list(stats) == before
+    finally:
+        ArrowRows.BATCH_ROWS = saved
+    # the rollups and frames are those of the dicts
+    framed = frames(rows)
+    assert framed["partition_stats"].equals(pa.Table.from_pylist(before, schema=AGGREGATE_SCHEMAS["partition_stats"]).to_pandas())
+    assert [r["broker_id"] for r in rows["broker_stats"]] == [1, 2]
+    assert _totals(stats, [], None) == _totals(before, [], None)
+    assert _column(stats, "topic") == _column(before, "topic")
+
+
+def test_nested_sequences_are_streamed_into_the_same_json():
+    segs, parts = _tables()
+    stats = aggregate_rows(segs, parts)["partition_stats"]
+    plain = list(stats)
+    doc = {"schema_version": 3, "findings": [{"code": "KLA001"}], "config": {"a": [1, 2], "b": {"c": []}},
+           "tables": {"partition_stats": stats, "timelines": {"t-0": [{"x": 1}]}}, "empty": {}}
+    out = io.StringIO()
+    write_document(doc, out)
+    text = out.getvalue()
+    expected = dict(doc, tables={"partition_stats": plain, "timelines": {"t-0": [{"x": 1}]}})
+    assert json.loads(text) == json.loads(json.dumps(expected))
+    # one partition dir a line: the rows were written one by one, not as one string
+    lines = text.splitlines()
+    assert sum(1 for line in lines if line.startswith('{"broker_id"')) == len(plain)
+
+
+def _messy_segments() -> pa.Table:
+    """Segment rows in no order: ties, null keys (broker, topic, log dir), non-ASCII topic names,
+    nullable integers with and without nulls, list cells shared and not, several Arrow chunks."""
+    import random
+
+    rng = random.Random(19)
+    rows = []
+    for i in range(400):
+        rows.append({**empty_row(SEGMENT_COLUMNS),
+                     "broker_id": rng.choice([1, 2, None]), "log_dir": rng.choice(["/a", "/b", None]),
+                     "topic": rng.choice(["t", "T", "é-topic", "z", None]), "partition": rng.choice([0, 1, 2]),
+                     "dir_kind": "live", "dir_name": "d", "base_offset": rng.choice([0, 5, 10]),
+                     "log_size_bytes": rng.choice([1, None]), "record_count": i, "is_active": rng.choice([True, False, None]),
+                     "notes": rng.choice([[], ["n"], None, ["n", "m"]]), "magics": rng.choice([[2], [1, 2], None]),
+                     "codecs": rng.choice([["none"], []]), "stop_reason": rng.choice([None, "x"])})
+    table = pa.Table.from_pylist(rows, schema=SEGMENT_SCHEMA)
+    return pa.concat_tables([table.slice(0, 150), table.slice(150, 100), table.slice(250)])
+
+
+def _cells(series) -> list:
+    return [None if v is None else (list(v) if hasattr(v, "__len__") and not isinstance(v, str) else v) for v in series]
+
+
+def test_the_frame_made_in_batch_order_is_the_sorted_frame_of_before():
+    from auditor.local_engine import segment_frame
+    from auditor.table_engines.local import batch_order
+    from checks.batch import sort_rows_moving
+
+    table = _messy_segments()
+    expected, expected_positions = sort_rows_moving(table.to_pandas())
+    positions = batch_order(table)
+    frame = segment_frame(table, positions)
+    assert positions.tolist() == expected_positions.tolist()
+    assert list(frame.columns) == list(expected.columns) and list(frame.dtypes) == list(expected.dtypes)
+    assert frame.index.equals(expected.index)
+    for name in frame.columns:
+        if frame[name].dtype == object:
+            assert json.dumps(_cells(frame[name]), default=str) == json.dumps(_cells(expected[name]), default=str), name
+        else:
+            assert frame[name].equals(expected[name]), name
+    unsorted = segment_frame(_messy_segments())  # no order: the table's own
+    assert unsorted["record_count"].tolist() == list(range(400))
+
+
+def test_partition_chunks_cover_every_row_and_never_split_a_partition():
+    import numpy as np
+
+    from checks.reset import _partition_chunks
+
+    groups = np.repeat(np.arange(40), np.random.default_rng(3).integers(1, 9, 40))
+    for size in (1, 3, 10, 50, len(groups), 10_000):
+        chunks = _partition_chunks(groups, size)
+        assert np.concatenate([np.arange(len(groups))[c] for c in chunks]).tolist() == list(range(len(groups)))
+        for a, b in zip(chunks, chunks[1:]):
+            assert groups[a][-1] != groups[b][0]  # a partition's rows in one chunk
+    assert _partition_chunks(groups[::-1], 3) == [slice(0, len(groups))]  # not in partition order: one chunk
+
+
+def test_mtime_reset_prefilter_in_chunks_picks_the_same_partitions(monkeypatch):
+    from auditor.check_runner import as_frame
+    from checks import REGISTRY
+    from checks import reset
+    from checks.batch import PartitionBatch
+    from test_batch_checks import synthetic_tables
+
+    for seed in (1, 2):
+        seg, part, ctx = synthetic_tables(seed)
+        batch = PartitionBatch(as_frame(seg, SEGMENT_SCHEMA), as_frame(part, PARTITION_SCHEMA))
+        check = REGISTRY["mtime.reset"]()
+        whole = check.prefilter(batch, ctx)
+        monkeypatch.setattr(reset, "PAIR_CHUNK_POINTS", 7)
+        assert len(reset._partition_chunks(batch.seg_group, 7)) > 10
+        assert check.prefilter(batch, ctx) == whole and whole
+        monkeypatch.undo()
