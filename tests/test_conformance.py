@@ -33,6 +33,9 @@ from harness.record_contents import dumped_record_line, legacy_contents, v2_cont
 from harness.scenarios import populate_conformance_data
 from realdata import BROKER_DIRS, RECORD_SET_FILES, RECORD_SETS, at_least
 
+# DumpLogSegments (a JVM) on every record set: 5 s of CPU at load 12-15; xdist starts the longest files first
+pytestmark = pytest.mark.schedule_first(cpu_s=5)
+
 COUNTS: Counter = Counter()
 # Kafka's ControlRecordType as DumpLogSegments prints it (an unknown type: "controlType: UNKNOWN(n)")
 CONTROL_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LeaderChange", 3: "SnapshotHeader", 4: "SnapshotFooter",
