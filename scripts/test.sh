@@ -18,9 +18,12 @@ export SPARK_LOCAL_IP=127.0.0.1
 # suite starts (each tier's pytest, its xdist workers, every CLI subprocess) compiled the project's
 # modules again, and pytest re-rewrote the asserts of every test module and of its plugins' packages
 # (hypothesis, anyio, ...): 7 s of CPU to collect the suite instead of 3 s, in each process. The
-# cache goes under .cache/pycache (PYTHONPYCACHEPREFIX), never beside the sources.
-if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ]; then
-  export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-$PWD/.cache/pycache}
+# cache goes under .cache/pycache (PYTHONPYCACHEPREFIX), never beside the sources (nor in the
+# virtualenvs test_wheel_install sizes). The bytecode of files under /tmp (those virtualenvs,
+# pytest's tmp dirs) is never read again: dropped at each start, so the cache does not grow run by run.
+if [ -n "${PYTHONDONTWRITEBYTECODE:-}" ] && [ -z "${PYTHONPYCACHEPREFIX:-}" ]; then
+  export PYTHONPYCACHEPREFIX=$PWD/.cache/pycache
+  rm -rf "$PYTHONPYCACHEPREFIX/tmp"
   unset PYTHONDONTWRITEBYTECODE
 fi
 
