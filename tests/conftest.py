@@ -59,6 +59,31 @@ def pytest_collection_modifyitems(config, items):
         raise pytest.UsageError("tier marks lighter than the fixtures used:\n" + "\n".join(errors))
 
 
+def pytest_configure(config):
+    # pytest-xdist (--dist loadfile) hands out files in collection order, the one set below
+    # (pytest_collection_modifyitems_long_files_first). Its own reordering, by number of tests,
+    # would put a one-test file of 30 s last, run by one worker while the other has finished.
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+@pytest.hookimpl(trylast=True, specname="pytest_collection_modifyitems")  # after -m deselects
+def pytest_collection_modifyitems_long_files_first(config, items):
+    """Under pytest-xdist, whole files longest first: the modules marked ``schedule_first(cpu_s=N)``
+    by N, then the others by number of selected tests (xdist's own order); each file's tests keep
+    their order. A long file handed out last keeps one worker busy while the other has finished."""
+    if not hasattr(config, "workerinput"):  # an xdist worker collects for the scheduler (its dist is "no")
+        return
+    files: dict[str, list] = {}
+    for i, item in enumerate(items):
+        path = item.nodeid.split("::")[0]
+        if path not in files:
+            mark = item.get_closest_marker("schedule_first")
+            files[path] = [-(mark.kwargs["cpu_s"] if mark else 0), 0, i]
+        files[path][1] -= 1
+    items.sort(key=lambda item: files[item.nodeid.split("::")[0]])
+
+
 def pytest_collection_finish(session):
     """A session with no live test selected may not start a broker or Spark (tiers.py's guard)."""
     if session.items and not any(item.get_closest_marker("live") for item in session.items):

@@ -17,7 +17,8 @@ import jsonschema
 import pytest
 
 # recorded: whole CLI audits of the demo sample's real log dirs (not the unit lane)
-pytestmark = pytest.mark.recorded
+# audits in process: 7 s of CPU at load 12-15; xdist starts the longest files first
+pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=7)]
 
 from auditor.cli.demo import unpack_demo_sample
 from harness.cli import kafka_audit_in_process

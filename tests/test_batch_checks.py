@@ -7,31 +7,26 @@ findings, PASS summaries included, must be equal item for item, check by check, 
 case of tests/check_cases/ (all partition checks, not only the case's own), the bundled demo sample
 (its config, audit time and replay target), the real broker dirs of the fixtures, and SYNTHETIC
 tables (benchmarks/synthetic_rows.py's rows, with anomalies planted at random under per-topic
-configs, so every prefilter has partitions to find and to drop). The Spark engine's bucketed batches
-are compared with the driver's in tests/test_local_engine.py.
+configs, so every prefilter has partitions to find and to drop: tests/test_batch_checks_synthetic.py).
+The Spark engine's bucketed batches are compared with the driver's in tests/test_local_engine.py.
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-import numpy as np
-import pyarrow as pa
 import pytest
 
-from auditor.check_runner import as_frame, run_local, run_local_reference
+from auditor.check_runner import run_local, run_local_reference
 from auditor.cli.demo import unpack_demo_sample
 from auditor.scan import scan_log_dirs
-from auditor.schema import PARTITION_COLUMNS, PARTITION_SCHEMA, SEGMENT_COLUMNS, SEGMENT_SCHEMA
+from auditor.schema import PARTITION_COLUMNS, SEGMENT_COLUMNS
 from checks import REGISTRY
-from checks.base import AuditContext, Check
-from checks.batch import PartitionBatch
+from checks.base import AuditContext
 from checks.audit_config import Config
 from realdata import LOG_DIRS
 from test_check_cases import CASES, _complete, case_context
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+# YAML cases, the demo sample and the real dirs, both semantics: 7 s of CPU at load 12-15; xdist starts the longest files first
+pytestmark = pytest.mark.schedule_first(cpu_s=7)
 
 PARTITION_CHECKS = sorted(n for n, c in REGISTRY.items() if c.scope == "partition")
 
@@ -72,145 +67,3 @@ def test_real_broker_dirs_batch_equals_reference():
     ctx = AuditContext(as_of_ms=max(s["log_mtime_ms"] or 0 for s in scan.segments) + 40 * 86_400_000,
                        config=Config(None))
     assert_batch_equals_reference(scan.segments, scan.partitions, ctx)
-
-
-SYNTHETIC_CONFIG = {
-    "kafka": {"retention.ms": 86_400_000},
-    "checks": {"timestamps.backward": {"threshold_ms": 600_000}},
-    "topics": {
-        "synthetic-topic-1": {"checks": {"integrity.crc": {"enabled": False}}, "kafka": {"cleanup.policy": "compact"}},
-        "synthetic-topic-2*": {"checks": {"timestamps.backward": {"threshold_ms": 60_000},
-                                          "mtime.reset": {"mtime_after_ms": 3_600_000}},
-                               "kafka": {"retention.ms": 3_600_000, "message.timestamp.before.max.ms": 60_000}},
-        "synthetic-topic-3": {"kafka": {"retention.ms": -1}},
-    },
-}
-
-
-_BASE: list = []
-
-
-def _base_rows():
-    """The real fixtures' segment rows (scanned once per module)."""
-    if not _BASE:
-        from synthetic_rows import base_rows
-
-        _BASE.append(base_rows(None)[0])
-    return _BASE[0]
-
-
-def synthetic_tables(seed: int, rows: int = 900):
-    """SYNTHETIC rows (benchmarks/synthetic_rows.py over the real fixtures' rows), anomalies planted
-    at random: CRC failures, backward jumps, cut tails, magic 0, future and old timestamps, index
-    entries past the .log, missing indexes, offset gaps, late and reset mtimes, -future copies."""
-    from synthetic_rows import synthesize
-
-    base = _base_rows()
-    seg, part = synthesize(rows, base, brokers=5, topics=6, partitions=6, rf=3, seed=seed)
-    seg = seg.to_pylist()
-    part = part.to_pylist()
-    rng = np.random.default_rng(seed)
-    now = max(s["log_mtime_ms"] for s in seg) + 3_600_000
-
-    def some(p):
-        return [s for s in seg if rng.random() < p]
-
-    for s in some(0.01):
-        s["crc_failures"] = int(rng.integers(1, 4))
-    for s in some(0.02):
-        s["max_backward_jump_ms"], s["max_backward_jump_offset"] = int(rng.integers(1, 7_200_000)), s["base_offset"] + 1
-    for s in some(0.01):
-        s["stop_reason"], s["trailing_bytes"] = str(rng.choice(["corrupt", "truncated"])), int(rng.integers(0, 90))
-    for s in some(0.01):
-        s["magics"], s["timestamp_types"] = [0], ["NoTimestampType"]
-    for s in some(0.01):
-        s["max_timestamp_ms"] = now + int(rng.integers(-7_200_000, 90 * 86_400_000))
-    for s in some(0.02):
-        s["min_timestamp_ms"] = s["min_batch_timestamp_ms"] = s["log_mtime_ms"] - int(rng.integers(0, 7_200_000))
-    for s in some(0.01):
-        s["last_index_position"] = (s["log_size_bytes"] or 0) + int(rng.integers(0, 2))
-    for s in some(0.01):
-        s["last_index_offset"] = s["last_offset"] + int(rng.integers(0, 2))
-    for s in some(0.01):
-        s["index_size_bytes"] = None
-    for s in some(0.01):
-        s["notes"] = list(s["notes"] or []) + ["index entry 3: offsets expected strictly increasing"]
-    for s in some(0.02):
-        s["first_offset"] = s["first_offset"] + int(rng.integers(0, 3))
-    for s in some(0.02):
-        s["log_mtime_ms"] = s["log_mtime_ms"] + int(rng.integers(0, 5 * 86_400_000))
-    for s in some(0.005):
-        s["dir_kind"], s["dir_name"] = "future", s["dir_name"] + ".abc-future"
-    for s in some(0.005):
-        s["file_state"] = "deleted"
-    groups = [{"group": f"g{i}", "topic": s["topic"], "partition": s["partition"],
-               "committed_offset": int(s["base_offset"]) + int(rng.integers(-5, 5)), "commit_timestamp_ms": now}
-              for i, s in enumerate(some(0.01))]
-    for p in part:
-        if rng.random() < 0.05:
-            p["log_start_offset"] = int(rng.integers(0, 3_000_000))
-    ctx = AuditContext(as_of_ms=now, config=Config(SYNTHETIC_CONFIG, source="synthetic"), group_offsets=tuple(groups),
-                       topic_configs={"synthetic-topic-4": {"message.timestamp.type": "LogAppendTime"}})
-    return seg, part, ctx
-
-
-@pytest.mark.parametrize("seed", [1, 2])
-def test_synthetic_tables_batch_equals_reference(seed):
-    seg, part, ctx = synthetic_tables(seed)
-    found = assert_batch_equals_reference(seg, part, ctx)
-    flagged = {f["check"] for f in found if f["severity"] != "PASS"}
-    # the planted anomalies reach most checks (replay.safety runs only with a replay target)
-    assert len(flagged) >= 10, sorted(flagged)
-    # the runner falls back to the reference when a batch implementation raises: make sure none does
-    batch = PartitionBatch(as_frame(seg, SEGMENT_SCHEMA), as_frame(part, PARTITION_SCHEMA))
-    for name in PARTITION_CHECKS:
-        check = REGISTRY[name]()
-        if type(check).prefilter is not Check.prefilter:
-            picked = list(check.prefilter(batch, ctx))
-            assert set(picked) <= set(range(len(batch))), name
-
-
-def test_synthetic_tables_replay_target_batch_equals_reference():
-    seg, part, ctx = synthetic_tables(3, rows=600)
-    ctx.replay_at_ms = ctx.as_of_ms - 2 * 86_400_000
-    ctx.replay_topics = ("synthetic-topic-0", "synthetic-topic-2")
-    found = assert_batch_equals_reference(seg, part, ctx, names=["replay.safety"])
-    assert {f["topic"] for f in found if f["check"] == "replay.safety" and f["topic"]} == set(ctx.replay_topics)
-
-
-def test_batch_keys_and_spans():
-    """The batch's partitions are the reference's (null topic first), each with all its rows."""
-    seg, part, _ = synthetic_tables(4, rows=500)
-    seg[0]["topic"] = None
-    batch = PartitionBatch(pa.Table.from_pylist(seg, schema=SEGMENT_SCHEMA).to_pandas(),
-                           pa.Table.from_pylist(part).to_pandas())
-    assert batch.keys[0][0] is None
-    assert len(batch.keys) == len({(s["topic"], s["partition"]) for s in seg} | {(p["topic"], p["partition"]) for p in part})
-    total = sum(len(batch.input(i).segments) for i in range(len(batch)))
-    assert total == len(seg)
-    one = batch.input(1)
-    assert set(one.segments["topic"]) == {one.topic} and set(one.segments["partition"]) == {one.partition}
-
-
-def test_driver_frame_and_moving_sort_give_the_same_findings():
-    """The driver engine's frame (auditor.local_engine.segment_frame: equal list cells shared) sorted
-    by checks.batch.sort_rows_moving (column by column, the input emptied) is the frame the batch
-    sorts itself, and gives the same findings, on SYNTHETIC rows with a null topic and shuffled rows."""
-    import pandas as pd
-
-    from auditor.local_engine import segment_frame
-    from checks.batch import _sorted_rows, sort_rows_moving
-
-    seg, part, ctx = synthetic_tables(6, rows=800)
-    seg[5]["topic"] = None
-    seg = [seg[i] for i in np.random.default_rng(6).permutation(len(seg))]
-    table = pa.Table.from_pylist(seg, schema=SEGMENT_SCHEMA)
-    expected = _sorted_rows(table.to_pandas())
-    frame = segment_frame(table)
-    moved, positions = sort_rows_moving(frame)
-    assert len(frame.columns) == 0 and sorted(positions.tolist()) == list(range(len(seg)))
-    pd.testing.assert_frame_equal(moved, expected)
-    parts = as_frame(part, PARTITION_SCHEMA)
-    found = [f.to_dict() for f in run_local(moved, parts, ctx, segments_sorted=True)]
-    assert found == [f.to_dict() for f in run_local(seg, part, ctx)]
-    assert sum(f["severity"] != "PASS" for f in found) > 10

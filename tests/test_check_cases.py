@@ -41,6 +41,9 @@ from checks.audit_config import Config
 from auditor.check_runner import run_local
 from keycases import key_audit_of
 
+# every YAML case through its check: 3 s of CPU at load 12-15; xdist starts the longest files first
+pytestmark = pytest.mark.schedule_first(cpu_s=3)
+
 CASES_DIR = Path(__file__).parent / "check_cases"
 LOCATION_DEFAULTS = {"broker_id": 1, "cluster_id": "test", "log_dir": "/data/kafka", "topic": "t", "partition": 0,
                      "dir_kind": "live"}

@@ -18,6 +18,9 @@ from harness.groups import wait_segments_below_log_start_deleted
 from harness.scenarios import make_retention_gap
 from realdata import LOG_DIRS
 
+# subprocess and in-process audits: 11 s of CPU at load 12-15; xdist starts the longest files first
+pytestmark = pytest.mark.schedule_first(cpu_s=11)
+
 DAY = 86_400_000
 
 

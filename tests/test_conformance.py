@@ -29,9 +29,13 @@ from auditor.formats.offset_index import read_offset_index
 from auditor.formats.time_index import read_time_index
 from auditor.formats.txn_index import read_txn_index
 from auditor.scan import SegmentFiles, scan_segment
+from harness.log_dirs import copy_live_dir
 from harness.record_contents import dumped_record_line, legacy_contents, v2_contents
 from harness.scenarios import populate_conformance_data
 from realdata import BROKER_DIRS, RECORD_SET_FILES, RECORD_SETS, at_least
+
+# DumpLogSegments (a JVM) on every record set: 5 s of CPU at load 12-15; xdist starts the longest files first
+pytestmark = pytest.mark.schedule_first(cpu_s=5)
 
 COUNTS: Counter = Counter()
 # Kafka's ControlRecordType as DumpLogSegments prints it (an unknown type: "controlType: UNKNOWN(n)")
@@ -248,8 +252,10 @@ def broker_snapshot(kafka_cluster_factory, tmp_path_factory):
     snapshot = tmp_path_factory.mktemp("conformance-snapshot")
     for i, log_dir in enumerate(cluster.log_dirs(1)):
         # *.deleted: files the broker removes file.delete.delay.ms after a cleaning or a deletion,
-        # maybe in the middle of the copy; none of them is compared
-        shutil.copytree(log_dir, snapshot / f"data-{i}", ignore=shutil.ignore_patterns(".lock", "*.deleted"))
+        # maybe in the middle of the copy; none of them is compared. copy_live_dir, not copytree:
+        # the broker replaces replication-offset-checkpoint (via a .tmp file) every 5 s, and
+        # copytree raises when a file it listed is gone when it copies it
+        copy_live_dir(log_dir, snapshot / f"data-{i}", ignore=shutil.ignore_patterns(".lock", "*.deleted"))
     return snapshot, made
 
 

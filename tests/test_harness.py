@@ -19,6 +19,9 @@ from harness.kafka import REPO_ROOT, ROLL_TOPIC_CONFIG, KafkaHarnessError, wait_
 from harness.scenarios import CODECS, populate_conformance_data
 from realdata import BROKER_DIRS, REAL, RECORD_SETS
 
+# DumpLogSegments on record sets and broker dirs: 5 s of CPU at load 12-15; xdist starts the longest files first
+pytestmark = pytest.mark.schedule_first(cpu_s=5)
+
 T0 = 1_700_000_000_000  # 2023-11-14T22:13:20Z
 #: The tests' records are years old (T0): with the default retention.ms (7 days) the broker's
 #: retention check (first run 30 s after start, then every 5 min) deletes them under a running

@@ -28,6 +28,9 @@ from harness.encoding import zigzag_varint as _varint
 from realdata import BROKER_DIRS, RECORD_SETS
 from test_offsets_c_fold import _record  # one v2 record's bytes (key, value, headers)
 
+# the key fold cut at every byte, random flips: 8 s of CPU at load 12-15; xdist starts the longest files first
+pytestmark = pytest.mark.schedule_first(cpu_s=8)
+
 SEGMENT = "00000000000000000000.log"
 TS = 1_700_000_000_000
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}

@@ -8,10 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from auditor.keys.manifest_part import KEYS_FILE, read_keys_parts
 from auditor.keys.partition_keys import scan_partition_keys
 from auditor.manifest import find_manifests
 from realdata import BROKER_DIRS
+
+# collect and audit runs: 3 s of CPU at load 12-15; xdist starts the longest files first
+pytestmark = pytest.mark.schedule_first(cpu_s=3)
 
 
 def read_key_stats(paths):

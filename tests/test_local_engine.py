@@ -109,7 +109,8 @@ def test_spark_buckets_equal_driver_batch_and_reference(spark):  # noqa: F811
     the driver's batch and of the per-partition reference, on SYNTHETIC rows with planted anomalies."""
     from auditor.check_runner import run_local_reference, spark_partition_findings, with_pass_summaries
     from checks.base import Finding
-    from test_batch_checks import PARTITION_CHECKS, synthetic_tables
+    from test_batch_checks import PARTITION_CHECKS
+    from test_batch_checks_synthetic import synthetic_tables
 
     segments, partitions, ctx = synthetic_tables(5, rows=600)
     seg_df, part_df = _spark_df(spark, segments, SEGMENT_SCHEMA), _spark_df(spark, partitions, PARTITION_SCHEMA)

@@ -27,6 +27,9 @@ from checks.base import AuditContext
 from checks.audit_config import Config
 from realdata import LOG_DIRS
 
+# replay-check subprocesses, pandas path: 9 s of CPU at load 12-15; xdist starts the longest files first
+pytestmark = pytest.mark.schedule_first(cpu_s=9)
+
 ROOT = Path(__file__).resolve().parents[1]
 NOW_MS = 1_900_000_000_000
 

@@ -29,7 +29,7 @@ import pytest
 from auditor.atomic import OutputError
 from auditor.scan import scan_log_dirs
 from auditor.scan.state import STATE_FORMAT, StateDirError, check_state_dir, read_state_file, state_file_name
-from harness.kafka import wait_until
+from harness.kafka import wait_topic_config_applied, wait_until
 from harness.moves import move_log_dir
 from harness.scenarios import read_cleaner_checkpoint
 
@@ -248,8 +248,9 @@ def test_active_segments_continue_where_the_last_run_stopped(cluster, tmp_path):
     # the active segment rolls (record time past segment.ms): the closed one continues, then is kept closed
     grown = active["log_size_bytes"]
     cluster.alter_topic_config("growing", {"segment.ms": "1000"})
-    # the broker must have applied it before the appends below, or nothing rolls
-    _wait(lambda: cluster.topic_config("growing")["segment.ms"] == "1000", "segment.ms=1000 applied")
+    # the broker must have applied it to the log before the appends below, or nothing rolls: its own
+    # log line (DescribeConfigs answers from the metadata image, before the log has the change)
+    wait_topic_config_applied(cluster, "growing", "segment.ms", 1000)
     # a record-time roll: the next records must be stamped more than segment.ms after the active
     # segment's first batch (whose timestamp is at most the newest one the scan saw)
     _wait(lambda: time.time() * 1000 - active["max_timestamp_ms"] > 1_100,

@@ -33,6 +33,7 @@ from auditor.formats import remote_log_metadata as rlm
 from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
 from auditor.scan import plan_log_dir, scan_partition_dir
+from harness.log_dirs import copy_live_dir
 from tests.harness.rlm_dump import dump_remote_log_metadata
 from test_airflow_dags import airflow_env, run_dag  # noqa: F401 (a module-scoped fixture, the DAG runner)
 from tests.harness.tiered import (OffsetsForTimes, TieredScenario, highest_tiered_offset, local_log_start,
@@ -261,13 +262,20 @@ def test_a_real_gap_stays_a_gap(tiered):
 
 
 def _copy_log_dir(t, dest: Path) -> Path:
+    """The tiered topic's and __remote_log_metadata's dirs and the log dir's files, from the running
+    broker: its retention task removes a tiered segment's *.deleted files file.delete.delay.ms after
+    renaming them, and it replaces its checkpoints through .tmp files every few seconds; an entry
+    gone before its copy is left out (copy_live_dir), not an error."""
     dest.mkdir()
     for entry in t.log_dir.iterdir():
         if entry.is_dir():
             if entry.name.startswith((t.sc.topic + "-", rs.METADATA_TOPIC)):
-                shutil.copytree(entry, dest / entry.name)
+                copy_live_dir(entry, dest / entry.name)
         elif not entry.name.startswith("."):
-            shutil.copy2(entry, dest / entry.name)
+            try:
+                shutil.copy2(entry, dest / entry.name)
+            except FileNotFoundError:  # a checkpoint's .tmp, renamed over the checkpoint since the listing
+                pass
     return dest
 
 

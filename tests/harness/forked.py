@@ -1,7 +1,7 @@
 """Many short ``kafka-audit`` runs to kill, without paying the interpreter's start-up each time.
 
-:class:`Zygote` starts one Python that imports the CLI (and optionally runs a command once, so
-that the imports a command makes lazily are done too), then forks one process per request that
+:class:`Zygote` starts one Python that imports the CLI (and optionally runs a command once, which
+must exit 0, so that the imports a command makes lazily are done too), then forks one process per request that
 runs ``auditor.cli.main(args)`` from its start and exits with its exit code. Each is a real
 process that a test kills with a real SIGKILL; only the imports are shared. (A cold start of the
 CLI costs 1-3 s on a loaded machine, the audit's imports 10 s or more: 50 kills would cost minutes.)
@@ -28,7 +28,9 @@ build_parser(command)  # the command's module and what it imports
 if warm:
     import contextlib
     with contextlib.redirect_stdout(sys.stderr):  # (stdout answers the test)
-        main(warm)  # (imports made inside the command's run)
+        code = main(warm)  # (imports made inside the command's run)
+    if code:  # a test may use the warm-up run's output: it must have succeeded
+        sys.exit(f"the warm-up run exited {code}")
 sys.stdout.write("ready\n")
 sys.stdout.flush()
 for line in sys.stdin:

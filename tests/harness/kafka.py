@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -123,6 +124,23 @@ def wait_past_newest_write(dirs: Iterable[Path], gap_ms: int, what: str, timeout
         raise KafkaHarnessError(f"{what}: no .log file in {[str(d) for d in dirs]}")
     wait_until(lambda: time.time() > newest + (gap_ms + 50) / 1000, timeout_s,
                f"{what}: the clock {gap_ms} ms past the newest .log write ({newest:.3f})", interval_s=0.05)
+
+
+def wait_topic_config_applied(cluster: "KafkaCluster", topic: str, key: str, value: Any,
+                              node_ids: Iterable[int] | None = None, timeout_s: float = 60.0) -> None:
+    """Until each broker of ``node_ids`` (default: all) has applied ``key=value`` to ``topic``'s logs.
+
+    DescribeConfigs answers from the metadata image, which a broker installs before its
+    DynamicConfigPublisher applies the change to the partitions' logs, so it cannot tell when an
+    append sees the new value (a roll by ``segment.ms``, ``local.retention.ms``). The publisher
+    logs "Updating topic T with new configuration : k -> v,..." (every override of the topic) on
+    the thread that then applies it: that line is the broker's own report."""
+    line = re.compile(rf"Updating topic {re.escape(topic)} with new configuration : (?:.*[ ,])?"
+                      rf"{re.escape(key)} -> {re.escape(str(value))}(?:[,\s]|$)", re.M)
+    for node_id in sorted(cluster.nodes if node_ids is None else node_ids):
+        log = cluster.nodes[node_id].server_log
+        wait_until(lambda: line.search(log.read_text(errors="replace")), timeout_s,
+                   f"broker {node_id} to log applying {key}={value} to {topic} ({log})", interval_s=0.1)
 
 
 def freeze_broker(cluster: "KafkaCluster", node_id: int = 1) -> int:

@@ -32,25 +32,28 @@ def describe_log_dirs(cluster: KafkaCluster, brokers=None) -> dict[int, dict[str
     return out
 
 
-def copy_live_dir(src: str | Path, dst: str | Path) -> Path:
+def copy_live_dir(src: str | Path, dst: str | Path, ignore=None) -> Path:
     """A copy (``copy2``: mtimes kept) of a directory a running broker writes to, as it was at
     about one moment. A running broker renames and deletes files at any time: a snapshot's
     ``.checkpoint.part`` becomes ``.checkpoint``, a checkpoint's ``.tmp`` replaces the file, a
     ``-delete`` dir is removed ``file.delete.delay.ms`` after a move. ``shutil.copytree`` raises
     when an entry it listed has gone by the time it copies it; here such an entry is left out
     (whatever part of it was copied is removed), as if the copy had been taken a moment later.
-    Any other error is raised."""
+    Any other error is raised. ``ignore``: as ``shutil.copytree``'s (``shutil.ignore_patterns``)."""
     src, dst = Path(src), Path(dst)
     try:
         entries = list(os.scandir(src))
     except FileNotFoundError:
         return dst
     dst.mkdir(parents=True)
+    skipped = ignore(str(src), [e.name for e in entries]) if ignore is not None else ()
     for entry in entries:
+        if entry.name in skipped:
+            continue
         target = dst / entry.name
         try:
             if entry.is_dir(follow_symlinks=False):
-                copy_live_dir(entry.path, target)
+                copy_live_dir(entry.path, target, ignore)
             else:
                 shutil.copy2(entry.path, target)
         except FileNotFoundError:

@@ -28,7 +28,6 @@ through the raw protocol: librdkafka has no spec for them) that the data moved.
 from __future__ import annotations
 
 import os
-import re
 import socket
 import struct
 import time
@@ -39,7 +38,7 @@ from typing import Mapping, Sequence
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from tests.harness.encoding import uvarint
-from tests.harness.kafka import KafkaCluster, KafkaHarnessError, wait_until
+from tests.harness.kafka import KafkaCluster, KafkaHarnessError, wait_topic_config_applied, wait_until
 
 LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredStorage"
 
@@ -327,15 +326,9 @@ class TieredScenario:
         # are uploaded (their records are half an hour old: with local.retention.ms=5000 still in
         # force they would be deleted locally at once), so wait until the broker reports it
         kc.alter_topic_config(topic, {"local.retention.ms": "-2"})
-        wait_until(lambda: kc.topic_config(topic)["local.retention.ms"] == "-2", 60,
-                  f"the broker to apply local.retention.ms=-2 to {topic}")
-        # DescribeConfigs answers from the metadata image, which the broker installs before its
-        # DynamicConfigPublisher applies the change to the partitions' logs; the publisher logs
-        # this line on the thread that then applies it (the phase-2 check below fails if it raced)
-        applied = re.compile(rf"Updating topic {topic} with new configuration : .*\blocal\.retention\.ms -> -2\b")
-        wait_until(lambda: applied.search(kc.nodes[1].server_log.read_text(errors="replace")), 60,
-                   f"broker 1's DynamicConfigPublisher to log local.retention.ms=-2 for {topic} "
-                   f"({kc.nodes[1].server_log})")
+        # the broker's DynamicConfigPublisher line, not DescribeConfigs (answered from the metadata
+        # image before the logs get the change); the phase-2 check below fails if it still raced
+        wait_topic_config_applied(kc, topic, "local.retention.ms", -2)
         # partition 1: records deleted for good below deleted_to
         from confluent_kafka import TopicPartition as TP
         fut = kc.admin().delete_records([TP(topic, 1, self.deleted_to)])
