@@ -138,7 +138,7 @@ def test_mtime_reset_prefilter_in_chunks_picks_the_same_partitions(monkeypatch):
     from checks import REGISTRY
     from checks import reset
     from checks.batch import PartitionBatch
-    from test_batch_checks import synthetic_tables
+    from test_batch_checks_synthetic import synthetic_tables
 
     for seed in (1, 2):
         seg, part, ctx = synthetic_tables(seed)
