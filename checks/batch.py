@@ -54,6 +54,21 @@ class PartitionBatch:
         return CheckInput(topic=frame["topic"].iloc[0], partition=int(frame["partition"].iloc[0]),
                           segments=seg, partitions=part)
 
+    def records(self, i: int, which: str) -> list[dict]:
+        """Partition ``keys[i]``'s ``segments`` or ``partitions`` rows as dicts, every column, the
+        values ``to_dict("records")`` of :meth:`input`'s frame gives, cut from the batch's columns
+        (no pandas frame per partition: the replay search of ``audit --at`` reads plain rows)."""
+        frame = self.segments if which == "segments" else self.partitions
+        span = (self._seg_span if which == "segments" else self._part_span).get(self.keys[i])
+        if span is None or frame is None:
+            return []
+        key = f"columns:{which}"
+        if key not in self._cache:
+            self._cache[key] = [(name, frame[name].to_numpy()) for name in frame.columns]
+        names = [name for name, _ in self._cache[key]]
+        values = [array[span[0]:span[1]].tolist() for _, array in self._cache[key]]
+        return [dict(zip(names, row)) for row in zip(*values)]
+
     @staticmethod
     def _slice(frame, span):
         """The rows of ``span`` under a fresh 0..n-1 index, as ``reset_index(drop=True)`` gives them,

@@ -272,3 +272,29 @@ def test_uncertain_replica_order_goes_to_the_reference():
         assert batch.replica_records(i, REGISTRY["mtime.reset"].replica_columns) is None
     assert_judged_equals_reference(batch, ctx)
     assert_batch_equals_reference(seg, part, ctx)
+
+
+def _plain_cells(rows: list[dict]) -> list[dict]:
+    """Rows comparable with ==: NaN as None, list cells as lists."""
+    def cell(v):
+        if isinstance(v, float) and v != v:
+            return None
+        return [cell(x) for x in v] if isinstance(v, (list, np.ndarray)) else v
+    return [{k: cell(v) for k, v in r.items()} for r in rows]
+
+
+def test_records_are_the_partition_frames_rows():
+    """``PartitionBatch.records`` (what the replay search of ``audit --at`` is handed) holds, per
+    partition, the rows and values ``to_dict("records")`` of the partition's frame gives, in both
+    frame kinds, a null topic included."""
+    from auditor.local_engine import segment_frame
+
+    seg, part, _ = synthetic_tables(9, rows=500)
+    seg[3]["topic"] = None
+    parts = as_frame(part, PARTITION_SCHEMA)
+    for frame in (as_frame(seg, SEGMENT_SCHEMA), segment_frame(pa.Table.from_pylist(seg, schema=SEGMENT_SCHEMA))):
+        batch = PartitionBatch(frame, parts)
+        for i in range(len(batch)):
+            data = batch.input(i)
+            assert _plain_cells(batch.records(i, "segments")) == _plain_cells(data.segments.to_dict("records"))
+            assert _plain_cells(batch.records(i, "partitions")) == _plain_cells(data.partitions.to_dict("records"))
