@@ -67,13 +67,18 @@ def run_partition_batch(batch: PartitionBatch, ctx: AuditContext, names: Sequenc
 
 def _replay_batch(check: type[Check], batch: PartitionBatch, ctx: AuditContext) -> list[Finding]:
     """replay.safety on the batch's partitions: nothing unless the audit has a replay target (its
-    ``run`` answers [] then), else the search and the check per asked partition, as the reference."""
+    ``run`` answers [] then), else the search and the check per asked partition, as the reference,
+    each partition's rows handed as plain dicts cut from the batch (``PartitionBatch.records``:
+    what ``predict_replicas`` reads of a pandas frame, without one per partition)."""
     if ctx.replay_at_ms is None:
         return []
     out: list[Finding] = []
-    for i, (topic, _) in enumerate(batch.keys):
+    for i, (topic, partition) in enumerate(batch.keys):
         if ctx.wants_replay(topic):
-            out += _search_then_run([check], batch.input(i), ctx)
+            data = (CheckInput(topic=topic, partition=partition, segments=batch.records(i, "segments"),
+                               partitions=batch.records(i, "partitions"))
+                    if topic is not None and partition is not None else batch.input(i))
+            out += _search_then_run([check], data, ctx)
     return out
 
 

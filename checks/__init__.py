@@ -67,7 +67,8 @@ def check_named(name: str) -> type[Check] | None:
                         and obj.name == name:
                     _NAMED[name] = obj
                     return obj
-    return __getattr__("REGISTRY").get(name)
+    registry = globals().get("REGISTRY")  # built once: __getattr__ would discover every module again
+    return (registry if registry is not None else __getattr__("REGISTRY")).get(name)
 
 
 _NAMED: dict[str, type[Check]] = {}

@@ -245,7 +245,20 @@ class Check:
     item's key, e.g. a consumer group). Never ``base_offset``: segments roll. See
     ``auditor/finding_identity.py`` and docs/nightly-history.md."""
 
+    replica_columns: ClassVar[tuple[str, ...] | None] = None
+    """partition scope, for a check that judges a partition by its live replicas' segment rows:
+    the columns its :meth:`judge` reads. Its :meth:`run` is then ``judge`` on records built from
+    the partition's frame (:func:`replica_records`), and :meth:`run_batch` hands ``judge`` the
+    same records cut from the batch's columns (no pandas frame per flagged partition)."""
+
     def run(self, data: "CheckInput", ctx: "AuditContext", opts: Mapping[str, Any]) -> Iterable[Finding]:
+        raise NotImplementedError
+
+    def judge(self, data: "CheckInput", replicas: list[tuple], ctx: "AuditContext", opts: Mapping[str, Any],
+              **extra: Any) -> list[Finding]:
+        """The findings of one partition (``data``: its topic and partition) from its live replicas:
+        (broker id, log dir, segment rows as dicts with :attr:`replica_columns`, in base-offset
+        order), replicas by broker id then log dir. Checks with :attr:`replica_columns` implement it."""
         raise NotImplementedError
 
     def run_batch(self, batch: "PartitionBatch", ctx: "AuditContext") -> list[Finding]:
@@ -254,8 +267,17 @@ class Check:
         :meth:`run` on each partition :meth:`prefilter` names: with the default prefilter (every
         partition) that is today's per-partition semantics, the reference; a check whose prefilter
         is a vectorized superset of the partitions that can give a finding returns the same
-        findings by construction, at column-operation cost for the partitions without one."""
+        findings by construction, at column-operation cost for the partitions without one. A check
+        with :attr:`replica_columns` judges those partitions from the batch's columns
+        (:meth:`PartitionBatch.judge_each`)."""
+        if self.replica_columns is not None:
+            return batch.judge_each(self, ctx, self.prefilter(batch, ctx), self.judge_extra(batch, ctx))
         return batch.run_each(self, ctx, self.prefilter(batch, ctx))
+
+    def judge_extra(self, batch: "PartitionBatch", ctx: "AuditContext") -> "Callable[[int], dict] | None":
+        """What :meth:`judge` reads besides the live replicas, for the batch's partition ``i``
+        (keyword arguments), computed once per batch; None: nothing."""
+        return None
 
     def prefilter(self, batch: "PartitionBatch", ctx: "AuditContext") -> "Iterable[int] | None":
         """Indices into ``batch.keys`` of the partitions that may give a finding (a superset is
@@ -396,6 +418,11 @@ def live_replicas(segments) -> list[tuple[int | None, str, Any]]:
     for (broker, log_dir), rows in live.groupby(["broker_id", "log_dir"], dropna=False, sort=True):
         out.append((opt_int(broker), log_dir, rows.sort_values("base_offset").reset_index(drop=True)))
     return out
+
+
+def replica_records(segments) -> list[tuple[int | None, str, list[dict]]]:
+    """:func:`live_replicas` with each replica's rows as dicts (what :meth:`Check.judge` reads)."""
+    return [(broker, log_dir, rows.to_dict("records")) for broker, log_dir, rows in live_replicas(segments)]
 
 
 def segment_file(row) -> str:

@@ -54,6 +54,21 @@ class PartitionBatch:
         return CheckInput(topic=frame["topic"].iloc[0], partition=int(frame["partition"].iloc[0]),
                           segments=seg, partitions=part)
 
+    def records(self, i: int, which: str) -> list[dict]:
+        """Partition ``keys[i]``'s ``segments`` or ``partitions`` rows as dicts, every column, the
+        values ``to_dict("records")`` of :meth:`input`'s frame gives, cut from the batch's columns
+        (no pandas frame per partition: the replay search of ``audit --at`` reads plain rows)."""
+        frame = self.segments if which == "segments" else self.partitions
+        span = (self._seg_span if which == "segments" else self._part_span).get(self.keys[i])
+        if span is None or frame is None:
+            return []
+        key = f"columns:{which}"
+        if key not in self._cache:
+            self._cache[key] = [(name, frame[name].to_numpy()) for name in frame.columns]
+        names = [name for name, _ in self._cache[key]]
+        values = [array[span[0]:span[1]].tolist() for _, array in self._cache[key]]
+        return [dict(zip(names, row)) for row in zip(*values)]
+
     @staticmethod
     def _slice(frame, span):
         """The rows of ``span`` under a fresh 0..n-1 index, as ``reset_index(drop=True)`` gives them,
@@ -86,6 +101,19 @@ class PartitionBatch:
         codes, uniques = self._topic_codes[which]
         table = np.array([_as_float(values.get(t)) for t in uniques] + [_as_float(values.get(None))], dtype="float64")
         return table[codes]  # code -1 (no topic) -> the value for None at the end
+
+    def per_key(self, values: Mapping) -> Any:
+        """A numpy array with, for each partition of ``keys``, ``values[its topic]`` (NaN: missing)."""
+        import numpy as np
+
+        name = "key_topics"
+        if name not in self._cache:
+            import pandas as pd
+
+            self._cache[name] = pd.factorize(np.array([k[0] for k in self.keys], dtype=object), use_na_sentinel=True)
+        codes, uniques = self._cache[name]
+        table = np.array([_as_float(values.get(t)) for t in uniques] + [_as_float(values.get(None))], dtype="float64")
+        return table[codes]
 
     def groups_where(self, which: str, mask) -> list[int]:
         """The indices into ``keys`` of the partitions with a row where ``mask`` holds."""
@@ -125,9 +153,17 @@ class PartitionBatch:
         """Per segment row: does its list cell ``name`` hold any of ``values``?"""
         import numpy as np
 
+        import pandas as pd
+
         col = self.segments[name].to_numpy() if len(self.segments) else np.empty(0, dtype=object)
-        return np.fromiter((not (c is None or isinstance(c, float)) and len(c) > 0 and any(v in values for v in c)
-                            for c in col), dtype=bool, count=len(col))
+        # each distinct cell object once: the driver's frame shares one array among equal list cells
+        # (auditor.local_engine.segment_frame), so a million rows hold a few hundred objects
+        codes, firsts = pd.factorize(np.fromiter(map(id, col), dtype=np.int64, count=len(col)))
+        first_row = np.zeros(len(firsts), dtype=np.int64)
+        first_row[codes[::-1]] = np.arange(len(codes))[::-1]
+        hit = np.fromiter((not (c is None or isinstance(c, float)) and len(c) > 0 and any(v in values for v in c)
+                           for c in col[first_row]), dtype=bool, count=len(first_row))
+        return hit[codes]
 
     def column(self, name: str):
         """A segment column as float64 numpy (NaN for null): the vector form of :func:`opt_int`."""
@@ -137,6 +173,72 @@ class PartitionBatch:
 
             self._cache[key] = pd.to_numeric(self.segments[name], errors="coerce").to_numpy(dtype="float64", na_value=float("nan"))
         return self._cache[key]
+
+    def array(self, name: str):
+        """A segment column as numpy, as the frame holds it (object columns: the cells themselves)."""
+        key = f"arr:{name}"
+        if key not in self._cache:
+            self._cache[key] = self.segments[name].to_numpy()
+        return self._cache[key]
+
+    def replica_records(self, i: int, columns: tuple[str, ...]) -> "list[tuple] | None":
+        """Partition ``keys[i]``'s live replicas as :func:`checks.base.replica_records` gives them
+        from its frame ((broker id, log dir, its segment rows as dicts in base-offset order), replicas
+        by broker id then log dir), but only ``columns`` and cut from the batch's columns: no pandas
+        frame per partition. None where that order is not certain to be the reference's (a null
+        broker id, log dir or base offset, two segments of a replica on one base offset: the
+        reference's own sort decides there): the caller runs the reference on that partition."""
+        import numpy as np
+
+        span = self._seg_span.get(self.keys[i])
+        if span is None:
+            return []
+        rows = np.flatnonzero(self.live_segments()[span[0]:span[1]]) + span[0]
+        if not len(rows):
+            return []
+        broker, log_dir, base = self.array("broker_id")[rows], self.array("log_dir")[rows], self.array("base_offset")[rows]
+        if (_has_null(broker) or _has_null(base)
+                or any(d is None or isinstance(d, float) for d in log_dir.tolist())):
+            return None
+        replica = self.replica_ids()[rows]
+        same = replica[1:] == replica[:-1]
+        if (same & (base[1:] == base[:-1])).any():
+            return None
+        values = [self.array(c)[rows].tolist() for c in columns]
+        records = [dict(zip(columns, v)) for v in zip(*values)]
+        starts = np.flatnonzero(np.r_[True, ~same]).tolist()
+        stops = starts[1:] + [len(rows)]
+        brokers, dirs = broker.tolist(), log_dir.tolist()
+        return [(int(brokers[a]), dirs[a], records[a:b]) for a, b in zip(starts, stops)]
+
+    def judge_each(self, check: "Check", ctx: "AuditContext", groups: Iterable[int] | None = None,
+                   extra=None, strict: bool = False) -> list[Finding]:
+        """The findings of the partitions in ``groups`` (every one: None) from the batch's columns:
+        ``check.judge`` on each partition's :meth:`replica_records` (``check.replica_columns``), the
+        code ``check.run`` calls on records it builds from the partition's frame, so the findings are
+        the reference's. ``extra(i)``: more keyword arguments for ``judge`` (what the check reads
+        besides the live replicas). A partition whose replica order is not certain, or whose
+        ``judge`` raises, goes to :meth:`run_each` (the reference names the failure); ``strict``:
+        a raising ``judge`` raises (tests/test_batch_checks.py: a bug here cannot hide behind the fallback)."""
+        opts_by_topic = self.options(check, ctx)
+        out: list[Finding] = []
+        for i in (range(len(self.keys)) if groups is None else groups):
+            topic, partition = self.keys[i]
+            opts = opts_by_topic[topic]
+            if not opts.get("enabled", True):
+                continue
+            replicas = None if topic is None or partition is None else self.replica_records(i, check.replica_columns)
+            if replicas is None:
+                out.extend(self.run_each(check, ctx, [i]))
+                continue
+            try:
+                out.extend(check.judge(CheckInput(topic=topic, partition=partition), replicas, ctx, opts,
+                                       **(extra(i) if extra else {})))
+            except Exception:  # noqa: BLE001 - the reference names the failure as a FAIL finding
+                if strict:
+                    raise
+                out.extend(self.run_each(check, ctx, [i]))
+        return out
 
     def run_each(self, check: "Check", ctx: "AuditContext", groups: Iterable[int] | None = None) -> list[Finding]:
         """``check.run`` on each partition in ``groups`` (every one: None) whose topic has the
@@ -155,6 +257,12 @@ class PartitionBatch:
             except Exception as e:  # noqa: BLE001 - turned into a FAIL finding naming the check
                 out.append(error_finding(check, e, data.topic, data.partition))
         return out
+
+
+def _has_null(values) -> bool:
+    import pandas as pd
+
+    return bool(pd.isna(values).any())
 
 
 def _as_float(value) -> float:
@@ -201,9 +309,16 @@ def _key_spans(frame) -> tuple[list[tuple], list[tuple[int, int]]]:
     starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
     stops = np.r_[starts[1:], len(ids)]
     topics, parts = frame["topic"].to_numpy(), frame["partition"].to_numpy()
-    keys = [(None if pd.isna(topics[s]) else topics[s], None if pd.isna(parts[s]) else _plain(parts[s]))
-            for s in starts]
+    keys = [(None if _is_null(t) else t, None if _is_null(p) else _plain(p))
+            for t, p in zip(topics[starts].tolist(), parts[starts].tolist())]
     return keys, list(zip(starts.tolist(), stops.tolist()))
+
+
+def _is_null(value) -> bool:
+    """None, NaN or pandas' NA (what ``pd.isna`` says of one cell), without a call into pandas per key."""
+    import pandas as pd
+
+    return value is None or value is pd.NA or (isinstance(value, float) and value != value)
 
 
 def _plain(value):

@@ -34,7 +34,7 @@ Options: generated from ``options`` below (checks.base.options_section).
 
 from __future__ import annotations
 
-from checks.base import Check, CheckInput, Option, capped, live_replicas, non_negative, opt_int, severity_option
+from checks.base import Check, CheckInput, Option, capped, non_negative, opt_int, replica_records, severity_option
 from checks.audit_config import LONG_MAX
 from auditor.units import human_duration, iso_utc
 
@@ -81,15 +81,20 @@ class TimestampsBounds(Check):
             past = mtime - lo > before
         return batch.groups_where("segments", batch.live_segments() & (future | past))
 
+    replica_columns = ("base_offset", "is_active", "log_mtime_ms", "timestamp_types", "min_timestamp_ms",
+                       "min_timestamp_offset", "min_batch_timestamp_ms", "max_timestamp_ms", "max_timestamp_offset")
+
     def run(self, data: CheckInput, ctx, opts):
+        return self.judge(data, replica_records(data.segments), ctx, opts)
+
+    def judge(self, data, replicas, ctx, opts):
         if (ctx.kafka_setting(data.topic, "message.timestamp.type") or "CreateTime") == "LogAppendTime":
             return []
         before, after = limits(ctx, data.topic, opts)
         if before is None and after is None:
             return []
         out = []
-        for broker, log_dir, rows in live_replicas(data.segments):
-            recs = rows.to_dict("records")
+        for broker, log_dir, recs in replicas:
             mtimes = [opt_int(r["log_mtime_ms"]) for r in recs]
             trusted = all(m is not None for m in mtimes) and all(a <= b for a, b in zip(mtimes, mtimes[1:]))
             bad = []

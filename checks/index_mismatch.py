@@ -32,7 +32,7 @@ Options: generated from ``options`` below (checks.base.options_section).
 
 from __future__ import annotations
 
-from checks.base import Check, CheckInput, cells, live_replicas, opt_int, severity_option
+from checks.base import Check, CheckInput, cells, opt_int, replica_records, severity_option
 from auditor.units import iso_utc
 
 _NOTE_MARKERS = ("expected strictly increasing", "expected non-decreasing", "not a multiple of the",
@@ -69,11 +69,18 @@ class IntegrityIndexMismatch(Check):
                                    dtype=bool, count=len(notes))
         return batch.groups_where("segments", batch.live_segments() & suspect)
 
+    replica_columns = ("base_offset", "last_offset", "log_size_bytes", "last_index_position", "last_index_offset",
+                       "last_timeindex_timestamp_ms", "last_timeindex_offset", "depth", "max_timestamp_ms", "magics",
+                       "notes", "is_active", "file_state", "index_size_bytes", "timeindex_size_bytes")
+
     def run(self, data: CheckInput, ctx, opts):
+        return self.judge(data, replica_records(data.segments), ctx, opts)
+
+    def judge(self, data, replicas, ctx, opts):
         out = []
-        for broker, log_dir, rows in live_replicas(data.segments):
+        for broker, log_dir, recs in replicas:
             problems = []
-            for r in rows.to_dict("records"):
+            for r in recs:
                 base = int(r["base_offset"])
                 last = opt_int(r["last_offset"])
                 size = opt_int(r["log_size_bytes"])

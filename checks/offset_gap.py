@@ -25,7 +25,7 @@ Options: generated from ``options`` below (checks.base.options_section).
 
 from __future__ import annotations
 
-from checks.base import Check, CheckInput, live_replicas, opt_int, severity_option
+from checks.base import Check, CheckInput, opt_int, replica_records, severity_option
 
 
 class IntegrityOffsetGap(Check):
@@ -55,16 +55,21 @@ class IntegrityOffsetGap(Check):
         tie = base[1:] == base[:-1]
         return batch.groups_where("segments", np.isin(np.arange(len(live)), rows[1:][same & (gap | tie)]))
 
+    replica_columns = ("base_offset", "first_offset", "last_offset")
+
     def run(self, data: CheckInput, ctx, opts):
+        return self.judge(data, replica_records(data.segments), ctx, opts)
+
+    def judge(self, data, replicas, ctx, opts):
         if "compact" in (ctx.kafka_setting(data.topic, "cleanup.policy") or "delete"):
             return []
         if data.topic.startswith("__"):
             return []  # internal topics (__consumer_offsets, __transaction_state) are compacted
         out = []
-        for broker, log_dir, rows in live_replicas(data.segments):
+        for broker, log_dir, recs in replicas:
             gaps = []
             prev = None
-            for r in rows.to_dict("records"):
+            for r in recs:
                 first, last = opt_int(r["first_offset"]), opt_int(r["last_offset"])
                 if first is None or last is None:
                     prev = None

@@ -40,7 +40,8 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from checks.base import Check, CheckInput, Option, Severity, live_replicas, non_negative, opt_int, positive, severity_option
+from checks.base import (Check, CheckInput, Option, Severity, non_negative, opt_int, positive, replica_records,
+                         severity_option)
 from auditor.units import human_duration, iso_utc
 
 
@@ -118,24 +119,33 @@ class MtimeReset(Check):
                 right = pts.rename(columns={"r": "other", "base": "o_base", "last": "o_last", "m": "o_m"})
                 right = right[right["g"].isin(reps["g"])].drop(columns="g").sort_values("o_base", kind="stable")
                 pairs = pd.merge_asof(left, right, left_on="last", right_on="o_base", by="other", direction="backward")
-                skew = np.array([opts[batch.keys[g][0]]["replica_skew_ms"] for g in pairs["g"]], dtype="float64")
+                skew = batch.per_key({t: o["replica_skew_ms"] for t, o in opts.items()})[pairs["g"].to_numpy()]
                 with np.errstate(invalid="ignore"):
                     holds = (pairs["o_last"].to_numpy() >= pairs["last"].to_numpy()) & \
                             (np.abs(pairs["o_m"].to_numpy() - pairs["m"].to_numpy()) > skew)
                 found += pairs["g"].to_numpy()[holds].tolist()
         return found
 
+    replica_columns = ("base_offset", "last_offset", "is_active", "log_mtime_ms", "max_timestamp_ms")
+
     def run(self, data: CheckInput, ctx, opts):
-        replicas = live_replicas(data.segments)
+        return self.judge(data, replica_records(data.segments), ctx, opts, moves=self._local_moves(data))
+
+    def judge_extra(self, batch, ctx):
+        """Each partition's -future / -delete copies (:meth:`_local_moves`), found once for the batch."""
+        moves = _batch_local_moves(batch)
+        return lambda i: {"moves": moves.get(i, [])}
+
+    def judge(self, data, replicas, ctx, opts, moves=()):
+        """``moves``: the partition's -future / -delete copies (:meth:`_local_moves`)."""
         out: list = []
         packed = {}
-        for broker, log_dir, rows in replicas:
-            span = _packed_span(rows, opts)
+        for broker, log_dir, recs in replicas:
+            span = _packed_span(recs, opts)
             if span is not None:
                 packed[Replica(broker, log_dir)] = span
             else:
-                out += self._late_mtimes(data, broker, log_dir, rows, opts)
-        moves = self._local_moves(data)
+                out += self._late_mtimes(data, broker, log_dir, recs, opts)
         reported = set()
         for skew in self._compare_replicas(replicas, opts):
             out.append(self._moved(data, ctx, skew, moves, packed.get(skew.later), opts))
@@ -145,9 +155,9 @@ class MtimeReset(Check):
                 out.append(self._packed(data, ctx, key, span, moves, opts))
         return out
 
-    def _late_mtimes(self, data, broker, log_dir, rows, opts) -> list:
+    def _late_mtimes(self, data, broker, log_dir, recs, opts) -> list:
         """INFO: closed segments whose mtime is far after their largest record timestamp."""
-        late = [r for r in rows.to_dict("records") if not r["is_active"] and opt_int(r["log_mtime_ms"]) is not None
+        late = [r for r in recs if not r["is_active"] and opt_int(r["log_mtime_ms"]) is not None
                 and opt_int(r["max_timestamp_ms"]) is not None
                 and r["log_mtime_ms"] - r["max_timestamp_ms"] > opts["mtime_after_ms"]]
         if not late:
@@ -223,9 +233,9 @@ class MtimeReset(Check):
     def _compare_replicas(replicas, opts):
         """Pairs whose mtimes for the same offsets differ by more than the threshold."""
         ends = {}
-        for broker, log_dir, rows in replicas:
+        for broker, log_dir, recs in replicas:
             pts = []
-            for r in rows.to_dict("records"):
+            for r in recs:
                 last, mtime = opt_int(r["last_offset"]), opt_int(r["log_mtime_ms"])
                 if last is not None and mtime is not None and not r["is_active"]:
                     pts.append((opt_int(r["base_offset"]), last, mtime))
@@ -308,20 +318,40 @@ def _recorded_event(ctx, data, broker, log_dir, guess: str) -> tuple[str, list[d
                                      "event": ev["kind"]}]
 
 
-def _packed_span(rows, opts) -> PackedSpan | None:
-    """The :class:`PackedSpan` of a replica whose closed segments were all written within
-    ``packed_ratio`` of the time their records span, else None."""
-    closed = rows[~rows["is_active"].astype(bool)]
-    closed = closed[closed["log_mtime_ms"].notna() & closed["max_timestamp_ms"].notna()]
+def _packed_span(recs, opts) -> PackedSpan | None:
+    """The :class:`PackedSpan` of a replica (its segment rows as dicts) whose closed segments were
+    all written within ``packed_ratio`` of the time their records span, else None. Closed as
+    pandas' ``~is_active.astype(bool)`` says (a null is not active, a NaN is)."""
+    closed = [(int(r["log_mtime_ms"]), int(r["max_timestamp_ms"])) for r in recs
+              if not bool(r["is_active"]) and opt_int(r["log_mtime_ms"]) is not None
+              and opt_int(r["max_timestamp_ms"]) is not None]
     if len(closed) < opts["min_segments"]:
         return None
-    mt = closed["log_mtime_ms"].astype("int64")
-    ts = closed["max_timestamp_ms"].astype("int64")
-    mtime_span = int(mt.max() - mt.min())
-    record_span = int(ts.max() - ts.min())
+    mt = [m for m, _ in closed]
+    ts = [t for _, t in closed]
+    mtime_span = max(mt) - min(mt)
+    record_span = max(ts) - min(ts)
     if record_span >= opts["min_record_span_ms"] and mtime_span <= opts["packed_ratio"] * record_span:
-        return PackedSpan(int(mt.min()), int(mt.max()), record_span, len(closed))
+        return PackedSpan(min(mt), max(mt), record_span, len(closed))
     return None
+
+
+def _batch_local_moves(batch) -> dict[int, list[tuple]]:
+    """:meth:`MtimeReset._local_moves` of every partition of the batch at once: index into
+    ``batch.keys`` -> the sorted (broker, log dir, kind) of its -future / -delete rows."""
+    import numpy as np
+
+    found: dict[int, set] = {}
+    for frame, groups in ((batch.segments, batch.seg_group), (batch.partitions, batch.part_group)):
+        if frame is None or not len(frame):
+            continue
+        moving = np.flatnonzero(frame["dir_kind"].isin(["future", "delete"]).to_numpy())
+        if not len(moving):
+            continue
+        for g, b, d, k in zip(groups[moving].tolist(), frame["broker_id"].to_numpy()[moving].tolist(),
+                              frame["log_dir"].to_numpy()[moving].tolist(), frame["dir_kind"].to_numpy()[moving].tolist()):
+            found.setdefault(g, set()).add((opt_int(b), d, k))
+    return {g: sorted(v, key=str) for g, v in found.items()}
 
 
 def _packed_candidates(batch, opts, live, mtime, newest, replica) -> list:
@@ -337,8 +367,8 @@ def _packed_candidates(batch, opts, live, mtime, newest, replica) -> list:
     spans = pd.DataFrame({"r": replica[closed], "m": mtime[closed], "t": newest[closed],
                           "g": batch.seg_group[closed]}).groupby("r").agg(
         n=("m", "size"), m0=("m", "min"), m1=("m", "max"), t0=("t", "min"), t1=("t", "max"), g=("g", "first"))
-    topic_of = np.array([batch.keys[g][0] for g in spans["g"]], dtype=object)
-    pick = {k: np.array([opts[t][k] for t in topic_of], dtype="float64")
+    group = spans["g"].to_numpy()
+    pick = {k: batch.per_key({t: o[k] for t, o in opts.items()})[group]
             for k in ("min_segments", "min_record_span_ms", "packed_ratio")}
     record_span = spans["t1"].to_numpy() - spans["t0"].to_numpy()
     packed = ((spans["n"].to_numpy() >= pick["min_segments"]) & (record_span >= pick["min_record_span_ms"])

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.check_runner import run_local, run_local_reference
+from auditor.check_runner import as_frame, run_local, run_local_reference
 from auditor.cli.demo import unpack_demo_sample
 from auditor.scan import scan_log_dirs
-from auditor.schema import PARTITION_COLUMNS, SEGMENT_COLUMNS
+from auditor.schema import PARTITION_COLUMNS, PARTITION_SCHEMA, SEGMENT_COLUMNS, SEGMENT_SCHEMA
 from checks import REGISTRY
 from checks.base import AuditContext
+from checks.batch import PartitionBatch
 from checks.audit_config import Config
 from realdata import LOG_DIRS
 from test_check_cases import CASES, _complete, case_context
@@ -67,3 +68,33 @@ def test_real_broker_dirs_batch_equals_reference():
     ctx = AuditContext(as_of_ms=max(s["log_mtime_ms"] or 0 for s in scan.segments) + 40 * 86_400_000,
                        config=Config(None))
     assert_batch_equals_reference(scan.segments, scan.partitions, ctx)
+
+
+JUDGED_CHECKS = sorted(n for n in PARTITION_CHECKS if REGISTRY[n].replica_columns is not None)
+
+
+def assert_judged_equals_reference(batch, ctx, min_judged=0):
+    """Each check with ``replica_columns``: its flagged partitions judged from the batch's columns
+    (``judge_each``, strict: a raising ``judge`` is not hidden by the fallback to the reference)
+    equal ``run`` on each partition's frame; returns how many partitions were judged from the batch."""
+    judged = 0
+    for name in JUDGED_CHECKS:
+        check = REGISTRY[name]()
+        groups = list(check.prefilter(batch, ctx))
+        got = [f.to_dict() for f in batch.judge_each(check, ctx, groups, check.judge_extra(batch, ctx), strict=True)]
+        assert got == [f.to_dict() for f in batch.run_each(check, ctx, groups)], name
+        judged += sum(batch.replica_records(i, check.replica_columns) is not None for i in groups)
+    assert judged >= min_judged
+    return judged
+
+
+def test_four_checks_judge_flagged_partitions_from_the_batch():
+    assert JUDGED_CHECKS == ["integrity.index_mismatch", "integrity.offset_gap", "mtime.reset", "timestamps.bounds"]
+
+
+@pytest.mark.parametrize("check_name,case", [c for c in CASES if c.values[0] in JUDGED_CHECKS])
+def test_yaml_case_judged_from_the_batch(check_name, case):
+    ctx = case_context(check_name, case)
+    batch = PartitionBatch(as_frame(_complete(case.get("segments"), SEGMENT_COLUMNS), SEGMENT_SCHEMA),
+                           as_frame(_complete(case.get("partitions"), PARTITION_COLUMNS), PARTITION_SCHEMA))
+    assert_judged_equals_reference(batch, ctx)

@@ -446,7 +446,10 @@ def _segment_views_oracle(rows):
             log_mtime_ms=get(row, "log_mtime_ms"), log_size_bytes=get(row, "log_size_bytes"),
             first_offset=get(row, "first_offset"), last_offset=get(row, "last_offset"),
             min_timestamp_ms=min_ts if min_ts is not None else get(row, "min_batch_timestamp_ms"),
-            log_path=f"{name}.log", index_path=f"{name}.index", timeindex_path=f"{name}.timeindex"))
+            log_path=f"{name}.log", index_path=f"{name}.index", timeindex_path=f"{name}.timeindex",
+            is_active=get(row, "is_active"), depth=get(row, "depth"),
+            **{k: get(row, k) for k in ("index_entries", "index_size_bytes", "index_mtime_ms", "timeindex_entries",
+                                        "timeindex_size_bytes", "timeindex_mtime_ms")}))
     return sorted(views, key=lambda v: v.base_offset)
 
 

@@ -11,6 +11,7 @@ from typing import Sequence
 from auditor.formats.log_reader import LogReader
 from auditor.formats.offset_index import read_offset_index
 from auditor.formats.time_index import read_time_index
+from auditor.replay.index_search import offset_index_lookup_in_file, time_index_lookup_in_file
 from auditor.replay.views import SegmentView, read_if_there
 
 NO_ANSWER = -1
@@ -60,18 +61,15 @@ def offset_index_lookup(entries: Sequence[tuple[int, int]], target_offset: int) 
 
 def search_segment(seg: SegmentView, replay_at_ms: int, log_start_offset: int) -> ModernAnswer:
     """``LogSegment.findOffsetByTimestamp`` on the files of one segment (read-only)."""
-    notes = []
-    time_entries: list[tuple[int, int]] = []
-    offset_entries: list[tuple[int, int]] = []
-    read = read_if_there(read_time_index, seg.timeindex_path, seg.base_offset)
-    if read is not None:
-        time_entries, notes = read.entries, read.problems
-    read = read_if_there(read_offset_index, seg.index_path, seg.base_offset)
-    if read is not None:
-        offset_entries = read.entries
-        notes += read.problems
-    from_time = _time_index_lookup(time_entries, replay_at_ms, seg.base_offset)
-    position = offset_index_lookup(offset_entries, max(from_time, log_start_offset))
+    from_time = time_index_lookup_in_file(seg, replay_at_ms)
+    if from_time is None:  # not proven equal to the whole read (auditor.replay.index_search): read it
+        read = read_if_there(read_time_index, seg.timeindex_path, seg.base_offset)
+        from_time = _time_index_lookup(read.entries if read is not None else [], replay_at_ms, seg.base_offset)
+    target_offset = max(from_time, log_start_offset)
+    position = offset_index_lookup_in_file(seg, target_offset)
+    if position is None:
+        read = read_if_there(read_offset_index, seg.index_path, seg.base_offset)
+        position = offset_index_lookup(read.entries if read is not None else [], target_offset)
     reader = LogReader(seg.log_path)
     try:
         if position >= reader.size_bytes:

@@ -23,6 +23,16 @@ class SegmentView:
     log_path: str | None = None
     index_path: str | None = None
     timeindex_path: str | None = None
+    # what the scan saw of the index files (``auditor.replay.index_search``: a binary search in a
+    # closed segment's index instead of reading it whole, where the row proves it gives the same)
+    is_active: bool | None = None
+    depth: str | None = None
+    index_entries: int | None = None
+    index_size_bytes: int | None = None
+    index_mtime_ms: int | None = None
+    timeindex_entries: int | None = None
+    timeindex_size_bytes: int | None = None
+    timeindex_mtime_ms: int | None = None
 
     @property
     def broker_largest_timestamp_ms(self) -> int | None:
@@ -45,7 +55,12 @@ def _get(row, key):
 
 #: The row columns a SegmentView is made of, read in one pass per row (:func:`_values`).
 _VIEW_COLUMNS = ("file_state", "log_size_bytes", "log_dir", "dir_name", "base_offset", "max_timestamp_ms",
-                 "log_mtime_ms", "first_offset", "last_offset", "min_timestamp_ms", "min_batch_timestamp_ms")
+                 "log_mtime_ms", "first_offset", "last_offset", "min_timestamp_ms", "min_batch_timestamp_ms",
+                 "is_active", "depth", "index_entries", "index_size_bytes", "index_mtime_ms", "timeindex_entries",
+                 "timeindex_size_bytes", "timeindex_mtime_ms")
+
+
+_INDEX_FACTS = _VIEW_COLUMNS[13:]
 
 
 def _values(row, keys: tuple) -> list:
@@ -62,8 +77,8 @@ def segment_views(rows: Iterable) -> list[SegmentView]:
     views = []
     dirs: dict[tuple, str] = {}
     for row in rows:
-        (state, size, log_dir, dir_name, base, largest, mtime, first, last, min_ts,
-         min_batch_ts) = _values(row, _VIEW_COLUMNS)
+        (state, size, log_dir, dir_name, base, largest, mtime, first, last, min_ts, min_batch_ts,
+         active, depth, *index_facts) = _values(row, _VIEW_COLUMNS)
         if state is not None or size is None:
             continue
         where = (log_dir or "", dir_name or "")
@@ -83,6 +98,9 @@ def segment_views(rows: Iterable) -> list[SegmentView]:
             log_path=f"{name}.log",
             index_path=f"{name}.index",
             timeindex_path=f"{name}.timeindex",
+            is_active=active,
+            depth=depth,
+            **dict(zip(_INDEX_FACTS, index_facts)),
         ))
     return sorted(views, key=lambda v: v.base_offset)
 
