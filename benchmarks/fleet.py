@@ -42,6 +42,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
@@ -215,16 +216,39 @@ def _hwm_mib(pid: int) -> float:
     return 0.0
 
 
-def run_audit(code: Path, manifests: Path, out: Path) -> dict:
+def run_audit(code: Path, manifests: Path, out: Path, engine: str = "local", extra: tuple[str, ...] = (),
+              nice: int = 0) -> dict:
     """One whole `kafka-audit audit --manifest` in a fresh process of ``code``: wall, CPU, peak RSS,
     and from each progress line to the next (the stages) the wall and CPU time and the peak RSS
-    reached by the stage's end."""
+    reached by the stage's end. The process's descendants (on Spark: the driver JVM) are sampled
+    too (``tree``: peak RSS of the Python driver, of the JVM, of both at once; their CPU)."""
+    import threading
+
+    from _procmem import descendants
+
     env = {**os.environ, "PYTHONPATH": str(code)}
-    cmd = [sys.executable, "-m", "auditor.cli", "audit", "--manifest", str(manifests / "*"), "--engine", "local",
+    cmd = [sys.executable, "-m", "auditor.cli", "audit", "--manifest", str(manifests / "*"), "--engine", engine,
            "--json", str(out / "findings.json"), "--out", str(out / "report.html"), "--as-of", AS_OF,
-           "--progress", "--exit-zero"]
+           "--progress", "--exit-zero", *extra]
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=str(code), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=str(code), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=(lambda: os.nice(nice)) if nice else None)
+    tree = {"python_mib": 0.0, "jvm_mib": 0.0, "sum_mib": 0.0, "child_cpu": {}}
+    done = threading.Event()
+
+    def sample() -> None:  # the JVM's RSS and CPU while it lives (it is gone by wait4)
+        while not done.is_set():
+            py = _rss_mib(proc.pid)
+            jvm = 0.0
+            for pid in descendants(proc.pid):
+                jvm += _rss_mib(pid)
+                tree["child_cpu"][pid] = max(tree["child_cpu"].get(pid, 0.0), _cpu_s(pid))
+            tree["python_mib"], tree["jvm_mib"] = max(tree["python_mib"], py), max(tree["jvm_mib"], jvm)
+            tree["sum_mib"] = max(tree["sum_mib"], py + jvm)
+            done.wait(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     stages, last, last_cpu, name = [], start, 0.0, "start"
     for line in proc.stderr:
         now, cpu, hwm = time.monotonic(), _cpu_s(proc.pid), _hwm_mib(proc.pid)
@@ -232,15 +256,29 @@ def run_audit(code: Path, manifests: Path, out: Path) -> dict:
         last, last_cpu, name = now, cpu, line.strip()[:70]
     _, status, usage = os.wait4(proc.pid, 0)
     end = time.monotonic()
+    done.set()
+    sampler.join()
     stages.append((name, end - last, usage.ru_utime + usage.ru_stime - last_cpu, usage.ru_maxrss / 1024))
     doc = json.loads((out / "findings.json").read_text()) if (out / "findings.json").exists() else {}
     findings = doc.get("findings", [])
     digest = hashlib.sha256(json.dumps(findings, sort_keys=True).encode()).hexdigest()[:16]
     return {"wall_s": end - start, "cpu_s": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024,
-            "status": os.waitstatus_to_exitcode(status), "stages": stages,
+            "status": os.waitstatus_to_exitcode(status), "stages": stages, "tree": tree,
+            "children_cpu_s": sum(tree["child_cpu"].values()), "findings_list": findings,
             "findings": sum(1 for f in findings if f.get("severity") != "PASS"), "findings_sha256": digest,
             "json_mib": (out / "findings.json").stat().st_size / 2**20 if (out / "findings.json").exists() else None,
             "html_mib": (out / "report.html").stat().st_size / 2**20 if (out / "report.html").exists() else None}
+
+
+def _rss_mib(pid: int) -> float:
+    """Resident memory of a live process now (VmRSS), MiB; 0 when gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
 
 
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
