@@ -100,7 +100,8 @@ def healthy_mask(t: pa.Table) -> pa.Array:
     return pa.array(ok)
 
 
-def synthesize(rows: int, dirs: int, out: Path, seed: int = 19, healthy: bool = True) -> dict:
+def synthesize(rows: int, dirs: int, out: Path, seed: int = 19, healthy: bool = True,
+               topic_prefix: str = "SYNTHETIC-fleet-") -> dict:
     """30 brokers' manifests under ``out``: ``dirs`` partition dirs, about ``rows`` segment rows."""
     from auditor.manifest import LOG_DIRS_SCHEMA
     from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
@@ -141,7 +142,7 @@ def synthesize(rows: int, dirs: int, out: Path, seed: int = 19, healthy: bool = 
     part_of = tpl_part[idx]
     broker = ((p_topic[part_of] + p_part[part_of] + replica * (BROKERS // RF)) % BROKERS + 1).astype(np.int32)
     log_dir = np.char.add(np.char.add("/synthetic/broker-", broker.astype(str)), np.char.add("/data-", (p_part[part_of] % 2).astype(str)))
-    topic = np.char.add("SYNTHETIC-fleet-", p_topic[part_of].astype(str))
+    topic = np.char.add(topic_prefix, p_topic[part_of].astype(str))
     partition = p_part[part_of].astype(np.int32)
     n = len(idx)
     t = tpl.take(pa.array(idx))
@@ -191,6 +192,35 @@ def synthesize(rows: int, dirs: int, out: Path, seed: int = 19, healthy: bool = 
         pq.write_table(info.replace_schema_metadata(meta), d / "log_dirs.parquet")
     return {"segment_rows": segments.num_rows, "partition_dirs": parts.num_rows, "partitions": partitions,
             "segments_per_dir_max": int(counts.max())}
+
+
+def synthesize_chunked(rows: int, dirs: int, out: Path, chunk_rows: int = 1_000_000) -> dict:
+    """:func:`synthesize` in chunks of about ``chunk_rows`` rows (each its own topics, named
+    SYNTHETIC-fleet-cK-N, and seed), appended broker by broker into one manifest per broker, so
+    10,000,000 rows are made in the memory of 1,000,000."""
+    import shutil
+
+    chunks = max(1, round(rows / chunk_rows))
+    shapes = []
+    for k in range(chunks):
+        shapes.append(synthesize(rows // chunks, dirs // chunks, out / f"chunk-{k}", seed=19 + k,
+                                 topic_prefix=f"SYNTHETIC-fleet-c{k}-"))
+    for b in range(1, BROKERS + 1):
+        d = out / f"broker-{b}"
+        d.mkdir(parents=True, exist_ok=True)
+        for name in ("segments", "partitions"):
+            writer = None
+            for k in range(chunks):
+                table = pq.read_table(out / f"chunk-{k}" / f"broker-{b}" / f"{name}.parquet")
+                writer = writer or pq.ParquetWriter(d / f"{name}.parquet", table.schema)
+                writer.write_table(table)
+            writer.close()
+        shutil.copy(out / "chunk-0" / f"broker-{b}" / "log_dirs.parquet", d / "log_dirs.parquet")
+    for k in range(chunks):
+        shutil.rmtree(out / f"chunk-{k}")
+    return {"segment_rows": sum(s["segment_rows"] for s in shapes), "partition_dirs": sum(s["partition_dirs"] for s in shapes),
+            "partitions": sum(s["partitions"] for s in shapes), "segments_per_dir_max": max(s["segments_per_dir_max"] for s in shapes),
+            "chunks": chunks}
 
 
 STAGE = re.compile(r"^(?P<what>.+)$")

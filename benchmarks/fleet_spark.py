@@ -35,12 +35,14 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(REPO / "tests"))
 
 from _procmem import descendants  # noqa: E402
-from fleet import CACHE, _cpu_s, run_audit, synthesize  # noqa: E402
+from fleet import CACHE, _cpu_s, run_audit, synthesize, synthesize_chunked  # noqa: E402
 
 #: What each worker's executor may take (the worker offers ``WORKER_MEMORY``), and the driver's heap.
 WORKER_MEMORY = "2g"
 EXECUTOR_MEMORY = "1536m"
-DRIVER_MEMORY = "512m"
+DRIVER_MEMORY = "384m"
+#: The driver JVM's own footprint: serial GC (G1's remembered sets cost native memory), a smaller code cache.
+DRIVER_JAVA_OPTIONS = "-XX:+UseSerialGC -XX:ReservedCodeCacheSize=64m"
 
 
 class ClusterCpu:
@@ -74,7 +76,9 @@ def fleet(rows: int, dirs: int) -> tuple[Path, dict]:
     where = CACHE / f"fleet-{rows}-{dirs}"
     if not (where / "shape.json").exists():
         start = time.monotonic()
-        shape = synthesize(rows, dirs, where / "manifests")
+        # above 2,000,000 rows in chunks of 1,000,000 (each its own topics): the memory of one chunk
+        shape = synthesize(rows, dirs, where / "manifests") if rows <= 2_000_000 else \
+            synthesize_chunked(rows, dirs, where / "manifests")
         (where / "shape.json").write_text(json.dumps(shape))
         print(f"  generated in {time.monotonic() - start:.0f} s")
     return where / "manifests", json.loads((where / "shape.json").read_text())
@@ -126,6 +130,8 @@ def main() -> None:
           f"{sum(f.stat().st_size for f in manifests.rglob('*.parquet')) / 2**20:.0f} MiB of Parquet")
     from harness.spark_standalone import StandaloneSpark
 
+    os.environ["PYTHONPATH"] = str(REPO)  # the workers' (and so the executors') Python imports this checkout
+
     work = Path(tempfile.mkdtemp(prefix="fleet-spark-"))
     cluster = StandaloneSpark(work / "cluster", workers=args.workers, cores=1, memory=WORKER_MEMORY)
     start = time.monotonic()
@@ -133,7 +139,9 @@ def main() -> None:
     print(f"  standalone cluster {cluster.url}: master + {args.workers} workers (1 core, {WORKER_MEMORY} each) "
           f"up in {time.monotonic() - start:.1f} s")
     conf = [f"spark.executor.memory={EXECUTOR_MEMORY}", f"spark.driver.memory={DRIVER_MEMORY}",
-            "spark.executor.cores=1", "spark.ui.showConsoleProgress=false", *args.conf]
+            f"spark.driver.extraJavaOptions={DRIVER_JAVA_OPTIONS}",
+            "spark.executor.cores=1", "spark.ui.showConsoleProgress=false",
+            f"spark.executorEnv.PYTHONPATH={REPO}", *args.conf]  # the executors import this checkout's checks
     extra = ("--master", cluster.url, *[x for c in conf for x in ("--conf", c)])
     try:
         (work / "spark").mkdir()
