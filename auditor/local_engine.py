@@ -213,7 +213,12 @@ def _topic_rows(per_dir: list[dict]) -> list[dict]:
 
 def aggregate_rows(segments, partitions) -> dict[str, list[dict]]:
     """The four aggregate tables as lists of dicts (see the module doc for the definitions)."""
-    per_dir = partition_stats_rows(segments, partitions)
+    return rollup_rows(partition_stats_rows(segments, partitions))
+
+
+def rollup_rows(per_dir: list[dict]) -> dict[str, list[dict]]:
+    """The four aggregate tables from the per-partition-dir rows (the Spark engine collects those
+    and rolls them up here: one row per partition dir, and fewer Spark jobs)."""
     brokers = [{"broker_id": b, "partition_dirs": len(rows), **_rollup(rows),
                 "log_dirs": len({r["log_dir"] for r in rows if r["log_dir"] is not None})}
                for (b,), rows in _group(per_dir, ("broker_id",)).items() if b is not None]
