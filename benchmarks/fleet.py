@@ -247,7 +247,7 @@ def _hwm_mib(pid: int) -> float:
 
 
 def run_audit(code: Path, manifests: Path, out: Path, engine: str = "local", extra: tuple[str, ...] = (),
-              nice: int = 0) -> dict:
+              nice: int = 0, timeout_s: float | None = None) -> dict:
     """One whole `kafka-audit audit --manifest` in a fresh process of ``code``: wall, CPU, peak RSS,
     and from each progress line to the next (the stages) the wall and CPU time and the peak RSS
     reached by the stage's end. The process's descendants (on Spark: the driver JVM) are sampled
@@ -262,7 +262,13 @@ def run_audit(code: Path, manifests: Path, out: Path, engine: str = "local", ext
            "--progress", "--exit-zero", *extra]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=str(code), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=(lambda: os.nice(nice)) if nice else None)
+                            preexec_fn=(lambda: os.nice(nice)) if nice else None, start_new_session=True)
+    timer = None
+    if timeout_s:  # stopped there: the stages so far are still reported (its own process group: the JVM too)
+        import signal
+
+        timer = threading.Timer(timeout_s, lambda: os.killpg(proc.pid, signal.SIGTERM))
+        timer.start()
     tree = {"python_mib": 0.0, "jvm_mib": 0.0, "sum_mib": 0.0, "child_cpu": {}}
     done = threading.Event()
 
@@ -280,12 +286,20 @@ def run_audit(code: Path, manifests: Path, out: Path, engine: str = "local", ext
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     stages, last, last_cpu, name = [], start, 0.0, "start"
+    log = (out / "stderr.log").open("w")
     for line in proc.stderr:
+        log.write(line)
         now, cpu, hwm = time.monotonic(), _cpu_s(proc.pid), _hwm_mib(proc.pid)
         stages.append((name, now - last, cpu - last_cpu, hwm))
         last, last_cpu, name = now, cpu, line.strip()[:70]
     _, status, usage = os.wait4(proc.pid, 0)
     end = time.monotonic()
+    if timer is not None:
+        timer.cancel()
+    log.close()
+    if os.waitstatus_to_exitcode(status) != 0:  # --exit-zero: anything else is a failure
+        print(f"  the audit exited {os.waitstatus_to_exitcode(status)}; the end of its stderr:\n"
+              + (out / "stderr.log").read_text()[-3000:])
     done.set()
     sampler.join()
     stages.append((name, end - last, usage.ru_utime + usage.ru_stime - last_cpu, usage.ru_maxrss / 1024))

@@ -22,6 +22,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -40,7 +41,7 @@ from fleet import CACHE, _cpu_s, run_audit, synthesize, synthesize_chunked  # no
 #: What each worker's executor may take (the worker offers ``WORKER_MEMORY``), and the driver's heap.
 WORKER_MEMORY = "2g"
 EXECUTOR_MEMORY = "1536m"
-DRIVER_MEMORY = "384m"
+DRIVER_MEMORY = "512m"  # Spark refuses less than 450 MiB of driver heap
 #: The driver JVM's own footprint: serial GC (G1's remembered sets cost native memory), a smaller code cache.
 DRIVER_JAVA_OPTIONS = "-XX:+UseSerialGC -XX:ReservedCodeCacheSize=64m"
 
@@ -70,6 +71,37 @@ class ClusterCpu:
 
     def total(self) -> float:
         return sum(self.seen.values())
+
+
+def spark_stages(event_dir: Path) -> list[tuple[str, int, float, float, float]]:
+    """Per call site of the audit's Spark jobs (from the application's event log): jobs, the jobs'
+    wall seconds (submission to end, summed), the tasks' run time and the executors' JVM CPU time
+    (seconds; Python workers' CPU is not in it: it shows in the run time)."""
+    logs = sorted(event_dir.glob("*"))
+    if not logs:
+        return []
+    site_of_stage, site_of_job, job_start = {}, {}, {}
+    by_site: dict[str, list[float]] = {}
+    with logs[-1].open() as fh:
+        for line in fh:
+            e = json.loads(line)
+            kind = e.get("Event")
+            if kind == "SparkListenerJobStart":
+                site = (e.get("Properties") or {}).get("callSite.short", "?")
+                site = re.sub(r" at /\S*/(site-packages|wt-[^/]+)/", " at ", site)
+                site_of_job[e["Job ID"]] = site
+                job_start[e["Job ID"]] = e["Submission Time"]
+                for sid in e.get("Stage IDs", []):
+                    site_of_stage[sid] = site
+                by_site.setdefault(site, [0, 0.0, 0.0, 0.0])[0] += 1
+            elif kind == "SparkListenerJobEnd" and e["Job ID"] in job_start:
+                by_site[site_of_job[e["Job ID"]]][1] += (e["Completion Time"] - job_start[e["Job ID"]]) / 1000
+            elif kind == "SparkListenerTaskEnd":
+                m = e.get("Task Metrics") or {}
+                acc = by_site.setdefault(site_of_stage.get(e.get("Stage ID"), "?"), [0, 0.0, 0.0, 0.0])
+                acc[2] += m.get("Executor Run Time", 0) / 1000
+                acc[3] += m.get("Executor CPU Time", 0) / 1e9
+    return [(site, int(v[0]), v[1], v[2], v[3]) for site, v in by_site.items()]
 
 
 def fleet(rows: int, dirs: int) -> tuple[Path, dict]:
@@ -120,6 +152,8 @@ def main() -> None:
     ap.add_argument("--dirs", type=int, default=0, help="partition dirs (default: rows / 2, at most 100,000)")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--local", action="store_true", help="also the driver engine on the same manifests; compare findings")
+    ap.add_argument("--timeout", type=float, default=None, help="stop the Spark audit after this many seconds "
+                    "(its stages so far and the event log are still reported)")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="more Spark settings for the audit")
     args = ap.parse_args()
     dirs = args.dirs or min(args.rows // 2, 100_000)
@@ -141,13 +175,18 @@ def main() -> None:
     conf = [f"spark.executor.memory={EXECUTOR_MEMORY}", f"spark.driver.memory={DRIVER_MEMORY}",
             f"spark.driver.extraJavaOptions={DRIVER_JAVA_OPTIONS}",
             "spark.executor.cores=1", "spark.ui.showConsoleProgress=false",
-            f"spark.executorEnv.PYTHONPATH={REPO}", *args.conf]  # the executors import this checkout's checks
+            f"spark.executorEnv.PYTHONPATH={REPO}", "spark.eventLog.enabled=true",
+            f"spark.eventLog.dir={work / 'events'}", *args.conf]  # the executors import this checkout's checks
     extra = ("--master", cluster.url, *[x for c in conf for x in ("--conf", c)])
+    (work / "events").mkdir()
     try:
         (work / "spark").mkdir()
         with ClusterCpu([p.pid for p in cluster.procs]) as cpu:
-            spark = run_audit(REPO, manifests, work / "spark", engine="spark", extra=extra)
+            spark = run_audit(REPO, manifests, work / "spark", engine="spark", extra=extra, timeout_s=args.timeout)
         print_run("spark standalone", spark, shape, cpu.total())
+        print("    Spark jobs by call site (event log): jobs, their wall (summed), tasks' run time, executors' JVM CPU")
+        for site, jobs, wall, run, jcpu in spark_stages(work / "events"):
+            print(f"      {jobs:4d} jobs  wall {wall:7.1f} s  task run {run:7.1f} s  JVM cpu {jcpu:7.1f} s  {site[:90]}")
         print(f"  load average after the Spark run: {os.getloadavg()}")
     finally:
         cluster.stop()

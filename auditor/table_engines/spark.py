@@ -94,22 +94,55 @@ def _size_shuffles(spark, conf: dict | None) -> None:
     spark.conf.set(key, str(max(8, SHUFFLE_PARTITIONS_PER_CORE * spark.sparkContext.defaultParallelism)))
 
 
-def _collect_aggregates(partition_stats) -> tuple[list[dict], dict]:
+#: The per-partition-dir columns the rollups read (``auditor.local_engine.rollup_rows``).
+ROLLUP_COLUMNS = ("topic", "partition", "broker_id", "log_dir", "dir_kind", "segment_count", "size_bytes",
+                  "message_count", "oldest_record_timestamp_ms", "newest_record_timestamp_ms",
+                  "oldest_log_mtime_ms", "newest_log_mtime_ms", "notes")
+
+
+def _collect_aggregates(partition_stats) -> tuple[ArrowRows, dict]:
     """The per-partition-dir statistics on the driver (one row per partition dir, never a segment
-    row), once, as Arrow: as rows for the report, and the four aggregate tables as the pandas frames
-    the cluster checks read. The topic, broker and log-dir rollups are made here from those rows
-    (``auditor.local_engine.rollup_rows``, the driver engine's own): on Spark they were a dozen
-    more jobs of a few hundred rows each. tests/test_local_engine.py holds the two engines'
-    aggregates equal."""
+    row), once, as Arrow: rows for the report (:class:`ArrowRows`, made as they are read), and the
+    four aggregate tables as the pandas frames the cluster checks read. The topic, broker and
+    log-dir rollups are made here from those rows (``auditor.local_engine.rollup_rows``, the driver
+    engine's own): on Spark they were a dozen more jobs of a few hundred rows each.
+    tests/test_local_engine.py holds the two engines' aggregates equal."""
     from auditor.local_engine import AGGREGATE_SCHEMAS, frames, rollup_rows
 
     table = partition_stats.toArrow()
-    rows = table.to_pylist()
-    rollups = rollup_rows(rows)
+    rollups = rollup_rows(table.select(list(ROLLUP_COLUMNS)).to_pylist())
     out = frames({name: rollups[name] for name in AGGREGATE_SCHEMAS if name != "partition_stats"} | {"partition_stats": []})
+    del rollups
     # the per-dir frame as DataFrame.toPandas hands it (its Arrow options), not through the rows
     out["partition_stats"] = table.to_pandas(date_as_object=True, coerce_temporal_nanoseconds=True)
-    return rows, out
+    return ArrowRows(table), out
+
+
+class ArrowRows(Sequence):
+    """An Arrow table's rows as dicts (``to_pylist``'s), made batch by batch as they are read:
+    the findings document keeps its own dict per row, so holding a list of them here too would
+    double the driver's memory per partition dir."""
+
+    BATCH_ROWS = 8192
+
+    def __init__(self, table):
+        self.table = table
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def __iter__(self):
+        for batch in self.table.to_batches(max_chunksize=self.BATCH_ROWS):
+            yield from batch.to_pylist()
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return list(self)[i]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self.table.slice(i, 1).to_pylist()[0]
 
 
 def _versions(spark, gx_version: str) -> dict[str, str]:
