@@ -235,15 +235,20 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _hwm_mib(pid: int) -> float:
-    """Peak RSS of a live process so far (VmHWM in /proc/PID/status), MiB."""
+def _status_mib(pid: int, field: str) -> float:
+    """A memory field of a live process (``VmHWM``: peak RSS so far; ``VmRSS``: now) from
+    /proc/PID/status, MiB; 0 when gone."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
     return 0.0
+
+
+def _hwm_mib(pid: int) -> float:
+    return _status_mib(pid, "VmHWM")
 
 
 def run_audit(code: Path, manifests: Path, out: Path, engine: str = "local", extra: tuple[str, ...] = (),
@@ -315,14 +320,7 @@ def run_audit(code: Path, manifests: Path, out: Path, engine: str = "local", ext
 
 
 def _rss_mib(pid: int) -> float:
-    """Resident memory of a live process now (VmRSS), MiB; 0 when gone."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    return _status_mib(pid, "VmRSS")
 
 
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",

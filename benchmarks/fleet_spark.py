@@ -77,13 +77,13 @@ def spark_stages(event_dir: Path) -> list[tuple[str, int, float, float, float]]:
     """Per call site of the audit's Spark jobs (from the application's event log): jobs, the jobs'
     wall seconds (submission to end, summed), the tasks' run time and the executors' JVM CPU time
     (seconds; Python workers' CPU is not in it: it shows in the run time)."""
-    logs = sorted(event_dir.glob("*"))
+    logs = sorted(event_dir.rglob("events_*"))  # Spark 4: a rolling dir of event files
     if not logs:
         return []
     site_of_stage, site_of_job, job_start = {}, {}, {}
     by_site: dict[str, list[float]] = {}
-    with logs[-1].open() as fh:
-        for line in fh:
+    for line in (line for log in logs for line in log.open()):
+        if line.strip():
             e = json.loads(line)
             kind = e.get("Event")
             if kind == "SparkListenerJobStart":
@@ -175,7 +175,7 @@ def main() -> None:
     conf = [f"spark.executor.memory={EXECUTOR_MEMORY}", f"spark.driver.memory={DRIVER_MEMORY}",
             f"spark.driver.extraJavaOptions={DRIVER_JAVA_OPTIONS}",
             "spark.executor.cores=1", "spark.ui.showConsoleProgress=false",
-            f"spark.executorEnv.PYTHONPATH={REPO}", "spark.eventLog.enabled=true",
+            f"spark.executorEnv.PYTHONPATH={REPO}", "spark.eventLog.enabled=true", "spark.eventLog.compress=false",
             f"spark.eventLog.dir={work / 'events'}", *args.conf]  # the executors import this checkout's checks
     extra = ("--master", cluster.url, *[x for c in conf for x in ("--conf", c)])
     (work / "events").mkdir()

@@ -222,7 +222,10 @@ def run_expectations(segments_df, ctx) -> ExpectationsResult:
         values = [e for e in spec if e[1][0] not in NAMES_ONLY]
         parts = [(_hashable_lists(segments_df.iloc[0:0]), names_only), (_columns_read(segments_df, values), values)]
     else:
-        source = context.data_sources.add_spark(name="kafka_log_auditor")
+        # persist=False: GX's default persists the whole segment table (every column) before the
+        # first metric; at 10,000,000 rows that one job ran 5+ minutes and spilled the executors'
+        # heaps, while each expectation reads a column or two (benchmarks/fleet_spark.py)
+        source = context.data_sources.add_spark(name="kafka_log_auditor", persist=False)
         parts = [(segments_df, spec)]
     asset = source.add_dataframe_asset(name="segments").add_batch_definition_whole_dataframe("whole_table")
     validated = []
