@@ -272,14 +272,21 @@ MAX_SPARK_BUCKETS = 4096
 def run_spark(segments_df, partitions_df, stats_dfs: Mapping[str, object], ctx: AuditContext,
               names: Sequence[str] | None = None, buckets: int | None = None) -> list[Finding]:
     """Spark engine: partition checks on executors (batches of partitions, see
-    :func:`spark_partition_findings`); only findings and the small stats come back."""
+    :func:`spark_partition_findings`); only findings and the small stats come back.
+    ``stats_dfs``: the aggregates as Spark DataFrames, or already collected (pandas)."""
     rows = spark_partition_findings(segments_df, partitions_df, ctx, names, buckets).collect()
     findings = [Finding.from_row(r.asDict()) for r in rows]
-    stats = {k: v.toPandas() for k, v in stats_dfs.items()}
+    stats = {k: v if _is_pandas(v) else v.toPandas() for k, v in stats_dfs.items()}
     # Cluster checks need partition-dir rows without the heavy columns; one row per partition dir.
     parts = partitions_df.toPandas()
     findings.extend(run_cluster_checks(stats, parts, ctx, names))
     return with_pass_summaries(findings, names)
+
+
+def _is_pandas(frame) -> bool:
+    import pandas as pd
+
+    return isinstance(frame, pd.DataFrame)
 
 
 def worst(findings: Iterable[Finding]) -> Severity:

@@ -208,7 +208,7 @@ class ArrowRows(Sequence):
         return f"ArrowRows({self.table.num_rows} rows: {', '.join(self.table.column_names)})"
 
 
-_ROLLUP_INPUT = ("broker_id", "log_dir", "topic", "partition", "dir_kind", "segment_count", "size_bytes",
+ROLLUP_COLUMNS = ("broker_id", "log_dir", "topic", "partition", "dir_kind", "segment_count", "size_bytes",
                  "message_count", "oldest_record_timestamp_ms", "newest_record_timestamp_ms",
                  "oldest_log_mtime_ms", "newest_log_mtime_ms", "notes")
 """The partition_stats columns the rollups (topic, broker, log dir) read."""
@@ -269,11 +269,14 @@ def aggregate_rows(segments, partitions) -> dict[str, Sequence[dict]]:
     ``partition_stats`` (one row per partition dir) as :class:`ArrowRows`, the rollups as lists.
     The rollups are computed on dicts of only the columns they read, dropped at the return."""
     table = partition_stats_table(segments, partitions)
-    rollups = _rollups(table.select(list(_ROLLUP_INPUT)).to_pylist())
+    rollups = rollup_rows(table.select(list(ROLLUP_COLUMNS)).to_pylist())
     return {"partition_stats": ArrowRows(table), **rollups}
 
 
-def _rollups(per_dir: list[dict]) -> dict[str, list[dict]]:
+def rollup_rows(per_dir: list[dict]) -> dict[str, list[dict]]:
+    """The topic, broker and log-dir tables from the per-partition-dir rows (of at least
+    :data:`ROLLUP_COLUMNS`): the Spark engine collects those rows and rolls them up here too, one
+    row per partition dir, in fewer Spark jobs."""
     brokers = [{"broker_id": b, "partition_dirs": len(rows), **_rollup(rows),
                 "log_dirs": len({r["log_dir"] for r in rows if r["log_dir"] is not None})}
                for (b,), rows in _group(per_dir, ("broker_id",)).items() if b is not None]

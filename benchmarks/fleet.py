@@ -42,6 +42,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
@@ -99,7 +100,8 @@ def healthy_mask(t: pa.Table) -> pa.Array:
     return pa.array(ok)
 
 
-def synthesize(rows: int, dirs: int, out: Path, seed: int = 19, healthy: bool = True) -> dict:
+def synthesize(rows: int, dirs: int, out: Path, seed: int = 19, healthy: bool = True,
+               topic_prefix: str = "SYNTHETIC-fleet-") -> dict:
     """30 brokers' manifests under ``out``: ``dirs`` partition dirs, about ``rows`` segment rows."""
     from auditor.manifest import LOG_DIRS_SCHEMA
     from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
@@ -140,7 +142,7 @@ def synthesize(rows: int, dirs: int, out: Path, seed: int = 19, healthy: bool = 
     part_of = tpl_part[idx]
     broker = ((p_topic[part_of] + p_part[part_of] + replica * (BROKERS // RF)) % BROKERS + 1).astype(np.int32)
     log_dir = np.char.add(np.char.add("/synthetic/broker-", broker.astype(str)), np.char.add("/data-", (p_part[part_of] % 2).astype(str)))
-    topic = np.char.add("SYNTHETIC-fleet-", p_topic[part_of].astype(str))
+    topic = np.char.add(topic_prefix, p_topic[part_of].astype(str))
     partition = p_part[part_of].astype(np.int32)
     n = len(idx)
     t = tpl.take(pa.array(idx))
@@ -192,6 +194,35 @@ def synthesize(rows: int, dirs: int, out: Path, seed: int = 19, healthy: bool = 
             "segments_per_dir_max": int(counts.max())}
 
 
+def synthesize_chunked(rows: int, dirs: int, out: Path, chunk_rows: int = 1_000_000) -> dict:
+    """:func:`synthesize` in chunks of about ``chunk_rows`` rows (each its own topics, named
+    SYNTHETIC-fleet-cK-N, and seed), appended broker by broker into one manifest per broker, so
+    10,000,000 rows are made in the memory of 1,000,000."""
+    import shutil
+
+    chunks = max(1, round(rows / chunk_rows))
+    shapes = []
+    for k in range(chunks):
+        shapes.append(synthesize(rows // chunks, dirs // chunks, out / f"chunk-{k}", seed=19 + k,
+                                 topic_prefix=f"SYNTHETIC-fleet-c{k}-"))
+    for b in range(1, BROKERS + 1):
+        d = out / f"broker-{b}"
+        d.mkdir(parents=True, exist_ok=True)
+        for name in ("segments", "partitions"):
+            writer = None
+            for k in range(chunks):
+                table = pq.read_table(out / f"chunk-{k}" / f"broker-{b}" / f"{name}.parquet")
+                writer = writer or pq.ParquetWriter(d / f"{name}.parquet", table.schema)
+                writer.write_table(table)
+            writer.close()
+        shutil.copy(out / "chunk-0" / f"broker-{b}" / "log_dirs.parquet", d / "log_dirs.parquet")
+    for k in range(chunks):
+        shutil.rmtree(out / f"chunk-{k}")
+    return {"segment_rows": sum(s["segment_rows"] for s in shapes), "partition_dirs": sum(s["partition_dirs"] for s in shapes),
+            "partitions": sum(s["partitions"] for s in shapes), "segments_per_dir_max": max(s["segments_per_dir_max"] for s in shapes),
+            "chunks": chunks}
+
+
 STAGE = re.compile(r"^(?P<what>.+)$")
 
 
@@ -204,43 +235,92 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _hwm_mib(pid: int) -> float:
-    """Peak RSS of a live process so far (VmHWM in /proc/PID/status), MiB."""
+def _status_mib(pid: int, field: str) -> float:
+    """A memory field of a live process (``VmHWM``: peak RSS so far; ``VmRSS``: now) from
+    /proc/PID/status, MiB; 0 when gone."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
     return 0.0
 
 
-def run_audit(code: Path, manifests: Path, out: Path) -> dict:
+def _hwm_mib(pid: int) -> float:
+    return _status_mib(pid, "VmHWM")
+
+
+def run_audit(code: Path, manifests: Path, out: Path, engine: str = "local", extra: tuple[str, ...] = (),
+              nice: int = 0, timeout_s: float | None = None) -> dict:
     """One whole `kafka-audit audit --manifest` in a fresh process of ``code``: wall, CPU, peak RSS,
     and from each progress line to the next (the stages) the wall and CPU time and the peak RSS
-    reached by the stage's end."""
+    reached by the stage's end. The process's descendants (on Spark: the driver JVM) are sampled
+    too (``tree``: peak RSS of the Python driver, of the JVM, of both at once; their CPU)."""
+    import threading
+
+    from _procmem import descendants
+
     env = {**os.environ, "PYTHONPATH": str(code)}
-    cmd = [sys.executable, "-m", "auditor.cli", "audit", "--manifest", str(manifests / "*"), "--engine", "local",
+    cmd = [sys.executable, "-m", "auditor.cli", "audit", "--manifest", str(manifests / "*"), "--engine", engine,
            "--json", str(out / "findings.json"), "--out", str(out / "report.html"), "--as-of", AS_OF,
-           "--progress", "--exit-zero"]
+           "--progress", "--exit-zero", *extra]
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=str(code), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=str(code), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=(lambda: os.nice(nice)) if nice else None, start_new_session=True)
+    timer = None
+    if timeout_s:  # stopped there: the stages so far are still reported (its own process group: the JVM too)
+        import signal
+
+        timer = threading.Timer(timeout_s, lambda: os.killpg(proc.pid, signal.SIGTERM))
+        timer.start()
+    tree = {"python_mib": 0.0, "jvm_mib": 0.0, "sum_mib": 0.0, "child_cpu": {}}
+    done = threading.Event()
+
+    def sample() -> None:  # the JVM's RSS and CPU while it lives (it is gone by wait4)
+        while not done.is_set():
+            py = _rss_mib(proc.pid)
+            jvm = 0.0
+            for pid in descendants(proc.pid):
+                jvm += _rss_mib(pid)
+                tree["child_cpu"][pid] = max(tree["child_cpu"].get(pid, 0.0), _cpu_s(pid))
+            tree["python_mib"], tree["jvm_mib"] = max(tree["python_mib"], py), max(tree["jvm_mib"], jvm)
+            tree["sum_mib"] = max(tree["sum_mib"], py + jvm)
+            done.wait(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     stages, last, last_cpu, name = [], start, 0.0, "start"
+    log = (out / "stderr.log").open("w")
     for line in proc.stderr:
+        log.write(line)
         now, cpu, hwm = time.monotonic(), _cpu_s(proc.pid), _hwm_mib(proc.pid)
         stages.append((name, now - last, cpu - last_cpu, hwm))
         last, last_cpu, name = now, cpu, line.strip()[:70]
     _, status, usage = os.wait4(proc.pid, 0)
     end = time.monotonic()
+    if timer is not None:
+        timer.cancel()
+    log.close()
+    if os.waitstatus_to_exitcode(status) != 0:  # --exit-zero: anything else is a failure
+        print(f"  the audit exited {os.waitstatus_to_exitcode(status)}; the end of its stderr:\n"
+              + (out / "stderr.log").read_text()[-3000:])
+    done.set()
+    sampler.join()
     stages.append((name, end - last, usage.ru_utime + usage.ru_stime - last_cpu, usage.ru_maxrss / 1024))
     doc = json.loads((out / "findings.json").read_text()) if (out / "findings.json").exists() else {}
     findings = doc.get("findings", [])
     digest = hashlib.sha256(json.dumps(findings, sort_keys=True).encode()).hexdigest()[:16]
     return {"wall_s": end - start, "cpu_s": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024,
-            "status": os.waitstatus_to_exitcode(status), "stages": stages,
+            "status": os.waitstatus_to_exitcode(status), "stages": stages, "tree": tree,
+            "children_cpu_s": sum(tree["child_cpu"].values()), "findings_list": findings,
             "findings": sum(1 for f in findings if f.get("severity") != "PASS"), "findings_sha256": digest,
             "json_mib": (out / "findings.json").stat().st_size / 2**20 if (out / "findings.json").exists() else None,
             "html_mib": (out / "report.html").stat().st_size / 2**20 if (out / "report.html").exists() else None}
+
+
+def _rss_mib(pid: int) -> float:
+    return _status_mib(pid, "VmRSS")
 
 
 CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",

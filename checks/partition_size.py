@@ -125,15 +125,22 @@ class SkewPartitionSize(Check):
 
 
 def _largest_replicas(rows) -> dict[int, tuple[int, int | None, int | None]]:
-    """partition -> (size_bytes, message_count, broker_id) of its largest live replica."""
+    """partition -> (size_bytes, message_count, broker_id) of its largest live replica; among
+    replicas of the same size the lowest broker id (replicas often are equal: the answer must not
+    depend on the order of the rows, which differs between the engines)."""
     per_partition: dict[int, tuple[int, int | None, int | None]] = {}
     for row in rows.itertuples(index=False):
         p = int(row.partition)
-        size = opt_int(row.size_bytes) or 0
+        size, broker = opt_int(row.size_bytes) or 0, opt_int(row.broker_id)
         best = per_partition.get(p)
-        if best is None or size > best[0]:
-            per_partition[p] = (size, opt_int(row.message_count), opt_int(row.broker_id))
+        if best is None or size > best[0] or (size == best[0] and _lower_broker(broker, best[2])):
+            per_partition[p] = (size, opt_int(row.message_count), broker)
     return per_partition
+
+
+def _lower_broker(broker: int | None, than: int | None) -> bool:
+    """Whether ``broker`` comes before ``than`` (a known id before an unknown one)."""
+    return broker is not None and (than is None or broker < than)
 
 
 def _ratio(value: int | None, median: float | None) -> float | None:

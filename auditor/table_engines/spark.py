@@ -39,6 +39,7 @@ class SparkEngine(TableEngine):
         tmp = None
         progress("starting Spark")
         spark = build_spark(req.master, req.spark_conf)
+        _size_shuffles(spark, req.spark_conf)
         if req.state_dir and not req.manifests:
             if spark.sparkContext.master.startswith("local"):
                 tmp = tempfile.mkdtemp(prefix="kafka-audit-scan-")
@@ -57,13 +58,19 @@ class SparkEngine(TableEngine):
             segment_rows = scan.segments.count()
             slices = max(1, math.ceil(segment_rows / ROWS_PER_CHECK_SLICE))
             segments, partitions = scan.segments.coalesce(slices), scan.partitions.coalesce(slices)
+            progress("collecting the per-partition-dir statistics (Arrow)")
+            stats, frames = _collect_aggregates(aggs["partition_stats"])
             progress(f"running the checks ({segment_rows:,} segment rows)")
-            findings = run_spark(segments, partitions, aggs, ctx)
+            # buckets of ~ROWS_PER_CHECK_SLICE rows whatever the input's Spark partitions (at 10,000,000
+            # rows from 30 manifests the scan had ~30: Python workers of 1.5-1.7 GiB each), at least
+            # one per executor core
+            buckets = max(slices, spark.sparkContext.defaultParallelism)
+            findings = run_spark(segments, partitions, frames, ctx, buckets=buckets)
+            del frames
             progress("validating the segment table (Great Expectations)")
             gx = run_expectations(segments, ctx)
             findings = sorted(findings + gx.findings, key=Finding.sort_key)
             progress("collecting what the report shows")
-            stats = [r.asDict(recursive=True) for r in aggs["partition_stats"].collect()]
             timelines = _spark_timelines(scan.segments, timeline_keys(findings), timeline_columns)
             engine_versions = _versions(spark, gx.gx_version)
             log_dir_infos = scan.log_dirs
@@ -74,6 +81,39 @@ class SparkEngine(TableEngine):
                 shutil.rmtree(tmp, ignore_errors=True)
         return TableOutcome(findings=findings, gx=gx, stats=stats, timelines=timelines, versions=engine_versions,
                             log_dirs=log_dir_infos)
+
+
+#: Shuffle partitions per executor core on a cluster (unless --conf or spark-submit set them).
+SHUFFLE_PARTITIONS_PER_CORE = 4
+
+
+def _size_shuffles(spark, conf: dict | None) -> None:
+    """Spark's default of 200 shuffle partitions made every aggregate and the checks' bucketing
+    200+ tasks: on a 2-core standalone cluster at 1,000,000 rows the four aggregates took minutes
+    of task overhead (benchmarks/fleet_spark.py). On a cluster, a few per executor core; local
+    mode has its own default (``auditor.engine.session.LOCAL_DEFAULTS``)."""
+    key = "spark.sql.shuffle.partitions"
+    if key in (conf or {}) or spark.sparkContext.master.startswith("local") or spark.sparkContext.getConf().contains(key):
+        return
+    spark.conf.set(key, str(max(8, SHUFFLE_PARTITIONS_PER_CORE * spark.sparkContext.defaultParallelism)))
+
+
+def _collect_aggregates(partition_stats) -> tuple[ArrowRows, dict]:
+    """The per-partition-dir statistics on the driver (one row per partition dir, never a segment
+    row), once, as Arrow: rows for the report (:class:`ArrowRows`, made as they are read), and the
+    four aggregate tables as the pandas frames the cluster checks read. The topic, broker and
+    log-dir rollups are made here from those rows (``auditor.local_engine.rollup_rows``, the driver
+    engine's own): on Spark they were a dozen more jobs of a few hundred rows each.
+    tests/test_local_engine.py holds the two engines' aggregates equal."""
+    from auditor.local_engine import AGGREGATE_SCHEMAS, ROLLUP_COLUMNS, ArrowRows, frames, rollup_rows
+
+    table = partition_stats.toArrow()
+    rollups = rollup_rows(table.select(list(ROLLUP_COLUMNS)).to_pylist())
+    out = frames(rollups | {"partition_stats": []})
+    del rollups
+    # the per-dir frame as DataFrame.toPandas hands it (its Arrow options), not through the rows
+    out["partition_stats"] = table.to_pandas(date_as_object=True, coerce_temporal_nanoseconds=True)
+    return ArrowRows(table), out
 
 
 def _versions(spark, gx_version: str) -> dict[str, str]:

@@ -1,5 +1,6 @@
-"""A real Spark standalone cluster for tests: a master and one worker started on 127.0.0.1
-from the installed PySpark's own launcher (spark-class), stopped by the test."""
+"""A real Spark standalone cluster: a master and its workers started on 127.0.0.1 from the
+installed PySpark's own launcher (spark-class), stopped by the caller. Used by the tests (one
+worker) and by ``benchmarks/fleet_spark.py`` (two workers, 1 core each)."""
 
 from __future__ import annotations
 
@@ -26,14 +27,17 @@ def _wait(what: str, ok, timeout_s: float, logs: list[Path]) -> None:
 
 
 class StandaloneSpark:
-    """A Spark standalone master + one worker (1 core, 1 GiB) from the installed PySpark."""
+    """A Spark standalone master + ``workers`` workers (``cores`` each, ``memory`` each: what their
+    executors may take) from the installed PySpark."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, workers: int = 1, cores: int = 1, memory: str = "1g"):
         import pyspark
 
         self.spark_class = Path(pyspark.__file__).parent / "bin" / "spark-class"
         self.workdir = workdir
-        self.port, self.ui, self.worker_ui = free_port(), free_port(), free_port()
+        self.workers, self.cores, self.memory = workers, cores, memory
+        self.port, self.ui = free_port(), free_port()
+        self.worker_uis = [free_port() for _ in range(workers)]
         self.procs: list[subprocess.Popen] = []
         self.url = f"spark://127.0.0.1:{self.port}"
 
@@ -60,11 +64,13 @@ class StandaloneSpark:
         mlog = self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                            "--port", str(self.port), "--webui-port", str(self.ui))
         _wait("spark master", lambda: self.state().get("status") == "ALIVE", 180, [mlog])
-        wlog = self._spawn("worker", "org.apache.spark.deploy.worker.Worker", self.url, "--cores", "1",
-                           "--memory", "1g", "--webui-port", str(self.worker_ui), "--host", "127.0.0.1",
-                           "--work-dir", str(self.workdir / "work"))
-        _wait("spark worker", lambda: any(w.get("state") == "ALIVE" for w in self.state().get("workers", [])),
-              180, [mlog, wlog])
+        logs = [mlog]
+        for i, ui in enumerate(self.worker_uis):
+            logs.append(self._spawn("worker" if i == 0 else f"worker-{i + 1}", "org.apache.spark.deploy.worker.Worker",
+                                    self.url, "--cores", str(self.cores), "--memory", self.memory, "--webui-port", str(ui),
+                                    "--host", "127.0.0.1", "--work-dir", str(self.workdir / "work")))
+        _wait(f"{self.workers} spark worker(s)", lambda: sum(w.get("state") == "ALIVE" for w in self.state().get("workers", []))
+              >= self.workers, 180, logs)
         return self
 
     def stop(self) -> None:
