@@ -182,17 +182,17 @@ def _state_checks(raw: bytes) -> None:
     fill and fold), its state loaded into a fold of the same shape gives the same state; loaded
     into a fold of tiny tables (capacity and buffer of 1), load's own table growth runs; a state
     damaged where the input says is refused with an exception, or loaded, never a crash."""
-    rich = KeyStats(capacity=32, sample_size=8)
+    rich = KeyStats(capacity=8, sample_size=4)
     fold = rich.c_fold()
     for i in range(0, min(len(raw), 256), 2):
         fold.add(raw[i:i + 2], raw[i] - 2, i, None if raw[i] & 1 else i * 7)
     state = fold.state()
-    again = KeyStats(capacity=32, sample_size=8).c_fold()
+    again = KeyStats(capacity=8, sample_size=4).c_fold()
     again.load(state)
     if _normal(again.state()) != _normal(state):
         raise Disagreement("KeyFold.load(state()) gave another state")
     factory = len  # any callable: load and state make no KeyInfo
-    tiny = _ckeys.KeyFold(rich.hll.precision, 1, 8, 1, 64, factory)
+    tiny = _ckeys.KeyFold(rich.hll.precision, 1, 4, 1, 64, factory)
     tiny.load(state)
     tiny.state()
     if len(raw) > 1:
@@ -203,14 +203,18 @@ def _state_checks(raw: bytes) -> None:
             damaged[at] = None
         elif how == 1 and isinstance(value, list) and value:   # an entry of another shape
             damaged[at] = value[:-1] + [(raw[0],) * (raw[0] % 4)]
-        elif how == 2 and isinstance(value, (list, bytes)):    # one more entry or byte
-            damaged[at] = value + value[:1]
+        elif how == 2 and isinstance(value, (list, bytes)):    # one more entry or byte: the first again,
+            # a list's with its second field one less (first_seen: an earlier offset for an id it holds)
+            extra = value[:1]
+            if extra and isinstance(extra[0], tuple) and len(extra[0]) > 1 and isinstance(extra[0][1], int):
+                extra = [(extra[0][0], extra[0][1] - 1, *extra[0][2:])]
+            damaged[at] = value + extra
         elif how == 3 and isinstance(value, list) and value and isinstance(value[0], tuple):  # an id elsewhere
             damaged[at] = [(value[0][0] ^ 1, *value[0][1:]), *value[1:]]
         else:
             damaged[at] = -1 if isinstance(value, int) else value
         try:
-            KeyStats(capacity=32, sample_size=8).c_fold().load(tuple(damaged))
+            KeyStats(capacity=8, sample_size=4).c_fold().load(tuple(damaged))
         except _LOAD_REFUSED:
             pass
         try:
