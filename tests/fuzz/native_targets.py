@@ -74,6 +74,8 @@ def c_walk(data: memoryview) -> None:
         os.close(fd)
     if not 0 <= folded["stop_position"] <= len(data):
         raise Disagreement(f"walk_v2 stopped at {folded['stop_position']}, outside the file")
+    _refused_once("c_walk", lambda: _cwalk.walk_v2(0, 5, 4),
+                  lambda: _cwalk.fold_records(b"", 0, 0, 0, 0, None, False, "x", None, None, None, None, None))
     state = (None,) * 6
     for batch, raw in _v2_batches(data):
         try:
@@ -139,6 +141,7 @@ def c_offsets(data: memoryview) -> None:
             pos = pos2
     finally:
         os.close(fd)
+    _refused_once("c_offsets", lambda: _coffsets.fold_plain(0, 5, 4, {}, LABEL))
     if paced != store:
         raise Disagreement(f"fold_plain in steps of {step} bytes stored another replay than in one call")
 
@@ -225,24 +228,28 @@ def _state_checks(raw: bytes) -> None:
             raise Disagreement("KeyFold.load into a fold that holds records was taken")
 
 
-_REFUSALS_DONE = []
+_REFUSALS_DONE: set = set()
 
 
-def _refusals_once() -> None:
-    """The argument refusals of KeyFold (its callers never make them): once per process."""
-    if _REFUSALS_DONE:
+def _refused_once(name: str, *calls) -> None:
+    """Argument refusals the callers never make (a start past the end, a state of another type):
+    each call must raise, never crash; once per process and target."""
+    if name in _REFUSALS_DONE:
         return
-    _REFUSALS_DONE.append(True)
-    fold = KeyStats(**SMALL).c_fold()
-    calls = [lambda: _ckeys.KeyFold(12, 1, 1, 1, 0, 5), lambda: _ckeys.KeyFold(3, 1, 1, 1, 0, len),
-             lambda: fold.__init__(12, 1, 1, 1, 0, len), lambda: fold.add_records(b"", 1, 0, 0, 0, None),
-             lambda: fold.walk(0, 5, 4, 0), lambda: _ckeys.KeyFold.__new__(_ckeys.KeyFold).state()]
+    _REFUSALS_DONE.add(name)
     for call in calls:
         try:
             call()
         except _LOAD_REFUSED:
             continue
-        raise Disagreement("KeyFold took arguments it must refuse")
+        raise Disagreement(f"{name}: a call with arguments it must refuse was taken")
+
+
+def _refusals_once() -> None:
+    fold = KeyStats(**SMALL).c_fold()
+    _refused_once("c_keys", lambda: _ckeys.KeyFold(12, 1, 1, 1, 0, 5), lambda: _ckeys.KeyFold(3, 1, 1, 1, 0, len),
+                  lambda: fold.__init__(12, 1, 1, 1, 0, len), lambda: fold.add_records(b"", 1, 0, 0, 0, None),
+                  lambda: fold.walk(0, 5, 4, 0), lambda: _ckeys.KeyFold.__new__(_ckeys.KeyFold).state())
 
 
 def c_message(data: memoryview) -> None:
