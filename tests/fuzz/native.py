@@ -172,7 +172,10 @@ def build_native() -> Path:
     if not sysconfig.get_config_var("Py_ENABLE_SHARED") or not (Path(libdir) / ldlib).is_file():
         raise NativeBuildError(f"{sys.executable} has no shared libpython ({libdir}/{ldlib}) to embed")
     out = native_binary()
-    sys_path = repr([str(ROOT), str(ROOT / "tests"), *(p for p in sys.path if p and Path(p).is_dir())])
+    # the same in every process that builds it (pytest's sys.path is not python's), so no rebuild
+    sites = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    sys_path = (f"import site, sys\nsys.path[:0] = {[str(ROOT), str(ROOT / 'tests')]!r}\n"
+                f"for d in {sites!r}:\n    site.addsitedir(d)\n")
     out.parent.mkdir(parents=True, exist_ok=True)
     h = hashlib.sha256()
     for path in [*EXTENSIONS.values(), *DEPENDS, DRIVER]:
@@ -194,7 +197,7 @@ def build_native() -> Path:
     partial = out.with_name(f"{out.name}.{os.getpid()}.tmp")
     lib = ldlib[3:].split(".so")[0]   # libpython3.11.so -> python3.11
     cmd = [CLANG, *NATIVE_FLAGS, "-fsanitize=fuzzer,address,undefined", f"-I{include}",
-           f"-DFUZZ_SYS_PATH={json.dumps(sys_path)}", str(DRIVER), *objects, f"-L{libdir}",
+           f"-DFUZZ_SETUP={json.dumps(sys_path)}", str(DRIVER), *objects, f"-L{libdir}",
            f"-Wl,-rpath,{libdir}", f"-l{lib}", "-lm", "-ldl", "-lpthread", "-o", str(partial)]
     done = subprocess.run(cmd, capture_output=True, text=True)
     for obj in objects:

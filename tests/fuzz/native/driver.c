@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef FUZZ_SYS_PATH
-#error "build with -DFUZZ_SYS_PATH=\"repr of a list\": the checkout, tests/ and the building Python's sys.path"
+#ifndef FUZZ_SETUP
+#error "build with -DFUZZ_SETUP=\"python code\": the checkout and tests/ first on sys.path, the building Python's site-packages"
 #endif
 
 PyMODINIT_FUNC PyInit__cwalk(void);
@@ -57,9 +57,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     add_module(modules, "auditor.formats._coffsets", PyInit__coffsets);
     add_module(modules, "auditor.formats._cmessage", PyInit__cmessage);
     add_module(modules, "auditor.keys._ckeys", PyInit__ckeys);
-    /* the building interpreter's path (its virtualenv's site-packages: cramjam, zstandard ...) */
-    if (PyRun_SimpleString("import sys; sys.path[:0] = [p for p in " FUZZ_SYS_PATH " if p not in sys.path]") != 0)
-        die("sys.path");
+    /* the checkout first, then the building interpreter's site-packages (cramjam, zstandard ...) */
+    if (PyRun_SimpleString(FUZZ_SETUP) != 0) die("sys.path");
     const char *target = getenv("KLA_NATIVE_TARGET");
     if (!target) die("set KLA_NATIVE_TARGET to a name of tests/fuzz/native_targets.py TARGETS");
     const char *colon = strchr(target, ':');
