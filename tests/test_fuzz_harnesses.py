@@ -54,6 +54,12 @@ FUZZ_EXECUTIONS = {
     "metadata_batch": 150, "offsets_fold": 150, "producer_snapshot": 10000, "segment": 150,
     "key_fold": 60,
 }
+#: the native harnesses (targets.NATIVE): only C is instrumented, so thousands of executions take
+#: seconds; fixed seeds as above
+NATIVE_SEED = {"c_walk": 2411, "c_index": 2412, "c_offsets": 2413, "c_keys": 2414, "c_message": 2415,
+               "c_metadata_batch": 2416}
+NATIVE_EXECUTIONS = {"c_walk": 2000, "c_index": 1000, "c_offsets": 200, "c_keys": 500, "c_message": 5000,
+                     "c_metadata_batch": 5000}
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +109,46 @@ def test_harness_runs_clean_under_sanitizers(harness, asan_build, tmp_path):
         f"{harness}: a finding (rc {done.returncode}, artifacts {artifacts}); the input is in the log:\n{log[-6000:]}")
     assert executed and int(executed[-1]) == runs, f"{harness}: did not run {runs} inputs:\n{log[-3000:]}"
     assert "asan_with_fuzzer" in log or "INFO: Using preloaded libfuzzer" in log, log[-3000:]
+
+
+@pytest.fixture(scope="module")
+def native_build():
+    try:
+        return native.build_native()
+    except native.NativeBuildError as exc:
+        pytest.fail(f"the native fuzz harness cannot be built: {exc}", pytrace=False)
+
+
+@pytest.mark.parametrize("harness", sorted(targets.NATIVE))
+def test_native_harness_runs_clean_under_sanitizers(harness, native_build, tmp_path):
+    """The libFuzzer program with the C decoders linked in (tests/fuzz/native/driver.c): a fixed
+    number of executions from a fixed seed on the committed seeds it shares with an atheris
+    harness, no finding."""
+    corpus = ROOT / targets.seeds(harness)
+    seeds = len(list(corpus.iterdir()))
+    grown = tmp_path / "grown"
+    grown.mkdir()
+    runs = seeds + NATIVE_EXECUTIONS[harness]
+    done = _run([harness, str(grown), str(corpus), f"-seed={NATIVE_SEED[harness]}", f"-runs={runs}", "-timeout=60",
+                 "-rss_limit_mb=3072", "-malloc_limit_mb=1024", f"-artifact_prefix={tmp_path}/",
+                 "-print_final_stats=1"], timeout=600, scratch=tmp_path / "scratch")
+    log = done.stdout + done.stderr
+    executed = re.findall(r"stat::number_of_executed_units: (\d+)", log)
+    artifacts = [p.name for p in tmp_path.iterdir() if p.is_file()]
+    assert done.returncode == 0 and not artifacts, (
+        f"{harness}: a finding (rc {done.returncode}, artifacts {artifacts}); the input is in the log:\n{log[-6000:]}")
+    assert executed and int(executed[-1]) == runs, f"{harness}: did not run {runs} inputs:\n{log[-3000:]}"
+
+
+def test_native_harness_reports_an_exception(native_build, tmp_path):
+    """An exception escaping a native target (a Disagreement, or an error a decoder must not
+    raise) stops the run with its traceback: the driver turns it into a crash libFuzzer saves."""
+    (tmp_path / "in").write_bytes(b"x")
+    (tmp_path / "planted.py").write_text("def boom(data):\n    raise ValueError('planted')\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path), KLA_NATIVE_TARGET="planted:boom")
+    done = subprocess.run([str(native_build), str(tmp_path / "in")], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode != 0 and "ValueError: planted" in done.stderr, done.stderr[-3000:]
 
 
 _BUGGY = textwrap.dedent("""

@@ -36,3 +36,15 @@ def test_committed_corpus_replays_clean(harness):
     module = targets.load(harness)
     for seed in seeds:
         module.one_input(seed.read_bytes())
+
+
+@pytest.mark.parametrize("native", sorted(targets.NATIVE))
+def test_committed_corpus_replays_clean_through_the_native_targets(native):
+    """The functions the native libFuzzer harness calls (tests/fuzz/native_targets.py), on the
+    normal build: a change of a C function's signature or refusals shows here without clang."""
+    from fuzz import native_targets
+
+    seeds = sorted((FUZZ.parent.parent / targets.seeds(native)).iterdir())
+    assert seeds
+    for seed in seeds:
+        native_targets.TARGETS[native](memoryview(seed.read_bytes()))

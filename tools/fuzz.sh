@@ -5,7 +5,11 @@
 # with clang's source-based coverage (build/fuzz/cov), never touching the in-place build; then,
 # one harness at a time under `nice -n 10`, runs atheris for SECONDS_PER_HARNESS (default 60) on
 # the committed seeds (tests/fuzz/corpus/H) plus the corpus it grew before (build/fuzz/corpus/H,
-# git-ignored, kept between runs); prints executions, rate, coverage, corpus size and findings per
+# git-ignored, kept between runs). The native harnesses c_* (libFuzzer programs with the C decoders
+# linked in and Python embedded, build/fuzz/native/fuzz_c; thousands of executions a second) run
+# the same way on the seeds of the atheris harness whose input layout they share (targets.NATIVE),
+# their grown corpus in build/fuzz/corpus/c_*. Then it
+# prints executions, rate, coverage, corpus size and findings per
 # harness with the load average; then the line coverage of each C file by the whole corpus, with
 # the lines never run. Findings (crash, sanitizer report, timeout, out of memory, a C/Python
 # disagreement) land in build/fuzz/findings/H/ and make the exit code 1 (slow-unit-* files there are
@@ -23,10 +27,10 @@ PY=${PYTHON:-$ROOT/.venv/bin/python}
 export PYTHONPATH=$ROOT:$ROOT/tests
 SECONDS_PER=${1:-60}
 shift || true
-ALL=$($PY -c 'from fuzz import targets; print(" ".join(targets.HARNESSES))') || exit 2
+ALL=$($PY -c 'from fuzz import targets; print(" ".join([*targets.HARNESSES, *targets.NATIVE]))') || exit 2
 HARNESSES=${*:-$ALL}
 OUT=$ROOT/build/fuzz
-$PY -c 'from fuzz import native; native.build("asan"); native.build("cov"); native.sanitizer_runtime()' || exit 2
+$PY -c 'from fuzz import native; native.build("asan"); native.build("cov"); native.build_native(); native.sanitizer_runtime()' || exit 2
 
 status=0
 printf '%-18s %10s %8s %8s %6s %7s %9s  %s\n' harness execs exec/s seconds cov ft corpus "findings (load avg before -> after)"
@@ -35,9 +39,12 @@ for h in $HARNESSES; do
   log=$OUT/logs/$h.log
   load_before=$(cut -d' ' -f1-3 /proc/loadavg)
   limit=(-max_total_time="$SECONDS_PER")
-  [ -n "${FUZZ_RUNS:-}" ] && limit=(-atheris_runs="$FUZZ_RUNS")
+  if [ -n "${FUZZ_RUNS:-}" ]; then
+    case $h in c_*) limit=(-runs="$FUZZ_RUNS") ;; *) limit=(-atheris_runs="$FUZZ_RUNS") ;; esac
+  fi
   start=$(date +%s)
-  nice -n 10 "$PY" tests/fuzz/run.py "$h" "$OUT/corpus/$h" "tests/fuzz/corpus/$h" "${limit[@]}" \
+  seeds=$($PY -c "from fuzz import targets; print(targets.seeds('$h'))")
+  nice -n 10 "$PY" tests/fuzz/run.py "$h" "$OUT/corpus/$h" "$seeds" "${limit[@]}" \
     -timeout="${FUZZ_TIMEOUT:-10}" -rss_limit_mb="${FUZZ_RSS_MB:-3072}" -malloc_limit_mb="${FUZZ_MALLOC_MB:-1024}" \
     -artifact_prefix="$OUT/findings/$h/" -print_final_stats=1 >"$log" 2>&1
   rc=$?

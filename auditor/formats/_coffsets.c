@@ -220,7 +220,10 @@ static PyObject *fold_plain(PyObject *self, PyObject *args) {
     f.pos = start;
     f.size = size;
     f.max_bytes = max_bytes;
-    f.buf = malloc(WINDOW_BYTES);
+    /* every read is of at most min(WINDOW_BYTES, size - pos) bytes: a file smaller than the window
+     * gets a buffer of its own size (a read past it is then a sanitizer report in the fuzz build,
+     * and the fuzzer's many small files do not each map and fault in a megabyte) */
+    f.buf = malloc(size - start >= WINDOW_BYTES ? WINDOW_BYTES : size > start ? (size_t)(size - start) : 1);
     if (f.buf == NULL) return PyErr_NoMemory();
     int rc = walk(&f);
     free(f.buf);

@@ -1,6 +1,7 @@
 """Line coverage of the C decoders by the fuzz corpus: ``python tests/fuzz/coverage.py [harness...]``.
 
-Replays every input of each harness's corpus (committed tests/fuzz/corpus/H, the findings'
+Replays every input of each harness's corpus (atheris or native: a native harness's through
+fuzz.native_targets) (committed tests/fuzz/corpus/H, the findings'
 tests/fuzz/regressions/H and the grown build/fuzz/corpus/H) once through the harness on the ``cov`` build (clang
 ``-fprofile-instr-generate -fcoverage-mapping``; tests/fuzz/native.py), merges the profiles with
 llvm-profdata and reads the per-line counts with ``llvm-cov show``. Prints each C file's line
@@ -38,7 +39,8 @@ def replay(harnesses: list[str]) -> None:
     env = dict(os.environ, LLVM_PROFILE_FILE=str(PROFILES / "%p-%m.profraw"))
     env["PYTHONPATH"] = f"{native.ROOT}:{native.ROOT / 'tests'}"
     for h in harnesses:
-        dirs = [str(d) for d in (HERE / "corpus" / h, HERE / "regressions" / h, native.BUILD / "corpus" / h)
+        shared = targets.NATIVE[h][0] if h in targets.NATIVE else h
+        dirs = [str(d) for d in (HERE / "corpus" / shared, HERE / "regressions" / shared, native.BUILD / "corpus" / h)
                 if d.is_dir()]
         subprocess.run([sys.executable, str(HERE / "run.py"), h, "--replay", *dirs], env=env, check=True,
                        stdout=subprocess.DEVNULL)
@@ -70,7 +72,7 @@ def line_counts() -> dict[str, dict[int, tuple[int, str]]]:
 
 
 def main(argv: list[str]) -> int:
-    harnesses = argv or list(targets.HARNESSES)
+    harnesses = argv or [*targets.HARNESSES, *targets.NATIVE]
     native.build("cov")
     replay(harnesses)
     for name, lines in sorted(line_counts().items()):

@@ -119,6 +119,16 @@ def make_seeds() -> None:
           + _message(4, 0, b"d", b"z"))
     for log in sorted((REAL / "broker-dirs").rglob("*.log")):
         s.add(batch_prefix(log.read_bytes(), 4096))
+    # plain batches past the C walk's first 16 KiB window, one of them across its end (the refill
+    # of a batch whose header the window holds but not its end: _ckeys.c KeyFold_walk); two records
+    # of 300-byte values a batch: few records, so that the traced Python path stays fast under atheris
+    big = [(b"k%d" % i, b"v" * 300, []) for i in range(2)]
+    s.add(batch_prefix(b"".join(_batch(i * 2, big) for i in range(30)), 17500))
+    # a control batch among plain ones (counted as read, its keys not added), and the same file with
+    # a first byte of 0x80 and over: one_input then also scans it sampled (whole batches before the cut skipped)
+    control = _batch(0, records) + _batch(20, [(b"\0\0\0\0", b"\0\0\0\0\0\0", [])], control=True) + _batch(21, records)
+    s.add(control)
+    s.add(b"\x80" + (control * 3)[1:])
     print("key_fold", s.count)
 
 

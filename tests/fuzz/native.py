@@ -18,6 +18,7 @@ Two variants, each into ``build/fuzz/<variant>/`` (``build/`` is git-ignored; th
 from __future__ import annotations
 
 import hashlib
+import json
 import importlib.machinery
 import importlib.util
 import os
@@ -146,3 +147,64 @@ def sanitizer_env(base: dict | None = None) -> dict:
     if symbolizer:
         env["ASAN_SYMBOLIZER_PATH"] = symbolizer
     return env
+
+
+#: the native libFuzzer harnesses (tests/fuzz/native/driver.c + tests/fuzz/native_targets.py)
+DRIVER = ROOT / "tests" / "fuzz" / "native" / "driver.c"
+NATIVE_FLAGS = ["-g", "-O1", "-fno-omit-frame-pointer", "-fno-sanitize-recover=all"]
+
+
+def native_binary() -> Path:
+    return BUILD / "native" / "fuzz_c"
+
+
+def build_native() -> Path:
+    """The native harness (every target of fuzz.native_targets.TARGETS, picked at run time by
+    $KLA_NATIVE_TARGET): the four extensions
+    compiled with -fsanitize=fuzzer-no-link,address,undefined (coverage of the C decoders alone),
+    the driver with -fsanitize=fuzzer,address,undefined (libFuzzer's main), linked against the
+    running Python's libpython (embedded once per process). Skipped when nothing changed."""
+    if shutil.which(CLANG) is None:
+        raise NativeBuildError(f"{CLANG} not found: install Debian's clang and libclang-rt-14-dev "
+                               f"(scripts/system-packages.sh)")
+    libdir = sysconfig.get_config_var("LIBDIR")
+    ldlib = sysconfig.get_config_var("LDLIBRARY") or ""
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED") or not (Path(libdir) / ldlib).is_file():
+        raise NativeBuildError(f"{sys.executable} has no shared libpython ({libdir}/{ldlib}) to embed")
+    out = native_binary()
+    # the same in every process that builds it (pytest's sys.path is not python's), so no rebuild
+    sites = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    sys_path = (f"import site, sys\nsys.path[:0] = {[str(ROOT), str(ROOT / 'tests')]!r}\n"
+                f"for d in {sites!r}:\n    site.addsitedir(d)\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    h = hashlib.sha256()
+    for path in [*EXTENSIONS.values(), *DEPENDS, DRIVER]:
+        h.update(path.read_bytes())
+    h.update(" ".join([CLANG, sys_path, *NATIVE_FLAGS, sys.version]).encode())
+    stamp = out.with_suffix(".stamp")
+    if stamp.is_file() and stamp.read_text() == h.hexdigest() and out.is_file():
+        return out
+    include = sysconfig.get_paths()["include"]
+    objects = []
+    for name, source in EXTENSIONS.items():
+        obj = out.parent / f"{name.rsplit('.', 1)[1]}.{os.getpid()}.o"
+        cmd = [CLANG, "-c", "-fPIC", *NATIVE_FLAGS, "-fsanitize=fuzzer-no-link,address,undefined", f"-I{include}",
+               f"-I{FORMATS}", str(source), "-o", str(obj)]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise NativeBuildError(f"{' '.join(cmd)} failed:\n{done.stderr}")
+        objects.append(str(obj))
+    partial = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+    lib = ldlib[3:].split(".so")[0]   # libpython3.11.so -> python3.11
+    cmd = [CLANG, *NATIVE_FLAGS, "-fsanitize=fuzzer,address,undefined", f"-I{include}",
+           f"-DFUZZ_SETUP={json.dumps(sys_path)}", str(DRIVER), *objects, f"-L{libdir}",
+           f"-Wl,-rpath,{libdir}", f"-l{lib}", "-lm", "-ldl", "-lpthread", "-o", str(partial)]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    for obj in objects:
+        Path(obj).unlink(missing_ok=True)
+    if done.returncode != 0:
+        partial.unlink(missing_ok=True)
+        raise NativeBuildError(f"{' '.join(cmd)} failed:\n{done.stderr}")
+    os.replace(partial, out)
+    stamp.write_text(h.hexdigest())
+    return out
