@@ -90,16 +90,15 @@ def _run(args: list[str], timeout: float, scratch: Path) -> subprocess.Completed
                           timeout=timeout, cwd=ROOT)
 
 
-@pytest.mark.parametrize("harness", sorted(targets.HARNESSES))
-def test_harness_runs_clean_under_sanitizers(harness, asan_build, tmp_path):
-    corpus = ROOT / "tests" / "fuzz" / "corpus" / harness
-    assert len(list(corpus.iterdir())) > 0, f"no committed seeds for {harness}"
+def _run_clean(harness: str, corpus: Path, seed: int, executions: int, tmp_path: Path, extra=()) -> str:
+    """One fixed run of a harness on its committed corpus (``executions`` beyond the seeds, from
+    libFuzzer seed ``seed``): no finding, exactly that many inputs run; its log."""
     seeds = len(list(corpus.iterdir()))
+    assert seeds > 0, f"no committed seeds for {harness}"
     grown = tmp_path / "grown"
     grown.mkdir()
-    runs = seeds + FUZZ_EXECUTIONS[harness]
-    done = _run([harness, str(grown), str(corpus), f"-seed={FUZZ_SEED[harness]}", f"-runs={runs}", "-timeout=60",
-                 *FUZZ_EXTRA_FLAGS.get(harness, []),
+    runs = seeds + executions
+    done = _run([harness, str(grown), str(corpus), f"-seed={seed}", f"-runs={runs}", "-timeout=60", *extra,
                  "-rss_limit_mb=3072", "-malloc_limit_mb=1024", f"-artifact_prefix={tmp_path}/",
                  "-print_final_stats=1"], timeout=600, scratch=tmp_path / "scratch")
     log = done.stdout + done.stderr
@@ -108,6 +107,13 @@ def test_harness_runs_clean_under_sanitizers(harness, asan_build, tmp_path):
     assert done.returncode == 0 and not artifacts, (
         f"{harness}: a finding (rc {done.returncode}, artifacts {artifacts}); the input is in the log:\n{log[-6000:]}")
     assert executed and int(executed[-1]) == runs, f"{harness}: did not run {runs} inputs:\n{log[-3000:]}"
+    return log
+
+
+@pytest.mark.parametrize("harness", sorted(targets.HARNESSES))
+def test_harness_runs_clean_under_sanitizers(harness, asan_build, tmp_path):
+    log = _run_clean(harness, ROOT / "tests" / "fuzz" / "corpus" / harness, FUZZ_SEED[harness],
+                     FUZZ_EXECUTIONS[harness], tmp_path, FUZZ_EXTRA_FLAGS.get(harness, []))
     assert "asan_with_fuzzer" in log or "INFO: Using preloaded libfuzzer" in log, log[-3000:]
 
 
@@ -124,20 +130,7 @@ def test_native_harness_runs_clean_under_sanitizers(harness, native_build, tmp_p
     """The libFuzzer program with the C decoders linked in (tests/fuzz/native/driver.c): a fixed
     number of executions from a fixed seed on the committed seeds it shares with an atheris
     harness, no finding."""
-    corpus = ROOT / targets.seeds(harness)
-    seeds = len(list(corpus.iterdir()))
-    grown = tmp_path / "grown"
-    grown.mkdir()
-    runs = seeds + NATIVE_EXECUTIONS[harness]
-    done = _run([harness, str(grown), str(corpus), f"-seed={NATIVE_SEED[harness]}", f"-runs={runs}", "-timeout=60",
-                 "-rss_limit_mb=3072", "-malloc_limit_mb=1024", f"-artifact_prefix={tmp_path}/",
-                 "-print_final_stats=1"], timeout=600, scratch=tmp_path / "scratch")
-    log = done.stdout + done.stderr
-    executed = re.findall(r"stat::number_of_executed_units: (\d+)", log)
-    artifacts = [p.name for p in tmp_path.iterdir() if p.is_file()]
-    assert done.returncode == 0 and not artifacts, (
-        f"{harness}: a finding (rc {done.returncode}, artifacts {artifacts}); the input is in the log:\n{log[-6000:]}")
-    assert executed and int(executed[-1]) == runs, f"{harness}: did not run {runs} inputs:\n{log[-3000:]}"
+    _run_clean(harness, ROOT / targets.seeds(harness), NATIVE_SEED[harness], NATIVE_EXECUTIONS[harness], tmp_path)
 
 
 def test_native_harness_reports_an_exception(native_build, tmp_path):
