@@ -313,12 +313,12 @@ def _columns_read(frame, columns, categorical: bool = False):
     string columns as pandas categoricals (:data:`CATEGORICAL_READERS`)."""
     import numpy as np
     import pandas as pd
+    import pyarrow.types as pat
 
     arrow = _is_arrow_table(frame)
 
     def values(c):
-        if categorical and arrow and (pa_types().is_string(frame.column(c).type)
-                                      or pa_types().is_large_string(frame.column(c).type)):
+        if categorical and arrow and (pat.is_string(frame.column(c).type) or pat.is_large_string(frame.column(c).type)):
             return frame.column(c).dictionary_encode().to_pandas()
         if categorical and not arrow and frame[c].dtype == object and _all_str_or_none(frame[c]):
             return frame[c].astype("category")
@@ -373,12 +373,6 @@ def _null_strings_as_none(outcome, categorical: set) -> None:
                 for c in categorical & sample.keys():
                     if isinstance(sample[c], float) and sample[c] != sample[c]:
                         sample[c] = None
-
-
-def pa_types():
-    import pyarrow.types
-
-    return pyarrow.types
 
 
 def _all_str_or_none(series) -> bool:

@@ -105,7 +105,7 @@ def _collect_aggregates(partition_stats) -> tuple[ArrowRows, dict]:
     log-dir rollups are made here from those rows (``auditor.local_engine.rollup_rows``, the driver
     engine's own): on Spark they were a dozen more jobs of a few hundred rows each.
     tests/test_local_engine.py holds the two engines' aggregates equal."""
-    from auditor.local_engine import AGGREGATE_SCHEMAS, ROLLUP_COLUMNS, ArrowRows, frames, rollup_rows
+    from auditor.local_engine import ROLLUP_COLUMNS, ArrowRows, frames, rollup_rows
 
     table = partition_stats.toArrow()
     rollups = rollup_rows(table.select(list(ROLLUP_COLUMNS)).to_pylist())
