@@ -135,8 +135,17 @@ def test_dumplog_on_live_segments_is_read_only_and_parsed(single, dump_log_segme
     assert [(r.offset, r.timestamp) for r in data[:60]] == [(i, t0 + i) for i in range(60)]
     assert all(r.timestamp_type == "CreateTime" and r.key_size == len(f"k{r.offset}") and
                r.value_size == 100 for r in data[:60])
-    assert [b.compresscodec for b in log.batches[:10]] == ["gzip"] * 10
-    assert [b.count for b in log.batches[:10]] == [3] * 10
+    # librdkafka caps a batch at batch_num_messages but may send fewer (the first record can
+    # leave alone while the producer still waits for metadata): the batches' sizes are
+    # DumpLogSegments' own, and only the cap and the coverage are the test's.
+    gzip_batches = [b for b in log.batches if b.compresscodec == "gzip"]
+    assert gzip_batches == log.batches[:len(gzip_batches)], "the gzip records were produced first"
+    assert all(1 <= b.count <= 3 for b in gzip_batches), [b.count for b in gzip_batches]
+    assert [(b.base_offset, b.last_offset) for b in gzip_batches] == [
+        (b.last_offset - b.count + 1, b.last_offset) for b in gzip_batches]
+    covered = [o for b in gzip_batches for o in range(b.base_offset, b.last_offset + 1)]
+    assert covered == list(range(30)), covered
+    assert len(gzip_batches) >= 10
     assert all(b.is_valid and b.magic == 2 for b in log.batches)
     # positions chain: each batch starts where the previous ended
     assert all(b.position == a.position + a.size for a, b in zip(log.batches, log.batches[1:]))
