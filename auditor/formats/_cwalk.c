@@ -588,48 +588,115 @@ static int fold_timestamp(fold_t *f, int64_t ts, int64_t offset) {
     return 0;
 }
 
-/* Every record of the batch from `start` (record_batch.iter_records' checks, same order), folded
- * into *f: 0, or -1 at anything iter_records would raise for (the Python path then reads the
- * batch and names it). A record's fields are varints of at least one byte each: the loops are
- * bounded by the bytes. */
-static int fold_batch_records(const unsigned char *b, Py_ssize_t start, Py_ssize_t end, int64_t count,
-                              int64_t base_offset, int64_t base_ts, int has_log_append, int64_t log_append,
-                              int control, fold_t *f) {
-    Py_ssize_t pos = start;
-    if (start < 0 || start > end || count < 0) return -1;
-    for (int64_t i = 0; i < count; i++) {
-        int64_t length, ts_delta, off_delta, key_size, value_size, nheaders;
-        if (read_zigzag(b, &pos, end, MAX_VARINT_BYTES, &length) < 0 || length < 0 || length > end - pos) return -1;
-        Py_ssize_t body_end = pos + (Py_ssize_t)length;
-        pos += 1;   /* attributes: int8, unused */
-        if (read_zigzag(b, &pos, body_end, MAX_VARLONG_BYTES, &ts_delta) < 0 ||
-            read_zigzag(b, &pos, body_end, MAX_VARINT_BYTES, &off_delta) < 0 ||
-            read_zigzag(b, &pos, body_end, MAX_VARINT_BYTES, &key_size) < 0)
-            return -1;
-        Py_ssize_t key_at = pos;
-        if (key_size > 0) pos += (Py_ssize_t)key_size;   /* past body_end: the next read fails */
-        if (read_zigzag(b, &pos, body_end, MAX_VARINT_BYTES, &value_size) < 0) return -1;
-        if (value_size > 0) pos += (Py_ssize_t)value_size;
-        if (read_zigzag(b, &pos, body_end, MAX_VARINT_BYTES, &nheaders) < 0 || nheaders < 0) return -1;
-        for (int64_t h = 0; h < nheaders; h++) {
-            int64_t hk, hv;
-            if (read_zigzag(b, &pos, body_end, MAX_VARINT_BYTES, &hk) < 0 || hk < 0) return -1;
-            pos += (Py_ssize_t)hk;
-            if (read_zigzag(b, &pos, body_end, MAX_VARINT_BYTES, &hv) < 0) return -1;
-            if (hv > 0) pos += (Py_ssize_t)hv;
-        }
-        if (pos != body_end) return -1;
-        if (control) {
-            if (key_size < CONTROL_KEY_SIZE) return -1;
-            int16_t type = (int16_t)be16(b + key_at + 2);
-            f->aborts += type == CONTROL_ABORT;
-            f->commits += type == CONTROL_COMMIT;
-        }
-        int64_t ts = has_log_append ? log_append : wrap_add(base_ts, ts_delta);
-        if (ts != NO_TIMESTAMP && fold_timestamp(f, ts, wrap_add(base_offset, off_delta)) < 0) return -1;
-        f->records++;
+/* The batch's fixed facts and the fold so far: what fold_records takes in one call, and RecordFold
+ * across the chunks of a decompressed payload. */
+typedef struct {
+    fold_t f;
+    int64_t left;                        /* records still to read (recordsCount minus those folded) */
+    int64_t base_offset, base_ts, log_append;
+    int has_log_append, control;
+} batch_fold_t;
+
+/* One record whose bytes are b[pos, body_end) after its length varint (record_batch.iter_records'
+ * checks, same order), folded into c->f: 0, or -1 at anything iter_records would raise for. A
+ * record's fields are varints of at least one byte each: the loops are bounded by the bytes. */
+static int fold_one_record(const unsigned char *b, Py_ssize_t pos, Py_ssize_t body_end, batch_fold_t *c) {
+    int64_t ts_delta, off_delta, key_size, value_size, nheaders;
+    pos += 1;   /* attributes: int8, unused */
+    if (read_zigzag(b, &pos, body_end, MAX_VARLONG_BYTES, &ts_delta) < 0 ||
+        read_zigzag(b, &pos, body_end, MAX_VARINT_BYTES, &off_delta) < 0 ||
+        read_zigzag(b, &pos, body_end, MAX_VARINT_BYTES, &key_size) < 0)
+        return -1;
+    Py_ssize_t key_at = pos;
+    if (key_size > 0) pos += (Py_ssize_t)key_size;   /* past body_end: the next read fails */
+    if (read_zigzag(b, &pos, body_end, MAX_VARINT_BYTES, &value_size) < 0) return -1;
+    if (value_size > 0) pos += (Py_ssize_t)value_size;
+    if (read_zigzag(b, &pos, body_end, MAX_VARINT_BYTES, &nheaders) < 0 || nheaders < 0) return -1;
+    for (int64_t h = 0; h < nheaders; h++) {
+        int64_t hk, hv;
+        if (read_zigzag(b, &pos, body_end, MAX_VARINT_BYTES, &hk) < 0 || hk < 0) return -1;
+        pos += (Py_ssize_t)hk;
+        if (read_zigzag(b, &pos, body_end, MAX_VARINT_BYTES, &hv) < 0) return -1;
+        if (hv > 0) pos += (Py_ssize_t)hv;
     }
-    return pos == end ? 0 : -1;
+    if (pos != body_end) return -1;
+    if (c->control) {
+        if (key_size < CONTROL_KEY_SIZE) return -1;
+        int16_t type = (int16_t)be16(b + key_at + 2);
+        c->f.aborts += type == CONTROL_ABORT;
+        c->f.commits += type == CONTROL_COMMIT;
+    }
+    int64_t ts = c->has_log_append ? c->log_append : wrap_add(c->base_ts, ts_delta);
+    if (ts != NO_TIMESTAMP && fold_timestamp(&c->f, ts, wrap_add(c->base_offset, off_delta)) < 0) return -1;
+    c->f.records++;
+    return 0;
+}
+
+/* The complete records of b[*pp, avail) folded while any are left; *pp moves past them. final:
+ * avail is the end of the records, and every record must have been read with no byte after the
+ * last. Not final: a record running past avail waits for the next chunk (a length varint still
+ * unreadable with MAX_VARINT_BYTES in hand is too long: -1, as with all the bytes). 0, or -1 at
+ * anything iter_records would raise for (the Python path then reads the batch and names it). */
+static int fold_available(const unsigned char *b, Py_ssize_t *pp, Py_ssize_t avail, int final, batch_fold_t *c) {
+    Py_ssize_t pos = *pp;
+    while (c->left > 0) {
+        Py_ssize_t body = pos;
+        int64_t length;
+        if (read_zigzag(b, &body, avail, MAX_VARINT_BYTES, &length) < 0) {
+            if (!final && avail - pos < MAX_VARINT_BYTES) break;
+            return -1;
+        }
+        if (length < 0) return -1;
+        if (length > avail - body) {
+            if (!final) break;
+            return -1;
+        }
+        if (fold_one_record(b, body, body + (Py_ssize_t)length, c) < 0) return -1;
+        pos = body + (Py_ssize_t)length;
+        c->left--;
+    }
+    *pp = pos;
+    if (!final) return c->left == 0 && pos != avail ? -1 : 0;   /* bytes after the last record */
+    return c->left == 0 && pos == avail ? 0 : -1;
+}
+
+/* Every record of the batch from `start` (all its bytes in hand), folded into c. */
+static int fold_batch_records(const unsigned char *b, Py_ssize_t start, Py_ssize_t end, batch_fold_t *c) {
+    if (start < 0 || start > end || c->left < 0) return -1;
+    return fold_available(b, &start, end, 1, c);
+}
+
+/* The fold state arguments (six optional ints, then the log-append timestamp) into c: 1, 0 when
+ * one does not fit int64 (the Python fold takes the batch), -1 with an error set. */
+static int parse_fold_state(PyObject *state[FOLD_STATE_FIELDS], PyObject *log_append_obj, batch_fold_t *c) {
+    int fits = 1;
+    for (int k = 0; k < FOLD_STATE_FIELDS && fits > 0; k++) fits = opt_state(state[k], &c->f.present[k], &c->f.value[k]);
+    if (fits > 0) fits = opt_state(log_append_obj, &c->has_log_append, &c->log_append);
+    return fits;
+}
+
+/* (the six fold fields, records, aborts, commits) */
+static PyObject *fold_result(const fold_t *f) {
+    PyObject *out = PyTuple_New(FOLD_STATE_FIELDS + 3);
+    if (!out) return NULL;
+    for (int k = 0; k < FOLD_STATE_FIELDS; k++) {
+        PyObject *item = opt_int(f->present[k], f->value[k]);
+        if (!item) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, k, item);
+    }
+    int64_t counts[3] = {f->records, f->aborts, f->commits};
+    for (int k = 0; k < 3; k++) {
+        PyObject *item = PyLong_FromLongLong(counts[k]);
+        if (!item) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, FOLD_STATE_FIELDS + k, item);
+    }
+    return out;
 }
 
 /* fold_records(data, start, count, base_offset, base_ts, log_append_ts, control, *state) -> tuple or None */
@@ -643,37 +710,158 @@ static PyObject *fold_records(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*nLLLOpOOOOOO:fold_records", &view, &start, &count, &base_offset, &base_ts,
                           &log_append_obj, &control, &state[0], &state[1], &state[2], &state[3], &state[4], &state[5]))
         return NULL;
-    fold_t f = {.records = 0, .aborts = 0, .commits = 0};
-    int has_log_append = 0, fits = 1;
-    int64_t log_append = 0;
-    for (int k = 0; k < FOLD_STATE_FIELDS && fits > 0; k++) fits = opt_state(state[k], &f.present[k], &f.value[k]);
-    if (fits > 0) fits = opt_state(log_append_obj, &has_log_append, &log_append);
-    int rc = fits > 0 ? fold_batch_records((const unsigned char *)view.buf, start, view.len, count, base_offset,
-                                           base_ts, has_log_append, log_append, control, &f) : -1;
+    batch_fold_t c = {.left = count, .base_offset = base_offset, .base_ts = base_ts, .control = control};
+    int fits = parse_fold_state(state, log_append_obj, &c);
+    int rc = fits > 0 ? fold_batch_records((const unsigned char *)view.buf, start, view.len, &c) : -1;
     PyBuffer_Release(&view);
     if (fits < 0) return NULL;
     if (rc < 0) Py_RETURN_NONE;
-    PyObject *out = PyTuple_New(FOLD_STATE_FIELDS + 3);
-    if (!out) return NULL;
-    for (int k = 0; k < FOLD_STATE_FIELDS; k++) {
-        PyObject *item = opt_int(f.present[k], f.value[k]);
-        if (!item) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(out, k, item);
-    }
-    int64_t counts[3] = {f.records, f.aborts, f.commits};
-    for (int k = 0; k < 3; k++) {
-        PyObject *item = PyLong_FromLongLong(counts[k]);
-        if (!item) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(out, FOLD_STATE_FIELDS + k, item);
-    }
-    return out;
+    return fold_result(&c.f);
 }
+
+/* ---- RecordFold: the same fold over a decompressed payload handed over in chunks ---------- */
+
+/* A bomb at the 256 MiB cap is 38 million records: decompressed chunk by chunk (zlib's 1 MiB
+ * pieces, lz4's blocks) and folded as the chunks come, it never lives in memory whole (no 256 MiB
+ * buffer to fault in, zero and copy) and each chunk is folded while still in the CPU's cache. A
+ * record cut by a chunk's end is carried: its head is copied to `carry`, completed from the next
+ * chunk(s) by exactly the bytes it lacks, folded there, and the fold goes on in the chunk itself.
+ * So every byte is copied at most once, whatever the record and chunk sizes. */
+typedef struct {
+    PyObject_HEAD
+    batch_fold_t c;
+    unsigned char *carry;
+    Py_ssize_t carry_len, carry_cap;
+    int state;     /* 1 folding, 0 failed (iter_records would raise: the Python path reads the batch) */
+} RecordFoldObject;
+
+static void record_fold_dealloc(RecordFoldObject *self) {
+    free(self->carry);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int record_fold_init(RecordFoldObject *self, PyObject *args, PyObject *kwds) {
+    long long count, base_offset, base_ts;
+    int control;
+    PyObject *log_append_obj, *state[FOLD_STATE_FIELDS];
+    static char *kwlist[] = {"count", "base_offset", "base_ts", "log_append_ts", "control", "min_ts", "min_offset",
+                             "max_ts", "max_offset", "jump", "jump_offset", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "LLLOpOOOOOO:RecordFold", kwlist, &count, &base_offset, &base_ts,
+                                     &log_append_obj, &control, &state[0], &state[1], &state[2], &state[3],
+                                     &state[4], &state[5]))
+        return -1;
+    batch_fold_t c = {.left = count, .base_offset = base_offset, .base_ts = base_ts, .control = control};
+    int fits = parse_fold_state(state, log_append_obj, &c);
+    if (fits < 0) return -1;
+    self->c = c;
+    self->carry_len = 0;
+    self->state = fits > 0 && count >= 0;
+    return 0;
+}
+
+/* The bytes the record at the carry's start still lacks: its length varint complete, exactly the
+ * rest of its body; else one byte (the varint's next: never a byte past the record); -1 when the
+ * carry already shows it unreadable. */
+static Py_ssize_t carry_lacks(const RecordFoldObject *self) {
+    Py_ssize_t body = 0;
+    int64_t length;
+    if (read_zigzag(self->carry, &body, self->carry_len, MAX_VARINT_BYTES, &length) < 0)
+        return self->carry_len < MAX_VARINT_BYTES ? 1 : -1;
+    if (length < 0) return -1;
+    return body + (Py_ssize_t)length - self->carry_len;   /* may be 0: complete */
+}
+
+static int carry_append(RecordFoldObject *self, const unsigned char *b, Py_ssize_t n) {
+    if (self->carry_len + n > self->carry_cap) {
+        Py_ssize_t cap = self->carry_cap ? self->carry_cap : 4096;
+        while (cap < self->carry_len + n) cap *= 2;
+        unsigned char *grown = realloc(self->carry, (size_t)cap);
+        if (grown == NULL) return -1;
+        self->carry = grown;
+        self->carry_cap = cap;
+    }
+    memcpy(self->carry + self->carry_len, b, (size_t)n);
+    self->carry_len += n;
+    return 0;
+}
+
+/* One chunk into the fold: 0 folding on, -1 out of memory; sets self->state to 0 on a record
+ * iter_records would refuse. */
+static int feed_chunk(RecordFoldObject *self, const unsigned char *b, Py_ssize_t n) {
+    Py_ssize_t pos = 0;
+    while (self->carry_len > 0 && pos < n) {   /* complete the carried record first */
+        Py_ssize_t lacks = carry_lacks(self);
+        if (lacks < 0) { self->state = 0; return 0; }
+        Py_ssize_t take = lacks < n - pos ? lacks : n - pos;
+        if (carry_append(self, b + pos, take) < 0) return -1;
+        pos += take;
+        lacks = carry_lacks(self);
+        if (lacks < 0) { self->state = 0; return 0; }
+        if (lacks > 0) continue;   /* the varint completed, the body still short: take more */
+        Py_ssize_t done = 0;
+        if (fold_available(self->carry, &done, self->carry_len, 0, &self->c) < 0 || done != self->carry_len) {
+            self->state = 0;
+            return 0;
+        }
+        self->carry_len = 0;
+    }
+    if (pos == n) return 0;
+    if (fold_available(b, &pos, n, 0, &self->c) < 0) { self->state = 0; return 0; }
+    return carry_append(self, b + pos, n - pos);
+}
+
+/* RecordFold.feed(chunk) -> bool: False once a record is one iter_records would refuse. */
+static PyObject *record_fold_feed(RecordFoldObject *self, PyObject *arg) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    int rc = 0;
+    if (self->state == 1) {
+        Py_BEGIN_ALLOW_THREADS
+        rc = feed_chunk(self, (const unsigned char *)view.buf, view.len);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&view);
+    if (rc < 0) return PyErr_NoMemory();
+    return PyBool_FromLong(self->state == 1);
+}
+
+/* RecordFold.result() -> fold_records' tuple for all the chunks fed, or None. */
+static PyObject *record_fold_result(RecordFoldObject *self, PyObject *unused) {
+    (void)unused;
+    if (self->state == 1) {
+        Py_ssize_t done = 0;
+        if (fold_available(self->carry ? self->carry : (const unsigned char *)"", &done, self->carry_len, 1,
+                           &self->c) < 0)
+            self->state = 0;
+        else
+            self->carry_len = 0;
+    }
+    if (self->state != 1) Py_RETURN_NONE;
+    return fold_result(&self->c.f);
+}
+
+static PyMethodDef record_fold_methods[] = {
+    {"feed", (PyCFunction)record_fold_feed, METH_O,
+     "feed(chunk) -> bool: the next bytes of the records (any buffer; not kept after the call). False once "
+     "a record is one record_batch.iter_records would refuse (the rest is then ignored)."},
+    {"result", (PyCFunction)record_fold_result, METH_NOARGS,
+     "result() -> fold_records' tuple over all the chunks fed (the records must end exactly there), or None "
+     "when iter_records would raise (the Python path then reads the batch)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject RecordFoldType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "auditor.formats._cwalk.RecordFold",
+    .tp_basicsize = sizeof(RecordFoldObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "RecordFold(count, base_offset, base_ts, log_append_ts, control, min_ts, min_offset, max_ts, "
+              "max_offset, jump, jump_offset): fold_records over a payload fed in chunks (feed, then result).",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)record_fold_init,
+    .tp_dealloc = (destructor)record_fold_dealloc,
+    .tp_methods = record_fold_methods,
+};
 
 static PyMethodDef methods[] = {
     {"walk_v2", walk_v2, METH_VARARGS,
@@ -700,4 +888,15 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cwalk", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__cwalk(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__cwalk(void) {
+    if (PyType_Ready(&RecordFoldType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    Py_INCREF(&RecordFoldType);
+    if (PyModule_AddObject(m, "RecordFold", (PyObject *)&RecordFoldType) < 0) {
+        Py_DECREF(&RecordFoldType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

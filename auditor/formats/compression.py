@@ -22,11 +22,21 @@ Invariants:
     the HC byte is not checked, because Kafka's pre-0.10 writer computed it over the wrong
     bytes (the frame magic was included; ``useBrokenFlagDescriptorChecksum = magic == 0``);
     for magic 1/2 a wrong HC is an error, as in Kafka.
+
+* **In pieces, for the 'deep' record fold** (:func:`decompress_chunks`): the same bytes and the same
+  errors as :func:`decompress`, handed over as they come, so that a bomb at the cap (256 MiB of
+  7-byte records from a ~1 MiB payload) is never a 256 MiB buffer to zero, fault in and copy:
+  gzip through zlib in 1 MiB pieces (zlib's reading of the stream is used only where it cannot
+  differ from cramjam's: :class:`IrregularStream` hands anything else back to :func:`decompress`),
+  lz4 block by block, zstd in one pass into a lazily mapped buffer of the cap.
 """
 
 from __future__ import annotations
 
+import mmap
 import struct
+import zlib
+from typing import Iterator
 
 import cramjam
 
@@ -52,6 +62,17 @@ GZIP_MIN_STREAM = 18     # 10-byte header + 8-byte trailer
 DEFLATE_MAX_RATIO = 1032
 #: What cramjam says when `decompress_into` ran out of output buffer.
 _BUFFER_FULL = "failed to write whole buffer"
+#: The pieces decompress_chunks hands gzip over in (zlib's output limit per call): a piece stays in
+#: the CPU's cache while the record fold reads it.
+CHUNK_BYTES = 1 << 20
+#: gzip member header (RFC 1952): ID1 ID2 CM FLG ...; CM 8 is deflate. FLG bits zlib and cramjam
+#: might read differently (FHCRC, the header's own CRC16; the reserved bits 5-7) send a stream back
+#: to decompress().
+GZIP_HEADER_MIN = 10
+GZIP_MAGIC = b"\x1f\x8b\x08"
+GZIP_FLG_OFFSET = 3
+GZIP_FLG_FHCRC = 0x02
+GZIP_FLG_RESERVED = 0xE0
 
 # --- xerial snappy framing (org.xerial.snappy.SnappyCodec) ---------------------------------
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -108,6 +129,61 @@ def decompress(codec_id: int, data, *, magic: int, max_bytes: int = DEFAULT_MAX_
     raise FormatError(label, position, "compression codec", codec_id, "0..4 (none, gzip, snappy, lz4, zstd)")
 
 
+class IrregularStream(Exception):
+    """A gzip stream zlib refuses, or one whose header zlib and cramjam might read differently:
+    :func:`decompress` (cramjam) decides it, as before decompress_chunks existed."""
+
+
+def decompress_chunks(codec_id: int, data, *, magic: int, max_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+                      label: str = "<bytes>", position: int = 0) -> Iterator:
+    """:func:`decompress`'s bytes in order, in pieces (buffers valid until the next piece: read
+    each once, keep none), for a reader that folds them as they come (the 'deep' record fold).
+
+    The pieces join to decompress()'s bytes and every FormatError is decompress()'s; an error may
+    come after some pieces (the reader drops what it made of them). gzip raises IrregularStream
+    where zlib refuses the stream or might read it otherwise than cramjam (then call decompress()).
+    """
+    if codec_id == CODEC_GZIP:
+        yield from _gzip_chunks(data, max_bytes, label, position)
+    elif codec_id == CODEC_LZ4:
+        yield from _lz4_blocks(data, magic, max_bytes, label, position)
+    elif codec_id == CODEC_ZSTD and magic >= 2:
+        yield _grow_into(cramjam.zstd.decompress_into, data, max_bytes, label, position, "zstd", view=True)
+    else:
+        yield decompress(codec_id, data, magic=magic, max_bytes=max_bytes, label=label, position=position)
+
+
+def _gzip_chunks(data, max_bytes: int, label, position) -> Iterator[bytes]:
+    """A gzip stream of one or more members through zlib, CHUNK_BYTES at a time, stopped one byte past
+    the cap (the cap error of decompress(): cramjam stops at the same byte). A member header with FHCRC
+    or reserved bits, a zlib error (bad data, CRC, ISIZE) or a cut stream raise IrregularStream: on
+    those only cramjam's reading (decompress()) is the tool's."""
+    total = 0
+    rest = memoryview(data)
+    while True:
+        if (len(rest) < GZIP_HEADER_MIN or bytes(rest[:len(GZIP_MAGIC)]) != GZIP_MAGIC
+                or rest[GZIP_FLG_OFFSET] & (GZIP_FLG_FHCRC | GZIP_FLG_RESERVED)):
+            raise IrregularStream
+        member = zlib.decompressobj(16 + zlib.MAX_WBITS)   # gzip wrapper: header, deflate, CRC32 and ISIZE checked
+        pending = rest
+        while not member.eof:
+            try:
+                piece = member.decompress(pending, min(CHUNK_BYTES, max_bytes - total + 1))
+            except zlib.error:
+                raise IrregularStream from None
+            pending = member.unconsumed_tail
+            total += len(piece)
+            if total > max_bytes:
+                raise _cap_error(label, position, "gzip", max_bytes, len(data))
+            if piece:
+                yield piece
+            elif not pending:
+                raise IrregularStream   # the stream ends inside a member
+        rest = memoryview(member.unused_data)
+        if not rest:
+            return
+
+
 def _cap_error(label, position, codec, max_bytes, compressed: int | None = None) -> FormatError:
     found = f"more than {max_bytes} bytes" + (f" from {compressed} compressed bytes" if compressed is not None else "")
     return FormatError(label, position, f"{codec} decompressed size", found,
@@ -123,14 +199,21 @@ def _gzip_size(data) -> int | None:
     return min(size, len(data) * DEFLATE_MAX_RATIO)
 
 
-def _grow_into(fn, data, max_bytes: int, label, position, codec: str, size_hint: int | None = None) -> bytes:
+def _grow_into(fn, data, max_bytes: int, label, position, codec: str, size_hint: int | None = None,
+               view: bool = False):
     """Streams whose size is unknown up front: decompress into a buffer that grows x4 to the cap,
     from ``size_hint`` when the stream states its size (gzip: one pass for a one-member stream;
-    each growth decompresses again from the start: a bomb at the cap was decompressed ~1.7 times)."""
+    each growth decompresses again from the start: a bomb at the cap was decompressed ~1.7 times).
+
+    ``view``: a read-only memoryview of the output instead of bytes (no copy), and after a first
+    buffer too small straight to the cap, in an anonymous mapping (pages that are never written
+    cost nothing, those written are not zeroed twice): two passes at most, where x4 growth took up
+    to seven for a zstd bomb at the cap. The bytes and errors are the same: decoding is the same
+    up to the end of any buffer, and the last pass decides."""
     data = bytes(data)
     size = min(max_bytes, max(_MIN_INITIAL_BYTES, size_hint if size_hint is not None else len(data) * _INITIAL_RATIO))
     while True:
-        out = bytearray(size)
+        out = mmap.mmap(-1, size) if view and size == max_bytes and size > _MIN_INITIAL_BYTES else bytearray(size)
         try:
             n = fn(data, out)
         except Exception as exc:  # cramjam.DecompressionError, or OSError from the codec
@@ -139,9 +222,11 @@ def _grow_into(fn, data, max_bytes: int, label, position, codec: str, size_hint:
                                   f"a valid {codec} stream") from None
             if size >= max_bytes:
                 raise _cap_error(label, position, codec, max_bytes, len(data)) from None
-            size = min(max_bytes, size * 4)
+            size = max_bytes if view else min(max_bytes, size * 4)
             continue
         # cramjam raises when the output does not fit, so n <= size here: the stream is complete.
+        if view:
+            return memoryview(out)[:n].toreadonly()
         return bytes(memoryview(out)[:n]) if n < size else bytes(out)
 
 
@@ -187,6 +272,11 @@ def _snappy(data, max_bytes: int, label, position) -> bytes:
 # long function: the LZ4 frame format read field by field in its specified order (magic, FLG, BD,
 # content size, header checksum, blocks, end mark), each check next to its field
 def _lz4_frame(data, magic: int, max_bytes: int, label, position) -> bytes:
+    return b"".join(bytes(block) for block in _lz4_blocks(data, magic, max_bytes, label, position))
+
+
+def _lz4_blocks(data, magic: int, max_bytes: int, label, position) -> Iterator:
+    """Each block's output in turn (a view of one reused buffer: valid until the next block)."""
     data = bytes(data)
     n = len(data)
     if n < LZ4_CONTENT_SIZE_OFFSET + 1:
@@ -216,9 +306,9 @@ def _lz4_frame(data, magic: int, max_bytes: int, label, position) -> bytes:
                               f"{expected_hc} (magic {magic}; only magic 0 may carry the old broken HC)")
     pos = hc_pos + 1
     block_checksum = LZ4_CHECKSUM_SIZE if flg & LZ4_FLG_BLOCK_CHECKSUM_MASK else 0
-    parts = []
     total = 0
     scratch = bytearray(block_max)  # one block's output at most (<= 4 MiB)
+    view = memoryview(scratch)
     while True:
         if pos + 4 > n:
             raise FormatError(label, position + pos, "lz4 block size", bytes(data[pos:]).hex(),
@@ -239,16 +329,15 @@ def _lz4_frame(data, magic: int, max_bytes: int, label, position) -> bytes:
                 # decompress_block(output_len=) would return block_max bytes, zero-padded:
                 # decompress_block_into reports the real length
                 got = cramjam.lz4.decompress_block_into(block, scratch)
-                out = bytes(scratch[:got])
+                out = view[:got]
             except Exception as exc:
                 raise FormatError(label, position + pos, "lz4 block", type(exc).__name__ + ": " + str(exc),
                                   "a valid lz4 block (decoded independently, as Kafka does)") from None
         total += len(out)
         if total > max_bytes:
             raise _cap_error(label, position, "lz4", max_bytes, n)
-        parts.append(out)
+        yield out
         pos += size + block_checksum  # block checksums are not verified: the batch CRC covers them
-    return b"".join(parts)
 
 
 # --- xxHash32, for the 2..10-byte lz4 frame descriptor only -----------------------------------

@@ -363,11 +363,27 @@ class LogReader:
         data = self.read_batch_bytes(batch)
         if data[MAGIC_OFFSET] != 2:
             return None
-        records, start = v2.record_bytes(batch, data, label=self.label,
-                                         max_decompressed_bytes=self.max_decompressed_bytes)
+        codec_id, payload, start = v2.record_payload(batch, data, label=self.label)
         log_append = batch.max_timestamp_ms if batch.timestamp_type == v2.LOG_APPEND_TIME else None
-        return _cwalk.fold_records(records, start, batch.record_count, batch.base_offset, batch.base_timestamp_ms,
-                                   log_append, batch.is_control, *state)
+        facts = (batch.base_offset, batch.base_timestamp_ms, log_append, batch.is_control)
+        if codec_id == compression.CODEC_NONE:
+            return _cwalk.fold_records(payload, start, batch.record_count, *facts, *state)
+        # decompressed piece by piece into the fold (compression.decompress_chunks: a bomb at the cap
+        # is never one 256 MiB buffer); once the fold refuses a record the pieces are still drawn, so
+        # that a decompression error or the cap is raised exactly as record_bytes raises it
+        fold = _cwalk.RecordFold(batch.record_count, *facts, *state)
+        folding = True
+        try:
+            for piece in compression.decompress_chunks(codec_id, payload, magic=2, label=self.label,
+                                                       max_bytes=self.max_decompressed_bytes,
+                                                       position=batch.position + v2.RECORDS_OFFSET):
+                if folding:
+                    folding = fold.feed(piece)
+        except compression.IrregularStream:
+            records, start = v2.record_bytes(batch, data, label=self.label,
+                                             max_decompressed_bytes=self.max_decompressed_bytes)
+            return _cwalk.fold_records(records, start, batch.record_count, *facts, *state)
+        return fold.result()
 
     def crc_ok(self, batch: BatchHeader) -> tuple[bool, int, int]:
         """(ok, stored, computed): CRC-32C over [21, end) for v2, CRC32 over [16, end) for legacy.

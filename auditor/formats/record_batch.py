@@ -182,6 +182,16 @@ def record_bytes(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
     batch's bytes): the batch itself from byte 61, or its decompressed records from 0. Raises
     FormatError for a size that is not the header's, a negative recordsCount, a payload that
     does not decompress or decompresses beyond ``max_decompressed_bytes``."""
+    codec_id, payload, start = record_payload(header, batch_bytes, label=label)
+    if codec_id == compression.CODEC_NONE:
+        return payload, start
+    return compression.decompress(codec_id, payload, magic=MAGIC_VALUE_V2, max_bytes=max_decompressed_bytes,
+                                  label=label, position=header.position + RECORDS_OFFSET), 0
+
+
+def record_payload(header: BatchHeader, batch_bytes, *, label: str = "<bytes>") -> tuple[int, object, int]:
+    """record_bytes' checks before decompressing: (codec id, the batch itself and RECORDS_OFFSET when
+    uncompressed, else the compressed payload and 0)."""
     pos0 = header.position
     if len(batch_bytes) != header.size_bytes:
         raise FormatError(label, pos0, "batch bytes", len(batch_bytes), f"{header.size_bytes} (12 + batchLength)")
@@ -190,10 +200,8 @@ def record_bytes(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
     if header.record_count < 0:
         raise FormatError(label, pos0 + RECORDS_COUNT_OFFSET, "recordsCount", header.record_count, ">= 0")
     if codec_id == compression.CODEC_NONE:
-        return batch_bytes, RECORDS_OFFSET
-    return compression.decompress(codec_id, memoryview(batch_bytes)[RECORDS_OFFSET:], magic=MAGIC_VALUE_V2,
-                                  max_bytes=max_decompressed_bytes, label=label,
-                                  position=pos0 + RECORDS_OFFSET), 0
+        return codec_id, batch_bytes, RECORDS_OFFSET
+    return codec_id, memoryview(batch_bytes)[RECORDS_OFFSET:], 0
 
 
 # long function: the per-record loop of the Python path, kept inline: a helper call per record or per
