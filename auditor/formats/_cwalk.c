@@ -772,6 +772,7 @@ static Py_ssize_t carry_lacks(const RecordFoldObject *self) {
 }
 
 static int carry_append(RecordFoldObject *self, const unsigned char *b, Py_ssize_t n) {
+    if (n == 0) return 0;   /* (carry may still be NULL: no pointer arithmetic on it) */
     if (self->carry_len + n > self->carry_cap) {
         Py_ssize_t cap = self->carry_cap ? self->carry_cap : 4096;
         while (cap < self->carry_len + n) cap *= 2;

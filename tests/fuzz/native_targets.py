@@ -83,12 +83,33 @@ def c_walk(data: memoryview) -> None:
         except (FormatError, OSError):
             continue
         log_append = batch.max_timestamp_ms if batch.timestamp_type == v2.LOG_APPEND_TIME else None
-        out = _cwalk.fold_records(exact_buffer(memoryview(records)[start:]), 0, batch.record_count,
-                                  batch.base_offset, batch.base_timestamp_ms, log_append, batch.is_control, *state)
+        facts = (batch.base_offset, batch.base_timestamp_ms, log_append, batch.is_control)
+        out = _cwalk.fold_records(exact_buffer(memoryview(records)[start:]), 0, batch.record_count, *facts, *state)
+        pieces = _in_pieces(memoryview(records)[start:], batch.crc, batch.record_count, facts, state)
+        if pieces != out:
+            raise Disagreement(f"RecordFold in pieces gave {pieces}, fold_records {out}")
         if out is not None:
             state = tuple(out[:6])
             if out[6] != batch.record_count:
                 raise Disagreement(f"fold_records folded {out[6]} records of {batch.record_count}")
+
+
+#: piece sizes RecordFold is fed in (picked by the batch's CRC): cuts inside varints and bodies
+PIECE_SIZES = ((1, 4093), (2, 5, 2048), (7, 1, 64, 1024), (4096,), (3, 1000, 1))
+
+
+def _in_pieces(records: memoryview, crc: int, count: int, facts: tuple, state: tuple):
+    """_cwalk.RecordFold fed ``records`` cut in the sizes PIECE_SIZES[crc] cycles through, each piece
+    in a buffer of exactly its size: its result must be fold_records' over the whole."""
+    fold = _cwalk.RecordFold(count, *facts, *state)
+    sizes = PIECE_SIZES[crc % len(PIECE_SIZES)]
+    pos = i = 0
+    while pos < len(records):
+        n = sizes[i % len(sizes)]
+        fold.feed(exact_buffer(records[pos:pos + n]))
+        pos += n
+        i += 1
+    return fold.result()
 
 
 #: as fuzz_index: base offsets and file mtimes the control piece picks from
