@@ -48,6 +48,23 @@ def _log(data, name: str = "native/00000000000000000000.log") -> str:
     return path
 
 
+_MEMFD: list = []
+
+
+def _input_fd(data) -> int:
+    """``data`` as the contents of one anonymous file of this process (memfd_create: a regular tmpfs
+    file with no path), rewritten per input: the fd-taking decoders (walk_v2, fold_plain) read it
+    with pread as they read a .log, without the open, close and path lookups of a named scratch file
+    each execution. Not closed: reused by the next input."""
+    if not _MEMFD:
+        _MEMFD.append(os.memfd_create("kla-native-input", os.MFD_CLOEXEC))
+    fd = _MEMFD[0]
+    os.ftruncate(fd, 0)
+    if len(data):
+        os.pwrite(fd, data, 0)
+    return fd
+
+
 def _v2_batches(data: memoryview):
     """(header, batch bytes) of the consecutive v2 batches at the start of ``data`` (the walker's
     framing without its file reads: parse_v2_header on the buffer)."""
@@ -67,11 +84,7 @@ def c_walk(data: memoryview) -> None:
     """_cwalk.walk_v2 over the input as a .log (its stop must be a position in the file), then
     _cwalk.fold_records over the records of every v2 batch framed at the start of the input, each
     in a buffer of exactly its size, the fold state carried from batch to batch as 'deep' does."""
-    fd = os.open(_log(data), os.O_RDONLY)
-    try:
-        folded = _cwalk.walk_v2(fd, 0, len(data))
-    finally:
-        os.close(fd)
+    folded = _cwalk.walk_v2(_input_fd(data), 0, len(data))
     if not 0 <= folded["stop_position"] <= len(data):
         raise Disagreement(f"walk_v2 stopped at {folded['stop_position']}, outside the file")
     _refused_once("c_walk", lambda: _cwalk.walk_v2(0, 5, 4),
@@ -144,24 +157,21 @@ def c_index(data: memoryview) -> None:
 def c_offsets(data: memoryview) -> None:
     """_coffsets.fold_plain over the input as a __consumer_offsets .log: its stop is a position in
     the file, and folding in steps of max_bytes stores what one call stores."""
-    fd, size = os.open(_log(data), os.O_RDONLY), len(data)
-    try:
-        store: dict = {}
-        stop, _n = _coffsets.fold_plain(fd, 0, size, store, LABEL)
-        if not 0 <= stop <= size:
-            raise Disagreement(f"fold_plain stopped at {stop}, outside the file")
-        # at most ~32 steps: each call reads a window of up to 64 KiB from its start, so steps of a
-        # few bytes over a 100 KiB input cost more than all the rest (the atheris harness keeps them)
-        step = max(1 + (data[0] if size else 0) * 64, size // 32)
-        paced: dict = {}
-        pos = 0
-        while True:
-            pos2, _n = _coffsets.fold_plain(fd, pos, size, paced, LABEL, step)
-            if pos2 == pos or pos2 >= stop:
-                break
-            pos = pos2
-    finally:
-        os.close(fd)
+    fd, size = _input_fd(data), len(data)
+    store: dict = {}
+    stop, _n = _coffsets.fold_plain(fd, 0, size, store, LABEL)
+    if not 0 <= stop <= size:
+        raise Disagreement(f"fold_plain stopped at {stop}, outside the file")
+    # at most ~32 steps: each call reads a window of up to 64 KiB from its start, so steps of a
+    # few bytes over a 100 KiB input cost more than all the rest (the atheris harness keeps them)
+    step = max(1 + (data[0] if size else 0) * 64, size // 32)
+    paced: dict = {}
+    pos = 0
+    while True:
+        pos2, _n = _coffsets.fold_plain(fd, pos, size, paced, LABEL, step)
+        if pos2 == pos or pos2 >= stop:
+            break
+        pos = pos2
     _refused_once("c_offsets", lambda: _coffsets.fold_plain(0, 5, 4, {}, LABEL))
     if paced != store:
         raise Disagreement(f"fold_plain in steps of {step} bytes stored another replay than in one call")
