@@ -269,12 +269,12 @@ def _snappy(data, max_bytes: int, label, position) -> bytes:
     return b"".join(parts)
 
 
-# long function: the LZ4 frame format read field by field in its specified order (magic, FLG, BD,
-# content size, header checksum, blocks, end mark), each check next to its field
 def _lz4_frame(data, magic: int, max_bytes: int, label, position) -> bytes:
     return b"".join(bytes(block) for block in _lz4_blocks(data, magic, max_bytes, label, position))
 
 
+# long function: the LZ4 frame format read field by field in its specified order (magic, FLG, BD,
+# content size, header checksum, blocks, end mark), each check next to its field
 def _lz4_blocks(data, magic: int, max_bytes: int, label, position) -> Iterator:
     """Each block's output in turn (a view of one reused buffer: valid until the next block)."""
     data = bytes(data)
