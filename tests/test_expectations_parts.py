@@ -96,3 +96,23 @@ def test_an_arrow_table_gives_the_results_of_its_pandas_frame():
     assert json.dumps(from_arrow.results) == json.dumps(whole.results)
     assert json.dumps([f.to_dict() for f in from_arrow.findings]) == json.dumps([f.to_dict() for f in whole.findings])
     assert not from_arrow.success and from_arrow.element_count == 4
+
+
+def test_the_parts_leave_no_frame_behind():
+    """Each part's datasource is deleted and GX's cycles collected after it (its engine cached every
+    metric, each expectation's full-length condition series, for the life of the context, which GX's
+    project manager keeps): after the suite no pandas object of the table's length is alive, and
+    ``release`` ran once per part."""
+    import gc
+
+    import pandas as pd
+
+    rows = 4_321  # a length nothing else here has
+    table = pa.Table.from_pylist([_row(base_offset=i * 10, first_offset=i * 10, last_offset=i * 10 + 9)
+                                  for i in range(rows)], schema=SEGMENT_SCHEMA)
+    released = []
+    res = run_expectations(table, _ctx(), release=lambda: released.append(1))
+    assert res.success and res.element_count == rows
+    assert len(released) == len(_pandas_parts(table, list(enumerate(suite_spec(_ctx())))))
+    alive = [o for o in gc.get_objects() if isinstance(o, (pd.DataFrame, pd.Series)) and len(o) == rows]
+    assert not alive, [type(o).__name__ for o in alive]
