@@ -170,7 +170,7 @@ def run_expectations(segments_df, ctx, *, one_frame: bool = False, release=None)
     spec = list(enumerate(suite_spec(ctx)))
     arrow = _is_arrow_table(segments_df)
     if arrow or isinstance(segments_df, pd.DataFrame):
-        add_source = context.data_sources.add_pandas
+        source = context.data_sources.add_pandas(name=SOURCE_NAME)
         if one_frame:
             whole = segments_df.to_pandas() if arrow else segments_df
             parts = [(lambda: _hashable_lists(whole), spec)]
@@ -180,9 +180,9 @@ def run_expectations(segments_df, ctx, *, one_frame: bool = False, release=None)
         # persist=False: GX's default persists the whole segment table (every column) before the
         # first metric; at 10,000,000 rows that one job ran 5+ minutes and spilled the executors'
         # heaps, while each expectation reads a column or two (benchmarks/fleet_spark.py)
-        add_source = functools.partial(context.data_sources.add_spark, persist=False)
+        source = context.data_sources.add_spark(name=SOURCE_NAME, persist=False)
         parts = [(lambda: segments_df, spec)]
-    validated = _validate_parts(gx, context, add_source, parts, release)
+    validated = _validate_parts(gx, context, source, parts, release)
     ordered = sorted((r for outcome in validated for r in outcome.results),
                      key=lambda r: (r.expectation_config.meta or {}).get("kla_index", len(spec)))
     results = [_result_entry(r) for r in ordered]
@@ -277,16 +277,15 @@ def _columns_read(frame, columns, categorical: bool = False):
     return _hashable_lists(pd.DataFrame({c: values(c) for c in names if c in columns}, index=index))
 
 
-def _validate_parts(gx, context, add_source, parts, release=None) -> list:
+def _validate_parts(gx, context, source, parts, release=None) -> list:
     """Each part's expectations validated on its frame, made when its turn comes; the results, part
     by part. What a part leaves is freed before the next: the metrics the datasource's execution
     engine cached (:func:`_forget_metrics`), GX's reference cycles holding the frames (collected;
     ``gc.freeze`` first: the imports' ~1,000,000 objects are not scanned, 1 ms a collection instead
     of 120 ms), then ``release()``; the datasource is deleted at the end (the ephemeral context
-    lives on in GX's project manager). At 991,158 rows the suite's memory grew ~300 MiB over the
-    parts without this, kept to the end of the process (benchmarks/fleet.py)."""
+    lives on in GX's project manager). At 991,158 rows the suite's memory grew ~165 MiB over the
+    parts without this, kept to the end of the process (benchmarks/README.md)."""
     # one batch definition; each part is one batch of it (its dataframe a batch parameter)
-    source = add_source(name=SOURCE_NAME)
     asset = source.add_dataframe_asset(name="segments").add_batch_definition_whole_dataframe("whole_table")
     validated = []
     freeze = gc.get_freeze_count() == 0  # a caller's own freeze is left as it is
