@@ -14,7 +14,7 @@ import pkgutil
 
 from checks.base import Check
 
-FRAMEWORK_MODULES = {"base", "batch", "audit_config", "expectations"}
+FRAMEWORK_MODULES = {"base", "batch", "audit_config", "expectations", "gx_import"}
 
 
 def _discover() -> dict[str, type[Check]]:

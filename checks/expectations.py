@@ -7,9 +7,8 @@ within their values. It runs as one GX validation on the Spark DataFrame, or, fo
 run on the driver, on a pandas DataFrame through GX's pandas datasource (the same suite; the
 results and findings are equal on the same rows: tests/test_local_engine.py). An ephemeral GX
 context: nothing is written to disk, no usage statistics or network calls (GX 1.24 has none), no
-progress bars. GX is imported by :func:`import_gx` without the modules this suite never uses
-(about half of GX's import cost: the demo's whole audit spent more CPU importing GX than doing
-anything else). Every failed expectation becomes a finding beside the
+progress bars. GX is imported without the modules this suite never uses (``checks.gx_import``:
+about half of GX's import cost). Every failed expectation becomes a finding beside the
 rule checks, with GX's own counts and samples; when all pass, one PASS finding says so.
 
 Why the size bound uses the largest configured ``segment.bytes``: a column expectation applies
@@ -25,15 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
-import importlib.machinery
-import sys
-import types
+import gc
 from dataclasses import dataclass, field
 from typing import Any
 
 from auditor.schema import DEPTHS, SEGMENT_FIELDS, SEGMENT_KEY
 from checks.base import Finding, Severity, capped
+from checks.gx_import import import_gx
 
 CODE = "KLA090"
 CHECK = "expectations.segment_table"
@@ -145,61 +142,12 @@ def suite_spec(ctx) -> list[tuple[str, dict, str, Severity]]:
     return spec
 
 
-DEFERRED_MODULES = ("scipy.stats", "altair")
-"""Modules GX imports for expectations this suite never uses (KL divergence and KS tests: their
-statistics and charts), used by GX only inside functions: a stand-in until first use (~1 s CPU)."""
-HIDDEN_MODULES = ("sqlalchemy", "pyspark.ml")
-"""Hidden while GX is first imported, so GX sets itself up as without them (each import is in a
-``try`` GX expects to fail): its optional SQL support (an extra of GX; Airflow pulls sqlalchemy into
-the test venv; ~1 s CPU) and Spark ML's ``Bucketizer`` (histogram metrics on Spark, which this suite
-does not use; pyspark.ml pulls in scipy.sparse: ~0.2 s CPU). Spark DataFrames validate as before."""
-
-
-class _Deferred(types.ModuleType):
-    """Stands in ``sys.modules`` for a module until one of its attributes is read; then the real
-    module is imported and answers (``importlib.util.LazyLoader`` does not do here: the import
-    statement reads ``__spec__``, which loads a lazy module at once)."""
-
-    def __init__(self, name: str):
-        super().__init__(name)
-        self.__spec__ = importlib.machinery.ModuleSpec(name, None)
-
-    def __getattr__(self, attr: str):
-        real = self.__dict__.get("_kla_real")
-        if real is None:
-            if sys.modules.get(self.__name__) is self:
-                del sys.modules[self.__name__]
-            real = importlib.import_module(self.__name__)
-            self.__dict__["_kla_real"] = real
-        return getattr(real, attr)
-
-
-@functools.cache
-def import_gx() -> types.ModuleType:
-    """``great_expectations``, imported once at the cost of what the suite needs: the modules of
-    ``DEFERRED_MODULES`` left to load on first use, those of ``HIDDEN_MODULES`` hidden during the
-    import (each only when nothing imported it yet). When GX is already imported, it is as it is."""
-    if "great_expectations" in sys.modules:
-        return importlib.import_module("great_expectations")
-    for name in DEFERRED_MODULES:
-        sys.modules.setdefault(name, _Deferred(name))
-    hidden = [name for name in HIDDEN_MODULES if name not in sys.modules]
-    for name in hidden:
-        sys.modules[name] = None  # an import of it raises ImportError, which GX expects of its extras
-    try:
-        import great_expectations as gx
-    finally:
-        for name in hidden:
-            if sys.modules.get(name, 0) is None:
-                del sys.modules[name]
-    return gx
-
-
+SOURCE_NAME = "kafka_log_auditor"  # the suite's GX datasource
 NAMES_ONLY = ("ExpectTableColumnsToMatchOrderedList",)
 """Expectations that read the table's column names and nothing else."""
 
 
-def run_expectations(segments_df, ctx, *, one_frame: bool = False) -> ExpectationsResult:
+def run_expectations(segments_df, ctx, *, one_frame: bool = False, release=None) -> ExpectationsResult:
     """GX validation of the segment table (a Spark DataFrame, or a pandas one or a pyarrow Table:
     GX's pandas datasource); failed expectations become findings. The suite is built whole and validated on
     the batch (``Batch.validate``): nothing is stored, no validation definition or checkpoint.
@@ -210,7 +158,8 @@ def run_expectations(segments_df, ctx, *, one_frame: bool = False) -> Expectatio
     columns together, :func:`_pandas_parts`), and those reading the column names only
     (:data:`NAMES_ONLY`) on the frame's empty head (every column, in order). The same expectations,
     results and findings, in the suite's order, as one validation of the whole frame
-    (``one_frame=True``: the reference, tests/test_expectations_parts.py)."""
+    (``one_frame=True``: the reference, tests/test_expectations_parts.py). ``release``: called after
+    each part (the driver engine hands its ``release_memory``)."""
     gx = import_gx()
     import pandas as pd
 
@@ -221,7 +170,7 @@ def run_expectations(segments_df, ctx, *, one_frame: bool = False) -> Expectatio
     spec = list(enumerate(suite_spec(ctx)))
     arrow = _is_arrow_table(segments_df)
     if arrow or isinstance(segments_df, pd.DataFrame):
-        source = context.data_sources.add_pandas(name="kafka_log_auditor")
+        source = context.data_sources.add_pandas(name=SOURCE_NAME)
         if one_frame:
             whole = segments_df.to_pandas() if arrow else segments_df
             parts = [(lambda: _hashable_lists(whole), spec)]
@@ -231,11 +180,9 @@ def run_expectations(segments_df, ctx, *, one_frame: bool = False) -> Expectatio
         # persist=False: GX's default persists the whole segment table (every column) before the
         # first metric; at 10,000,000 rows that one job ran 5+ minutes and spilled the executors'
         # heaps, while each expectation reads a column or two (benchmarks/fleet_spark.py)
-        source = context.data_sources.add_spark(name="kafka_log_auditor", persist=False)
+        source = context.data_sources.add_spark(name=SOURCE_NAME, persist=False)
         parts = [(lambda: segments_df, spec)]
-    # one batch definition; each part is one batch of it (its dataframe a batch parameter)
-    asset = source.add_dataframe_asset(name="segments").add_batch_definition_whole_dataframe("whole_table")
-    validated = _validate_parts(gx, asset, parts)
+    validated = _validate_parts(gx, context, source, parts, release)
     ordered = sorted((r for outcome in validated for r in outcome.results),
                      key=lambda r: (r.expectation_config.meta or {}).get("kla_index", len(spec)))
     results = [_result_entry(r) for r in ordered]
@@ -330,25 +277,59 @@ def _columns_read(frame, columns, categorical: bool = False):
     return _hashable_lists(pd.DataFrame({c: values(c) for c in names if c in columns}, index=index))
 
 
-def _validate_parts(gx, asset, parts) -> list:
-    """Each part's expectations validated on its frame, made when its turn comes and dropped after;
-    the validation results, part by part."""
+def _validate_parts(gx, context, source, parts, release=None) -> list:
+    """Each part's expectations validated on its frame, made when its turn comes; the results, part
+    by part. What a part leaves is freed before the next: the metrics the datasource's execution
+    engine cached (:func:`_forget_metrics`), GX's reference cycles holding the frames (collected;
+    ``gc.freeze`` first: the imports' ~1,000,000 objects are not scanned, 1 ms a collection instead
+    of 120 ms), then ``release()``; the datasource is deleted at the end (the ephemeral context
+    lives on in GX's project manager). At 991,158 rows the suite's memory grew ~165 MiB over the
+    parts without this, kept to the end of the process (benchmarks/README.md)."""
+    # one batch definition; each part is one batch of it (its dataframe a batch parameter)
+    asset = source.add_dataframe_asset(name="segments").add_batch_definition_whole_dataframe("whole_table")
     validated = []
-    with _no_batch_fingerprint():
-        for make_frame, expectations in parts:
-            # GX reorders results; meta carries our position and severity through the run.
-            suite = gx.ExpectationSuite(name="segment_table", expectations=[
-                getattr(gx.expectations, class_name)(**kwargs, description=description, catch_exceptions=True,
-                                                     meta={"kla_index": index, "kla_severity": severity.name})
-                for index, (class_name, kwargs, description, severity) in expectations])
-            frame = make_frame()
-            batch = asset.get_batch(batch_parameters={"dataframe": frame})
-            outcome = batch.validate(suite, result_format={"result_format": "SUMMARY",
-                                                           "partial_unexpected_count": SAMPLES})
-            _null_strings_as_none(outcome, _categorical_columns(frame))
-            validated.append(outcome)
-            del frame, batch
+    freeze = gc.get_freeze_count() == 0  # a caller's own freeze is left as it is
+    if freeze:
+        gc.freeze()
+    try:
+        with _no_batch_fingerprint():
+            for make_frame, expectations in parts:
+                validated.append(_validate_part(gx, asset, make_frame, expectations))
+                _forget_metrics(source)
+                gc.collect()
+                if release is not None:
+                    release()
+    finally:
+        del asset, source
+        context.data_sources.delete(SOURCE_NAME)
+        gc.collect()  # the last part's frame, which the deleted datasource's engine held
+        if freeze:
+            gc.unfreeze()
     return validated
+
+
+def _forget_metrics(source) -> None:
+    """The metrics the datasource's execution engine cached dropped: it keeps every metric it
+    computed (each expectation's full-length condition series) for its life, and no later part reads
+    them (a part's metrics are of its own columns). A datasource per part would drop them too, at
+    ~0.3 s of CPU (GX saves its project config four times a part)."""
+    cache = getattr(source.get_execution_engine(), "_metric_cache", None)
+    if isinstance(cache, dict):
+        cache.clear()
+
+
+def _validate_part(gx, asset, make_frame, expectations):
+    """One part's expectations as one suite, validated on its frame (one batch of ``asset``)."""
+    # GX reorders results; meta carries our position and severity through the run.
+    suite = gx.ExpectationSuite(name="segment_table", expectations=[
+        getattr(gx.expectations, class_name)(**kwargs, description=description, catch_exceptions=True,
+                                             meta={"kla_index": index, "kla_severity": severity.name})
+        for index, (class_name, kwargs, description, severity) in expectations])
+    frame = make_frame()
+    batch = asset.get_batch(batch_parameters={"dataframe": frame})
+    outcome = batch.validate(suite, result_format={"result_format": "SUMMARY", "partial_unexpected_count": SAMPLES})
+    _null_strings_as_none(outcome, _categorical_columns(frame))
+    return outcome
 
 
 def _categorical_columns(frame) -> set:

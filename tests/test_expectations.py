@@ -124,7 +124,8 @@ res = run_expectations(to_table([row, dict(row, base_offset=10, first_offset=10,
                        .to_pandas(), AuditContext(as_of_ms=int(time.time() * 1000), config=Config.load(None)))
 out = {"failed": sorted(r["expectation"] + ":" + ",".join(r["columns"] or [r["column"]])
                         for r in res.results if not r["success"]),
-       "loaded": {m: type(sys.modules.get(m)).__name__ for m in ("scipy.stats", "altair", "sqlalchemy", "pyspark.ml")}}
+       "loaded": {m: type(sys.modules.get(m)).__name__ for m in ("scipy.stats", "altair", "sqlalchemy", "pyspark.ml",
+                                                              "pyspark.sql.connect")}}
 from scipy.stats import entropy                      # the stand-ins give the real modules on first use
 import altair, sqlalchemy, pyspark.ml.feature
 out["after"] = [round(float(entropy([1, 2], [2, 1])), 6), altair.Chart.__name__, sqlalchemy.__name__,
@@ -137,7 +138,7 @@ print(json.dumps(out))
 def test_gx_is_imported_without_what_the_suite_does_not_use():
     """In a fresh process, as the CLI runs it: the pandas validation works and finds the planted
     fault, GX's import left scipy.stats and altair as stand-ins (not loaded) and did not import
-    sqlalchemy or pyspark.ml; afterwards each is the real module for whoever uses it."""
+    sqlalchemy, pyspark.ml or Spark Connect; afterwards each is the real module for whoever uses it."""
     import subprocess
     import sys
     from pathlib import Path
@@ -150,5 +151,5 @@ def test_gx_is_imported_without_what_the_suite_does_not_use():
     assert out["failed"] == ["expect_column_pair_values_a_to_be_greater_than_b:last_offset,base_offset",
                              "expect_column_pair_values_a_to_be_greater_than_b:last_offset,first_offset"], out
     assert out["loaded"] == {"scipy.stats": "_Deferred", "altair": "_Deferred", "sqlalchemy": "NoneType",
-                             "pyspark.ml": "NoneType"}, out
+                             "pyspark.ml": "NoneType", "pyspark.sql.connect": "NoneType"}, out
     assert out["after"] == [0.231049, "Chart", "sqlalchemy", "Bucketizer", "module", "module"], out
