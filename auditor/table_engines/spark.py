@@ -100,19 +100,20 @@ def _size_shuffles(spark, conf: dict | None) -> None:
 
 def _collect_aggregates(partition_stats) -> tuple[ArrowRows, dict]:
     """The per-partition-dir statistics on the driver (one row per partition dir, never a segment
-    row), once, as Arrow: rows for the report (:class:`ArrowRows`, made as they are read), and the
-    four aggregate tables as the pandas frames the cluster checks read. The topic, broker and
-    log-dir rollups are made here from those rows (``auditor.local_engine.rollup_rows``, the driver
-    engine's own): on Spark they were a dozen more jobs of a few hundred rows each.
+    row), once, as Arrow: rows for the report (:class:`ArrowRows`, a dict made per row as it is
+    read, none kept), and the four aggregate tables as the pandas frames the cluster checks read:
+    ``partition_stats`` with only the columns they read (``CLUSTER_STATS_COLUMNS``), the topic,
+    broker and log-dir rollups made here on Arrow columns (``auditor.local_engine.rollup_tables``,
+    the driver engine's own; on Spark they were a dozen more jobs of a few hundred rows each).
     tests/test_local_engine.py holds the two engines' aggregates equal."""
-    from auditor.local_engine import ROLLUP_COLUMNS, ArrowRows, frames, rollup_rows
+    from auditor.check_runner import CLUSTER_STATS_COLUMNS
+    from auditor.local_engine import ArrowRows, rollup_tables
 
     table = partition_stats.toArrow()
-    rollups = rollup_rows(table.select(list(ROLLUP_COLUMNS)).to_pylist())
-    out = frames(rollups | {"partition_stats": []})
-    del rollups
     # the per-dir frame as DataFrame.toPandas hands it (its Arrow options), not through the rows
-    out["partition_stats"] = table.to_pandas(date_as_object=True, coerce_temporal_nanoseconds=True)
+    out = {"partition_stats": table.select(list(CLUSTER_STATS_COLUMNS)).to_pandas(
+        date_as_object=True, coerce_temporal_nanoseconds=True)}
+    out.update((name, rollup.to_pandas()) for name, rollup in rollup_tables(table).items())
     return ArrowRows(table), out
 
 
