@@ -91,6 +91,12 @@ def topic_config_rows(outcome) -> list[dict]:
 
 
 def _totals(stats, log_dirs: list[dict], groups) -> dict:
+    table = getattr(stats, "table", None)  # columnar rows (ArrowRows): counted on the columns
+    if table is not None:
+        counts = _arrow_totals(table)
+        return {"brokers": counts["brokers"], "log_dirs": len(log_dirs),
+                **{k: counts[k] for k in ("topics", "partitions", "partition_dirs", "segments", "size_bytes")},
+                "consumer_groups": len(groups.live) if groups is not None else 0}
     broker, kind, topic, partition = (_column(stats, c) for c in ("broker_id", "dir_kind", "topic", "partition"))
     live = [i for i, k in enumerate(kind) if k == "live"]
     return {
@@ -103,6 +109,23 @@ def _totals(stats, log_dirs: list[dict], groups) -> dict:
         "size_bytes": int(sum(v or 0 for v in _column(stats, "size_bytes"))),
         "consumer_groups": len(groups.live) if groups is not None else 0,
     }
+
+
+def _arrow_totals(table) -> dict:
+    """:func:`_totals`' counts of the per-dir statistics on Arrow columns (no Python value per
+    partition dir: 500,000 dirs' four columns were ~80 MiB of lists): the same sets, a null a value
+    of its own as in a Python set."""
+    import pyarrow.compute as pc
+
+    live = table.filter(pc.equal(table["dir_kind"], "live"))
+
+    def total(name: str) -> int:
+        return int(pc.sum(table[name]).as_py() or 0)
+
+    return {"brokers": pc.count_distinct(table["broker_id"], mode="only_valid").as_py(),
+            "topics": pc.count_distinct(live["topic"], mode="all").as_py(),
+            "partitions": live.group_by(["topic", "partition"], use_threads=False).aggregate([]).num_rows,
+            "partition_dirs": table.num_rows, "segments": total("segment_count"), "size_bytes": total("size_bytes")}
 
 
 def _column(stats, name: str) -> list:

@@ -68,3 +68,15 @@ def test_rollups_schema_types():
     tables = rollup_tables(_per_dir(7, 50, 0.1))
     for name, table in tables.items():
         assert table.schema.equals(AGGREGATE_SCHEMAS[name]), name
+
+
+@pytest.mark.parametrize("seed,rows,null_share", [(11, 0, 0.0), (12, 300, 0.0), (13, 1000, 0.3)])
+def test_document_totals_on_arrow_equal_the_python_sets(seed, rows, null_share):
+    """``reports.document._totals`` counts columnar rows (ArrowRows) on Arrow: the same numbers, in
+    the same key order, as from the rows one by one (a null topic, partition or broker a value)."""
+    from auditor.local_engine import ArrowRows
+    from reports.document import _totals
+
+    table = _per_dir(seed, rows, null_share)
+    columnar, plain = _totals(ArrowRows(table), [{}], None), _totals(table.to_pylist(), [{}], None)
+    assert list(columnar.items()) == list(plain.items())

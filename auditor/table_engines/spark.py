@@ -34,6 +34,7 @@ class SparkEngine(TableEngine):
         from auditor.check_runner import run_spark
         from auditor.keys.audit_keys import scan_keys_spark
         from auditor.engine import aggregates, build_spark, write_parquet
+        from auditor.table_engines.local import release_memory
         from checks.expectations import run_expectations
 
         tmp = None
@@ -66,7 +67,8 @@ class SparkEngine(TableEngine):
             # one per executor core
             buckets = max(slices, spark.sparkContext.defaultParallelism)
             findings = run_spark(segments, partitions, frames, ctx, buckets=buckets)
-            del frames
+            del frames  # the cluster checks' frames (a row per partition dir), back to the OS before GX
+            release_memory()
             progress("validating the segment table (Great Expectations)")
             gx = run_expectations(segments, ctx)
             findings = sorted(findings + gx.findings, key=Finding.sort_key)
