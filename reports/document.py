@@ -74,7 +74,7 @@ def topic_config_rows(outcome) -> list[dict]:
     the config file repeats it."""
     sources = outcome.topic_config_sources or {}
     values = outcome.topic_configs or {}
-    topics = sorted({t for t in _column(outcome.tables.stats, "topic") if t is not None} | set(values))
+    topics = sorted({t for t in _distinct(outcome.tables.stats, "topic") if t is not None} | set(values))
     rows = []
     for topic in topics:
         for key in WANTED:
@@ -117,7 +117,7 @@ def _arrow_totals(table) -> dict:
     of its own as in a Python set."""
     import pyarrow.compute as pc
 
-    live = table.filter(pc.equal(table["dir_kind"], "live"))
+    live = table.select(["topic", "partition"]).filter(pc.equal(table["dir_kind"], "live"))  # of two columns, not all
 
     def total(name: str) -> int:
         return int(pc.sum(table[name]).as_py() or 0)
@@ -133,6 +133,16 @@ def _column(stats, name: str) -> list:
     the rows are columnar (``ArrowRows.column``), not as a dict per row."""
     column = getattr(stats, "column", None)
     return column(name) if column is not None else [s.get(name) for s in stats]
+
+
+def _distinct(stats, name: str) -> set:
+    """The distinct values of one statistic (on the Arrow column when the rows are columnar)."""
+    table = getattr(stats, "table", None)
+    if table is not None and name in table.column_names:
+        import pyarrow.compute as pc
+
+        return set(pc.unique(table[name]).to_pylist())
+    return set(_column(stats, name))
 
 
 def _stats_rows(stats):

@@ -80,3 +80,12 @@ def test_document_totals_on_arrow_equal_the_python_sets(seed, rows, null_share):
     table = _per_dir(seed, rows, null_share)
     columnar, plain = _totals(ArrowRows(table), [{}], None), _totals(table.to_pylist(), [{}], None)
     assert list(columnar.items()) == list(plain.items())
+
+
+def test_distinct_topics_on_arrow_equal_the_python_set():
+    from auditor.local_engine import ArrowRows
+    from reports.document import _distinct
+
+    table = _per_dir(21, 500, 0.2)
+    assert _distinct(ArrowRows(table), "topic") == {r["topic"] for r in table.to_pylist()}
+    assert _distinct(table.to_pylist(), "topic") == {r["topic"] for r in table.to_pylist()}
