@@ -38,17 +38,15 @@ sys.path.insert(0, str(REPO / "tests"))
 from _procmem import descendants  # noqa: E402
 from fleet import CACHE, _cpu_s, run_audit, synthesize, synthesize_chunked  # noqa: E402
 
+from auditor.engine.session import CLUSTER_DRIVER_JAVA_OPTIONS  # noqa: E402
+
 #: What each worker's executor may take (the worker offers ``WORKER_MEMORY``), and the driver's heap.
 WORKER_MEMORY = "2g"
 EXECUTOR_MEMORY = "1536m"
 DRIVER_MEMORY = "512m"  # Spark refuses less than 450 MiB of driver heap
-#: The driver JVM's own footprint (measured at 1M rows, benchmarks/README.md): serial GC (G1's remembered
-#: sets cost native memory); a heap that starts at 64 MiB with a 32 MiB young generation (by default it
-#: starts at 1/64 of the machine's RAM, 378 MiB here, and its eden is all touched: the largest share of
-#: the JVM's RSS); the client compiler only (C2's code and arenas, half the JVM's CPU); a smaller code
-#: cache; metaspace bounded (a cap, not a saving).
-DRIVER_JAVA_OPTIONS = ("-XX:+UseSerialGC -Xms64m -Xmn32m -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m "
-                       "-XX:MaxMetaspaceSize=256m")
+#: The driver JVM's own footprint: the product's defaults for a cluster's driver (serial GC, a heap
+#: that starts small with a small young generation, the client compiler only; measured in benchmarks/README.md).
+DRIVER_JAVA_OPTIONS = CLUSTER_DRIVER_JAVA_OPTIONS
 
 
 class ClusterCpu:
