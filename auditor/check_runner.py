@@ -135,12 +135,32 @@ def replay_search(data: CheckInput, ctx: AuditContext, checks: Sequence[type[Che
                                    search_files=opts["read_files"])
 
 
+#: The partition-row columns the cluster-scope checks read (one row per partition dir: the Spark
+#: driver collects only these, not the whole partition table; tests/test_cluster_columns.py runs
+#: every cluster check's cases on these against the whole rows).
+CLUSTER_PARTITION_COLUMNS = ("broker_id", "log_dir", "topic", "partition", "dir_kind", "topic_id", "size_bytes")
+#: The ``partition_stats`` columns the cluster-scope checks read.
+CLUSTER_STATS_COLUMNS = ("broker_id", "log_dir", "topic", "partition", "dir_kind", "size_bytes", "message_count")
+
+
 def run_cluster_checks(stats: Mapping[str, pd.DataFrame], partitions: pd.DataFrame, ctx: AuditContext,
                        names: Sequence[str] | None = None) -> list[Finding]:
-    data = CheckInput(partitions=partitions, partition_stats=stats.get("partition_stats"),
+    """Cluster-scope checks once, on the partition rows and the aggregate tables, each check handed
+    only the columns :data:`CLUSTER_PARTITION_COLUMNS` / :data:`CLUSTER_STATS_COLUMNS` (on both
+    engines, so a check reading another column fails its cases on the driver too)."""
+    data = CheckInput(partitions=_only(partitions, CLUSTER_PARTITION_COLUMNS),
+                      partition_stats=_only(stats.get("partition_stats"), CLUSTER_STATS_COLUMNS),
                       topic_stats=stats.get("topic_stats"), broker_stats=stats.get("broker_stats"),
                       log_dir_stats=stats.get("log_dir_stats"))
     return _run_checks(_checks("cluster", names), data, ctx)
+
+
+def _only(frame, columns: Sequence[str]):
+    """The frame's ``columns`` (those it has: a case may give a partial table), or the frame itself
+    when it already has no other column (what the Spark engine collects)."""
+    if frame is None or list(frame.columns) == list(columns):
+        return frame
+    return frame[[c for c in columns if c in frame.columns]]
 
 
 def _run_checks(checks: Sequence[type[Check]], data: CheckInput, ctx: AuditContext) -> list[Finding]:
@@ -276,9 +296,11 @@ def run_spark(segments_df, partitions_df, stats_dfs: Mapping[str, object], ctx: 
     ``stats_dfs``: the aggregates as Spark DataFrames, or already collected (pandas)."""
     rows = spark_partition_findings(segments_df, partitions_df, ctx, names, buckets).collect()
     findings = [Finding.from_row(r.asDict()) for r in rows]
-    stats = {k: v if _is_pandas(v) else v.toPandas() for k, v in stats_dfs.items()}
-    # Cluster checks need partition-dir rows without the heavy columns; one row per partition dir.
-    parts = partitions_df.toPandas()
+    del rows
+    stats = {k: v if _is_pandas(v) else (v.select(*CLUSTER_STATS_COLUMNS) if k == "partition_stats" else v).toPandas()
+             for k, v in stats_dfs.items()}
+    # one row per partition dir (500,000 at 10,000,000 segments): only the columns the checks read
+    parts = partitions_df.select(*CLUSTER_PARTITION_COLUMNS).toPandas()
     findings.extend(run_cluster_checks(stats, parts, ctx, names))
     return with_pass_summaries(findings, names)
 

@@ -275,6 +275,7 @@ def run_audit(code: Path, manifests: Path, out: Path, engine: str = "local", ext
         timer = threading.Timer(timeout_s, lambda: os.killpg(proc.pid, signal.SIGTERM))
         timer.start()
     tree = {"python_mib": 0.0, "jvm_mib": 0.0, "sum_mib": 0.0, "child_cpu": {}}
+    stage_peak = {"python_mib": 0.0, "jvm_mib": 0.0}  # sampled during the current stage; reset at each progress line
     done = threading.Event()
 
     def sample() -> None:  # the JVM's RSS and CPU while it lives (it is gone by wait4)
@@ -285,17 +286,22 @@ def run_audit(code: Path, manifests: Path, out: Path, engine: str = "local", ext
                 jvm += _rss_mib(pid)
                 tree["child_cpu"][pid] = max(tree["child_cpu"].get(pid, 0.0), _cpu_s(pid))
             tree["python_mib"], tree["jvm_mib"] = max(tree["python_mib"], py), max(tree["jvm_mib"], jvm)
+            stage_peak["python_mib"] = max(stage_peak["python_mib"], py)
+            stage_peak["jvm_mib"] = max(stage_peak["jvm_mib"], jvm)
             tree["sum_mib"] = max(tree["sum_mib"], py + jvm)
             done.wait(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     stages, last, last_cpu, name = [], start, 0.0, "start"
+    stage_peaks = []  # per stage (aligned with ``stages``): sampled peak RSS of the Python driver and of the JVM, MiB
     log = (out / "stderr.log").open("w")
     for line in proc.stderr:
         log.write(line)
         now, cpu, hwm = time.monotonic(), _cpu_s(proc.pid), _hwm_mib(proc.pid)
         stages.append((name, now - last, cpu - last_cpu, hwm))
+        stage_peaks.append((max(stage_peak["python_mib"], _rss_mib(proc.pid)), stage_peak["jvm_mib"]))
+        stage_peak["python_mib"] = stage_peak["jvm_mib"] = 0.0
         last, last_cpu, name = now, cpu, line.strip()[:70]
     _, status, usage = os.wait4(proc.pid, 0)
     end = time.monotonic()
@@ -308,11 +314,12 @@ def run_audit(code: Path, manifests: Path, out: Path, engine: str = "local", ext
     done.set()
     sampler.join()
     stages.append((name, end - last, usage.ru_utime + usage.ru_stime - last_cpu, usage.ru_maxrss / 1024))
+    stage_peaks.append((stage_peak["python_mib"], stage_peak["jvm_mib"]))
     doc = json.loads((out / "findings.json").read_text()) if (out / "findings.json").exists() else {}
     findings = doc.get("findings", [])
     digest = hashlib.sha256(json.dumps(findings, sort_keys=True).encode()).hexdigest()[:16]
     return {"wall_s": end - start, "cpu_s": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024,
-            "status": os.waitstatus_to_exitcode(status), "stages": stages, "tree": tree,
+            "status": os.waitstatus_to_exitcode(status), "stages": stages, "stage_peaks": stage_peaks, "tree": tree,
             "children_cpu_s": sum(tree["child_cpu"].values()), "findings_list": findings,
             "findings": sum(1 for f in findings if f.get("severity") != "PASS"), "findings_sha256": digest,
             "json_mib": (out / "findings.json").stat().st_size / 2**20 if (out / "findings.json").exists() else None,

@@ -38,12 +38,15 @@ sys.path.insert(0, str(REPO / "tests"))
 from _procmem import descendants  # noqa: E402
 from fleet import CACHE, _cpu_s, run_audit, synthesize, synthesize_chunked  # noqa: E402
 
+from auditor.engine.session import CLUSTER_DRIVER_JAVA_OPTIONS  # noqa: E402
+
 #: What each worker's executor may take (the worker offers ``WORKER_MEMORY``), and the driver's heap.
 WORKER_MEMORY = "2g"
 EXECUTOR_MEMORY = "1536m"
 DRIVER_MEMORY = "512m"  # Spark refuses less than 450 MiB of driver heap
-#: The driver JVM's own footprint: serial GC (G1's remembered sets cost native memory), a smaller code cache.
-DRIVER_JAVA_OPTIONS = "-XX:+UseSerialGC -XX:ReservedCodeCacheSize=64m"
+#: The driver JVM's own footprint: the product's defaults for a cluster's driver (serial GC, a heap
+#: that starts small with a small young generation, the client compiler only; measured in benchmarks/README.md).
+DRIVER_JAVA_OPTIONS = CLUSTER_DRIVER_JAVA_OPTIONS
 
 
 class ClusterCpu:
@@ -140,10 +143,13 @@ def print_run(label: str, r: dict, shape: dict, cluster_cpu: float | None = None
     print(f"    peak RSS: python driver {max(r['rss_mib'], t['python_mib']):.0f} MiB (VmHWM {r['rss_mib']:.0f}), "
           f"driver JVM {t['jvm_mib']:.0f} MiB, both at once {t['sum_mib']:.0f} MiB "
           f"({t['sum_mib'] * 1024 / shape['segment_rows']:.3f} KiB per segment row)")
-    for name, wall, cpu, hwm in r["stages"]:
+    print("      per stage: wall, python cpu, python VmHWM at its end, sampled peak RSS in it of the python driver "
+          "and of the driver JVM")
+    for (name, wall, cpu, hwm), (py, jvm) in zip(r["stages"], r["stage_peaks"]):
         if wall < 0.05 and cpu < 0.05:  # the keys' note lines, Spark's start-up log lines
             continue
-        print(f"      wall {wall:7.1f} s  python cpu {cpu:6.1f} s  python peak rss {hwm:6.0f} MiB  {name}")
+        print(f"      wall {wall:7.1f} s  python cpu {cpu:6.1f} s  VmHWM {hwm:6.0f} MiB  python {py:6.0f} MiB  "
+              f"JVM {jvm:6.0f} MiB  {name}")
 
 
 def main() -> None:

@@ -74,7 +74,7 @@ def topic_config_rows(outcome) -> list[dict]:
     the config file repeats it."""
     sources = outcome.topic_config_sources or {}
     values = outcome.topic_configs or {}
-    topics = sorted({t for t in _column(outcome.tables.stats, "topic") if t is not None} | set(values))
+    topics = sorted({t for t in _distinct(outcome.tables.stats, "topic") if t is not None} | set(values))
     rows = []
     for topic in topics:
         for key in WANTED:
@@ -91,6 +91,12 @@ def topic_config_rows(outcome) -> list[dict]:
 
 
 def _totals(stats, log_dirs: list[dict], groups) -> dict:
+    table = getattr(stats, "table", None)  # columnar rows (ArrowRows): counted on the columns
+    if table is not None:
+        counts = _arrow_totals(table)
+        return {"brokers": counts["brokers"], "log_dirs": len(log_dirs),
+                **{k: counts[k] for k in ("topics", "partitions", "partition_dirs", "segments", "size_bytes")},
+                "consumer_groups": len(groups.live) if groups is not None else 0}
     broker, kind, topic, partition = (_column(stats, c) for c in ("broker_id", "dir_kind", "topic", "partition"))
     live = [i for i, k in enumerate(kind) if k == "live"]
     return {
@@ -105,11 +111,38 @@ def _totals(stats, log_dirs: list[dict], groups) -> dict:
     }
 
 
+def _arrow_totals(table) -> dict:
+    """:func:`_totals`' counts of the per-dir statistics on Arrow columns (no Python value per
+    partition dir: 500,000 dirs' four columns were ~80 MiB of lists): the same sets, a null a value
+    of its own as in a Python set."""
+    import pyarrow.compute as pc
+
+    live = table.select(["topic", "partition"]).filter(pc.equal(table["dir_kind"], "live"))  # of two columns, not all
+
+    def total(name: str) -> int:
+        return int(pc.sum(table[name]).as_py() or 0)
+
+    return {"brokers": pc.count_distinct(table["broker_id"], mode="only_valid").as_py(),
+            "topics": pc.count_distinct(live["topic"], mode="all").as_py(),
+            "partitions": live.group_by(["topic", "partition"], use_threads=False).aggregate([]).num_rows,
+            "partition_dirs": table.num_rows, "segments": total("segment_count"), "size_bytes": total("size_bytes")}
+
+
 def _column(stats, name: str) -> list:
     """One statistic of every partition dir (None where a row lacks it): read as one column when
     the rows are columnar (``ArrowRows.column``), not as a dict per row."""
     column = getattr(stats, "column", None)
     return column(name) if column is not None else [s.get(name) for s in stats]
+
+
+def _distinct(stats, name: str) -> set:
+    """The distinct values of one statistic (on the Arrow column when the rows are columnar)."""
+    table = getattr(stats, "table", None)
+    if table is not None and name in table.column_names:
+        import pyarrow.compute as pc
+
+        return set(pc.unique(table[name]).to_pylist())
+    return set(_column(stats, name))
 
 
 def _stats_rows(stats):

@@ -164,12 +164,14 @@ def build_charts(doc: dict) -> list[tuple[str, str]]:
     out = []
     skewed = sorted({f["topic"] for f in doc["findings"] if f["check"] == "skew.partition_size" and f["severity"] != "PASS"})
     charted = {topic: [] for topic in skewed[:MAX_SKEW_CHARTS]}
-    disk = []  # what the disk chart reads of every partition dir
+    disk: dict = {}  # what the disk chart reads: bytes per (broker, log dir), summed as read (not a row per dir)
     # one pass over the statistics (at fleet scale read lazily from Arrow, a dict per row made as read)
     for row in stats:
         if row.get("topic") in charted:
             charted[row["topic"]].append(row)
-        disk.append({"broker_id": row.get("broker_id"), "log_dir": row.get("log_dir"), "size_bytes": row.get("size_bytes")})
+        where = (row.get("broker_id"), row.get("log_dir"))
+        disk[where] = disk.get(where, 0) + int(row.get("size_bytes") or 0)
+    disk = [{"broker_id": b, "log_dir": d, "size_bytes": size} for (b, d), size in disk.items()]
     for topic, rows in charted.items():
         chart = charts.partition_bytes(topic, rows)
         if chart:

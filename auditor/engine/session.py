@@ -13,7 +13,6 @@ import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
-import auditor
 
 BATCH_ROWS = 2048
 """Rows per Arrow RecordBatch (scan tasks yield at most this many; Arrow transfers use it too)."""
@@ -36,6 +35,17 @@ COMMON_DEFAULTS = {
     "spark.sql.parquet.compression.codec": "zstd",
     "spark.sql.debug.maxToStringFields": "200",  # the segment schema is wide; no truncation warning
 }
+#: The driver JVM on a cluster (client mode) holds the per-partition-dir statistics and the findings,
+#: never a segment row: a small footprint (benchmarks/README.md, fleet_spark.py, measured at 1M rows):
+#: serial GC (G1's remembered sets cost native memory); a heap that starts at 64 MiB with a 32 MiB young
+#: generation (by default it starts at 1/64 of the machine's RAM and its eden is all touched: the
+#: largest share of the JVM's RSS; the maximum heap, spark.driver.memory, is unchanged); the client
+#: compiler only (C2's code cache and arenas; the driver runs no hot loop); a 64 MiB code cache; metaspace
+#: bounded. ``--conf spark.driver.extraJavaOptions=...`` replaces them. Local mode keeps the JVM's
+#: defaults: its JVM runs the executors' tasks too.
+CLUSTER_DRIVER_JAVA_OPTIONS = ("-XX:+UseSerialGC -Xms64m -Xmn32m -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=64m "
+                               "-XX:MaxMetaspaceSize=256m")
+CLUSTER_DEFAULTS = {"spark.driver.extraJavaOptions": CLUSTER_DRIVER_JAVA_OPTIONS}
 
 
 # ---------------------------------------------------------------------------------------
@@ -62,6 +72,8 @@ def spark_conf(master: str | None = None, conf: dict[str, str] | None = None) ->
     if master.startswith("local"):
         for key, value in LOCAL_DEFAULTS.items():
             settings[key] = value if value is not None else str(os.cpu_count() or 2)
+    else:
+        settings.update(CLUSTER_DEFAULTS)
     if not os.environ.get("PYSPARK_PYTHON"):
         # Python workers run the driver's interpreter (its venv has pyarrow and the auditor); on a
         # cluster whose executors live elsewhere, set spark.pyspark.python to their Python.
@@ -91,9 +103,9 @@ def build_spark(master: str | None = None, conf: dict[str, str] | None = None, *
 
     ``conf`` overrides every default (``--conf k=v`` on the command line). Under ``spark-submit``
     pass ``master=None``: the submitted master and settings win over the defaults
-    (:func:`submitted_conf`). For a non-local master the
-    ``auditor`` package is zipped and shipped to executors (``ship_code``) so they need only
-    pyarrow, crc32c and cramjam installed.
+    (:func:`submitted_conf`). For a non-local master the ``auditor`` and ``checks`` packages are
+    zipped and shipped to executors (``ship_code``) so they need only pyarrow, pandas, crc32c and
+    cramjam installed.
     """
     from pyspark.sql import SparkSession
 
@@ -117,12 +129,25 @@ def build_spark(master: str | None = None, conf: dict[str, str] | None = None, *
     return spark
 
 
-def _ship_package(spark) -> None:
-    """Zips the ``auditor`` package and ships it to the executors (non-local masters)."""
-    root = Path(auditor.__file__).resolve().parent
-    target = Path(tempfile.mkdtemp(prefix="kafka-audit-pkg-")) / "auditor.zip"
-    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted(root.rglob("*.py")):
-            zf.write(path, Path("auditor") / path.relative_to(root))
-    spark.sparkContext.addPyFile(str(target))
+#: The packages the executors import: the scan and the runner (``auditor``), the checks they run
+#: (``checks``: the partition checks run in the executors' Python workers, ``applyInPandas``).
+SHIPPED_PACKAGES = ("auditor", "checks")
 
+
+def package_zip(target: Path) -> Path:
+    """A zip of :data:`SHIPPED_PACKAGES`' Python sources (importable from the zip: ``addPyFile``)."""
+    import importlib
+
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name in SHIPPED_PACKAGES:
+            root = Path(importlib.import_module(name).__file__).resolve().parent
+            for path in sorted(root.rglob("*.py")):
+                zf.write(path, Path(name) / path.relative_to(root))
+    return target
+
+
+def _ship_package(spark) -> None:
+    """Zips the packages the executors import and ships them (non-local masters): a cluster's
+    workers then need only the third-party libraries (pyarrow, pandas, crc32c, cramjam)."""
+    target = package_zip(Path(tempfile.mkdtemp(prefix="kafka-audit-pkg-")) / "kafka_audit.zip")
+    spark.sparkContext.addPyFile(str(target))

@@ -34,6 +34,7 @@ class SparkEngine(TableEngine):
         from auditor.check_runner import run_spark
         from auditor.keys.audit_keys import scan_keys_spark
         from auditor.engine import aggregates, build_spark, write_parquet
+        from auditor.table_engines.local import release_memory
         from checks.expectations import run_expectations
 
         tmp = None
@@ -66,7 +67,8 @@ class SparkEngine(TableEngine):
             # one per executor core
             buckets = max(slices, spark.sparkContext.defaultParallelism)
             findings = run_spark(segments, partitions, frames, ctx, buckets=buckets)
-            del frames
+            del frames  # the cluster checks' frames (a row per partition dir), back to the OS before GX
+            release_memory()
             progress("validating the segment table (Great Expectations)")
             gx = run_expectations(segments, ctx)
             findings = sorted(findings + gx.findings, key=Finding.sort_key)
@@ -100,19 +102,20 @@ def _size_shuffles(spark, conf: dict | None) -> None:
 
 def _collect_aggregates(partition_stats) -> tuple[ArrowRows, dict]:
     """The per-partition-dir statistics on the driver (one row per partition dir, never a segment
-    row), once, as Arrow: rows for the report (:class:`ArrowRows`, made as they are read), and the
-    four aggregate tables as the pandas frames the cluster checks read. The topic, broker and
-    log-dir rollups are made here from those rows (``auditor.local_engine.rollup_rows``, the driver
-    engine's own): on Spark they were a dozen more jobs of a few hundred rows each.
+    row), once, as Arrow: rows for the report (:class:`ArrowRows`, a dict made per row as it is
+    read, none kept), and the four aggregate tables as the pandas frames the cluster checks read:
+    ``partition_stats`` with only the columns they read (``CLUSTER_STATS_COLUMNS``), the topic,
+    broker and log-dir rollups made here on Arrow columns (``auditor.local_engine.rollup_tables``,
+    the driver engine's own; on Spark they were a dozen more jobs of a few hundred rows each).
     tests/test_local_engine.py holds the two engines' aggregates equal."""
-    from auditor.local_engine import ROLLUP_COLUMNS, ArrowRows, frames, rollup_rows
+    from auditor.check_runner import CLUSTER_STATS_COLUMNS
+    from auditor.local_engine import ArrowRows, rollup_tables
 
     table = partition_stats.toArrow()
-    rollups = rollup_rows(table.select(list(ROLLUP_COLUMNS)).to_pylist())
-    out = frames(rollups | {"partition_stats": []})
-    del rollups
     # the per-dir frame as DataFrame.toPandas hands it (its Arrow options), not through the rows
-    out["partition_stats"] = table.to_pandas(date_as_object=True, coerce_temporal_nanoseconds=True)
+    out = {"partition_stats": table.select(list(CLUSTER_STATS_COLUMNS)).to_pandas(
+        date_as_object=True, coerce_temporal_nanoseconds=True)}
+    out.update((name, rollup.to_pandas()) for name, rollup in rollup_tables(table).items())
     return ArrowRows(table), out
 
 
