@@ -18,6 +18,9 @@ from auditor.formats.log_reader import LogReader
 from auditor.scan import SegmentFiles, scan_log_dirs, scan_segment
 from realdata import copy_log_dir
 
+# hypothesis over every depth: 2.3 s at load 2 (tests/conftest.py: long files first)
+pytestmark = pytest.mark.schedule_first(cpu_s=2)
+
 DEPTHS_READING_LOG = ("index", "headers", "deep")
 SEG = "00000000000000000000"
 LENGTH_FIELD = 8  # int32 batchLength / messageSize at entry byte 8, after the int64 offset

@@ -26,6 +26,9 @@ from harness.kafka import free_port, wait_past_newest_write, wait_until
 from harness.moves import move_log_dir, reassign, wait_replica_quiet
 from spark_session import spark  # noqa: F401
 
+# its fast test, a CLI subprocess: 3 s at load 2 (tests/conftest.py: long files first)
+pytestmark = pytest.mark.schedule_first(cpu_s=3)
+
 DAY = 86_400_000
 HOUR = 3_600_000
 TEST_CONFIG = {

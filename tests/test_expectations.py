@@ -127,9 +127,10 @@ out = {"failed": sorted(r["expectation"] + ":" + ",".join(r["columns"] or [r["co
        "loaded": {m: type(sys.modules.get(m)).__name__ for m in ("scipy.stats", "altair", "sqlalchemy", "pyspark.ml",
                                                               "pyspark.sql.connect")}}
 from scipy.stats import entropy                      # the stand-ins give the real modules on first use
-import altair, sqlalchemy, pyspark.ml.feature
+import altair, sqlalchemy, importlib.util
+# pyspark.ml: hidden during the import only, so findable again (importing it here cost 1.3 s of CPU)
 out["after"] = [round(float(entropy([1, 2], [2, 1])), 6), altair.Chart.__name__, sqlalchemy.__name__,
-                pyspark.ml.feature.Bucketizer.__name__,
+                importlib.util.find_spec("pyspark.ml").name,
                 type(sys.modules["scipy.stats"]).__name__, type(sys.modules["altair"]).__name__]
 print(json.dumps(out))
 """
@@ -152,4 +153,4 @@ def test_gx_is_imported_without_what_the_suite_does_not_use():
                              "expect_column_pair_values_a_to_be_greater_than_b:last_offset,first_offset"], out
     assert out["loaded"] == {"scipy.stats": "_Deferred", "altair": "_Deferred", "sqlalchemy": "NoneType",
                              "pyspark.ml": "NoneType", "pyspark.sql.connect": "NoneType"}, out
-    assert out["after"] == [0.231049, "Chart", "sqlalchemy", "Bucketizer", "module", "module"], out
+    assert out["after"] == [0.231049, "Chart", "sqlalchemy", "pyspark.ml", "module", "module"], out

@@ -8,6 +8,7 @@ import json
 import time
 
 import pyarrow as pa
+import pytest
 
 from auditor.scan import scan_log_dirs
 from auditor.schema import SEGMENT_COLUMNS, SEGMENT_KEY, SEGMENT_SCHEMA, empty_row, to_table
@@ -15,6 +16,10 @@ from checks.audit_config import Config
 from checks.base import AuditContext
 from checks.expectations import _pandas_parts, run_expectations, suite_spec
 from realdata import LOG_DIRS
+
+# the parts against whole-frame GX runs: 6 s at load 2 (tests/conftest.py: long files first)
+pytestmark = pytest.mark.schedule_first(cpu_s=6)
+
 
 def _ctx():
     return AuditContext(as_of_ms=int(time.time() * 1000), config=Config.load(None))

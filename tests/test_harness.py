@@ -368,3 +368,25 @@ def test_dumplog_never_creates_a_missing_index(tmp_path, dump_log_segments):
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     f = res[tmp_path / "00000000000000000000.timeindex"]
     assert f.error is None and len(f.time_index_entries) == 2
+
+
+def test_class_data_archive_changes_no_byte_of_the_tools_output(kafka_classpath_str):
+    """DumpLogSegments started from the class-data archive (harness/jvm.py) prints what a plain JVM
+    prints, stdout and stderr byte for byte, on real segments with --deep-iteration --print-data-log;
+    the archive is then on disk, so the runs after the first use it."""
+    from harness.dumplog import MAIN_CLASS_4_0_TO_4_2
+    from harness.jvm import archive_path, run_tool
+
+    # .log files only: dumping an index in place may create its missing twin (harness/dumplog.py stages those)
+    files = sorted(str(p) for p in BROKER_DIRS.rglob("*.log") if p.stat().st_size)[:10]
+    assert len(files) >= 6, files
+    args = ["--deep-iteration", "--print-data-log", "--files", ",".join(files)]
+    first = run_tool(kafka_classpath_str, MAIN_CLASS_4_0_TO_4_2, args, timeout_s=300)  # writes the archive if none
+    archived = run_tool(kafka_classpath_str, MAIN_CLASS_4_0_TO_4_2, args, timeout_s=300)
+    plain = run_tool(kafka_classpath_str, MAIN_CLASS_4_0_TO_4_2, args, timeout_s=300, class_data=False)
+    assert archive_path(kafka_classpath_str, MAIN_CLASS_4_0_TO_4_2).is_file()
+    assert "-XX:SharedArchiveFile=" + str(archive_path(kafka_classpath_str, MAIN_CLASS_4_0_TO_4_2)) in archived.args
+    assert plain.returncode == archived.returncode == first.returncode == 0, plain.stderr[-2000:]
+    assert plain.stdout.count(b"Dumping ") == len(files) and plain.stdout.count(b"| offset: ") > 100
+    assert archived.stdout == plain.stdout and first.stdout == plain.stdout
+    assert archived.stderr == plain.stderr and first.stderr == plain.stderr

@@ -26,6 +26,9 @@ from realdata import LOG_DIRS
 from harness.encoding import zigzag_varint as _varint
 from test_consumer_groups_real import _commit_key, _commit_value
 
+# 2.3 s at load 2 (tests/conftest.py: long files first)
+pytestmark = pytest.mark.schedule_first(cpu_s=2)
+
 TS = 1_700_000_000_000
 REAL_2018 = next(d for d in LOG_DIRS if (d / f"{OFFSETS_TOPIC}-28").is_dir()) / f"{OFFSETS_TOPIC}-28" / f"{0:020d}.log"
 

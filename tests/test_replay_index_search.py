@@ -24,7 +24,8 @@ from auditor.replay.modern import _time_index_lookup, offset_index_lookup
 from auditor.scan import scan_log_dirs
 from realdata import BROKER_DIRS
 
-pytestmark = pytest.mark.recorded
+# 3 s at load 2, most of it one test (tests/conftest.py: long files first)
+pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=3)]
 
 SOURCE = BROKER_DIRS / "kafka-2018-v2" / "kafka-logs" / "__consumer_offsets-28"
 

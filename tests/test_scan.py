@@ -14,6 +14,9 @@ from auditor.schema import DEPTHS, PARTITION_SCHEMA, SEGMENT_FIELDS, SEGMENT_SCH
 from harness.expected_txt import read_expected
 from realdata import BROKER_DIRS, LOG_DIRS, REAL
 
+# scans of every real log dir: 3 s at load 2 (tests/conftest.py: long files first)
+pytestmark = pytest.mark.schedule_first(cpu_s=3)
+
 EXPECTED = {k: v for k, v in read_expected(REAL / "EXPECTED.txt").items() if k.startswith("broker-dirs/")}
 
 

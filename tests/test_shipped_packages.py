@@ -10,7 +10,12 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
+
 from auditor.engine.session import SHIPPED_PACKAGES, package_zip
+
+# a fresh interpreter importing the checks: 3 s at load 2 (tests/conftest.py: long files first)
+pytestmark = pytest.mark.schedule_first(cpu_s=3)
 
 PROBE = """
 import sys

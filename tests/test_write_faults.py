@@ -30,6 +30,9 @@ from auditor.manifest import (COMPLETE_FILE, SEGMENTS_FILE, IncompleteManifest, 
                               collect_manifest, find_manifests, manifest_completeness)
 from realdata import copy_log_dir
 
+# CLI runs on full and read-only outputs: 3 s at load 2 (tests/conftest.py: long files first)
+pytestmark = pytest.mark.schedule_first(cpu_s=3)
+
 DEPTH = "headers"
 EXIT_INPUT_PROBLEM = 3
 

@@ -61,7 +61,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .kafka import KafkaHarnessError, kafka_classpath, tools_log4j_config
+from .jvm import run_tool
+from .kafka import KafkaHarnessError, kafka_classpath
 
 MAIN_CLASS_4_0_TO_4_2 = "kafka.tools.DumpLogSegments"
 MAIN_CLASS_4_3 = "org.apache.kafka.tools.DumpLogSegments"
@@ -413,34 +414,27 @@ class DumpLogSegments:
     """Runs Kafka's DumpLogSegments on files in place (read-only) and parses the output."""
 
     def __init__(self, classpath: str | None = None, main_class: str = MAIN_CLASS_4_0_TO_4_2,
-                 files_per_jvm: int = 200, timeout_s: float = 300.0):
+                 files_per_jvm: int = 200, timeout_s: float = 300.0, class_data: bool = True):
         self.classpath = classpath or kafka_classpath()
+        self.class_data = class_data  # start from the class-data archive (harness/jvm.py)
         self.main_class = main_class
         self.files_per_jvm = files_per_jvm
         self.timeout_s = timeout_s
         self.jvm_runs = 0
 
-    def _cmd(self, files: Sequence[str], deep: bool, extra: Sequence[str]) -> list[str]:
-        # stdout in UTF-8 whatever the locale (JDK 17 reads sun.stdout.encoding, 19+ stdout.encoding):
-        # an ASCII locale would print every non-ASCII character of --print-data-log text as '?'
-        cmd = ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss4m",
-               "-Djava.awt.headless=true", "-Dsun.stdout.encoding=UTF-8", "-Dstdout.encoding=UTF-8"]
-        cfg = tools_log4j_config(self.classpath)
-        if cfg:
-            cmd.append(f"-Dlog4j2.configurationFile={cfg}")
-        cmd += ["-cp", self.classpath, self.main_class]
-        if deep:
-            cmd.append("--deep-iteration")
-        cmd += list(extra)
-        cmd += ["--files", ",".join(files)]
-        return cmd
+    def _args(self, files: Sequence[str], deep: bool, extra: Sequence[str]) -> list[str]:
+        return (["--deep-iteration"] if deep else []) + list(extra) + ["--files", ",".join(files)]
 
     def _run_once(self, files: list[str], deep: bool, extra: Sequence[str],
                   results: dict[str, DumpedFile], other: list[str]) -> None:
         if not files:
             return
         self.jvm_runs += 1
-        run = subprocess.run(self._cmd(files, deep, extra), capture_output=True, timeout=self.timeout_s)
+        # stdout in UTF-8 whatever the locale (JDK 17 reads sun.stdout.encoding, 19+ stdout.encoding):
+        # an ASCII locale would print every non-ASCII character of --print-data-log text as '?'
+        run = run_tool(self.classpath, self.main_class, self._args(files, deep, extra), timeout_s=self.timeout_s,
+                       jvm_options=["-Xss4m", "-Dsun.stdout.encoding=UTF-8", "-Dstdout.encoding=UTF-8"],
+                       class_data=self.class_data)
         # bytes decoded here, not by text=True: its universal newlines would turn a "\r" printed
         # inside a value into a line break
         proc = subprocess.CompletedProcess(run.args, run.returncode, run.stdout.decode("utf-8", "replace"),

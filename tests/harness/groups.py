@@ -41,7 +41,8 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from .kafka import KafkaCluster, KafkaHarnessError, tools_log4j_config, wait_past_newest_write
+from .jvm import run_tool
+from .kafka import KafkaCluster, KafkaHarnessError, wait_past_newest_write
 from .scenarios import read_cleaner_checkpoint
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -459,12 +460,8 @@ class ConsumerGroupsTool:
         self.timeout_s = timeout_s
 
     def run(self, *args: str) -> subprocess.CompletedProcess:
-        cmd = ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
-        cfg = tools_log4j_config(self.classpath)
-        if cfg:
-            cmd.append(f"-Dlog4j2.configurationFile={cfg}")
-        cmd += ["-cp", self.classpath, self.MAIN_CLASS, "--bootstrap-server", self.bootstrap, *args]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=self.timeout_s)
+        proc = run_tool(self.classpath, self.MAIN_CLASS, ["--bootstrap-server", self.bootstrap, *args],
+                        timeout_s=self.timeout_s, text=True)
         if proc.returncode != 0:
             raise KafkaHarnessError(f"{' '.join(args)}: exit {proc.returncode}\n{proc.stdout[-2000:]}\n"
                                     f"{proc.stderr[-2000:]}")

@@ -20,10 +20,10 @@ JVM) and returns one dict per record, in log order.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
-from tests.harness.kafka import kafka_classpath, tools_log4j_config
+from tests.harness.jvm import run_tool
+from tests.harness.kafka import kafka_classpath
 
 MAIN_CLASS = "kafka.tools.DumpLogSegments"
 
@@ -77,12 +77,8 @@ def dump_remote_log_metadata(partition_dir: str | Path, classpath: str | None = 
     logs = sorted(str(p) for p in Path(partition_dir).glob("*.log"))
     if not logs:
         return []
-    cmd = ["java", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true"]
-    cfg = tools_log4j_config(classpath)
-    if cfg:
-        cmd.append(f"-Dlog4j2.configurationFile={cfg}")
-    cmd += ["-cp", classpath, MAIN_CLASS, "--remote-log-metadata-decoder", "--files", ",".join(logs)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, errors="replace")
+    proc = run_tool(classpath, MAIN_CLASS, ["--remote-log-metadata-decoder", "--files", ",".join(logs)],
+                    timeout_s=300, text=True, errors="replace")
     if proc.returncode != 0:
         raise RuntimeError(f"DumpLogSegments --remote-log-metadata-decoder failed ({proc.returncode}): "
                            f"{proc.stderr[-2000:]}")
