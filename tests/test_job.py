@@ -339,13 +339,20 @@ def test_cluster_snapshot_same_tables_everywhere(spark, cluster_snapshot, tmp_pa
     try:
         out = tmp_path / "standalone-out"
         t = time.perf_counter()
-        proc = subprocess.run(
-            [PY, "-m", "auditor.cli", "scan", "--engine", "spark", "--master", cluster.url, "--depth", depth,
-             "--conf", "spark.executor.memory=512m", "--conf", "spark.cores.max=1",
-             "--parquet", str(out), *map(str, all_dirs)],
-            capture_output=True, text=True, cwd=REPO, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}, timeout=600)
+        try:
+            proc = subprocess.run(
+                [PY, "-m", "auditor.cli", "scan", "--engine", "spark", "--master", cluster.url, "--depth", depth,
+                 "--conf", "spark.executor.memory=512m", "--conf", "spark.cores.max=1",
+                 "--parquet", str(out), *map(str, all_dirs)],
+                capture_output=True, text=True, cwd=REPO, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+                timeout=600)
+        except subprocess.TimeoutExpired as e:
+            # what the job was waiting for: the CLI's own log, the master's view, the executors' logs
+            said = e.stderr.decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or "")
+            raise AssertionError(f"scan --engine spark on the standalone cluster ran over {e.timeout} s "
+                                 f"(load {os.getloadavg()}):\n{said[-4000:]}\n{cluster.diagnostics()}") from None
         timings["spark standalone (CLI, incl. JVM start)"] = time.perf_counter() - t
-        assert proc.returncode == 0, proc.stderr[-4000:]
+        assert proc.returncode == 0, proc.stderr[-4000:] + "\n" + cluster.diagnostics()
         # the CLI has exited: its application is (or within moments becomes) a completed one of
         # the master (two state() reads could each miss it while it moves from active to completed)
         apps = cluster.completed_apps(at_least=1)

@@ -59,8 +59,16 @@ class StandaloneSpark:
             return {}
 
     def start(self) -> "StandaloneSpark":
+        """Master, then workers, each waited for; a part that does not come up stops what started."""
         refuse_in_fast_tiers("a standalone Spark cluster")
         self.workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            return self._start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self) -> "StandaloneSpark":
         mlog = self._spawn("master", "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                            "--port", str(self.port), "--webui-port", str(self.ui))
         _wait("spark master", lambda: self.state().get("status") == "ALIVE", 180, [mlog])
@@ -82,6 +90,21 @@ class StandaloneSpark:
                 except subprocess.TimeoutExpired:
                     p.kill()
                     p.wait()
+
+    def diagnostics(self, tail_chars: int = 3000) -> str:
+        """What to read when a job on this cluster hangs or fails: the master's state (workers,
+        applications), and the ends of the master's, the workers' and every executor's logs."""
+        state = self.state()
+        summary = {"status": state.get("status"), "cores": state.get("cores"), "coresused": state.get("coresused"),
+                   "workers": [{k: w.get(k) for k in ("id", "state", "cores", "coresused", "memoryused")}
+                               for w in state.get("workers", [])],
+                   "activeapps": [{k: a.get(k) for k in ("id", "name", "state", "cores", "duration")}
+                                  for a in state.get("activeapps", [])],
+                   "completedapps": [{k: a.get(k) for k in ("id", "name", "state", "duration")}
+                                     for a in state.get("completedapps", [])]}
+        logs = sorted(self.workdir.glob("*.log")) + sorted((self.workdir / "work").glob("*/*/std*"))
+        tails = "\n".join(f"--- {p}\n{p.read_text(errors='replace')[-tail_chars:]}" for p in logs if p.is_file())
+        return f"spark standalone master state: {json.dumps(summary, default=str)}\n{tails}"
 
     def completed_apps(self, at_least: int = 0, timeout_s: float = 120) -> list[dict]:
         """The master's finished applications, oldest first; waits up to ``timeout_s`` for
