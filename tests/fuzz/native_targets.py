@@ -103,8 +103,11 @@ def c_walk(data: memoryview) -> None:
             raise Disagreement(f"RecordFold in pieces gave {pieces}, fold_records {out}")
         if out is not None:
             state = tuple(out[:6])
-            if out[6] != batch.record_count:
+            refused = out[9]
+            if refused is None and out[6] != batch.record_count:
                 raise Disagreement(f"fold_records folded {out[6]} records of {batch.record_count}")
+            if refused is not None and (refused[0] != out[6] or not 0 <= refused[1] <= len(records) - start):
+                raise Disagreement(f"fold_records refused record {refused} after folding {out[6]}")
 
 
 #: piece sizes RecordFold is fed in (picked by the batch's CRC): cuts inside varints and bodies
