@@ -18,6 +18,8 @@ The cases (the smallest record, 7 bytes, so the most records per decompressed by
 * gzip at the cap: 38,347,922 records = 268,435,454 bytes (2 below the cap) from ~390 KB (level 9);
 * gzip at the cap whose last record is cut short (6 of its 7 bytes): the note names that record
   (the C fold stops there; before, the Python loop read the 38 million records again: 263 s);
+* legacy (magic 0 and 1) gzip wrappers at the cap of the smallest inner messages, 26 and 34 bytes
+  (10.3 and 7.9 million; the Python loop read them twice, ~37 s);
 * gzip past the cap: 1 MiB of level-9 gzip (~700 MiB of records): the cap's note;
 * zstd at the cap and past it (zstd's ratio on this is ~10,000: a few KB; past: twice the cap);
 * lz4 at the cap: Kafka's lz4 frame of 4 MiB blocks (lz4's largest ratio is ~255: ~1 MiB);
@@ -119,6 +121,25 @@ def snappy_xerial(size: int) -> tuple[bytes, int]:
     return XERIAL_MAGIC + struct.pack(">ii", 1, 1) + (struct.pack(">i", len(chunk)) + chunk) * n, n * per_chunk
 
 
+def legacy_message(offset: int, magic: int, attrs: int = 0, value: bytes | None = None) -> bytes:
+    """One magic 0/1 entry (offset, size, crc, magic, attributes, [timestamp 1,000], null key, value)."""
+    body = bytes([magic, attrs]) + (struct.pack(">q", 1_000) if magic else b"") + struct.pack(">i", -1)
+    body += struct.pack(">i", -1) if value is None else struct.pack(">i", len(value)) + value
+    message = struct.pack(">I", zlib.crc32(body)) + body
+    return struct.pack(">qi", offset, len(message)) + message
+
+
+def legacy_bomb(magic: int) -> bytes:
+    """A gzip wrapper (level 9) of the smallest inner messages (26 B magic 0, 34 B magic 1) up to the cap:
+    10,324,440 / 7,895,160 of them."""
+    unit = legacy_message(0, magic)
+    n = CAP // len(unit)
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    piece = unit * (1 << 16)
+    payload = b"".join(c.compress(piece) for _ in range(n >> 16)) + c.compress(unit * (n % (1 << 16))) + c.flush()
+    return legacy_message(n - 1, magic, attrs=CODEC["gzip"], value=payload)
+
+
 def gzip_cut(records: int) -> bytes:
     """More than 1 MiB of level-9 gzip of ``records`` records, cut at 1 MiB (the cap comes first)."""
     stream = gzip_bomb(records)
@@ -135,6 +156,8 @@ def cases(tmp: Path, only: str = "") -> list[tuple[str, Path]]:
         ("gzip at the cap, its last record cut short",
          lambda: v2_batch(gzip_bomb(at_cap - 1, TINY_RECORD[:-1]), at_cap, "gzip")),
         ("gzip, 1 MiB past the cap", lambda: v2_batch(gzip_cut(past), past, "gzip")),
+        ("legacy magic 0 gzip wrapper at the cap (26 B inner messages)", lambda: legacy_bomb(0)),
+        ("legacy magic 1 gzip wrapper at the cap (34 B inner messages)", lambda: legacy_bomb(1)),
         ("zstd at the cap", lambda: v2_batch(zstd_bomb(at_cap), at_cap, "zstd")),
         ("zstd past the cap (x2)", lambda: v2_batch(zstd_bomb(2 * at_cap), 2 * at_cap, "zstd")),
         ("lz4 at the cap", lambda: v2_batch(lz4_bomb(at_cap), at_cap, "lz4")),
@@ -151,7 +174,8 @@ def cases(tmp: Path, only: str = "") -> list[tuple[str, Path]]:
         path = tmp / f"{i}" / "00000000000000000000.log"
         path.parent.mkdir()
         path.write_bytes(batch)
-        out.append((f"{name} ({len(batch) - 61:,} B payload)", path))
+        size = f"{len(batch):,} B entry" if name.startswith("legacy") else f"{len(batch) - 61:,} B payload"
+        out.append((f"{name} ({size})", path))
     return out
 
 

@@ -747,6 +747,99 @@ static PyObject *fold_records(PyObject *self, PyObject *args) {
     return fold_result(&c, rc < 0, pos);
 }
 
+/* ---- deep depth: the inner messages of a legacy (magic 0/1) compressed wrapper ----------- */
+
+/* The inner message set's layout (LegacyRecord.java; auditor/formats/legacy.py's constants):
+ * offset:int64 size:int32 | crc:uint32 magic:int8 attributes:int8 [timestamp:int64, magic 1]
+ * keyLength:int32 key valueLength:int32 value. */
+#define LEGACY_LOG_OVERHEAD 12
+#define LEGACY_MAGIC_AT 16
+#define LEGACY_ATTRIBUTES_AT 17
+#define LEGACY_TIMESTAMP_AT 18
+#define LEGACY_CODEC_MASK 0x07
+static const int64_t LEGACY_RECORD_OVERHEAD[2] = {14, 22};
+static const int64_t LEGACY_KEY_SIZE_AT[2] = {LEGACY_LOG_OVERHEAD + 6, LEGACY_LOG_OVERHEAD + 14};
+
+/* The size of the inner message at b[p] (n - p >= 12) when legacy._inner_entries' loop reads it
+ * (legacy._message_fields' checks, then an uncompressed message): > 0; 0 for an incomplete
+ * trailing entry (the end of the set, as Kafka's DataLogInputStream); -1 where that loop raises. */
+static int64_t legacy_inner_size(const unsigned char *b, int64_t p, int64_t n) {
+    int64_t size = be32(b + p + 8);
+    if (size < LEGACY_RECORD_OVERHEAD[0]) return -1;
+    if (n - p < LEGACY_LOG_OVERHEAD + size) return 0;
+    int64_t end = p + LEGACY_LOG_OVERHEAD + size;
+    unsigned char magic = b[p + LEGACY_MAGIC_AT];
+    if (magic > 1 || size < LEGACY_RECORD_OVERHEAD[magic]) return -1;
+    int64_t q = p + LEGACY_KEY_SIZE_AT[magic];
+    int64_t key_size = be32(b + q);
+    q += 4;
+    if (key_size > 0) q += key_size;
+    if (key_size < -1 || q + 4 > end) return -1;
+    int64_t value_size = be32(b + q);
+    q += 4;
+    if (value_size < -1 || q + (value_size > 0 ? value_size : 0) != end) return -1;
+    if (b[p + LEGACY_ATTRIBUTES_AT] & LEGACY_CODEC_MASK) return -1;   /* inner messages are never compressed */
+    return LEGACY_LOG_OVERHEAD + size;
+}
+
+/* legacy_frames(data) -> (count, first_offset, last_offset, stop) */
+static PyObject *legacy_frames(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*:legacy_frames", &view)) return NULL;
+    const unsigned char *b = view.buf;
+    int64_t n = view.len, p = 0, count = 0, first = 0, last = 0, stop = -1;
+    Py_BEGIN_ALLOW_THREADS
+    while (n - p >= LEGACY_LOG_OVERHEAD) {
+        int64_t step = legacy_inner_size(b, p, n);
+        if (step < 0) stop = p;
+        if (step <= 0) break;
+        last = be64(b + p);
+        if (count++ == 0) first = last;
+        p += step;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(LLLN)", (long long)count, (long long)first, (long long)last, opt_int(stop >= 0, stop));
+}
+
+/* legacy_fold(data, count, base, relative, log_append_ts, *state) -> fold_records' tuple */
+static PyObject *legacy_fold(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    long long count;
+    unsigned long long base;
+    int relative;
+    PyObject *log_append_obj, *state[FOLD_STATE_FIELDS];
+    if (!PyArg_ParseTuple(args, "y*LKpOOOOOOO:legacy_fold", &view, &count, &base, &relative, &log_append_obj,
+                          &state[0], &state[1], &state[2], &state[3], &state[4], &state[5]))
+        return NULL;
+    batch_fold_t c = {.count = count, .left = 0};
+    int fits = parse_fold_state(state, log_append_obj, &c);
+    const unsigned char *b = view.buf;
+    int64_t n = view.len, p = 0;
+    for (int64_t i = 0; fits > 0 && i < count; i++) {
+        int64_t step = n - p >= LEGACY_LOG_OVERHEAD ? legacy_inner_size(b, p, n) : -1;
+        if (step <= 0) {   /* not the set legacy_frames counted */
+            PyErr_SetString(PyExc_ValueError, "legacy_fold: fewer well-formed inner messages than count");
+            fits = -1;
+            break;
+        }
+        unsigned char magic = b[p + LEGACY_MAGIC_AT];
+        int64_t ts = magic == 0 ? NO_TIMESTAMP
+                     : c.has_log_append ? c.log_append : be64(b + p + LEGACY_TIMESTAMP_AT);
+        int64_t offset = be64(b + p);
+        if (relative) offset = (int64_t)((uint64_t)offset + base);   /* Java long arithmetic */
+        if (ts != NO_TIMESTAMP) fold_timestamp(&c.f, ts, offset);
+        c.f.records++;
+        p += step;
+    }
+    PyBuffer_Release(&view);
+    if (fits < 0) return NULL;
+    if (fits == 0) Py_RETURN_NONE;
+    return fold_result(&c, 0, 0);
+}
+
 /* ---- RecordFold: the same fold over a decompressed payload handed over in chunks ---------- */
 
 /* A bomb at the 256 MiB cap is 38 million records: decompressed chunk by chunk (zlib's 1 MiB
@@ -994,6 +1087,17 @@ static PyMethodDef methods[] = {
      "refused: None when every record was read, else (index, position in data) of the record "
      "record_batch.iter_records raises for (index recordsCount: bytes after the last record), the fold "
      "holding the records before it. None when a state argument does not fit (the Python path reads the batch)."},
+    {"legacy_frames", legacy_frames, METH_VARARGS,
+     "legacy_frames(data) -> (count, first_offset, last_offset, stop): the decompressed inner message set of a "
+     "legacy wrapper walked as legacy._inner_entries walks it: the messages read, the first and last offset "
+     "fields as stored, and stop: None at the set's end (under 12 bytes left, or an incomplete trailing "
+     "entry), else the position of the first inner message that loop raises for."},
+    {"legacy_fold", legacy_fold, METH_VARARGS,
+     "legacy_fold(data, count, base, relative, log_append_ts, min_ts, min_offset, max_ts, max_offset, jump, "
+     "jump_offset) -> fold_records' tuple (no markers, refused None): the 'deep' fold over the first count inner "
+     "messages of a set legacy_frames read (offsets + base as Java longs when relative; the wrapper's "
+     "LogAppendTime for magic 1 inner messages when given; magic 0 ones have no timestamp). None when a state "
+     "argument does not fit."},
     {NULL, NULL, 0, NULL},
 };
 

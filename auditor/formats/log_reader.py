@@ -364,17 +364,29 @@ class LogReader:
                                    keys=keys)
 
     def fold_record_times(self, batch: BatchHeader, state: tuple) -> tuple[tuple, v2.RecordsFrom | None] | None:
-        """The 'deep' depth's fold over one v2 batch's records in C (``_cwalk.fold_records``):
-        (fold, refused). fold: ``state`` (min timestamp, its offset, running max timestamp, its
-        offset, largest step back, its offset; None when absent) updated, then records, abort and
-        commit markers. refused: None when every record was read; else where :meth:`records` would
-        raise on a record (v2.RecordsFrom, for v2.refused_record_error: that record alone is read
-        again to name the problem), fold then covering the records before it, as the Python loop's
-        state does when it raises there. None when the extension is not built, the batch is not
-        v2 or the state does not fit (the Python path then reads the batch). Raises FormatError as
-        :meth:`records` does before its first record (size, recordsCount, decompression, its cap)."""
-        if _cwalk is None or batch.magic != 2:
+        """The 'deep' depth's fold over one batch's records in C (v2: ``_cwalk.fold_records``; a
+        legacy compressed wrapper's inner messages: legacy.fold_inner): (fold, refused). fold:
+        ``state`` (min timestamp, its offset, running max timestamp, its offset, largest step back,
+        its offset; None when absent) updated, then records, abort and commit markers. refused:
+        None when every record was read; else where :meth:`records` would raise on a v2 record
+        (v2.RecordsFrom, for v2.refused_record_error: that record alone is read again to name the
+        problem), fold then covering the records before it, as the Python loop's state does when
+        it raises there (a legacy wrapper raises instead: the Python loop reads no inner message
+        before its error). None when the extension is not built, the entry is an uncompressed
+        legacy message or the state does not fit (the Python path then reads it). Raises
+        FormatError as :meth:`records` does before its first record (size, recordsCount,
+        decompression, its cap)."""
+        if _cwalk is None:
             return None
+        if batch.magic != 2:
+            if not legacy.is_compressed(batch):
+                return None   # one record: the Python loop's
+            data = self.read_batch_bytes(batch)
+            if data[MAGIC_OFFSET] != batch.magic:
+                return None
+            done = legacy.fold_inner(batch, data, state, label=self.label,
+                                     max_decompressed_bytes=self.max_decompressed_bytes)
+            return None if done is None else _refused_in(done, None, True)
         data = self.read_batch_bytes(batch)
         if data[MAGIC_OFFSET] != 2:
             return None

@@ -16,12 +16,15 @@ Input: the bytes of one .log. Checks:
   C fold computes its values alone, and must stop exactly at the record
   ``record_batch.iter_records`` raises for, whose error read from that record alone (what the
   fold kept of it: ``refused_record_error``) is the whole batch loop's;
+* the inner messages of legacy compressed wrappers walked in C (``_cwalk.legacy_frames`` and
+  ``legacy_fold``: the walk's base offsets and the 'deep' fold) give the pure-Python rows;
 * every batch's records (``LogReader.records``) and CRC raise nothing but FormatError / OSError.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
+from auditor.formats import legacy
 from auditor.formats.compression import CODEC_NAMES
 from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
@@ -38,12 +41,12 @@ IGNORED = {"scanned_at_ms"}
 
 
 def _row(path, depth: str, use_c: bool) -> dict:
-    segment.USE_C_WALK = segment.USE_C_RECORDS = use_c
+    segment.USE_C_WALK = segment.USE_C_RECORDS = legacy.USE_C_INNER = use_c
     try:
         row = scan_segment(SegmentFiles(0, None, {"log": str(path)}), depth, is_active=False, location={},
                            indexes=False)
     finally:
-        segment.USE_C_WALK = segment.USE_C_RECORDS = True
+        segment.USE_C_WALK = segment.USE_C_RECORDS = legacy.USE_C_INNER = True
     return row
 
 
