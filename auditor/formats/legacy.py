@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from dataclasses import dataclass
 from typing import Iterator
 
 from auditor.formats import compression
@@ -224,54 +225,74 @@ def _inner_entries(header: BatchHeader, entry_bytes, label: str, max_decompresse
     return inner, wrapper_ts, ts_type
 
 
-def _c_inner(data, where: str) -> tuple[int, int, int] | None:
-    """(count, first offset, last offset as stored) of an inner message set walked in C
-    (_cwalk.legacy_frames); where C stops, the Python loop's FormatError for that message, read
-    alone. None when C is off or not built, or C stopped at a message Python reads (never seen:
-    the caller then walks the set in Python)."""
+@dataclass(slots=True)
+class InnerSet:
+    """A compressed wrapper's decompressed inner message set as the C walk read it (:func:`walk_inner`):
+    the wrapper's magic, attributes and timestamp, the set, the label of positions in it, and the
+    messages read with the first and last offsets as stored."""
+
+    magic: int
+    attrs: int
+    wrapper_ts: int
+    data: object
+    where: str
+    count: int
+    first: int
+    last: int
+
+
+def walk_inner(header: BatchHeader, entry_bytes, *, label: str = "<bytes>",
+               max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES) -> InnerSet | None:
+    """A compressed wrapper's inner messages walked in C (_cwalk.legacy_frames). Raises what
+    :func:`_inner_entries` raises for the wrapper, its decompression and the first broken inner
+    message (that message read alone by the Python loop's code); the empty set and a magic 1
+    wrapper's offset are :func:`_absolute_base`'s. None when C is off or not built, or C stopped at
+    a message Python reads (never seen: the caller then walks the set in Python)."""
     if not USE_C_INNER or _cwalk is None:
         return None
+    magic, attrs, wrapper_ts, data, where = _wrapper_payload(header, entry_bytes, label, max_decompressed_bytes)
     count, first, last, stop = _cwalk.legacy_frames(data)
     if stop is not None:
         _inner_message(data, stop, len(data), where)   # raises what the Python loop raises there
         return None
-    return count, first, last
+    return InnerSet(magic, attrs, wrapper_ts, data, where, count, first, last)
 
 
 def first_inner_offset(header: BatchHeader, entry_bytes, *, label: str = "<bytes>",
-                       max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES) -> int:
-    """Kafka's ``baseOffset()`` of a compressed wrapper: the absolute offset of its first inner message."""
-    if USE_C_INNER and _cwalk is not None:
-        magic, _attrs, _ts, data, where = _wrapper_payload(header, entry_bytes, label, max_decompressed_bytes)
-        walked = _c_inner(data, where)
-        if walked is not None:
-            count, first, last = walked
-            base = _absolute_base(header, magic, count, last, where, label)
-            return first if base is None else wrap(first + base)
-    inner, _, _ = _inner_entries(header, entry_bytes, label, max_decompressed_bytes)
-    return inner[0][0]
+                       max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES,
+                       inner: InnerSet | None = None) -> int:
+    """Kafka's ``baseOffset()`` of a compressed wrapper: the absolute offset of its first inner message.
+    ``inner``: the wrapper's :func:`walk_inner`, when the caller has it."""
+    if inner is None:
+        inner = walk_inner(header, entry_bytes, label=label, max_decompressed_bytes=max_decompressed_bytes)
+    if inner is not None:
+        base = _absolute_base(header, inner.magic, inner.count, inner.last, inner.where, label)
+        return inner.first if base is None else wrap(inner.first + base)
+    entries, _, _ = _inner_entries(header, entry_bytes, label, max_decompressed_bytes)
+    return entries[0][0]
 
 
 def fold_inner(header: BatchHeader, entry_bytes, state: tuple, *, label: str = "<bytes>",
-               max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES) -> tuple | None:
+               max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES,
+               inner: InnerSet | None = None) -> tuple | None:
     """The 'deep' fold (_cwalk.fold_records' tuple, see LogReader.fold_record_times) over the records
-    :func:`iter_records` gives for a compressed wrapper, in C (_cwalk.legacy_frames, legacy_fold): a
-    wrapper of 26-byte inner messages at the 256 MiB cap is 10 million records. Raises
-    the FormatError iter_records raises (before its first record: the whole set is read first);
-    None when C is off or not built, or the wrapper is not compressed (the Python loop then reads it)."""
+    :func:`iter_records` gives for a compressed wrapper, in C (:func:`walk_inner`, then
+    _cwalk.legacy_fold): a wrapper of 26-byte inner messages at the 256 MiB cap is 10 million
+    records. ``inner``: the wrapper's walk_inner, when the caller has it. Raises the FormatError
+    iter_records raises (before its first record: the whole set is read first); None when C is off
+    or not built, or the entry is not a compressed wrapper (the Python loop then reads it)."""
     if not USE_C_INNER or _cwalk is None or not is_compressed(header):
         return None
     if len(entry_bytes) != header.size_bytes:
         raise FormatError(label, header.position, "entry bytes", len(entry_bytes), f"{header.size_bytes} (12 + size)")
-    magic, attrs, wrapper_ts, data, where = _wrapper_payload(header, entry_bytes, label, max_decompressed_bytes)
-    walked = _c_inner(data, where)
-    if walked is None:
+    if inner is None:
+        inner = walk_inner(header, entry_bytes, label=label, max_decompressed_bytes=max_decompressed_bytes)
+    if inner is None:
         return None
-    count, _first, last = walked
-    base = _absolute_base(header, magic, count, last, where, label)
-    log_append = wrapper_ts if magic == MAGIC_VALUE_V1 and _TS_TYPES[(attrs & TIMESTAMP_TYPE_MASK) >> 3] == \
-        "LogAppendTime" else None
-    return _cwalk.legacy_fold(data, count, base or 0, base is not None, log_append, *state)
+    base = _absolute_base(header, inner.magic, inner.count, inner.last, inner.where, label)
+    log_append = inner.wrapper_ts if inner.magic == MAGIC_VALUE_V1 and \
+        _TS_TYPES[(inner.attrs & TIMESTAMP_TYPE_MASK) >> 3] == "LogAppendTime" else None
+    return _cwalk.legacy_fold(inner.data, inner.count, base or 0, base is not None, log_append, *state)
 
 
 def iter_records(header: BatchHeader, entry_bytes, *, label: str = "<bytes>",

@@ -132,6 +132,8 @@ class LogReader:
         self.stop_position: int = 0
         self.stop_reason: str | None = None
         self.stop_detail: str | None = None
+        #: (position, entry bytes, legacy.walk_inner's outcome) of the wrapper the walk is at (_walk_inner)
+        self._inner_kept: tuple | None = None
 
     @property
     def path(self) -> Path:
@@ -290,6 +292,7 @@ class LogReader:
             else:
                 return self._stop(pos, "corrupt", "magic", magic, "0, 1 or 2")
             yield header
+            self._inner_kept = None   # (the caller is done with that entry)
             last_size = LOG_OVERHEAD + length
             pos += last_size
         return pos, None, None
@@ -320,9 +323,28 @@ class LogReader:
         try:
             data = self._read(header.position, header.size_bytes)
             return legacy.first_inner_offset(header, data, label=self.label,
-                                             max_decompressed_bytes=self.max_decompressed_bytes)
+                                             max_decompressed_bytes=self.max_decompressed_bytes,
+                                             inner=self._walk_inner(header, data))
         except (FormatError, OSError):
             return header.last_offset
+
+    def _walk_inner(self, header: BatchHeader, data) -> legacy.InnerSet | None:
+        """legacy.walk_inner of the wrapper whose bytes are ``data``, or its FormatError, once for the
+        walk's base offset and the 'deep' fold of that wrapper (a wrapper at the cap is 256 MiB to
+        decompress): kept while the walk's caller handles that entry, for the same bytes only."""
+        kept = self._inner_kept
+        if kept is not None and kept[0] == header.position and kept[1] == data:
+            outcome = kept[2]
+        else:
+            try:
+                outcome = legacy.walk_inner(header, data, label=self.label,
+                                            max_decompressed_bytes=self.max_decompressed_bytes)
+            except FormatError as exc:
+                outcome = exc
+            self._inner_kept = (header.position, data, outcome)
+        if isinstance(outcome, FormatError):
+            raise outcome
+        return outcome
 
     # -- deep -----------------------------------------------------------------------------------
     def _read(self, position: int, n: int) -> bytearray:
@@ -385,7 +407,8 @@ class LogReader:
             if data[MAGIC_OFFSET] != batch.magic:
                 return None
             done = legacy.fold_inner(batch, data, state, label=self.label,
-                                     max_decompressed_bytes=self.max_decompressed_bytes)
+                                     max_decompressed_bytes=self.max_decompressed_bytes,
+                                     inner=self._walk_inner(batch, data))
             return None if done is None else _refused_in(done, None, True)
         data = self.read_batch_bytes(batch)
         if data[MAGIC_OFFSET] != 2:
