@@ -116,7 +116,8 @@ PIECE_SIZES = ((1, 4093), (2, 5, 2048), (7, 1, 64, 1024), (4096,), (3, 1000, 1))
 
 def _in_pieces(records: memoryview, crc: int, count: int, facts: tuple, state: tuple):
     """_cwalk.RecordFold fed ``records`` cut in the sizes PIECE_SIZES[crc] cycles through, each piece
-    in a buffer of exactly its size: its result must be fold_records' over the whole."""
+    in a buffer of exactly its size: its result must be fold_records' over the whole (compared by
+    the caller); all the bytes counted, and a refused record's kept bytes those of the records there."""
     fold = _cwalk.RecordFold(count, *facts, *state)
     sizes = PIECE_SIZES[crc % len(PIECE_SIZES)]
     pos = i = 0
@@ -125,7 +126,15 @@ def _in_pieces(records: memoryview, crc: int, count: int, facts: tuple, state: t
         fold.feed(exact_buffer(records[pos:pos + n]))
         pos += n
         i += 1
-    return fold.result()
+    out = fold.result()
+    if fold.fed != len(records):
+        raise Disagreement(f"RecordFold counted {fold.fed} bytes fed of {len(records)}")
+    kept = fold.refused_bytes()
+    if (out is None or out[9] is None) != (kept is None):
+        raise Disagreement(f"RecordFold kept {kept!r} with the result {out}")
+    if kept is not None and kept != bytes(records[out[9][1]:out[9][1] + len(kept)]):
+        raise Disagreement(f"RecordFold kept {kept.hex()} at {out[9][1]}, not the records' bytes there")
+    return out
 
 
 #: as fuzz_index: base offsets and file mtimes the control piece picks from
