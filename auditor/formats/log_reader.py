@@ -141,6 +141,7 @@ class LogReader:
 
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
+        self._inner_kept = None
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)
