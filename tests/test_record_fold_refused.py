@@ -13,13 +13,11 @@ import random
 
 import pytest
 
-import auditor.scan.segment as segment
 from auditor.formats import _cwalk
 from auditor.formats import record_batch as v2
 from auditor.formats.errors import FormatError
-from auditor.scan.segment import SegmentFiles, scan_segment
 from harness.encoding import zigzag_varint
-from test_deep_record_fold import _batch, _record
+from test_deep_record_fold import _batch, _deep, _record
 from test_record_fold_pieces import COMPRESS
 
 pytestmark = pytest.mark.unit
@@ -57,17 +55,6 @@ class PythonRecords:
                 self.records += 1
                 yield record
         monkeypatch.setattr(v2, "iter_records", counting)
-
-
-def _deep(path, use_c: bool) -> dict:
-    segment.USE_C_RECORDS = use_c
-    try:
-        row = scan_segment(SegmentFiles(0, None, {"log": str(path)}), "deep", is_active=False, location={},
-                           indexes=False)
-    finally:
-        segment.USE_C_RECORDS = True
-    row.pop("scanned_at_ms")
-    return row
 
 
 def _log(tmp_path, name: str, good: int, broken: str, codec: int) -> str:
