@@ -20,7 +20,7 @@ from auditor.scan.segment import SegmentFiles, scan_segment
 
 pytestmark = pytest.mark.unit
 
-GZIP, SNAPPY, LZ4 = 1, 2, 3
+GZIP, SNAPPY = 1, 2
 LOG_APPEND_TIME = 0x08
 INT64_MAX = 2**63 - 1
 
