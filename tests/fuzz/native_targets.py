@@ -83,10 +83,12 @@ def _v2_batches(data: memoryview):
 def c_walk(data: memoryview) -> None:
     """_cwalk.walk_v2 over the input as a .log (its stop must be a position in the file), then
     _cwalk.fold_records over the records of every v2 batch framed at the start of the input, each
-    in a buffer of exactly its size, the fold state carried from batch to batch as 'deep' does."""
+    in a buffer of exactly its size, the fold state carried from batch to batch as 'deep' does;
+    the input as a legacy wrapper's inner message set too (_legacy_set)."""
     folded = _cwalk.walk_v2(_input_fd(data), 0, len(data))
     if not 0 <= folded["stop_position"] <= len(data):
         raise Disagreement(f"walk_v2 stopped at {folded['stop_position']}, outside the file")
+    _legacy_set(data)
     _refused_once("c_walk", lambda: _cwalk.walk_v2(0, 5, 4),
                   lambda: _cwalk.fold_records(b"", 0, 0, 0, 0, None, False, "x", None, None, None, None, None))
     state = (None,) * 6
@@ -108,6 +110,20 @@ def c_walk(data: memoryview) -> None:
                 raise Disagreement(f"fold_records folded {out[6]} records of {batch.record_count}")
             if refused is not None and (refused[0] != out[6] or not 0 <= refused[1] <= len(records) - start):
                 raise Disagreement(f"fold_records refused record {refused} after folding {out[6]}")
+
+
+def _legacy_set(data: memoryview) -> None:
+    """_cwalk.legacy_frames over the input (in an exact buffer) as a decompressed inner message set:
+    it stops inside it; legacy_fold then folds exactly the messages it counted, as relative offsets
+    (the largest base) and with a LogAppendTime."""
+    records = exact_buffer(data)
+    count, _first, _last, stop = _cwalk.legacy_frames(records)
+    if stop is not None and not 0 <= stop <= len(data) - 12:
+        raise Disagreement(f"legacy_frames stopped at {stop}, outside the set of {len(data)} bytes")
+    for base, relative, log_append in ((0, False, None), (2**64 - 1, True, 5)):
+        out = _cwalk.legacy_fold(records, count, base, relative, log_append, *(None,) * 6)
+        if out[6] != count or out[9] is not None:
+            raise Disagreement(f"legacy_fold folded {out[6]} of the {count} inner messages legacy_frames read")
 
 
 #: piece sizes RecordFold is fed in (picked by the batch's CRC): cuts inside varints and bodies
