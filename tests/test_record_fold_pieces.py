@@ -84,11 +84,26 @@ def _outcome(call):
         return f"FormatError: {exc}"
 
 
+def _now(reader: LogReader, batch):
+    """fold_record_times in fold_records' shape (the refused record's (index, position) last); where
+    it refused a record, the FormatError read from what it kept must be the whole batch's loop's."""
+    done = reader.fold_record_times(batch, STATE)
+    if done is None:
+        return None
+    fold, refused = done
+    if refused is None:
+        return fold + (None,)
+    error = v2.refused_record_error(batch, refused, label=reader.label)
+    whole = _outcome(lambda: list(reader.records(batch)))
+    assert f"FormatError: {error}" == whole, (error, whole)
+    return fold + ((refused.index, refused.position),)
+
+
 def _both(path, cap: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES):
     with LogReader(path, max_decompressed_bytes=cap) as reader:
         batches = list(reader.batches())
         assert batches, "the file holds a batch"
-        return ([_outcome(lambda: reader.fold_record_times(b, STATE)) for b in batches],
+        return ([_outcome(lambda: _now(reader, b)) for b in batches],
                 [_outcome(lambda: _before(reader, b)) for b in batches])
 
 

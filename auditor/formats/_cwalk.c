@@ -27,11 +27,14 @@
  * fold_records(...) is the 'deep' depth's fold over the records of one v2 batch (its record bytes,
  * decompressed by the caller): record count, control markers, min / running max timestamp and the
  * largest step back in time, each with its offset, exactly as auditor/scan/segment.py folds
- * record_batch.iter_records' records. Anything iter_records raises for (a varint too long or past
- * its record, a negative length, a record size that does not add up, bytes after the last
- * record, a control key under 4 bytes) or a step back beyond int64 returns None, and the Python
- * path reads the batch and writes the note. A decompression bomb at the cap (256 MiB of 7-byte
- * records: 38 million) is a fraction of a second here, against minutes through Python objects.
+ * record_batch.iter_records' records (the step back in time as uint64: two int64 timestamps can be
+ * 2^64 - 1 apart, and Python's ints have no bound). At the first record iter_records raises for
+ * (a varint too long or past its record, a negative length, a record size that does not add up,
+ * bytes after the last record, a control key under 4 bytes) the fold stops and says which record
+ * and where: the Python path reads that record alone to write the note (record_batch.
+ * refused_record_error), never the records before it again. A decompression bomb at the cap
+ * (256 MiB of 7-byte records: 38 million) is a fraction of a second here, against minutes through
+ * Python objects, and so is one whose last record is broken (263 s when Python read it again).
  *
  * Byte layouts: DefaultRecordBatch.java (the same offsets as auditor/formats/record_batch.py),
  * OffsetIndex.java and TimeIndex.java (auditor/formats/offset_index.py, time_index.py).
@@ -539,34 +542,46 @@ static int read_zigzag(const unsigned char *b, Py_ssize_t *pp, Py_ssize_t end, i
     return -1;
 }
 
-/* An optional int64 of the fold state: 1 (and *present, *value), 0 when it does not fit int64
- * (the Python fold takes the batch), -1 with an error set when it is not an int or None. */
-static int opt_state(PyObject *o, int *present, int64_t *value) {
-    *present = o != Py_None;
-    *value = 0;
-    if (!*present) return 1;
-    if (!PyLong_Check(o)) {
-        PyErr_SetString(PyExc_TypeError, "fold_records: the state holds ints or None");
-        return -1;
-    }
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (v == -1 && PyErr_Occurred()) return -1;
-    *value = v;
-    return overflow ? 0 : 1;
-}
-
 typedef struct {
     int present[FOLD_STATE_FIELDS];
-    int64_t value[FOLD_STATE_FIELDS];   /* min ts, its offset, running max ts, its offset, largest jump back, its offset */
+    int64_t value[FOLD_STATE_FIELDS];   /* min ts, its offset, running max ts, its offset, (unused), its offset */
+    uint64_t jump;                      /* the largest step back: running max - ts of two int64, so up to 2^64 - 1 */
     int64_t records, aborts, commits;
 } fold_t;
 
 enum { MIN_TS, MIN_OFF, MAX_TS, MAX_OFF, JUMP, JUMP_OFF };
 
-/* One record's timestamp into the fold, as scan/segment.py _fold_record_timestamp; -1 when the
- * jump back does not fit int64 (the Python fold takes the batch). */
-static int fold_timestamp(fold_t *f, int64_t ts, int64_t offset) {
+/* An optional int of the fold state into f (field k; the step back as uint64, the others int64):
+ * 1, 0 when it does not fit (the Python fold takes the batch), -1 with an error set when it is
+ * not an int or None. */
+static int opt_state(PyObject *o, fold_t *f, int k) {
+    f->present[k] = o != Py_None;
+    f->value[k] = 0;
+    if (!f->present[k]) return 1;
+    if (!PyLong_Check(o)) {
+        PyErr_SetString(PyExc_TypeError, "fold_records: the state holds ints or None");
+        return -1;
+    }
+    if (k == JUMP) {
+        unsigned long long v = PyLong_AsUnsignedLongLong(o);
+        if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+            PyErr_Clear();   /* negative or beyond 2^64 - 1 */
+            return 0;
+        }
+        f->jump = v;
+        return 1;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    f->value[k] = v;
+    return overflow ? 0 : 1;
+}
+
+/* One record's timestamp into the fold, as scan/segment.py _fold_record_timestamp (whose ints
+ * have no bound: the step back between two int64 is kept as uint64, exact). */
+static void fold_timestamp(fold_t *f, int64_t ts, int64_t offset) {
     if (!f->present[MIN_TS] || ts < f->value[MIN_TS]) {
         f->present[MIN_TS] = f->present[MIN_OFF] = 1;
         f->value[MIN_TS] = ts;
@@ -577,29 +592,29 @@ static int fold_timestamp(fold_t *f, int64_t ts, int64_t offset) {
         f->value[MAX_TS] = ts;
         f->value[MAX_OFF] = offset;
     } else if (ts < f->value[MAX_TS]) {
-        int64_t jump;
-        if (__builtin_sub_overflow(f->value[MAX_TS], ts, &jump)) return -1;
-        if (jump > (f->present[JUMP] ? f->value[JUMP] : 0)) {
+        uint64_t jump = (uint64_t)f->value[MAX_TS] - (uint64_t)ts;   /* max > ts: exact in [1, 2^64 - 1] */
+        if (jump > (f->present[JUMP] ? f->jump : 0)) {
             f->present[JUMP] = f->present[JUMP_OFF] = 1;
-            f->value[JUMP] = jump;
+            f->jump = jump;
             f->value[JUMP_OFF] = offset;
         }
     }
-    return 0;
 }
 
 /* The batch's fixed facts and the fold so far: what fold_records takes in one call, and RecordFold
  * across the chunks of a decompressed payload. */
 typedef struct {
     fold_t f;
+    int64_t count;                       /* recordsCount */
     int64_t left;                        /* records still to read (recordsCount minus those folded) */
     int64_t base_offset, base_ts, log_append;
     int has_log_append, control;
 } batch_fold_t;
 
 /* One record whose bytes are b[pos, body_end) after its length varint (record_batch.iter_records'
- * checks, same order), folded into c->f: 0, or -1 at anything iter_records would raise for. A
- * record's fields are varints of at least one byte each: the loops are bounded by the bytes. */
+ * checks, same order), folded into c->f: 0, or -1 (nothing folded) at anything iter_records would
+ * raise for. A record's fields are varints of at least one byte each: the loops are bounded by the
+ * bytes. */
 static int fold_one_record(const unsigned char *b, Py_ssize_t pos, Py_ssize_t body_end, batch_fold_t *c) {
     int64_t ts_delta, off_delta, key_size, value_size, nheaders;
     pos += 1;   /* attributes: int8, unused */
@@ -627,7 +642,7 @@ static int fold_one_record(const unsigned char *b, Py_ssize_t pos, Py_ssize_t bo
         c->f.commits += type == CONTROL_COMMIT;
     }
     int64_t ts = c->has_log_append ? c->log_append : wrap_add(c->base_ts, ts_delta);
-    if (ts != NO_TIMESTAMP && fold_timestamp(&c->f, ts, wrap_add(c->base_offset, off_delta)) < 0) return -1;
+    if (ts != NO_TIMESTAMP) fold_timestamp(&c->f, ts, wrap_add(c->base_offset, off_delta));
     c->f.records++;
     return 0;
 }
@@ -636,65 +651,72 @@ static int fold_one_record(const unsigned char *b, Py_ssize_t pos, Py_ssize_t bo
  * avail is the end of the records, and every record must have been read with no byte after the
  * last. Not final: a record running past avail waits for the next chunk (a length varint still
  * unreadable with MAX_VARINT_BYTES in hand is too long: -1, as with all the bytes). 0, or -1 at
- * anything iter_records would raise for (the Python path then reads the batch and names it). */
+ * anything iter_records would raise for, with *pp at the start of the record it raises for
+ * (record count - left; recordsCount itself for bytes after the last record): the fold holds the
+ * records before it, as the Python loop's state does when it raises. */
 static int fold_available(const unsigned char *b, Py_ssize_t *pp, Py_ssize_t avail, int final, batch_fold_t *c) {
     Py_ssize_t pos = *pp;
-    while (c->left > 0) {
+    int refused = 0;
+    while (c->left > 0 && !refused) {
         Py_ssize_t body = pos;
         int64_t length;
         if (read_zigzag(b, &body, avail, MAX_VARINT_BYTES, &length) < 0) {
             if (!final && avail - pos < MAX_VARINT_BYTES) break;
-            return -1;
-        }
-        if (length < 0) return -1;
-        if (length > avail - body) {
+            refused = 1;
+        } else if (length < 0) {
+            refused = 1;
+        } else if (length > avail - body) {
             if (!final) break;
-            return -1;
+            refused = 1;
+        } else if (fold_one_record(b, body, body + (Py_ssize_t)length, c) < 0) {
+            refused = 1;
+        } else {
+            pos = body + (Py_ssize_t)length;
+            c->left--;
         }
-        if (fold_one_record(b, body, body + (Py_ssize_t)length, c) < 0) return -1;
-        pos = body + (Py_ssize_t)length;
-        c->left--;
     }
     *pp = pos;
-    if (!final) return c->left == 0 && pos != avail ? -1 : 0;   /* bytes after the last record */
-    return c->left == 0 && pos == avail ? 0 : -1;
-}
-
-/* Every record of the batch from `start` (all its bytes in hand), folded into c. */
-static int fold_batch_records(const unsigned char *b, Py_ssize_t start, Py_ssize_t end, batch_fold_t *c) {
-    if (start < 0 || start > end || c->left < 0) return -1;
-    return fold_available(b, &start, end, 1, c);
+    if (refused) return -1;
+    return c->left == 0 && pos != avail ? -1 : 0;   /* bytes after the last record (final: left is 0 here) */
 }
 
 /* The fold state arguments (six optional ints, then the log-append timestamp) into c: 1, 0 when
- * one does not fit int64 (the Python fold takes the batch), -1 with an error set. */
+ * one does not fit (the Python fold takes the batch), -1 with an error set. */
 static int parse_fold_state(PyObject *state[FOLD_STATE_FIELDS], PyObject *log_append_obj, batch_fold_t *c) {
     int fits = 1;
-    for (int k = 0; k < FOLD_STATE_FIELDS && fits > 0; k++) fits = opt_state(state[k], &c->f.present[k], &c->f.value[k]);
-    if (fits > 0) fits = opt_state(log_append_obj, &c->has_log_append, &c->log_append);
+    for (int k = 0; k < FOLD_STATE_FIELDS && fits > 0; k++) fits = opt_state(state[k], &c->f, k);
+    if (fits > 0) {
+        fold_t log_append = {{0}};
+        fits = opt_state(log_append_obj, &log_append, MIN_TS);
+        c->has_log_append = log_append.present[MIN_TS];
+        c->log_append = log_append.value[MIN_TS];
+    }
     return fits;
 }
 
-/* (the six fold fields, records, aborts, commits) */
-static PyObject *fold_result(const fold_t *f) {
-    PyObject *out = PyTuple_New(FOLD_STATE_FIELDS + 3);
-    if (!out) return NULL;
-    for (int k = 0; k < FOLD_STATE_FIELDS; k++) {
-        PyObject *item = opt_int(f->present[k], f->value[k]);
-        if (!item) {
-            Py_DECREF(out);
-            return NULL;
+/* (the six fold fields, records, aborts, commits, refused): refused None when every record was
+ * folded, else (index, position) of the record iter_records raises for (index recordsCount: the
+ * bytes after the last record, at position); the fold then holds the records before it. */
+static PyObject *fold_result(const batch_fold_t *c, int refused, int64_t refused_at) {
+    const fold_t *f = &c->f;
+    PyObject *items[FOLD_STATE_FIELDS + 4];
+    for (int k = 0; k < FOLD_STATE_FIELDS; k++)
+        items[k] = k == JUMP ? (f->present[JUMP] ? PyLong_FromUnsignedLongLong(f->jump) : Py_NewRef(Py_None))
+                             : opt_int(f->present[k], f->value[k]);
+    items[FOLD_STATE_FIELDS] = PyLong_FromLongLong(f->records);
+    items[FOLD_STATE_FIELDS + 1] = PyLong_FromLongLong(f->aborts);
+    items[FOLD_STATE_FIELDS + 2] = PyLong_FromLongLong(f->commits);
+    items[FOLD_STATE_FIELDS + 3] = refused ? Py_BuildValue("(LL)", (long long)(c->count - c->left),
+                                                           (long long)refused_at)
+                                           : Py_NewRef(Py_None);
+    PyObject *out = PyTuple_New(FOLD_STATE_FIELDS + 4);
+    for (int k = 0; k < FOLD_STATE_FIELDS + 4; k++) {
+        if (out && items[k]) {
+            PyTuple_SET_ITEM(out, k, items[k]);
+        } else {
+            Py_XDECREF(items[k]);
+            Py_CLEAR(out);
         }
-        PyTuple_SET_ITEM(out, k, item);
-    }
-    int64_t counts[3] = {f->records, f->aborts, f->commits};
-    for (int k = 0; k < 3; k++) {
-        PyObject *item = PyLong_FromLongLong(counts[k]);
-        if (!item) {
-            Py_DECREF(out);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(out, FOLD_STATE_FIELDS + k, item);
     }
     return out;
 }
@@ -710,13 +732,112 @@ static PyObject *fold_records(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*nLLLOpOOOOOO:fold_records", &view, &start, &count, &base_offset, &base_ts,
                           &log_append_obj, &control, &state[0], &state[1], &state[2], &state[3], &state[4], &state[5]))
         return NULL;
-    batch_fold_t c = {.left = count, .base_offset = base_offset, .base_ts = base_ts, .control = control};
+    batch_fold_t c = {.count = count, .left = count, .base_offset = base_offset, .base_ts = base_ts,
+                      .control = control};
     int fits = parse_fold_state(state, log_append_obj, &c);
-    int rc = fits > 0 ? fold_batch_records((const unsigned char *)view.buf, start, view.len, &c) : -1;
+    Py_ssize_t pos = start;
+    int rc = 0;
+    if (fits > 0 && start >= 0 && start <= view.len && count >= 0)
+        rc = fold_available((const unsigned char *)view.buf, &pos, view.len, 1, &c);
+    else
+        fits = fits < 0 ? -1 : 0;
     PyBuffer_Release(&view);
     if (fits < 0) return NULL;
-    if (rc < 0) Py_RETURN_NONE;
-    return fold_result(&c.f);
+    if (fits == 0) Py_RETURN_NONE;
+    return fold_result(&c, rc < 0, pos);
+}
+
+/* ---- deep depth: the inner messages of a legacy (magic 0/1) compressed wrapper ----------- */
+
+/* The inner message set's layout (LegacyRecord.java; auditor/formats/legacy.py's constants):
+ * offset:int64 size:int32 | crc:uint32 magic:int8 attributes:int8 [timestamp:int64, magic 1]
+ * keyLength:int32 key valueLength:int32 value. */
+#define LEGACY_LOG_OVERHEAD 12
+#define LEGACY_MAGIC_AT 16
+#define LEGACY_ATTRIBUTES_AT 17
+#define LEGACY_TIMESTAMP_AT 18
+#define LEGACY_CODEC_MASK 0x07
+static const int64_t LEGACY_RECORD_OVERHEAD[2] = {14, 22};
+static const int64_t LEGACY_KEY_SIZE_AT[2] = {LEGACY_LOG_OVERHEAD + 6, LEGACY_LOG_OVERHEAD + 14};
+
+/* The size of the inner message at b[p] (n - p >= 12) when legacy._inner_entries' loop reads it
+ * (legacy._message_fields' checks, then an uncompressed message): > 0; 0 for an incomplete
+ * trailing entry (the end of the set, as Kafka's DataLogInputStream); -1 where that loop raises. */
+static int64_t legacy_inner_size(const unsigned char *b, int64_t p, int64_t n) {
+    int64_t size = be32(b + p + 8);
+    if (size < LEGACY_RECORD_OVERHEAD[0]) return -1;
+    if (n - p < LEGACY_LOG_OVERHEAD + size) return 0;
+    int64_t end = p + LEGACY_LOG_OVERHEAD + size;
+    unsigned char magic = b[p + LEGACY_MAGIC_AT];
+    if (magic > 1 || size < LEGACY_RECORD_OVERHEAD[magic]) return -1;
+    int64_t q = p + LEGACY_KEY_SIZE_AT[magic];
+    int64_t key_size = be32(b + q);
+    q += 4;
+    if (key_size > 0) q += key_size;
+    if (key_size < -1 || q + 4 > end) return -1;
+    int64_t value_size = be32(b + q);
+    q += 4;
+    if (value_size < -1 || q + (value_size > 0 ? value_size : 0) != end) return -1;
+    if (b[p + LEGACY_ATTRIBUTES_AT] & LEGACY_CODEC_MASK) return -1;   /* inner messages are never compressed */
+    return LEGACY_LOG_OVERHEAD + size;
+}
+
+/* legacy_frames(data) -> (count, first_offset, last_offset, stop) */
+static PyObject *legacy_frames(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*:legacy_frames", &view)) return NULL;
+    const unsigned char *b = view.buf;
+    int64_t n = view.len, p = 0, count = 0, first = 0, last = 0, stop = -1;
+    Py_BEGIN_ALLOW_THREADS
+    while (n - p >= LEGACY_LOG_OVERHEAD) {
+        int64_t step = legacy_inner_size(b, p, n);
+        if (step < 0) stop = p;
+        if (step <= 0) break;
+        last = be64(b + p);
+        if (count++ == 0) first = last;
+        p += step;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(LLLN)", (long long)count, (long long)first, (long long)last, opt_int(stop >= 0, stop));
+}
+
+/* legacy_fold(data, count, base, relative, log_append_ts, *state) -> fold_records' tuple */
+static PyObject *legacy_fold(PyObject *self, PyObject *args) {
+    (void)self;
+    Py_buffer view;
+    long long count;
+    unsigned long long base;
+    int relative;
+    PyObject *log_append_obj, *state[FOLD_STATE_FIELDS];
+    if (!PyArg_ParseTuple(args, "y*LKpOOOOOOO:legacy_fold", &view, &count, &base, &relative, &log_append_obj,
+                          &state[0], &state[1], &state[2], &state[3], &state[4], &state[5]))
+        return NULL;
+    batch_fold_t c = {.count = count, .left = 0};
+    int fits = parse_fold_state(state, log_append_obj, &c);
+    const unsigned char *b = view.buf;
+    int64_t n = view.len, p = 0;
+    for (int64_t i = 0; fits > 0 && i < count; i++) {
+        int64_t step = n - p >= LEGACY_LOG_OVERHEAD ? legacy_inner_size(b, p, n) : -1;
+        if (step <= 0) {   /* not the set legacy_frames counted */
+            PyErr_SetString(PyExc_ValueError, "legacy_fold: fewer well-formed inner messages than count");
+            fits = -1;
+            break;
+        }
+        unsigned char magic = b[p + LEGACY_MAGIC_AT];
+        int64_t ts = magic == 0 ? NO_TIMESTAMP
+                     : c.has_log_append ? c.log_append : be64(b + p + LEGACY_TIMESTAMP_AT);
+        int64_t offset = be64(b + p);
+        if (relative) offset = (int64_t)((uint64_t)offset + base);   /* Java long arithmetic */
+        if (ts != NO_TIMESTAMP) fold_timestamp(&c.f, ts, offset);
+        c.f.records++;
+        p += step;
+    }
+    PyBuffer_Release(&view);
+    if (fits < 0) return NULL;
+    if (fits == 0) Py_RETURN_NONE;
+    return fold_result(&c, 0, 0);
 }
 
 /* ---- RecordFold: the same fold over a decompressed payload handed over in chunks ---------- */
@@ -726,13 +847,23 @@ static PyObject *fold_records(PyObject *self, PyObject *args) {
  * buffer to fault in, zero and copy) and each chunk is folded while still in the CPU's cache. A
  * record cut by a chunk's end is carried: its head is copied to `carry`, completed from the next
  * chunk(s) by exactly the bytes it lacks, folded there, and the fold goes on in the chunk itself.
- * So every byte is copied at most once, whatever the record and chunk sizes. */
+ * So every byte is copied at most once, whatever the record and chunk sizes.
+ *
+ * At a record iter_records would raise for, the fold stops there (its index and stream position:
+ * result()) and `carry` keeps that record's bytes from its start, as many as iter_records reads
+ * before it raises (refused_bytes()): the Python note is then written from them alone, never by
+ * reading the 38 million records before it again. The chunks after are still taken (their total is
+ * the stream's end, which the note may name) but not kept. */
+enum { FOLD_BROKEN, FOLD_FOLDING, FOLD_REFUSED };
+
 typedef struct {
     PyObject_HEAD
     batch_fold_t c;
     unsigned char *carry;
     Py_ssize_t carry_len, carry_cap;
-    int state;     /* 1 folding, 0 failed (iter_records would raise: the Python path reads the batch) */
+    long long fed;          /* bytes fed so far: the stream position of the next chunk's first byte */
+    long long refused_at;   /* FOLD_REFUSED: the stream position of the refused record (carry[0]) */
+    int state;              /* FOLD_BROKEN: a state argument does not fit (result() None: Python folds) */
 } RecordFoldObject;
 
 static void record_fold_dealloc(RecordFoldObject *self) {
@@ -750,12 +881,14 @@ static int record_fold_init(RecordFoldObject *self, PyObject *args, PyObject *kw
                                      &log_append_obj, &control, &state[0], &state[1], &state[2], &state[3],
                                      &state[4], &state[5]))
         return -1;
-    batch_fold_t c = {.left = count, .base_offset = base_offset, .base_ts = base_ts, .control = control};
+    batch_fold_t c = {.count = count, .left = count, .base_offset = base_offset, .base_ts = base_ts,
+                      .control = control};
     int fits = parse_fold_state(state, log_append_obj, &c);
     if (fits < 0) return -1;
     self->c = c;
     self->carry_len = 0;
-    self->state = fits > 0 && count >= 0;
+    self->fed = self->refused_at = 0;
+    self->state = fits > 0 && count >= 0 ? FOLD_FOLDING : FOLD_BROKEN;
     return 0;
 }
 
@@ -769,6 +902,20 @@ static Py_ssize_t carry_lacks(const RecordFoldObject *self) {
         return self->carry_len < MAX_VARINT_BYTES ? 1 : -1;
     if (length < 0) return -1;
     return body + (Py_ssize_t)length - self->carry_len;   /* may be 0: complete */
+}
+
+/* What the refused record still lacks of the bytes iter_records reads before it raises: its
+ * length varint (up to MAX_VARINT_BYTES), then, when that is a length >= 0, its body (whose
+ * reads stay inside it); nothing after recordsCount records (the note then counts the bytes
+ * after the last record, and the stream's end says how many). */
+static Py_ssize_t refused_lacks(const RecordFoldObject *self) {
+    if (self->c.left == 0) return 0;
+    Py_ssize_t body = 0;
+    int64_t length;
+    if (read_zigzag(self->carry, &body, self->carry_len, MAX_VARINT_BYTES, &length) < 0)
+        return self->carry_len < MAX_VARINT_BYTES ? MAX_VARINT_BYTES - self->carry_len : 0;
+    if (length < 0 || body + (Py_ssize_t)length <= self->carry_len) return 0;
+    return body + (Py_ssize_t)length - self->carry_len;
 }
 
 static int carry_append(RecordFoldObject *self, const unsigned char *b, Py_ssize_t n) {
@@ -786,28 +933,52 @@ static int carry_append(RecordFoldObject *self, const unsigned char *b, Py_ssize
     return 0;
 }
 
-/* One chunk into the fold: 0 folding on, -1 out of memory; sets self->state to 0 on a record
- * iter_records would refuse. */
+/* The refused record's bytes from b[0, n) into the carry, as many as it still lacks: 0, -1 out of memory. */
+static int keep_refused(RecordFoldObject *self, const unsigned char *b, Py_ssize_t n) {
+    Py_ssize_t pos = 0, lacks;
+    while (pos < n && (lacks = refused_lacks(self)) > 0) {
+        Py_ssize_t take = lacks < n - pos ? lacks : n - pos;
+        if (carry_append(self, b + pos, take) < 0) return -1;
+        pos += take;
+    }
+    return 0;
+}
+
+/* The fold refuses the record at stream position `at`, whose bytes so far are the carry's (0: none
+ * yet): the carry keeps it from there on. */
+static void refuse(RecordFoldObject *self, long long at) {
+    self->state = FOLD_REFUSED;
+    self->refused_at = at;
+}
+
+/* One chunk, at stream position self->fed, into the fold: 0, -1 out of memory. */
 static int feed_chunk(RecordFoldObject *self, const unsigned char *b, Py_ssize_t n) {
     Py_ssize_t pos = 0;
+    long long carry_at = self->fed - self->carry_len;   /* the carry: the last bytes fed */
     while (self->carry_len > 0 && pos < n) {   /* complete the carried record first */
         Py_ssize_t lacks = carry_lacks(self);
-        if (lacks < 0) { self->state = 0; return 0; }
+        if (lacks < 0) {
+            refuse(self, carry_at);
+            return keep_refused(self, b + pos, n - pos);
+        }
         Py_ssize_t take = lacks < n - pos ? lacks : n - pos;
         if (carry_append(self, b + pos, take) < 0) return -1;
         pos += take;
         lacks = carry_lacks(self);
-        if (lacks < 0) { self->state = 0; return 0; }
         if (lacks > 0) continue;   /* the varint completed, the body still short: take more */
         Py_ssize_t done = 0;
-        if (fold_available(self->carry, &done, self->carry_len, 0, &self->c) < 0 || done != self->carry_len) {
-            self->state = 0;
-            return 0;
+        if (lacks < 0 || fold_available(self->carry, &done, self->carry_len, 0, &self->c) < 0) {
+            refuse(self, carry_at);   /* (a record alone in the carry: refused at its start, done == 0) */
+            return keep_refused(self, b + pos, n - pos);
         }
         self->carry_len = 0;
+        carry_at = self->fed + pos;
     }
     if (pos == n) return 0;
-    if (fold_available(b, &pos, n, 0, &self->c) < 0) { self->state = 0; return 0; }
+    if (fold_available(b, &pos, n, 0, &self->c) < 0) {
+        refuse(self, self->fed + pos);
+        return keep_refused(self, b + pos, n - pos);
+    }
     return carry_append(self, b + pos, n - pos);
 }
 
@@ -816,38 +987,67 @@ static PyObject *record_fold_feed(RecordFoldObject *self, PyObject *arg) {
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
     int rc = 0;
-    if (self->state == 1) {
-        Py_BEGIN_ALLOW_THREADS
+    Py_BEGIN_ALLOW_THREADS
+    if (self->state == FOLD_FOLDING)
         rc = feed_chunk(self, (const unsigned char *)view.buf, view.len);
-        Py_END_ALLOW_THREADS
-    }
+    else if (self->state == FOLD_REFUSED)
+        rc = keep_refused(self, (const unsigned char *)view.buf, view.len);
+    self->fed += view.len;
+    Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     if (rc < 0) return PyErr_NoMemory();
-    return PyBool_FromLong(self->state == 1);
+    return PyBool_FromLong(self->state == FOLD_FOLDING);
 }
 
 /* RecordFold.result() -> fold_records' tuple for all the chunks fed, or None. */
 static PyObject *record_fold_result(RecordFoldObject *self, PyObject *unused) {
     (void)unused;
-    if (self->state == 1) {
+    if (self->state == FOLD_FOLDING) {
         Py_ssize_t done = 0;
+        long long carry_at = self->fed - self->carry_len;
         if (fold_available(self->carry ? self->carry : (const unsigned char *)"", &done, self->carry_len, 1,
-                           &self->c) < 0)
-            self->state = 0;
-        else
+                           &self->c) < 0) {
+            /* the record at done (0: the carry holds one record at most) lacks bytes the stream
+             * does not have, or none is left; after recordsCount records nothing is kept */
+            refuse(self, carry_at + done);
+            if (self->c.left == 0) self->carry_len = 0;
+        } else {
             self->carry_len = 0;
+        }
     }
-    if (self->state != 1) Py_RETURN_NONE;
-    return fold_result(&self->c.f);
+    if (self->state == FOLD_BROKEN) Py_RETURN_NONE;
+    return fold_result(&self->c, self->state == FOLD_REFUSED, self->refused_at);
 }
+
+/* RecordFold.refused_bytes() -> bytes or None. */
+static PyObject *record_fold_refused_bytes(RecordFoldObject *self, PyObject *unused) {
+    (void)unused;
+    if (self->state != FOLD_REFUSED) Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize(self->carry_len ? (const char *)self->carry : "", self->carry_len);
+}
+
+static PyObject *record_fold_fed(RecordFoldObject *self, void *closure) {
+    (void)closure;
+    return PyLong_FromLongLong(self->fed);
+}
+
+static PyGetSetDef record_fold_getset[] = {
+    {"fed", (getter)record_fold_fed, NULL, "bytes fed so far (after the last chunk: the records' end)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
 
 static PyMethodDef record_fold_methods[] = {
     {"feed", (PyCFunction)record_fold_feed, METH_O,
      "feed(chunk) -> bool: the next bytes of the records (any buffer; not kept after the call). False once "
-     "a record is one record_batch.iter_records would refuse (the rest is then ignored)."},
+     "a record is one record_batch.iter_records would refuse (the fold stops there; feed the rest all the same: "
+     "fed counts it, and the refused record's bytes are kept)."},
     {"result", (PyCFunction)record_fold_result, METH_NOARGS,
-     "result() -> fold_records' tuple over all the chunks fed (the records must end exactly there), or None "
-     "when iter_records would raise (the Python path then reads the batch)."},
+     "result() -> fold_records' tuple over all the chunks fed (the records must end exactly there; refused: "
+     "(index, stream position) of the record iter_records raises for, None when none), or None when a state "
+     "argument does not fit (the Python path then reads the batch)."},
+    {"refused_bytes", (PyCFunction)record_fold_refused_bytes, METH_NOARGS,
+     "refused_bytes() -> bytes or None: after result(), the refused record's bytes from its start, as many as "
+     "iter_records reads before it raises (its length varint; its body when that length is >= 0)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -862,6 +1062,7 @@ static PyTypeObject RecordFoldType = {
     .tp_init = (initproc)record_fold_init,
     .tp_dealloc = (destructor)record_fold_dealloc,
     .tp_methods = record_fold_methods,
+    .tp_getset = record_fold_getset,
 };
 
 static PyMethodDef methods[] = {
@@ -881,9 +1082,22 @@ static PyMethodDef methods[] = {
      "(auditor/scan/resume.py QUIET_FIELDS)."},
     {"fold_records", fold_records, METH_VARARGS,
      "fold_records(data, start, count, base_offset, base_ts, log_append_ts, control, min_ts, min_offset, "
-     "max_ts, max_offset, jump, jump_offset) -> (the six updated, records, aborts, commits), or None when "
-     "record_batch.iter_records would raise (the Python path then reads the batch): the 'deep' depth's "
-     "record fold (auditor/scan/segment.py) over the records of one v2 batch, from byte start of data."},
+     "max_ts, max_offset, jump, jump_offset) -> (the six updated, records, aborts, commits, refused): the 'deep' "
+     "depth's record fold (auditor/scan/segment.py) over the records of one v2 batch, from byte start of data. "
+     "refused: None when every record was read, else (index, position in data) of the record "
+     "record_batch.iter_records raises for (index recordsCount: bytes after the last record), the fold "
+     "holding the records before it. None when a state argument does not fit (the Python path reads the batch)."},
+    {"legacy_frames", legacy_frames, METH_VARARGS,
+     "legacy_frames(data) -> (count, first_offset, last_offset, stop): the decompressed inner message set of a "
+     "legacy wrapper walked as legacy._inner_entries walks it: the messages read, the first and last offset "
+     "fields as stored, and stop: None at the set's end (under 12 bytes left, or an incomplete trailing "
+     "entry), else the position of the first inner message that loop raises for."},
+    {"legacy_fold", legacy_fold, METH_VARARGS,
+     "legacy_fold(data, count, base, relative, log_append_ts, min_ts, min_offset, max_ts, max_offset, jump, "
+     "jump_offset) -> fold_records' tuple (no markers, refused None): the 'deep' fold over the first count inner "
+     "messages of a set legacy_frames read (offsets + base as Java longs when relative; the wrapper's "
+     "LogAppendTime for magic 1 inner messages when given; magic 0 ones have no timestamp). None when a state "
+     "argument does not fit."},
     {NULL, NULL, 0, NULL},
 };
 

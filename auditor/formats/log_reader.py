@@ -73,6 +73,18 @@ c_segment_proof = _cwalk.segment_proof if _cwalk is not None else None
 #: incremental scans in one C call (auditor.scan.resume.QUIET_FIELDS); None when the extension is not built.
 c_quiet_facts = _cwalk.quiet_facts if _cwalk is not None else None
 
+
+def _refused_in(done: tuple | None, data, decompressed: bool) -> tuple[tuple, v2.RecordsFrom | None] | None:
+    """A C fold's result (fold_records' tuple, or None) as LogReader.fold_record_times gives it, the
+    refused record's place in ``data`` (the batch, or the decompressed records) when there is one."""
+    if done is None:
+        return None
+    if done[-1] is None:
+        return done[:-1], None
+    index, at = done[-1]
+    return done[:-1], v2.RecordsFrom(data, at, len(data), index, decompressed)
+
+
 __all__ = ["LogReader", "BatchHeader", "Record", "CHUNK_BYTES", "DEFAULT_MAX_BATCH_BYTES", "c_index_ends",
            "c_segment_proof", "c_quiet_facts"]
 
@@ -120,6 +132,8 @@ class LogReader:
         self.stop_position: int = 0
         self.stop_reason: str | None = None
         self.stop_detail: str | None = None
+        #: (position, entry bytes, legacy.walk_inner's outcome) of the wrapper the walk is at (_walk_inner)
+        self._inner_kept: tuple | None = None
 
     @property
     def path(self) -> Path:
@@ -127,6 +141,7 @@ class LogReader:
 
     # -- lifecycle ----------------------------------------------------------------------------
     def close(self) -> None:
+        self._inner_kept = None
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)
@@ -278,6 +293,7 @@ class LogReader:
             else:
                 return self._stop(pos, "corrupt", "magic", magic, "0, 1 or 2")
             yield header
+            self._inner_kept = None   # (the caller is done with that entry)
             last_size = LOG_OVERHEAD + length
             pos += last_size
         return pos, None, None
@@ -308,9 +324,28 @@ class LogReader:
         try:
             data = self._read(header.position, header.size_bytes)
             return legacy.first_inner_offset(header, data, label=self.label,
-                                             max_decompressed_bytes=self.max_decompressed_bytes)
+                                             max_decompressed_bytes=self.max_decompressed_bytes,
+                                             inner=self._walk_inner(header, data))
         except (FormatError, OSError):
             return header.last_offset
+
+    def _walk_inner(self, header: BatchHeader, data) -> legacy.InnerSet | None:
+        """legacy.walk_inner of the wrapper whose bytes are ``data``, or its FormatError, once for the
+        walk's base offset and the 'deep' fold of that wrapper (a wrapper at the cap is 256 MiB to
+        decompress): kept while the walk's caller handles that entry, for the same bytes only."""
+        kept = self._inner_kept
+        if kept is not None and kept[0] == header.position and kept[1] == data:
+            outcome = kept[2]
+        else:
+            try:
+                outcome = legacy.walk_inner(header, data, label=self.label,
+                                            max_decompressed_bytes=self.max_decompressed_bytes)
+            except FormatError as exc:
+                outcome = exc
+            self._inner_kept = (header.position, data, outcome)
+        if isinstance(outcome, FormatError):
+            raise outcome
+        return outcome
 
     # -- deep -----------------------------------------------------------------------------------
     def _read(self, position: int, n: int) -> bytearray:
@@ -351,15 +386,31 @@ class LogReader:
         return legacy.iter_records(batch, data, label=self.label, max_decompressed_bytes=self.max_decompressed_bytes,
                                    keys=keys)
 
-    def fold_record_times(self, batch: BatchHeader, state: tuple) -> tuple | None:
-        """The 'deep' depth's fold over one v2 batch's records in C (``_cwalk.fold_records``):
+    def fold_record_times(self, batch: BatchHeader, state: tuple) -> tuple[tuple, v2.RecordsFrom | None] | None:
+        """The 'deep' depth's fold over one batch's records in C (v2: ``_cwalk.fold_records``; a
+        legacy compressed wrapper's inner messages: legacy.fold_inner): (fold, refused). fold:
         ``state`` (min timestamp, its offset, running max timestamp, its offset, largest step back,
-        its offset; None when absent) updated, then records, abort and commit markers. None when the
-        extension is not built, the batch is not v2, or :meth:`records` would raise on a record
-        (its Python path then reads the batch and names the problem). Raises FormatError as
-        :meth:`records` does before its first record (size, recordsCount, decompression, its cap)."""
-        if _cwalk is None or batch.magic != 2:
+        its offset; None when absent) updated, then records, abort and commit markers. refused:
+        None when every record was read; else where :meth:`records` would raise on a v2 record
+        (v2.RecordsFrom, for v2.refused_record_error: that record alone is read again to name the
+        problem), fold then covering the records before it, as the Python loop's state does when
+        it raises there (a legacy wrapper raises instead: the Python loop reads no inner message
+        before its error). None when the extension is not built, the entry is an uncompressed
+        legacy message or the state does not fit (the Python path then reads it). Raises
+        FormatError as :meth:`records` does before its first record (size, recordsCount,
+        decompression, its cap)."""
+        if _cwalk is None:
             return None
+        if batch.magic != 2:
+            if not legacy.is_compressed(batch):
+                return None   # one record: the Python loop's
+            data = self.read_batch_bytes(batch)
+            if data[MAGIC_OFFSET] != batch.magic:
+                return None
+            done = legacy.fold_inner(batch, data, state, label=self.label,
+                                     max_decompressed_bytes=self.max_decompressed_bytes,
+                                     inner=self._walk_inner(batch, data))
+            return None if done is None else _refused_in(done, None, True)
         data = self.read_batch_bytes(batch)
         if data[MAGIC_OFFSET] != 2:
             return None
@@ -367,23 +418,26 @@ class LogReader:
         log_append = batch.max_timestamp_ms if batch.timestamp_type == v2.LOG_APPEND_TIME else None
         facts = (batch.base_offset, batch.base_timestamp_ms, log_append, batch.is_control)
         if codec_id == compression.CODEC_NONE:
-            return _cwalk.fold_records(payload, start, batch.record_count, *facts, *state)
+            return _refused_in(_cwalk.fold_records(payload, start, batch.record_count, *facts, *state), payload, False)
         # decompressed piece by piece into the fold (compression.decompress_chunks: a bomb at the cap
         # is never one 256 MiB buffer); once the fold refuses a record the pieces are still drawn, so
-        # that a decompression error or the cap is raised exactly as record_bytes raises it
+        # that a decompression error or the cap is raised exactly as record_bytes raises it, and the
+        # stream's end (fold.fed) is known to the refused record's note
         fold = _cwalk.RecordFold(batch.record_count, *facts, *state)
-        folding = True
         try:
             for piece in compression.decompress_chunks(codec_id, payload, magic=2, label=self.label,
                                                        max_bytes=self.max_decompressed_bytes,
                                                        position=batch.position + v2.RECORDS_OFFSET):
-                if folding:
-                    folding = fold.feed(piece)
+                fold.feed(piece)
         except compression.IrregularStream:
             records, start = v2.record_bytes(batch, data, label=self.label,
                                              max_decompressed_bytes=self.max_decompressed_bytes)
-            return _cwalk.fold_records(records, start, batch.record_count, *facts, *state)
-        return fold.result()
+            return _refused_in(_cwalk.fold_records(records, start, batch.record_count, *facts, *state), records, True)
+        done = fold.result()
+        if done is None or done[-1] is None:
+            return _refused_in(done, None, True)
+        index, at = done[-1]
+        return done[:-1], v2.refused_in_stream(fold.refused_bytes(), at, fold.fed, index)
 
     def crc_ok(self, batch: BatchHeader) -> tuple[bool, int, int]:
         """(ok, stored, computed): CRC-32C over [21, end) for v2, CRC32 over [16, end) for legacy.

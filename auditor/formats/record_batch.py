@@ -23,6 +23,7 @@ Raw values keep Kafka's sentinels (-1 = none) so they compare 1:1 with DumpLogSe
 
 from __future__ import annotations
 
+import mmap
 import struct
 from dataclasses import dataclass
 from typing import Iterator
@@ -204,20 +205,52 @@ def record_payload(header: BatchHeader, batch_bytes, *, label: str = "<bytes>") 
     return codec_id, memoryview(batch_bytes)[RECORDS_OFFSET:], 0
 
 
+@dataclass(frozen=True, slots=True)
+class RecordsFrom:
+    """Where :func:`iter_records` resumes: record ``index`` at ``position`` of ``data``, whose records
+    end at ``end``. ``data`` holds them as :func:`record_bytes` does (the batch itself, positions
+    from the batch's first byte; or the decompressed stream, ``decompressed``), or only the bytes
+    the loop reads from ``position`` on, at their stream positions (a sparse buffer: the C fold's
+    refused record, LogReader.fold_record_times). The loop's positions, error texts included, are
+    those of the whole batch's loop."""
+
+    data: object
+    position: int
+    end: int
+    index: int
+    decompressed: bool
+
+
+def refused_in_stream(kept: bytes, at: int, end: int, index: int) -> RecordsFrom:
+    """Where the record loop resumes at record ``index``, which the C fold refused at position ``at`` of
+    a decompressed stream of ``end`` bytes, keeping ``kept`` from there (RecordFold.refused_bytes: what
+    the loop reads of that record). The bytes sit at their own positions in an anonymous private map
+    of the stream's size (memory, never a file), so that the loop's positions and error texts are
+    the whole stream's; pages it does not touch are never allocated (a few KB for 256 MiB)."""
+    sparse = mmap.mmap(-1, max(end, 1), flags=mmap.MAP_PRIVATE)
+    sparse[at:at + len(kept)] = kept
+    return RecordsFrom(sparse, at, end, index, True)
+
+
 # long function: the per-record loop of the Python path, kept inline: a helper call per record or per
 # field cost ~20% of the deep scan (the C twin is _cwalk.fold_records)
 def iter_records(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
                  max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES,
-                 keys: bool = False) -> Iterator[Record]:
+                 keys: bool = False, resume: RecordsFrom | None = None) -> Iterator[Record]:
     """Every record of one v2 batch; ``batch_bytes`` is the whole batch (header included).
-    ``keys=True``: each record carries its key's bytes (None for a null key)."""
+    ``keys=True``: each record carries its key's bytes (None for a null key). ``resume``: the
+    records from ``resume.index`` on only, read from ``resume.data`` (``batch_bytes`` unused)."""
     pos0 = header.position
     count = header.record_count
-    data, start = record_bytes(header, batch_bytes, label=label, max_decompressed_bytes=max_decompressed_bytes)
-    # error positions: file positions in an uncompressed batch; inside a decompressed stream,
-    # positions in that stream, with the batch position in the label
-    base_pos = pos0 if start else None
-    end = len(data)
+    if resume is None:
+        data, start = record_bytes(header, batch_bytes, label=label, max_decompressed_bytes=max_decompressed_bytes)
+        # error positions: file positions in an uncompressed batch; inside a decompressed stream,
+        # positions in that stream, with the batch position in the label
+        base_pos = pos0 if start else None
+        end, first = len(data), 0
+    else:
+        data, start, end, first = resume.data, resume.position, resume.end, resume.index
+        base_pos = None if resume.decompressed else pos0
     base_offset = header.base_offset
     base_ts = header.base_timestamp_ms
     log_append = header.max_timestamp_ms if header.timestamp_type == LOG_APPEND_TIME else None
@@ -225,7 +258,7 @@ def iter_records(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
     where = label if base_pos is not None else f"{label} (batch at byte {pos0}, decompressed {header.codec} records)"
     pos = start
     lo, hi = INT64_MIN, INT64_MAX
-    for i in range(count):
+    for i in range(first, count):
         rec_start = pos
         fpos = (base_pos + pos) if base_pos is not None else pos
         if pos >= end:
@@ -277,3 +310,15 @@ def iter_records(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
         fpos = (base_pos + pos) if base_pos is not None else pos
         raise FormatError(where, fpos, "bytes after the last record", end - pos,
                           f"0 (recordsCount = {count}: incorrect declared batch size)")
+
+
+def refused_record_error(header: BatchHeader, refused: RecordsFrom, *, label: str = "<bytes>") -> FormatError | None:
+    """The FormatError :func:`iter_records` raises at the record the C fold refused (``refused``:
+    where it stopped), found by reading that record alone. None if it reads that record (the C fold
+    and this loop disagree; the caller then reads the whole batch)."""
+    try:
+        for _ in iter_records(header, None, label=label, resume=refused):
+            return None
+    except FormatError as exc:
+        return exc
+    return None

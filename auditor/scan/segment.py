@@ -19,7 +19,8 @@ from auditor.formats.compression import CODEC_NAMES
 from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader, c_index_ends
 from auditor.formats.offset_index import read_offset_index
-from auditor.formats.record_batch import CONTROL_ABORT, CONTROL_COMMIT, CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP
+from auditor.formats.record_batch import (CONTROL_ABORT, CONTROL_COMMIT, CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP,
+                                          refused_record_error)
 from auditor.formats.time_index import read_time_index
 from auditor.formats.txn_index import read_txn_index
 from auditor.scan.files import lstat_or_note
@@ -108,18 +109,29 @@ def _deep_records_in_c(row: dict, reader: LogReader, batch, deep_state: dict) ->
     """One batch's records folded in C (LogReader.fold_record_times); False when the Python loop must
     read them (nothing changed then). Decompression errors and the cap raise FormatError, as the
     Python loop's would, before any record (a batch at the 256 MiB cap: 38 million 7-byte records,
-    minutes through Python Record objects, a fraction of a second here)."""
+    minutes through Python Record objects, a fraction of a second here). At a record the Python loop
+    raises for, the fold stops: its state is the loop's at that record, and the loop's FormatError
+    is raised, found by reading that record alone (its last record broken, such a batch took the
+    Python loop 263 s to read again: issue 24)."""
     where = {"row": row, "deep": deep_state}
     done = reader.fold_record_times(batch, tuple(where[d][k] for d, k in _FOLD_STATE))
     if done is None:
         return False
-    for (d, k), value in zip(_FOLD_STATE, done):
+    fold, refused = done
+    error = None
+    if refused is not None:
+        error = refused_record_error(batch, refused, label=reader.label)
+        if error is None:
+            return False   # the C fold refused a record Python reads (never seen): Python reads the batch
+    for (d, k), value in zip(_FOLD_STATE, fold):
         where[d][k] = value
-    records, aborts, commits = done[len(_FOLD_STATE):]
-    deep_state["records"] += records
+    records, aborts, commits = fold[len(_FOLD_STATE):]
     if batch.is_control:
         row["abort_markers"] += aborts
         row["commit_markers"] += commits
+    if error is not None:
+        raise error   # the records before it folded, not counted: as the Python loop leaves them
+    deep_state["records"] += records
     return True
 
 

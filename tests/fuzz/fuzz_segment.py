@@ -13,17 +13,22 @@ Input: the bytes of one .log. Checks:
   a fold of the Python walker's headers up to there;
 * 'deep' with the C record fold (``_cwalk.fold_records``: record count, markers, min / max
   timestamps and the largest step back, each with its offset) equals 'deep' in pure Python: the
-  C fold computes its values alone, and must refuse (None) exactly the batches whose records
-  ``record_batch.iter_records`` raises for, else the notes differ;
+  C fold computes its values alone, and must stop exactly at the record
+  ``record_batch.iter_records`` raises for, whose error read from that record alone (what the
+  fold kept of it: ``refused_record_error``) is the whole batch loop's;
+* the inner messages of legacy compressed wrappers walked in C (``_cwalk.legacy_frames`` and
+  ``legacy_fold``: the walk's base offsets and the 'deep' fold) give the pure-Python rows;
 * every batch's records (``LogReader.records``) and CRC raise nothing but FormatError / OSError.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
+from auditor.formats import legacy
 from auditor.formats.compression import CODEC_NAMES
 from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
+from auditor.formats.record_batch import refused_record_error
 import auditor.scan.segment as segment
 from auditor.scan.segment import SegmentFiles, scan_segment
 
@@ -36,12 +41,12 @@ IGNORED = {"scanned_at_ms"}
 
 
 def _row(path, depth: str, use_c: bool) -> dict:
-    segment.USE_C_WALK = segment.USE_C_RECORDS = use_c
+    segment.USE_C_WALK = segment.USE_C_RECORDS = legacy.USE_C_INNER = use_c
     try:
         row = scan_segment(SegmentFiles(0, None, {"log": str(path)}), depth, is_active=False, location={},
                            indexes=False)
     finally:
-        segment.USE_C_WALK = segment.USE_C_RECORDS = True
+        segment.USE_C_WALK = segment.USE_C_RECORDS = legacy.USE_C_INNER = True
     return row
 
 
@@ -110,10 +115,37 @@ def _check_c_fold(path) -> None:
         for h in v2 + [b for b in reader.batches(stop) if b.position >= stop][:64]:
             try:
                 reader.crc_ok(h)
-                for _ in reader.records(h):
-                    pass
             except (FormatError, OSError):
                 pass
+            error = None
+            try:
+                for _ in reader.records(h):
+                    pass
+            except (FormatError, OSError) as exc:
+                error = exc
+            if h.magic == 2:
+                _check_refusal(reader, h, error)
+
+
+def _check_refusal(reader: LogReader, batch, error) -> None:
+    """The C record fold stops at a record exactly when the Python loop raises there, and the error
+    read from that record alone is the whole loop's (segment.py falls back to the whole batch when
+    it is not, which hides a disagreement from the row comparison)."""
+    try:
+        done = reader.fold_record_times(batch, (None,) * 6)
+    except (FormatError, OSError):
+        return   # before any record: compared through the rows
+    if done is None:
+        raise Disagreement(f"fold_record_times gave None for the v2 batch at byte {batch.position}")
+    fold, refused = done
+    if refused is None:
+        if error is not None:
+            raise Disagreement(f"the C record fold read every record; Python raised {error}")
+        return
+    again = refused_record_error(batch, refused, label=reader.label)
+    if again is None or str(again) != str(error):
+        raise Disagreement(f"the C record fold refused record {refused.index} at {refused.position}; read alone "
+                           f"it gives {again}, the whole batch {error}")
 
 
 def one_input(data: bytes) -> None:

@@ -75,7 +75,65 @@ def segment() -> None:
             s.add(batch_prefix(data))
     s.add(b"")
     s.add(bytes(200))                       # a preallocated zero tail
+    for data in record_fold_shapes():
+        s.add(data)
     print("segment", s.count)
+
+
+def _zigzag(value: int) -> bytes:
+    raw = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
+    out = bytearray()
+    while raw >= 0x80:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    return bytes(out + bytes([raw]))
+
+
+def _record(ts_delta: int, off_delta: int, value: bytes = b"v") -> bytes:
+    body = b"\x00" + _zigzag(ts_delta) + _zigzag(off_delta) + _zigzag(-1) + _zigzag(len(value)) + value + b"\x00"
+    return _zigzag(len(body)) + body
+
+
+def _v2(base: int, records: bytes, count: int, attrs: int = 0) -> bytes:
+    import crc32c
+
+    body = struct.pack(">hiqqqhii", attrs, max(count - 1, 0), 1000, 5000, -1, -1, -1, count) + records
+    return struct.pack(">qiibI", base, 9 + len(body), 0, 2, crc32c.crc32c(body)) + body
+
+
+def _legacy(offset: int, magic: int, attrs: int = 0, ts: int = 1000, value: bytes | None = None,
+            raw_magic: int | None = None) -> bytes:
+    import zlib
+
+    body = bytes([magic if raw_magic is None else raw_magic, attrs]) + (struct.pack(">q", ts) if magic else b"")
+    body += struct.pack(">i", -1) + (struct.pack(">i", -1) if value is None else struct.pack(">i", len(value)) + value)
+    message = struct.pack(">I", zlib.crc32(body)) + body
+    return struct.pack(">qi", offset, len(message)) + message
+
+
+def record_fold_shapes() -> list[bytes]:
+    """Synthetic .logs for the C record folds' refusals (issue 24's hangs): timestamps stepping back,
+    gzip batches whose last record is broken (cut, negative length, a 6-byte varint, a byte too
+    many; one after a 5,000-byte record, so that pieces carry it), legacy gzip wrappers of inner
+    messages (LogAppendTime, relative offsets, a broken last message)."""
+    good = b"".join(_record(d, i) for i, d in enumerate((0, -900, 3000, -1001, 2500, -4000)))
+    big = _record(-50, 6, bytes(range(256)) * 20)
+    broken = {"cut": _record(0, 7)[:-2], "negative length": b"\x01", "6-byte offsetDelta":
+              _zigzag(9) + b"\x00\x00" + b"\x80\x80\x80\x80\x80\x00" + b"\x01\x01",
+              "6-byte length": b"\x80\x80\x80\x80\x80\x00"}
+    plain = _v2(0, good, 6) + _v2(6, good + broken["6-byte offsetDelta"], 7)
+    gz = b"".join(_v2(20 * i, gzip.compress(good + big + tail, mtime=0), 8, attrs=1)
+                  for i, tail in enumerate(broken.values()))
+    gz += _v2(100, gzip.compress(good + big + b"\x00", mtime=0), 7, attrs=1)   # a byte after the last record
+    # a 9,000-byte record one byte longer than its fields, then good ones: refused while it is carried
+    # across pieces, and pieces still fed after the refusal
+    body = _record(0, 7, bytes(9000))[2:] + b"\x00"
+    gz += _v2(120, gzip.compress(good + _zigzag(len(body)) + body + good * 100, mtime=0), 607, attrs=1)
+    inner1 = b"".join(_legacy(i, 1, ts=t) for i, t in enumerate((50, 20, 40)))
+    legacy = (_legacy(1002, 1, attrs=1 | 0x08, ts=777, value=gzip.compress(inner1, mtime=0))
+              + _legacy(1005, 1, attrs=1, value=gzip.compress(inner1, mtime=0))
+              + _legacy(1010, 0, attrs=1, value=gzip.compress(_legacy(0, 0) + _legacy(1, 0, raw_magic=5), mtime=0)))
+    return [plain, gz, legacy]
 
 
 def _trim_index(index: bytes, timeindex: bytes, log: bytes, base: int) -> tuple[bytes, bytes]:

@@ -83,10 +83,12 @@ def _v2_batches(data: memoryview):
 def c_walk(data: memoryview) -> None:
     """_cwalk.walk_v2 over the input as a .log (its stop must be a position in the file), then
     _cwalk.fold_records over the records of every v2 batch framed at the start of the input, each
-    in a buffer of exactly its size, the fold state carried from batch to batch as 'deep' does."""
+    in a buffer of exactly its size, the fold state carried from batch to batch as 'deep' does;
+    the input as a legacy wrapper's inner message set too (_legacy_set)."""
     folded = _cwalk.walk_v2(_input_fd(data), 0, len(data))
     if not 0 <= folded["stop_position"] <= len(data):
         raise Disagreement(f"walk_v2 stopped at {folded['stop_position']}, outside the file")
+    _legacy_set(data)
     _refused_once("c_walk", lambda: _cwalk.walk_v2(0, 5, 4),
                   lambda: _cwalk.fold_records(b"", 0, 0, 0, 0, None, False, "x", None, None, None, None, None))
     state = (None,) * 6
@@ -103,8 +105,25 @@ def c_walk(data: memoryview) -> None:
             raise Disagreement(f"RecordFold in pieces gave {pieces}, fold_records {out}")
         if out is not None:
             state = tuple(out[:6])
-            if out[6] != batch.record_count:
+            refused = out[9]
+            if refused is None and out[6] != batch.record_count:
                 raise Disagreement(f"fold_records folded {out[6]} records of {batch.record_count}")
+            if refused is not None and (refused[0] != out[6] or not 0 <= refused[1] <= len(records) - start):
+                raise Disagreement(f"fold_records refused record {refused} after folding {out[6]}")
+
+
+def _legacy_set(data: memoryview) -> None:
+    """_cwalk.legacy_frames over the input (in an exact buffer) as a decompressed inner message set:
+    it stops inside it; legacy_fold then folds exactly the messages it counted, as relative offsets
+    (the largest base) and with a LogAppendTime."""
+    records = exact_buffer(data)
+    count, _first, _last, stop = _cwalk.legacy_frames(records)
+    if stop is not None and not 0 <= stop <= len(data) - 12:
+        raise Disagreement(f"legacy_frames stopped at {stop}, outside the set of {len(data)} bytes")
+    for base, relative, log_append in ((0, False, None), (2**64 - 1, True, 5)):
+        out = _cwalk.legacy_fold(records, count, base, relative, log_append, *(None,) * 6)
+        if out[6] != count or out[9] is not None:
+            raise Disagreement(f"legacy_fold folded {out[6]} of the {count} inner messages legacy_frames read")
 
 
 #: piece sizes RecordFold is fed in (picked by the batch's CRC): cuts inside varints and bodies
@@ -113,7 +132,8 @@ PIECE_SIZES = ((1, 4093), (2, 5, 2048), (7, 1, 64, 1024), (4096,), (3, 1000, 1))
 
 def _in_pieces(records: memoryview, crc: int, count: int, facts: tuple, state: tuple):
     """_cwalk.RecordFold fed ``records`` cut in the sizes PIECE_SIZES[crc] cycles through, each piece
-    in a buffer of exactly its size: its result must be fold_records' over the whole."""
+    in a buffer of exactly its size: its result must be fold_records' over the whole (compared by
+    the caller); all the bytes counted, and a refused record's kept bytes those of the records there."""
     fold = _cwalk.RecordFold(count, *facts, *state)
     sizes = PIECE_SIZES[crc % len(PIECE_SIZES)]
     pos = i = 0
@@ -122,7 +142,15 @@ def _in_pieces(records: memoryview, crc: int, count: int, facts: tuple, state: t
         fold.feed(exact_buffer(records[pos:pos + n]))
         pos += n
         i += 1
-    return fold.result()
+    out = fold.result()
+    if fold.fed != len(records):
+        raise Disagreement(f"RecordFold counted {fold.fed} bytes fed of {len(records)}")
+    kept = fold.refused_bytes()
+    if (out is None or out[9] is None) != (kept is None):
+        raise Disagreement(f"RecordFold kept {kept!r} with the result {out}")
+    if kept is not None and kept != bytes(records[out[9][1]:out[9][1] + len(kept)]):
+        raise Disagreement(f"RecordFold kept {kept.hex()} at {out[9][1]}, not the records' bytes there")
+    return out
 
 
 #: as fuzz_index: base offsets and file mtimes the control piece picks from

@@ -1,0 +1,144 @@
+"""A v2 batch whose last record is broken, after millions of good ones (issue 24's hang rule: more
+than 1 s for a 1 MiB input). The C record fold used to give up on the whole batch (None) and the
+Python loop read it again record by record to name the problem: 263 s for a gzip batch at the
+256 MiB cap. The fold now stops at the broken record with its state (``refused``) and keeps that
+record's bytes; ``record_batch.refused_record_error`` reads that record alone. The row and notes
+are the pure-Python loop's, byte for byte; the Python loop reads no record before the broken one
+(counted here, not timed: the figures are benchmarks/decompression_bombs.py's)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+
+from auditor.formats import _cwalk
+from auditor.formats import record_batch as v2
+from auditor.formats.errors import FormatError
+from harness.encoding import zigzag_varint
+from test_deep_record_fold import _batch, _deep, _record
+from test_record_fold_pieces import COMPRESS
+
+pytestmark = pytest.mark.unit
+
+GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
+STATE = (None,) * 6
+#: length 6: attributes, timestampDelta 0, offsetDelta 0, null key, null value, no headers
+TINY_RECORD = bytes([0x0C, 0, 0, 0, 1, 1, 0])
+#: (the broken record's bytes, records declared beyond the good ones)
+BROKEN = {
+    "cut short": (TINY_RECORD[:-1], 1),
+    "negative headersCount": (bytes([0x0C, 0, 0, 0, 1, 1, 1]), 1),
+    "key length past its record": (bytes([0x0C, 0, 0, 0, 40, 1, 0]), 1),
+    "length varint of 6 bytes": (b"\x80\x80\x80\x80\x80\x00", 1),
+    "negative length": (b"\x01", 1),
+    "one record missing": (b"", 1),
+    "a byte after the last record": (b"\x00", 0),
+}
+#: a batch of one record (offset 100, timestamp 1005) before the broken batch
+FIRST_BATCH = _batch(100, _record(5, 0), 1)
+
+
+class PythonRecords:
+    """Counts what the Python record loop (record_batch.iter_records) does: whole-batch loops
+    started, and records it yields, while installed."""
+
+    def __init__(self, monkeypatch):
+        self.loops = self.records = 0
+        original = v2.iter_records
+
+        def counting(*args, **kwargs):
+            if kwargs.get("resume") is None:
+                self.loops += 1
+            for record in original(*args, **kwargs):
+                self.records += 1
+                yield record
+        monkeypatch.setattr(v2, "iter_records", counting)
+
+
+def _log(tmp_path, name: str, good: int, broken: str, codec: int) -> str:
+    tail, extra = BROKEN[broken]
+    records = TINY_RECORD * good + tail
+    payload = COMPRESS[codec](records) if codec else records
+    path = tmp_path / name / "00000000000000000000.log"
+    path.parent.mkdir()
+    path.write_bytes(FIRST_BATCH + _batch(0, payload, good + extra, attributes=codec,
+                                                             base_ts=7, max_ts=7))
+    return str(path)
+
+
+@pytest.mark.parametrize("codec", [0, GZIP, SNAPPY, LZ4, ZSTD], ids=["none", "gzip", "snappy", "lz4", "zstd"])
+@pytest.mark.parametrize("broken", list(BROKEN))
+def test_a_broken_last_record_is_named_from_that_record_alone(tmp_path, monkeypatch, broken, codec):
+    """3,000 good records then a broken one (or none where one is declared, or a byte too many): the
+    row and the note of the pure-Python loop; with the C fold, no record is read by the Python loop."""
+    path = _log(tmp_path, "b", 3000, broken, codec)
+    pure = _deep(path, False)
+    counted = PythonRecords(monkeypatch)
+    with_c = _deep(path, True)
+    assert with_c == pure
+    assert (counted.loops, counted.records) == (0, 0)
+    assert any("records unreadable" in n for n in with_c["notes"]), with_c["notes"]
+    # the good records' timestamps folded (7 at offsets 0..; the first batch's record is at 1005)
+    assert (with_c["min_timestamp_ms"], with_c["min_timestamp_offset"]) == (7, 0)
+
+
+def _note(path: str, good: int, broken: str) -> str:
+    """The note of _log's gzip batch (after its first batch) of ``good`` TINY_RECORDs then BROKEN[broken]."""
+    at, batch = 7 * good, len(FIRST_BATCH)
+    what = {"cut short": f"record {good} length = 6, expected 0..5 (bytes left in the batch)",
+            "negative headersCount": f"record {good} headersCount = -1, expected >= 0",
+            "a byte after the last record": f"bytes after the last record = 1, expected 0 (recordsCount = {good}: "
+                                            f"incorrect declared batch size)"}[broken]
+    return f"{path}: byte {batch}: records unreadable: {path} (batch at byte {batch}, decompressed gzip records): " \
+           f"byte {at}: {what}"
+
+
+@pytest.mark.parametrize("broken", ["cut short", "negative headersCount", "a byte after the last record"])
+def test_a_million_records_then_a_broken_one(tmp_path, monkeypatch, broken):
+    """1,500,000 records (10.5 MB decompressed, ten of decompress_chunks' pieces) then a broken one:
+    the Python loop reads none of them (it read all 38 million of a batch at the cap again: 263 s).
+    The note's text is _note's, which the pure-Python loop gives on 3,000 records."""
+    small = _log(tmp_path, "small", 3000, broken, GZIP)
+    assert [n for n in _deep(small, False)["notes"] if "unreadable" in n] == [_note(small, 3000, broken)]
+    path = _log(tmp_path, "big", 1_500_000, broken, GZIP)
+    counted = PythonRecords(monkeypatch)
+    row = _deep(path, True)
+    assert (counted.loops, counted.records) == (0, 0)
+    assert [n for n in row["notes"] if "unreadable" in n] == [_note(path, 1_500_000, broken)]
+    # a batch whose records are unreadable counts as its header declares (as with the Python loop); the
+    # records before the broken one folded: the smallest timestamp, 7, at the first (the first batch's is 1005)
+    declared = 1 + 1_500_000 + BROKEN[broken][1]
+    assert (row["record_count"], row["min_timestamp_ms"], row["min_timestamp_offset"]) == (declared, 7, 0)
+
+
+def test_record_fold_refuses_in_any_pieces_where_the_whole_fold_does():
+    """RecordFold fed a payload with a broken record at a random place, cut anywhere: result() is
+    fold_records' over the whole (the same refused (index, position)), and the error read from
+    refused_bytes() alone is the whole payload's iter_records error."""
+    rnd = random.Random(2024)
+    header = v2.parse_v2_header(_batch(10, b"", 0, base_ts=1000), 0, 0)
+    for case in range(300):
+        good = [_record(rnd.randint(-9, 9), i, value=rnd.randbytes(rnd.choice((0, 3, 200, 5000))))
+                for i in range(rnd.randint(0, 30))]
+        tail, extra = rnd.choice(list(BROKEN.values()) + [(_record(0, 0, value=bytes(300))[:-7], 1),
+                                                          (zigzag_varint(8) + bytes([0, 0, 0, 1, 1, 2, 1, 0]), 1)])
+        payload = b"".join(good) + tail
+        count = len(good) + extra
+        whole = _cwalk.fold_records(payload, 0, count, 10, 1000, None, False, *STATE)
+        assert whole[9] is not None and whole[9][0] == whole[6] == len(good), (case, whole)
+        fold = _cwalk.RecordFold(count, 10, 1000, None, False, *STATE)
+        pos = 0
+        while pos < len(payload):
+            n = rnd.choice((1, 2, 5, 64, 4096))
+            fold.feed(bytearray(payload[pos:pos + n]))
+            pos += n
+        assert fold.result() == whole and fold.fed == len(payload), case
+        index, at = whole[9]
+        batch = dataclasses.replace(header, record_count=count)
+        sparse = bytearray(at) + fold.refused_bytes()
+        alone = v2.refused_record_error(batch, v2.RecordsFrom(sparse, at, len(payload), index, True))
+        with pytest.raises(FormatError) as raised:
+            list(v2.iter_records(batch, None, resume=v2.RecordsFrom(payload, 0, len(payload), 0, True)))
+        assert str(alone) == str(raised.value), case
