@@ -166,13 +166,26 @@ class PartitionBatch:
         return hit[codes]
 
     def column(self, name: str):
-        """A segment column as float64 numpy (NaN for null): the vector form of :func:`opt_int`."""
+        """A segment column as float64 numpy (NaN for null): the vector form of :func:`opt_int`. A
+        float64 column is the frame's own array (no copy: checks never write into their input)."""
         key = f"col:{name}"
         if key not in self._cache:
+            import numpy as np
             import pandas as pd
 
-            self._cache[key] = pd.to_numeric(self.segments[name], errors="coerce").to_numpy(dtype="float64", na_value=float("nan"))
+            series = self.segments[name]
+            if series.dtype == np.float64:
+                self._cache[key] = series.to_numpy()
+            else:
+                self._cache[key] = pd.to_numeric(series, errors="coerce").to_numpy(dtype="float64", na_value=float("nan"))
         return self._cache[key]
+
+    def forget_columns(self) -> None:
+        """The float64 copies :meth:`column` made dropped (the runner calls it after each check):
+        a million rows' copy is 7.6 MiB a column, and kept for every check they were 130 MiB at the
+        peak of the checks' stage (benchmarks/fleet.py, 991,158 rows); made again when asked (~2 ms)."""
+        for key in [k for k in self._cache if k.startswith("col:")]:
+            del self._cache[key]
 
     def array(self, name: str):
         """A segment column as numpy, as the frame holds it (object columns: the cells themselves)."""
