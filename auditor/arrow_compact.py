@@ -37,7 +37,8 @@ def compact_columns(table: pa.Table) -> pa.Table:
         column = table.column(i)
         if table.num_rows and column.null_count == table.num_rows and _has_zero_layout(field.type):
             if zero is None:  # fresh anonymous pages, read and never written: the kernel's zero page
-                zero = pa.py_buffer(mmap.mmap(-1, 8 * (table.num_rows + 1)))
+                zero = pa.py_buffer(mmap.mmap(-1, 8 * (table.num_rows + 1), flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS,
+                                              prot=mmap.PROT_READ))
             table = table.set_column(i, field, _all_null(field.type, table.num_rows, zero))
         elif pa.types.is_string(field.type):
             encoded = sorted_dictionary(column)
@@ -93,17 +94,18 @@ def decoded(column: pa.ChunkedArray) -> pa.ChunkedArray:
 
 def pandas_values(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """The column as the numpy array of Arrow's default pandas conversion of its plain values: a
-    dictionary of strings gives an object array of ``str`` (each distinct string one object, as
-    Arrow's conversion deduplicates them) and ``None`` for a null."""
+    dictionary of strings gives an object array of ``str`` and ``None`` for a null, each distinct
+    string one object (as Arrow's conversion deduplicates them): the shared dictionary converted
+    once, not once per chunk (30 brokers' chunks made 30 copies of every string)."""
     if not pa.types.is_dictionary(column.type):
         return column.to_pandas().to_numpy()
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    out = np.empty(len(column), dtype=object)
-    start = 0
-    for chunk in chunks:
-        strings = np.empty(len(chunk.dictionary) + 1, dtype=object)  # the last one: None, for a null index
-        strings[:-1] = chunk.dictionary.to_pandas().to_numpy()
-        codes = pc.fill_null(chunk.indices, -1).to_numpy(zero_copy_only=False)
-        out[start:start + len(chunk)] = strings[codes]
-        start += len(chunk)
-    return out
+    if not chunks:
+        return np.empty(0, dtype=object)
+    dictionary = chunks[0].dictionary
+    if not all(chunk.dictionary.equals(dictionary) for chunk in chunks[1:]):  # not one of ours: Arrow decodes
+        return decoded(pa.chunked_array(chunks, type=column.type)).to_pandas().to_numpy()
+    strings = np.empty(len(dictionary) + 1, dtype=object)  # the last one: None, for a null index
+    strings[:-1] = dictionary.to_pandas().to_numpy()
+    indices = pa.chunked_array([chunk.indices for chunk in chunks], type=column.type.index_type)
+    return strings[pc.fill_null(indices, -1).to_numpy()]

@@ -193,3 +193,25 @@ def test_mtime_reset_prefilter_in_chunks_picks_the_same_partitions(monkeypatch):
         assert len(reset._partition_chunks(batch.seg_group, 7)) > 10
         assert check.prefilter(batch, ctx) == whole and whole
         monkeypatch.undo()
+
+
+def test_a_command_puts_arrow_on_the_c_allocator_before_pyarrow_is_imported():
+    """auditor.cli.main: Arrow's C++ default pool (Acero's: the aggregates' group-bys and join) is
+    the C library's in a command's process, unless the user chose one; a process that imported
+    pyarrow already is left as it is (the pool is fixed at import)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; from auditor.cli import arrow_on_the_c_allocator; arrow_on_the_c_allocator(); "
+            "import pyarrow as pa; print(pa.default_memory_pool().backend_name)")
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "system"
+    chosen = subprocess.run([sys.executable, "-c", code], env={**env, "ARROW_DEFAULT_MEMORY_POOL": "jemalloc"},
+                            capture_output=True, text=True, check=True).stdout
+    assert chosen.strip() == "jemalloc"
+    late = subprocess.run([sys.executable, "-c", "import pyarrow, os; " + code.replace("import sys; ", "")
+                           + "; print(os.environ.get('ARROW_DEFAULT_MEMORY_POOL'))"],
+                          env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert late[1] == "None"  # pyarrow came first: nothing set
