@@ -81,9 +81,9 @@ def is_sorted_dictionary(data_type: pa.DataType) -> bool:
 
 def sort_key(column: pa.ChunkedArray) -> pa.ChunkedArray:
     """What to sort ``column`` by: a sorted dictionary's indices (their order is the strings'),
-    any other column as it is."""
+    another dictionary decoded (Arrow sorts no dictionary column), any other column as it is."""
     if not is_sorted_dictionary(column.type):
-        return column
+        return decoded(column)
     return pa.chunked_array([chunk.indices for chunk in column.chunks], type=column.type.index_type)
 
 
