@@ -215,3 +215,20 @@ def test_a_command_puts_arrow_on_the_c_allocator_before_pyarrow_is_imported():
                            + "; print(os.environ.get('ARROW_DEFAULT_MEMORY_POOL'))"],
                           env=env, capture_output=True, text=True, check=True).stdout.split()
     assert late[1] == "None"  # pyarrow came first: nothing set
+
+
+def test_replica_ids_are_the_group_by_of_before():
+    """PartitionBatch.replica_ids counted as runs of the sorted rows: the ids of
+    ``groupby(topic, partition, broker_id, log_dir, sort=False, dropna=False).ngroup()``, null
+    topics, brokers and log dirs (None and NaN) included."""
+    import numpy as np
+
+    from auditor.check_runner import as_frame
+    from checks.batch import PartitionBatch
+
+    frame = _messy_segments().to_pandas()
+    frame.loc[frame.index % 7 == 0, "log_dir"] = np.nan  # NaN and None both null, as pandas may give
+    batch = PartitionBatch(frame, as_frame([], PARTITION_SCHEMA))
+    expected = batch.segments.groupby(["topic", "partition", "broker_id", "log_dir"], sort=False, dropna=False).ngroup()
+    assert batch.replica_ids().tolist() == expected.tolist()
+    assert len(set(batch.replica_ids().tolist())) > 20
