@@ -7,11 +7,13 @@ not by the object (benchmarks/fleet.py: peak RSS per segment row; benchmarks/REA
 
 - the segment table is Arrow (on the C library's allocator) until the checks' pandas frame is
   made from it, once, in the checks' batch order, column by column, each Arrow column freed once
-  converted (equal list cells share one array);
+  converted (equal list cells share one array); its repeated strings are sorted dictionaries and
+  its all-null columns share one zero page mapping (:mod:`auditor.arrow_compact`);
 - the GX suite reads the Arrow table a few columns at a time, before that frame exists;
 - the partition dirs' statistics stay Arrow (``ArrowRows``: dicts made as they are read);
 - no stage builds a Python object per segment row, and freed memory goes back to the OS between
-  stages (:func:`release_memory`), so the stages' peaks do not pile up.
+  stages, every few columns of the frame and between checks (:func:`release_memory`), so the peaks
+  do not pile up.
 """
 
 from __future__ import annotations
