@@ -11,7 +11,7 @@ the batches are tested against.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from auditor import replay
 from auditor.schema import FINDING_FIELDS
@@ -46,11 +46,16 @@ def run_partition_checks(segments: pd.DataFrame, partitions: pd.DataFrame, ctx: 
     return _search_then_run(_checks("partition", names), data, ctx)
 
 
-def run_partition_batch(batch: PartitionBatch, ctx: AuditContext, names: Sequence[str] | None = None) -> list[Finding]:
+def run_partition_batch(batch: PartitionBatch, ctx: AuditContext, names: Sequence[str] | None = None,
+                        release: Callable[[], None] | None = None) -> list[Finding]:
     """Partition-scope checks on a batch of many partitions (``checks.batch.PartitionBatch``): each
     check's ``run_batch`` once (a check whose batch code raises falls back to the per-partition
     reference, so a bug there costs time, never findings); replay.safety partition by partition,
-    its replay search first (it reads files: only for the partitions the audit asks about)."""
+    its replay search first (it reads files: only for the partitions the audit asks about).
+    ``release``: called before the first check and after each (the driver engine hands its
+    ``release_memory``, so one check's freed temporaries are not resident under the next's)."""
+    if release is not None:
+        release()
     out: list[Finding] = []
     for check in _checks("partition", names):
         if check.name == REPLAY_CHECK:
@@ -61,6 +66,9 @@ def run_partition_batch(batch: PartitionBatch, ctx: AuditContext, names: Sequenc
             found = instance.run_batch(batch, ctx)
         except Exception:  # noqa: BLE001 - the reference path names any partition that really fails
             found = batch.run_each(instance, ctx)
+        batch.forget_columns()  # the next check's copies do not pile on this one's
+        if release is not None:
+            release()
         out += found
     return out
 
@@ -207,16 +215,18 @@ def _null_first(key: tuple) -> tuple:
 
 
 def run_local(segments, partitions, ctx: AuditContext, stats: Mapping[str, pd.DataFrame] | None = None,
-              names: Sequence[str] | None = None, segments_sorted: bool = False) -> list[Finding]:
+              names: Sequence[str] | None = None, segments_sorted: bool = False,
+              release: Callable[[], None] | None = None) -> list[Finding]:
     """In-process engine: segment/partition rows (dicts or DataFrames) -> findings, sorted.
-    ``segments_sorted``: a segment frame from ``checks.batch.sort_rows_moving`` (used as it is)."""
+    ``segments_sorted``: a segment frame from ``checks.batch.sort_rows_moving`` (used as it is).
+    ``release``: frees memory between the partition checks (:func:`run_partition_batch`)."""
     from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA  # Arrow: imported by the engines, not replay-check
 
     seg = as_frame(segments, SEGMENT_SCHEMA)
     part = as_frame(partitions, PARTITION_SCHEMA)
     from checks.batch import PartitionBatch
 
-    findings = run_partition_batch(PartitionBatch(seg, part, segments_sorted), ctx, names)
+    findings = run_partition_batch(PartitionBatch(seg, part, segments_sorted), ctx, names, release)
     if stats is not None:
         findings.extend(run_cluster_checks(stats, part, ctx, names))
     return with_pass_summaries(findings, names)

@@ -30,6 +30,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from auditor.arrow_compact import decoded, pandas_values
 from auditor.schema import PARTITION_DIR_KEYS, PARTITION_SCHEMA, SEGMENT_SCHEMA
 
 LOCAL_MAX_SEGMENT_ROWS = 100_000
@@ -116,6 +117,8 @@ def partition_stats_table(segments: pa.Table, partitions: pa.Table) -> pa.Table:
     by_dir = folded.group_by(keys, use_threads=False).aggregate([
         ("_rows", "sum"), ("_live", "sum"), ("_index", "sum"), ("_records", "sum"), ("_records_unknown", "sum"),
         ("_oldest", "min"), ("_newest", "max"), ("_first", "min"), ("_last", "max"), ("_notes", "sum")])
+    # a dictionary-encoded key (the driver's table, auditor.arrow_compact) joins as the plain strings
+    by_dir = pa.table({name: decoded(by_dir[name]) if name in keys else by_dir[name] for name in by_dir.column_names})
     order = pa.array(np.arange(part.num_rows, dtype=np.int64))
     left = part.select(keys + ["cluster_id", "topic_id", "segment_count", "size_bytes", "log_start_offset",
                                "log_end_offset", "high_watermark", "oldest_log_mtime_ms", "newest_log_mtime_ms"])
@@ -143,9 +146,14 @@ def partition_stats_table(segments: pa.Table, partitions: pa.Table) -> pa.Table:
 
 
 def _as_table(rows, schema: pa.Schema) -> pa.Table:
-    """Rows as an Arrow table of ``schema`` (a table as it is, cast; dicts converted once)."""
+    """Rows as an Arrow table of ``schema`` (a table as it is, cast; dicts converted once). A string
+    column as a dictionary of strings (``auditor.arrow_compact``) is kept as it is."""
     if isinstance(rows, pa.Table):
-        return rows if rows.schema.equals(schema) else rows.select(schema.names).cast(schema)
+        if rows.schema.equals(schema) or rows.schema.names == schema.names and all(
+                have.equals(want) or pa.types.is_dictionary(have) and have.value_type.equals(want)
+                for have, want in zip(rows.schema.types, schema.types)):
+            return rows
+        return rows.select(schema.names).cast(schema)
     from auditor.schema import to_table
 
     return to_table(list(rows), schema)
@@ -392,14 +400,18 @@ def aggregates(segments, partitions) -> dict[str, pd.DataFrame]:
     return frames(aggregate_rows(segments, partitions))
 
 
-def segment_frame(table: pa.Table, order=None) -> pd.DataFrame:
+def segment_frame(table: pa.Table, order=None, release=None) -> pd.DataFrame:
     """The checks' pandas frame of a segment table: Arrow's default conversion (the frame Spark's
     ``applyInPandas`` hands the checks), except that equal list cells share one numpy array: a
     million rows' four list columns cost a pointer a cell, not an array object each (~100 bytes).
     ``order``: the table's row indices in the frame's order (the frame then has a fresh 0..n-1
-    index). Converted column by column, each Arrow column dropped once converted and the pool's
-    freed memory returned every few columns, so the peak is about the larger of the table and the
-    frame, not their sum: the caller must not use ``table`` afterwards."""
+    index). Converted column by column, each Arrow column dropped once converted and freed memory
+    returned every few columns (``release``; default: Arrow's pool's), so the peak is about the
+    larger of the table and the frame, not their sum: the caller must not use ``table`` afterwards.
+    The driver engine hands ``release_memory`` (glibc's ``malloc_trim`` too): with the pool's alone
+    the freed columns stayed resident, ~320 MiB more at the end of the 991,158-row fleet's frame
+    (benchmarks/fleet.py); every 4 columns cost ~0.1 s of CPU there (the pages faulted in again)."""
+    release = release or pa.default_memory_pool().release_unused
     take = None if order is None else pa.array(order, pa.int64())
     frame = pd.DataFrame(index=pd.RangeIndex(table.num_rows if take is None else len(take)))
     for done, name in enumerate(list(table.column_names), start=1):
@@ -410,10 +422,10 @@ def segment_frame(table: pa.Table, order=None) -> pd.DataFrame:
         if pa.types.is_list(column.type):
             frame[name] = _shared_list_cells(column)
         else:
-            frame[name] = column.to_pandas().to_numpy()
+            frame[name] = pandas_values(column)  # a dictionary of strings: str and None, as the plain column
         del column
-        if done % 8 == 0:
-            pa.default_memory_pool().release_unused()
+        if done % 4 == 0:
+            release()
     return frame
 
 

@@ -11,7 +11,9 @@ fresh interpreter (``scan_segment``, the C record fold on), ``--runs`` times in 
 tree. The figure is the scan's CPU time (``time.process_time``: user + system of the process, which
 a loaded machine inflates far less than wall time); the medians are printed with the ratio, the
 load average before and after, and a digest of each tree's row (notes included, the scan time
-left out), which must be equal: the change is speed only. Asserts nothing.
+left out), which must be equal: the change is speed only. ``--scan keys`` times the key scan of
+the .log's directory instead (auditor/keys/partition_keys.py; the digest over its sketches and
+result). Asserts nothing.
 
 The cases (the smallest record, 7 bytes, so the most records per decompressed byte):
 
@@ -179,8 +181,27 @@ def cases(tmp: Path, only: str = "") -> list[tuple[str, Path]]:
     return out
 
 
-def measure(code: Path, log: Path, runs: int) -> dict:
-    done = subprocess.run([sys.executable, "-c", CHILD, str(code), str(log), str(runs)], capture_output=True,
+#: ``--scan keys``: the key scan of the .log's directory (auditor/keys/partition_keys.py) instead of 'deep'
+CHILD_KEYS = r"""
+import hashlib, json, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from auditor.keys.partition_keys import scan_partition_keys
+times = []
+for _ in range(int(sys.argv[3])):
+    start = time.process_time()
+    found = scan_partition_keys(Path(sys.argv[2]).parent, prefix_bytes=2)
+    times.append(time.process_time() - start)
+result = found.to_json(20)
+digest = hashlib.sha256(found.stats.to_bytes() + json.dumps(result, sort_keys=True, default=str).encode()).hexdigest()[:12]
+print(json.dumps({"cpu": times, "digest": digest, "records": result.get("records"),
+                  "note": " | ".join(result.get("notes", []))[-160:]}))
+"""
+
+
+def measure(code: Path, log: Path, runs: int, scan: str = "deep") -> dict:
+    child = CHILD_KEYS if scan == "keys" else CHILD
+    done = subprocess.run([sys.executable, "-c", child, str(code), str(log), str(runs)], capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(code)})
     if done.returncode:
         return {"cpu": [float("nan")], "digest": "error", "records": None, "note": done.stderr[-300:]}
@@ -193,6 +214,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5, help="scans per case and tree (in one interpreter each)")
     ap.add_argument("--rounds", type=int, default=1, help="alternations of the trees (each --runs scans)")
     ap.add_argument("--only", default="", help="only the cases whose name holds this text")
+    ap.add_argument("--scan", choices=("deep", "keys"), default="deep",
+                    help="what reads each .log: scan_segment at 'deep', or the key scan of its directory")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     trees = ([("before", Path(args.before))] if args.before else []) + [("now", ROOT)]
@@ -202,7 +225,7 @@ def main() -> None:
             got = {label: {"cpu": []} for label, _ in trees}
             for _ in range(args.rounds):
                 for label, code in trees:
-                    r = measure(code, log, args.runs)
+                    r = measure(code, log, args.runs, args.scan)
                     got[label]["cpu"] += r["cpu"]
                     got[label].update({k: r[k] for k in ("digest", "records", "note")})
             print(name)

@@ -19,8 +19,10 @@ notes, batch counts) and gets contiguous offsets and timestamps/mtimes one segme
 replicas of a partition share their segments (mtimes a few seconds apart), as followers do.
 
 Each run is a fresh process (``--engine local``, ``--progress``: the progress lines give the stages),
-its CPU and peak RSS from ``wait4``, and per stage the wall and CPU time and the peak RSS reached by the
-stage's end (``/proc/PID/status`` VmHWM); the same manifests for each code version, runs interleaved.
+its CPU and peak RSS from ``wait4``, and per stage the wall and CPU time, the peak RSS reached by the
+stage's end (``/proc/PID/status`` VmHWM) and the stage's own peak (``stage``: VmRSS sampled every
+0.2 s during the stage, so a peak shorter than that can be missed); the same manifests for each
+code version, runs interleaved.
 Prints medians per size and code, the ratios, the check cost per partition dir, the RSS per segment
 row, whether the findings (a sha256 of the JSON's list) are identical across the code versions, and the
 load average; with ``--chromium`` the report's load and sort time in headless Chromium. Asserts nothing.
@@ -411,8 +413,8 @@ def main() -> None:
                     c = chromium_open_and_sort(out / "report.html")
                     print(f"      chromium: opened in {c['open_s']:.2f} s, {c['sortable_tables']} sortable tables sorted in "
                           f"{c['sort_s']:.2f} s ({c['rows']:,} table rows in the page)")
-                for name, wall, cpu, hwm in r["stages"]:
-                    print(f"      wall {wall:7.1f} s  cpu {cpu:7.1f} s  peak rss {hwm:6.0f} MiB  {name}")
+                for (name, wall, cpu, hwm), (stage_py, _) in zip(r["stages"], r["stage_peaks"]):
+                    print(f"      wall {wall:7.1f} s  cpu {cpu:7.1f} s  peak rss {hwm:6.0f} MiB  stage {stage_py:6.0f} MiB  {name}")
         med = {c: {k: statistics.median(x[k] for x in rs) for k in ("wall_s", "cpu_s", "rss_mib")}
                | {"checks_s": statistics.median(check_stage_s(x["stages"]) for x in rs),
                   "gx_s": statistics.median(stage_cpu_s(x["stages"], "validating") for x in rs)} for c, rs in results.items() if rs}

@@ -142,11 +142,23 @@ class PartitionBatch:
 
     def replica_ids(self):
         """Per segment row, an id of its replica (topic, partition, broker, log dir; nulls equal, as
-        :func:`live_replicas` groups): rows of one replica are contiguous, in base-offset order."""
+        :func:`live_replicas` groups): rows of one replica are contiguous, in base-offset order.
+        The ids of ``groupby(those, sort=False, dropna=False).ngroup()`` (numbered in order of first
+        appearance), counted as runs of equal keys: the rows are sorted by :data:`BATCH_SORT`, so a
+        replica's rows are one run; no group-by (~40 MiB of factorizations at a million rows)."""
         if "replica" not in self._cache:
+            import numpy as np
+            import pandas as pd
+
             seg = self.segments
-            self._cache["replica"] = (seg.groupby(["topic", "partition", "broker_id", "log_dir"], sort=False, dropna=False)
-                                      .ngroup().to_numpy() if len(seg) else seg.index.to_numpy())
+            changed = np.zeros(max(len(seg) - 1, 0), dtype=bool)
+            for name in ("topic", "partition", "broker_id", "log_dir"):
+                values = seg[name].to_numpy()
+                null = pd.isna(values)
+                differ = values[1:] != values[:-1]
+                changed |= np.asarray(differ, dtype=bool) & ~(null[1:] & null[:-1])  # two nulls are one key
+                changed |= null[1:] != null[:-1]
+            self._cache["replica"] = np.r_[0, np.cumsum(changed)].astype(np.int64) if len(seg) else seg.index.to_numpy()
         return self._cache["replica"]
 
     def list_contains(self, name: str, values: tuple):
@@ -166,13 +178,26 @@ class PartitionBatch:
         return hit[codes]
 
     def column(self, name: str):
-        """A segment column as float64 numpy (NaN for null): the vector form of :func:`opt_int`."""
+        """A segment column as float64 numpy (NaN for null): the vector form of :func:`opt_int`. A
+        float64 column is the frame's own array (no copy: checks never write into their input)."""
         key = f"col:{name}"
         if key not in self._cache:
+            import numpy as np
             import pandas as pd
 
-            self._cache[key] = pd.to_numeric(self.segments[name], errors="coerce").to_numpy(dtype="float64", na_value=float("nan"))
+            series = self.segments[name]
+            if series.dtype == np.float64:
+                self._cache[key] = series.to_numpy()
+            else:
+                self._cache[key] = pd.to_numeric(series, errors="coerce").to_numpy(dtype="float64", na_value=float("nan"))
         return self._cache[key]
+
+    def forget_columns(self) -> None:
+        """The float64 copies :meth:`column` made dropped (the runner calls it after each check):
+        a million rows' copy is 7.6 MiB a column, and kept for every check they were 130 MiB at the
+        peak of the checks' stage (benchmarks/fleet.py, 991,158 rows); made again when asked (~2 ms)."""
+        for key in [k for k in self._cache if k.startswith("col:")]:
+            del self._cache[key]
 
     def array(self, name: str):
         """A segment column as numpy, as the frame holds it (object columns: the cells themselves)."""

@@ -262,14 +262,18 @@ def _columns_read(frame, columns, categorical: bool = False):
     import pandas as pd
     import pyarrow.types as pat
 
+    from auditor.arrow_compact import pandas_values
+
     arrow = _is_arrow_table(frame)
 
     def values(c):
+        if categorical and arrow and pat.is_dictionary(frame.column(c).type) and pat.is_string(frame.column(c).type.value_type):
+            return frame.column(c).to_pandas().cat.as_unordered()  # the driver's sorted dictionary (auditor.arrow_compact)
         if categorical and arrow and (pat.is_string(frame.column(c).type) or pat.is_large_string(frame.column(c).type)):
             return frame.column(c).dictionary_encode().to_pandas()
         if categorical and not arrow and frame[c].dtype == object and _all_str_or_none(frame[c]):
             return frame[c].astype("category")
-        v = (frame.column(c).to_pandas() if arrow else frame[c]).to_numpy()
+        v = pandas_values(frame.column(c)) if arrow else frame[c].to_numpy()
         return v.astype(np.int64) if v.dtype == np.int32 else v
 
     names = frame.column_names if arrow else frame.columns

@@ -53,7 +53,9 @@ class IntegrityOffsetGap(Check):
         with np.errstate(invalid="ignore"):
             gap = first[1:] > last[:-1] + 1  # NaN on either side: False, as the check resets there
         tie = base[1:] == base[:-1]
-        return batch.groups_where("segments", np.isin(np.arange(len(live)), rows[1:][same & (gap | tie)]))
+        hit = np.zeros(len(live), dtype=bool)  # the rows that start a gap or a tie (np.isin over a million row numbers sorted them)
+        hit[rows[1:][same & (gap | tie)]] = True
+        return batch.groups_where("segments", hit)
 
     replica_columns = ("base_offset", "first_offset", "last_offset")
 

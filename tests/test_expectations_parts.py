@@ -127,3 +127,29 @@ def test_the_parts_leave_no_frame_behind():
     assert counts[-1] <= 3, counts
     gc.collect()
     assert alive() == 0
+
+
+def test_the_drivers_compact_table_gives_the_results_of_its_plain_frame():
+    """The driver's segment table (auditor.arrow_compact: repeated strings as sorted dictionaries,
+    all-null columns on one zero buffer) gives the results and findings of the plain table's frame,
+    null strings in the key and the set tests included."""
+    from auditor.arrow_compact import compact_columns, is_sorted_dictionary
+
+    rows = []
+    for i in range(60):
+        rows += [_row(base_offset=i * 10, topic=f"t{i % 7}", first_offset=i * 10, last_offset=i * 10 + 9),
+                 _row(base_offset=i * 10, topic=f"t{i % 7}", first_offset=i * 10, last_offset=i * 10 + 9)
+                 if i % 20 == 0 else _row(base_offset=i * 10 + 5, first_offset=i * 10 + 5, last_offset=i * 10 + 9,
+                                          topic=None if i % 9 == 0 else "é", dir_kind="weird" if i % 11 == 0 else "live",
+                                          file_state="odd" if i % 13 == 0 else None, log_dir=None if i % 17 == 0 else "/d")]
+    plain = pa.Table.from_pylist(rows, schema=SEGMENT_SCHEMA)
+    table = compact_columns(plain)
+    assert is_sorted_dictionary(table.schema.field("topic").type) and is_sorted_dictionary(table.schema.field("file_state").type)
+    assert table.column("crc_failures").null_count == len(rows)  # all null: on the shared zero buffer
+    ctx = _ctx()
+    compact, whole = run_expectations(table, ctx), run_expectations(plain.to_pandas(), ctx, one_frame=True)
+    assert json.dumps(compact.results) == json.dumps(whole.results)
+    assert json.dumps([f.to_dict() for f in compact.findings]) == json.dumps([f.to_dict() for f in whole.findings])
+    failed = {r["expectation"] for r in compact.results if not r["success"]}
+    assert {"expect_compound_columns_to_be_unique", "expect_column_values_to_not_be_null",
+            "expect_column_values_to_be_in_set"} <= failed

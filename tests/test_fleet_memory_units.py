@@ -99,24 +99,68 @@ def _cells(series) -> list:
 
 
 def test_the_frame_made_in_batch_order_is_the_sorted_frame_of_before():
+    """On the plain table and on the driver's compact one (auditor.arrow_compact: sorted
+    dictionaries, sorted by their indices; all-null columns on the zero buffer): the positions and
+    the frame of ``sort_rows_moving`` on the plain table's frame, null strings and non-ASCII topics
+    included."""
+    from auditor.arrow_compact import compact_columns, is_sorted_dictionary
     from auditor.local_engine import segment_frame
     from auditor.table_engines.local import batch_order
     from checks.batch import sort_rows_moving
 
-    table = _messy_segments()
-    expected, expected_positions = sort_rows_moving(table.to_pandas())
-    positions = batch_order(table)
-    frame = segment_frame(table, positions)
-    assert positions.tolist() == expected_positions.tolist()
-    assert list(frame.columns) == list(expected.columns) and list(frame.dtypes) == list(expected.dtypes)
-    assert frame.index.equals(expected.index)
-    for name in frame.columns:
-        if frame[name].dtype == object:
-            assert json.dumps(_cells(frame[name]), default=str) == json.dumps(_cells(expected[name]), default=str), name
-        else:
-            assert frame[name].equals(expected[name]), name
+    expected, expected_positions = sort_rows_moving(_messy_segments().to_pandas())
+    compact = compact_columns(_messy_segments())
+    assert is_sorted_dictionary(compact.schema.field("topic").type) and is_sorted_dictionary(compact.schema.field("log_dir").type)
+    assert compact.column("crc_failures").null_count == compact.num_rows
+    for table in (_messy_segments(), compact):
+        positions = batch_order(table)
+        frame = segment_frame(table, positions)
+        assert positions.tolist() == expected_positions.tolist()
+        assert list(frame.columns) == list(expected.columns) and list(frame.dtypes) == list(expected.dtypes)
+        assert frame.index.equals(expected.index)
+        for name in frame.columns:
+            if frame[name].dtype == object:
+                assert json.dumps(_cells(frame[name]), default=str) == json.dumps(_cells(expected[name]), default=str), name
+                assert not any(isinstance(v, float) for v in frame[name]), name  # a null string is None, not NaN
+            else:
+                assert frame[name].equals(expected[name]), name
     unsorted = segment_frame(_messy_segments())  # no order: the table's own
     assert unsorted["record_count"].tolist() == list(range(400))
+
+
+def test_the_compact_table_has_the_same_values_and_aggregates():
+    """auditor.arrow_compact.compact_columns: each column's values unchanged (a dictionary decodes
+    to the plain strings), smaller, and the aggregates (group-bys and join on dictionary keys) those
+    of the plain table."""
+    from auditor.arrow_compact import compact_columns, decoded
+
+    plain = _messy_segments()
+    compact = compact_columns(plain)
+    for name in plain.column_names:
+        assert decoded(compact.column(name)).to_pylist() == plain.column(name).to_pylist(), name
+    assert compact.nbytes < plain.nbytes
+    _, parts = _tables()
+    segs = pa.Table.from_pylist(plain.to_pylist() + _tables()[0].to_pylist(), schema=SEGMENT_SCHEMA)
+    assert aggregate_rows(compact_columns(segs), parts)["partition_stats"] == partition_stats_rows(segs, parts)
+    assert aggregate_rows(compact_columns(segs), parts)["topic_stats"] == aggregate_rows(segs, parts)["topic_stats"]
+
+
+def test_many_check_copies_are_not_kept_from_one_check_to_the_next():
+    """PartitionBatch.column: a float64 column is the frame's own array; copies of other columns
+    are dropped by forget_columns (the runner's call after each check) and made again, equal."""
+    import numpy as np
+
+    from auditor.check_runner import as_frame
+    from checks.batch import PartitionBatch
+
+    batch = PartitionBatch(_messy_segments().to_pandas(), as_frame([], PARTITION_SCHEMA))
+    assert batch.segments["log_size_bytes"].dtype == np.float64 and batch.segments["record_count"].dtype == np.int64
+    assert np.shares_memory(batch.column("log_size_bytes"), batch.segments["log_size_bytes"].to_numpy())
+    counts = batch.column("record_count")
+    assert counts.dtype == np.float64 and counts.tolist() == batch.segments["record_count"].astype(float).tolist()
+    batch.forget_columns()
+    assert not any(k.startswith("col:") for k in batch._cache)
+    assert batch.column("record_count").tolist() == counts.tolist()
 
 
 def test_partition_chunks_cover_every_row_and_never_split_a_partition():
@@ -149,3 +193,42 @@ def test_mtime_reset_prefilter_in_chunks_picks_the_same_partitions(monkeypatch):
         assert len(reset._partition_chunks(batch.seg_group, 7)) > 10
         assert check.prefilter(batch, ctx) == whole and whole
         monkeypatch.undo()
+
+
+def test_a_command_puts_arrow_on_the_c_allocator_before_pyarrow_is_imported():
+    """auditor.cli.main: Arrow's C++ default pool (Acero's: the aggregates' group-bys and join) is
+    the C library's in a command's process, unless the user chose one; a process that imported
+    pyarrow already is left as it is (the pool is fixed at import)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import sys; from auditor.cli import arrow_on_the_c_allocator; arrow_on_the_c_allocator(); "
+            "import pyarrow as pa; print(pa.default_memory_pool().backend_name)")
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "system"
+    chosen = subprocess.run([sys.executable, "-c", code], env={**env, "ARROW_DEFAULT_MEMORY_POOL": "jemalloc"},
+                            capture_output=True, text=True, check=True).stdout
+    assert chosen.strip() == "jemalloc"
+    late = subprocess.run([sys.executable, "-c", "import pyarrow, os; " + code.replace("import sys; ", "")
+                           + "; print(os.environ.get('ARROW_DEFAULT_MEMORY_POOL'))"],
+                          env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert late[1] == "None"  # pyarrow came first: nothing set
+
+
+def test_replica_ids_are_the_group_by_of_before():
+    """PartitionBatch.replica_ids counted as runs of the sorted rows: the ids of
+    ``groupby(topic, partition, broker_id, log_dir, sort=False, dropna=False).ngroup()``, null
+    topics, brokers and log dirs (None and NaN) included."""
+    import numpy as np
+
+    from auditor.check_runner import as_frame
+    from checks.batch import PartitionBatch
+
+    frame = _messy_segments().to_pandas()
+    frame.loc[frame.index % 7 == 0, "log_dir"] = np.nan  # NaN and None both null, as pandas may give
+    batch = PartitionBatch(frame, as_frame([], PARTITION_SCHEMA))
+    expected = batch.segments.groupby(["topic", "partition", "broker_id", "log_dir"], sort=False, dropna=False).ngroup()
+    assert batch.replica_ids().tolist() == expected.tolist()
+    assert len(set(batch.replica_ids().tolist())) > 20

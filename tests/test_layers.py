@@ -5,7 +5,8 @@ Fails on: an import of a higher layer, a cycle between modules, a private ``_nam
 another package, a module the order does not place. The order, lowest first (a module may import
 its own layer and the ones below):
 
- 1 auditor (the package: __version__), auditor.units, auditor.schema, auditor.json_stream, auditor.atomic
+ 1 auditor (the package: __version__), auditor.units, auditor.schema, auditor.json_stream, auditor.atomic,
+   auditor.arrow_compact
  2 auditor.formats (pure parsing; auditor.formats.specs: generated tables)
  3 auditor.scan (files -> rows, pure Python), auditor.keys (key statistics and partitioners)
  4 auditor.cluster (what the cluster records about itself, read offline)
@@ -42,6 +43,7 @@ LAYERS: list[tuple[str, int]] = [
     ("auditor.schema", 1),
     ("auditor.json_stream", 1),  # a streaming JSON encoder: no project import
     ("auditor.atomic", 1),  # output files whole or absent: no project import
+    ("auditor.arrow_compact", 1),  # the driver's segment table smaller in memory: no project import
     ("auditor.formats", 2),
     ("auditor.formats.specs", 2),
     ("auditor.scan", 3),

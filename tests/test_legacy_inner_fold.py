@@ -157,8 +157,8 @@ def _tiny_set_wrapper(n: int, magic: int, tail: bytes = b"") -> bytes:
 @pytest.mark.parametrize("magic", [0, 1])
 def test_a_wrapper_of_a_million_inner_messages(tmp_path, monkeypatch, magic):
     """1,000,000 inner messages (26 / 34 MB decompressed from ~60 KB), then the same with a broken
-    last one: read without the Python loop (it read them twice: ~5 CPU s here, ~37 s at the cap), and decompressed once for the walk's base
-    offset and the records;
+    last one: read without the Python loop (it read them twice: ~5 CPU s here, ~37 s at the cap),
+    and decompressed once for the walk's base offset and the records;
     the broken one's note is the pure-Python loop's, checked on 3,000 messages."""
     broken = _message(0, magic, raw_magic=7)
     for n, tail in ((1_000_000, b""), (1_000_000, broken), (3_000, broken)):

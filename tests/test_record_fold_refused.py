@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from pathlib import Path
 
 import pytest
 
 from auditor.formats import _cwalk
 from auditor.formats import record_batch as v2
 from auditor.formats.errors import FormatError
+from auditor.keys.partition_keys import scan_partition_keys
 from harness.encoding import zigzag_varint
 from test_deep_record_fold import _batch, _deep, _record
 from test_record_fold_pieces import COMPRESS
@@ -142,3 +144,33 @@ def test_record_fold_refuses_in_any_pieces_where_the_whole_fold_does():
         with pytest.raises(FormatError) as raised:
             list(v2.iter_records(batch, None, resume=v2.RecordsFrom(payload, 0, len(payload), 0, True)))
         assert str(alone) == str(raised.value), case
+
+
+def _keys(path: str, use_c: bool):
+    found = scan_partition_keys(Path(path).parent, use_c=use_c, prefix_bytes=2)
+    return found.stats.to_bytes(), found.to_json(20)
+
+
+@pytest.mark.parametrize("codec", [0, GZIP, ZSTD], ids=["none", "gzip", "zstd"])
+@pytest.mark.parametrize("broken", list(BROKEN))
+def test_key_scan_of_a_broken_last_record_reads_that_record_alone(tmp_path, monkeypatch, broken, codec):
+    """The key scan (auditor/keys/partition_keys.py) had the same hand-over: KeyFold.add_records
+    refused the batch and the Python loop read every record (16 MiB of gzip: 5.4 CPU s). Now the
+    records before the broken one are added in C and the note comes from that record alone: the
+    same sketches and result as the pure-Python scan, and the Python loop reads no record."""
+    path = _log(tmp_path, "keys", 3000, broken, codec)
+    pure = _keys(path, False)
+    counted = PythonRecords(monkeypatch)
+    assert _keys(path, True) == pure
+    assert (counted.loops, counted.records) == (0, 0)
+    assert "records unreadable, keys of the records before the error counted" in str(pure[1]["notes"]), pure[1]
+
+
+def test_key_scan_of_a_million_records_then_a_broken_one(tmp_path, monkeypatch):
+    path = _log(tmp_path, "big", 1_500_000, "cut short", GZIP)
+    counted = PythonRecords(monkeypatch)
+    found = scan_partition_keys(Path(path).parent, use_c=True, prefix_bytes=2)
+    assert (counted.loops, counted.records) == (0, 0)
+    assert [n for n in found.notes if "unreadable" in n] == [
+        f"{path}: byte {len(FIRST_BATCH)}: batch 0..1500000: records unreadable, keys of the records before the "
+        f"error counted: " + _note(path, 1_500_000, "cut short").split(": records unreadable: ", 1)[1]]

@@ -73,6 +73,11 @@ c_segment_proof = _cwalk.segment_proof if _cwalk is not None else None
 #: incremental scans in one C call (auditor.scan.resume.QUIET_FIELDS); None when the extension is not built.
 c_quiet_facts = _cwalk.quiet_facts if _cwalk is not None else None
 
+#: ``(data, start, count, base_offset, base_ts, log_append_ts, control, *state) -> tuple | None``: the
+#: 'deep' record fold of one v2 batch's records in C (``_cwalk.fold_records``; its last field says
+#: which record iter_records raises for, if one does); None when the extension is not built.
+c_fold_records = _cwalk.fold_records if _cwalk is not None else None
+
 
 def _refused_in(done: tuple | None, data, decompressed: bool) -> tuple[tuple, v2.RecordsFrom | None] | None:
     """A C fold's result (fold_records' tuple, or None) as LogReader.fold_record_times gives it, the
@@ -86,7 +91,7 @@ def _refused_in(done: tuple | None, data, decompressed: bool) -> tuple[tuple, v2
 
 
 __all__ = ["LogReader", "BatchHeader", "Record", "CHUNK_BYTES", "DEFAULT_MAX_BATCH_BYTES", "c_index_ends",
-           "c_segment_proof", "c_quiet_facts"]
+           "c_segment_proof", "c_quiet_facts", "c_fold_records"]
 
 #: Window size of the shallow walk and of chunked reads.
 CHUNK_BYTES = 1 << 20
@@ -332,20 +337,20 @@ class LogReader:
     def _walk_inner(self, header: BatchHeader, data) -> legacy.InnerSet | None:
         """legacy.walk_inner of the wrapper whose bytes are ``data``, or its FormatError, once for the
         walk's base offset and the 'deep' fold of that wrapper (a wrapper at the cap is 256 MiB to
-        decompress): kept while the walk's caller handles that entry, for the same bytes only."""
+        decompress): kept while the walk's caller handles that entry, for the same bytes only. An
+        error is kept as its fields and raised anew each time (a kept exception would hold, through
+        its traceback, the frames that hold it)."""
         kept = self._inner_kept
-        if kept is not None and kept[0] == header.position and kept[1] == data:
-            outcome = kept[2]
-        else:
+        if kept is None or kept[0] != header.position or kept[1] != data:
             try:
                 outcome = legacy.walk_inner(header, data, label=self.label,
                                             max_decompressed_bytes=self.max_decompressed_bytes)
             except FormatError as exc:
-                outcome = exc
-            self._inner_kept = (header.position, data, outcome)
-        if isinstance(outcome, FormatError):
-            raise outcome
-        return outcome
+                outcome = (exc.file, exc.position, exc.field, exc.found, exc.expected)
+            kept = self._inner_kept = (header.position, data, outcome)
+        if isinstance(kept[2], tuple):
+            raise FormatError(*kept[2])
+        return kept[2]
 
     # -- deep -----------------------------------------------------------------------------------
     def _read(self, position: int, n: int) -> bytearray:

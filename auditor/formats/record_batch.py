@@ -320,5 +320,5 @@ def refused_record_error(header: BatchHeader, refused: RecordsFrom, *, label: st
         for _ in iter_records(header, None, label=label, resume=refused):
             return None
     except FormatError as exc:
-        return exc
+        return exc.with_traceback(None)   # (its frames would keep the records alive as long as the error)
     return None

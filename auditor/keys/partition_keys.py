@@ -17,9 +17,10 @@ walk that stops early (cut or corrupt tail) is noted with the file and byte posi
 
 The per-record work runs in C when ``auditor.keys._ckeys`` is built (``KeyStats.c_fold``):
 runs of plain v2 batches are walked and folded there, a compressed batch is decompressed here and
-its records folded there, and every batch the C reader would not read exactly as
-``record_batch.iter_records`` does (a cut, a bad varint, ...) is read here, so the notes and the
-sketches are the same either way (``use_c=False`` forces the pure-Python path).
+its records folded there, and in a batch the C reader would not read exactly as
+``record_batch.iter_records`` does (a cut, a bad varint, ...) the records before the first such
+one are folded there and that one is read here, so the notes and the sketches are the same either
+way (``use_c=False`` forces the pure-Python path).
 
 Control batches are skipped (their keys are Kafka's, not the producers'). Magic 0/1 entries
 (legacy message sets, compressed wrappers included) are read like v2 batches: their records'
@@ -37,7 +38,7 @@ from pathlib import Path
 from auditor.formats import compression, filenames
 from auditor.formats import record_batch as v2
 from auditor.formats.errors import FormatError
-from auditor.formats.log_reader import LogReader
+from auditor.formats.log_reader import LogReader, c_fold_records
 from auditor.formats.offset_index import read_offset_index
 from auditor.keys.sketches import KeyStats
 
@@ -200,16 +201,16 @@ def _saw_offsets(result: PartitionKeys, first: int, last: int) -> None:
 
 def _read_batch(result: PartitionKeys, reader: LogReader, batch, cut: int, add, fold=None) -> None:
     """One entry of the walk: skipped before the sample's cut, counted, its keys added (the
-    records of a compressed v2 batch through the C fold when there is one)."""
+    records of a v2 batch through the C fold when there is one: _fold_in_c)."""
     if batch.position + batch.size_bytes <= cut:
         return  # wholly older than the sample
     result.scanned_bytes += batch.size_bytes
     if batch.is_control:
         return
-    if fold is not None and batch.magic == 2 and batch.codec != "none" and _fold_compressed(result, reader, batch, fold):
-        return
     legacy = batch.magic < 2
     try:
+        if fold is not None and not legacy and _fold_in_c(result, reader, batch, fold):
+            return
         for record in reader.records(batch, keys=True):
             add(record.key, record.value_size, record.offset, record.timestamp_ms)
             _saw_offsets(result, record.offset, record.offset)
@@ -218,6 +219,50 @@ def _read_batch(result: PartitionKeys, reader: LogReader, batch, cut: int, add, 
         result.unreadable_batches += 1
         result.note(f"{reader.label}: byte {batch.position}: batch {batch.base_offset}..{batch.last_offset}: "
                     f"records unreadable, keys of the records before the error counted: {exc}")
+
+
+def _fold_in_c(result: PartitionKeys, reader: LogReader, batch, fold) -> bool:
+    """A v2 batch the C walk handed back, its records added in C as the Python loop would add them:
+    all of them (True); or, at a record iter_records raises for (e.g. the last of 38 million, cut
+    short: the Python loop read them all again, minutes at the decompression cap), those before it
+    (KeyFold.add_records over exactly their bytes), then the loop's FormatError raised, read from
+    that record alone (c_fold_records, the scan's C record fold, says which one). False, having
+    added nothing, when C cannot tell (the extension missing, or C and Python disagreeing: never
+    seen): the Python loop then reads the batch. Raises FormatError / OSError as the loop does
+    before its first record."""
+    if c_fold_records is None:
+        return False
+    data = reader.read_batch_bytes(batch)
+    if data[v2.MAGIC_OFFSET] != 2:
+        return False   # (the file changed: records() says so)
+    records, start = v2.record_bytes(batch, data, label=reader.label,
+                                     max_decompressed_bytes=reader.max_decompressed_bytes)
+    log_append = batch.max_timestamp_ms if batch.timestamp_type == v2.LOG_APPEND_TIME else None
+    done = c_fold_records(records, start, batch.record_count, batch.base_offset, batch.base_timestamp_ms,
+                               log_append, batch.is_control, *(None,) * 6)
+    if done is None:
+        return False
+    error = None
+    end, count = len(records), batch.record_count
+    if done[-1] is not None:
+        count, end = done[-1]
+        error = v2.refused_record_error(batch, v2.RecordsFrom(records, end, len(records), count, start == 0),
+                                        label=reader.label)
+        if error is None:
+            return False
+    if count:
+        added = fold.add_records(memoryview(records)[:end], start, count, batch.base_offset, batch.base_timestamp_ms,
+                                 log_append)
+        if added is None:
+            return False   # nothing added: the Python loop reads the batch
+        if added[0]:
+            _saw_offsets(result, added[1], added[2])
+    if error is not None:
+        try:
+            raise error
+        finally:
+            del error   # (else error -> its traceback -> this frame -> error: a cycle holding the records)
+    return True
 
 
 def _fold_packed(result: PartitionKeys, reader: LogReader, packed: tuple, fold) -> bool:
@@ -238,19 +283,3 @@ def _fold_packed(result: PartitionKeys, reader: LogReader, packed: tuple, fold) 
     if added[0]:
         _saw_offsets(result, added[1], added[2])
     return True
-
-
-def _fold_compressed(result: PartitionKeys, reader: LogReader, batch, fold) -> bool:
-    """A compressed v2 batch the C walk did not pack (larger than it reads), read here and given to
-    :func:`_fold_packed`; False (nothing added) when anything would give an error."""
-    try:
-        data = reader.read_batch_bytes(batch)
-    except (FormatError, OSError):
-        return False
-    if data[v2.MAGIC_OFFSET] != 2 or len(data) != batch.size_bytes:
-        return False
-    codec_id = data[v2.ATTRIBUTES_OFFSET + 1] & v2.COMPRESSION_CODEC_MASK
-    log_append = batch.max_timestamp_ms if batch.timestamp_type == v2.LOG_APPEND_TIME else None
-    packed = (batch.position, codec_id, batch.record_count, batch.base_offset, batch.size_bytes,
-              memoryview(data)[v2.RECORDS_OFFSET:], batch.base_timestamp_ms, log_append)
-    return _fold_packed(result, reader, packed, fold)

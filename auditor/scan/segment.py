@@ -130,7 +130,10 @@ def _deep_records_in_c(row: dict, reader: LogReader, batch, deep_state: dict) ->
         row["abort_markers"] += aborts
         row["commit_markers"] += commits
     if error is not None:
-        raise error   # the records before it folded, not counted: as the Python loop leaves them
+        try:
+            raise error   # the records before it folded, not counted: as the Python loop leaves them
+        finally:
+            del error   # (else error -> its traceback -> this frame -> error: a cycle holding the batch)
     deep_state["records"] += records
     return True
 

@@ -7,11 +7,13 @@ not by the object (benchmarks/fleet.py: peak RSS per segment row; benchmarks/REA
 
 - the segment table is Arrow (on the C library's allocator) until the checks' pandas frame is
   made from it, once, in the checks' batch order, column by column, each Arrow column freed once
-  converted (equal list cells share one array);
+  converted (equal list cells share one array); its repeated strings are sorted dictionaries and
+  its all-null columns share one zero page mapping (:mod:`auditor.arrow_compact`);
 - the GX suite reads the Arrow table a few columns at a time, before that frame exists;
 - the partition dirs' statistics stay Arrow (``ArrowRows``: dicts made as they are read);
 - no stage builds a Python object per segment row, and freed memory goes back to the OS between
-  stages (:func:`release_memory`), so the stages' peaks do not pile up.
+  stages, every few columns of the frame and between checks (:func:`release_memory`), so the peaks
+  do not pile up.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from auditor.arrow_compact import compact_columns, sort_key
 from auditor.check_runner import run_local
 from auditor.keys.audit_keys import scan_keys_local
 from auditor.local_engine import aggregate_rows, frames, segment_frame
@@ -58,12 +61,12 @@ class LocalEngine(TableEngine):
         # the checks' frame, made once in the batch's order (popped: the only reference to the
         # table, whose columns are freed as they are converted)
         positions = batch_order(tables["segments"])
-        frame = segment_frame(tables.pop("segments"), positions)
+        frame = segment_frame(tables.pop("segments"), positions, release=release_memory)
         # the partitions' frame after the suite: its Python objects (82 MiB at 99,999 partition
         # dirs, 24 MiB as Arrow) are not held through GX's peak
         partition_frame = tables.pop("partitions").to_pandas()
         release_memory()
-        findings = run_local(frame, partition_frame, ctx, frames(rows), segments_sorted=True)
+        findings = run_local(frame, partition_frame, ctx, frames(rows), segments_sorted=True, release=release_memory)
         progress("collecting what the report shows")
         findings = sorted(findings + gx.findings, key=Finding.sort_key)
         timelines = _timelines(frame, positions, timeline_keys(findings), timeline_columns)
@@ -78,7 +81,9 @@ def batch_order(segments: pa.Table) -> np.ndarray:
     by = [c for c in BATCH_SORT if c in segments.column_names]
     if not segments.num_rows or not by:
         return np.arange(segments.num_rows, dtype=np.int64)
-    order = pc.sort_indices(segments.select(by), sort_keys=[(c, "ascending", "at_start") for c in by])
+    # a sorted dictionary by its indices (Arrow sorts no dictionary column; their order is the strings')
+    keys = pa.table({c: sort_key(segments.column(c)) for c in by})
+    order = pc.sort_indices(keys, sort_keys=[(c, "ascending", "at_start") for c in by])
     return order.to_numpy().astype(np.int64)
 
 
@@ -96,8 +101,14 @@ def release_memory() -> None:
     """Memory freed by the last stage back to the OS, so that stages' peaks do not pile up in the
     resident set: Arrow's pool (``release_unused``) and glibc's heap (``malloc_trim``: numpy's
     freed arrays stay in the heap otherwise, glibc raising its mmap threshold as they are freed).
-    A no-op where there is no glibc."""
+    Also Arrow's mimalloc pool where there is one: Acero (the aggregates' group-by and join) allocates
+    from it whatever the default pool, and it kept ~50 MiB more resident at 100,542 rows after the
+    aggregates on dictionary keys (benchmarks/fleet.py). glibc's part is a no-op where there is no glibc."""
     pa.default_memory_pool().release_unused()
+    try:
+        pa.mimalloc_memory_pool().release_unused()
+    except (NotImplementedError, pa.ArrowNotImplementedError, AttributeError):
+        pass
     try:
         ctypes.CDLL(None).malloc_trim(0)
     except (OSError, AttributeError):
@@ -105,8 +116,9 @@ def release_memory() -> None:
 
 
 def _read_inputs(req, progress: Progress) -> tuple[pa.Table, pa.Table, list[dict]]:
-    """The segment and partition tables as Arrow (of the schema; no Python object per cell) and the
-    log-dir rows (a few per broker)."""
+    """The segment and partition tables as Arrow (of the schema; no Python object per cell; the
+    segments' repeated strings as sorted dictionaries, ``auditor.arrow_compact``) and the log-dir
+    rows (a few per broker)."""
     if req.manifests:
         progress(f"reading {len(req.manifests)} manifest location(s) (pyarrow)")
         segments, partitions, infos = [], [], []
@@ -118,10 +130,13 @@ def _read_inputs(req, progress: Progress) -> tuple[pa.Table, pa.Table, list[dict
         if not segments:
             return to_table([], SEGMENT_SCHEMA), to_table([], PARTITION_SCHEMA), infos
         # read_manifest gives the schema's tables: concatenated without a copy
-        return pa.concat_tables(segments), pa.concat_tables(partitions), infos
+        segments = compact_columns(pa.concat_tables(segments))
+        release_memory()  # the plain string columns the dictionaries replaced
+        return segments, pa.concat_tables(partitions), infos
     progress(f"scanning {len(req.log_dirs)} log dir(s) at depth {req.depth} (in-process)")
     result = scan_log_dirs(req.log_dirs, req.depth, **({"state_dir": req.state_dir} if req.state_dir else {}))
-    return to_table(result.segments, SEGMENT_SCHEMA), to_table(result.partitions, PARTITION_SCHEMA), result.log_dirs
+    return (compact_columns(to_table(result.segments, SEGMENT_SCHEMA)), to_table(result.partitions, PARTITION_SCHEMA),
+            result.log_dirs)
 
 
 def _timelines(segments, positions, keys: Sequence[tuple[str, int]], columns: Sequence[str]) -> dict[str, list[dict]]:
