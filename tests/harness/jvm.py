@@ -64,22 +64,22 @@ def run_tool(classpath: str, main_class: str, args: Sequence[str], *, timeout_s:
     """One run of a Kafka tool (``subprocess.run``, output captured), from the class-data archive
     when there is one; the first successful run writes it (to a temporary name, renamed into
     place: two xdist workers may race, either archive is whole)."""
-    if not class_data:
-        return subprocess.run(tool_command(classpath, main_class, args, jvm_options), capture_output=True,
-                              timeout=timeout_s, text=text, **run_kwargs)
-    final = archive_path(classpath, main_class)
-    if final.is_file():
-        return subprocess.run(tool_command(classpath, main_class, args, jvm_options,
-                                           f"-XX:SharedArchiveFile={final}"),
-                              capture_output=True, timeout=timeout_s, text=text, **run_kwargs)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staged = final.with_name(f"{final.name}.{os.getpid()}.tmp")
+    final = archive_path(classpath, main_class) if class_data else None
+    staged = None
+    if final is None:
+        class_data_option = None
+    elif final.is_file():
+        class_data_option = f"-XX:SharedArchiveFile={final}"
+    else:
+        final.parent.mkdir(parents=True, exist_ok=True)
+        staged = final.with_name(f"{final.name}.{os.getpid()}.tmp")
+        class_data_option = f"-XX:ArchiveClassesAtExit={staged}"
     try:
-        proc = subprocess.run(tool_command(classpath, main_class, args, jvm_options,
-                                           f"-XX:ArchiveClassesAtExit={staged}"),
+        proc = subprocess.run(tool_command(classpath, main_class, args, jvm_options, class_data_option),
                               capture_output=True, timeout=timeout_s, text=text, **run_kwargs)
-        if proc.returncode == 0 and staged.is_file():
+        if staged is not None and proc.returncode == 0 and staged.is_file():
             os.replace(staged, final)
         return proc
     finally:
-        staged.unlink(missing_ok=True)
+        if staged is not None:
+            staged.unlink(missing_ok=True)
