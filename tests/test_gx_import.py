@@ -1,6 +1,7 @@
 """GX imported by ``checks.gx_import.import_gx`` is GX: pydantic's field copies made during its import
-(``_fast_field_copies``) give every GX model the fields a plain ``import great_expectations`` gives,
-and ``copy.deepcopy`` is as it was afterwards."""
+(``_fast_field_copies``) and the collector paused (``_collector_paused``) give every GX model the
+fields a plain ``import great_expectations`` gives, and ``copy.deepcopy`` and the collector are as
+they were afterwards."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 # Every pydantic v1 model's fields after the import, described by what pydantic reads of them (the
 # field, its FieldInfo, validators by name, sub-fields, config, alias, shape, types); addresses masked.
 DESCRIBE = r"""
-import re, sys, copy
+import re, sys, copy, gc
 import pydantic.v1 as p1
 PLAIN = sys.argv[1] == "plain"
 if PLAIN:
@@ -41,7 +42,7 @@ def walk(c):
         yield from walk(s)
 out = sorted({f"{m.__module__}.{m.__qualname__}.{n}: {desc(f)}" for m in walk(p1.BaseModel) for n, f in m.__fields__.items()})
 left = [c for c in copy._deepcopy_dispatch if c.__module__.startswith("pydantic")]
-print(f"left {left}")
+print(f"left {left}, collector {gc.isenabled()}")
 print(re.sub(r"0x[0-9a-f]+", "0xADDR", "\n".join(out)))
 """
 
@@ -50,7 +51,7 @@ def _describe(how: str) -> list[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     out = subprocess.run([sys.executable, "-c", DESCRIBE, how], cwd=str(REPO), env=env, capture_output=True,
                          text=True, timeout=600, check=True).stdout.splitlines()
-    assert out[0] == "left []", out[0]  # deepcopy's dispatch table as it was
+    assert out[0] == "left [], collector True", out[0]  # deepcopy's dispatch table and the collector as they were
     return out[1:]
 
 
@@ -103,6 +104,24 @@ def test_slot_copies_are_deepcopys():
 
 def _shown(value) -> str:
     return re.sub(r"0x[0-9a-f]+", "0xADDR", repr(value))
+
+
+def test_the_collector_is_as_it_was():
+    import gc
+
+    from checks.gx_import import _collector_paused
+
+    assert gc.isenabled()
+    with _collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with _collector_paused():
+            pass
+        assert not gc.isenabled()  # a caller's own pause is left as it is
+    finally:
+        gc.enable()
 
 
 def test_classes_with_their_own_copy_are_left_alone():
