@@ -19,6 +19,9 @@ from checks.gx_import import FIELD_CLASSES, _copied_generically, _copy_slots, _f
 
 REPO = Path(__file__).resolve().parents[1]
 
+# two fresh interpreters importing GX: 7.5 s CPU at load 5 (tests/conftest.py: long files first)
+pytestmark = pytest.mark.schedule_first(cpu_s=7.5)
+
 # Every pydantic v1 model's fields after the import, described by what pydantic reads of them (the
 # field, its FieldInfo, validators by name, sub-fields, config, alias, shape, types); addresses masked.
 DESCRIBE = r"""
