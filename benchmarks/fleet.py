@@ -24,8 +24,10 @@ stage's end (``/proc/PID/status`` VmHWM) and the stage's own peak (``stage``: Vm
 0.2 s during the stage, so a peak shorter than that can be missed); the same manifests for each
 code version, runs interleaved.
 Prints medians per size and code, the ratios, the check cost per partition dir, the RSS per segment
-row, whether the findings (a sha256 of the JSON's list) are identical across the code versions, and the
-load average; with ``--chromium`` the report's load and sort time in headless Chromium. Asserts nothing.
+row, the GX suite's stage ('validating': GX's import, the suite, its cleanup) in CPU and wall seconds
+and its share of the audit's, whether the findings (a sha256 of the JSON's list) and the GX results
+(a sha256 of the JSON's ``expectations``: every expectation's success, counts and samples) are
+identical across the code versions, and the load average; with ``--chromium`` the report's load and sort time in headless Chromium. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -320,10 +322,13 @@ def run_audit(code: Path, manifests: Path, out: Path, engine: str = "local", ext
     doc = json.loads((out / "findings.json").read_text()) if (out / "findings.json").exists() else {}
     findings = doc.get("findings", [])
     digest = hashlib.sha256(json.dumps(findings, sort_keys=True).encode()).hexdigest()[:16]
+    # the GX suite's results (every expectation's success, counts, percent, samples), beside the findings
+    gx_digest = hashlib.sha256(json.dumps(doc.get("expectations"), sort_keys=True).encode()).hexdigest()[:16]
     return {"wall_s": end - start, "cpu_s": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024,
             "status": os.waitstatus_to_exitcode(status), "stages": stages, "stage_peaks": stage_peaks, "tree": tree,
             "children_cpu_s": sum(tree["child_cpu"].values()), "findings_list": findings,
             "findings": sum(1 for f in findings if f.get("severity") != "PASS"), "findings_sha256": digest,
+            "expectations_sha256": gx_digest,
             "json_mib": (out / "findings.json").stat().st_size / 2**20 if (out / "findings.json").exists() else None,
             "html_mib": (out / "report.html").stat().st_size / 2**20 if (out / "report.html").exists() else None}
 
@@ -367,6 +372,11 @@ def stage_cpu_s(stages, prefix: str) -> float:
     return sum(cpu for name, _, cpu, _ in stages if name.split("] ", 1)[-1].startswith(prefix))
 
 
+def stage_wall_s(stages, prefix: str) -> float:
+    """Wall seconds of a stage: from its progress line (``prefix``) to the next one."""
+    return sum(wall for name, wall, _, _ in stages if name.split("] ", 1)[-1].startswith(prefix))
+
+
 def check_stage_s(stages) -> float:
     """The checks' stage (the audit prints no line between the GX suite and the report: the stage
     after it is both)."""
@@ -408,7 +418,7 @@ def main() -> None:
                 results[code].append(r)
                 print(f"  {code:6s} wall {r['wall_s']:7.1f} s  cpu {r['cpu_s']:7.1f} s  rss {r['rss_mib']:6.0f} MiB  "
                       f"checks cpu {check_stage_s(r['stages']):6.1f} s  'validating' cpu {stage_cpu_s(r['stages'], 'validating'):6.1f} s  exit {r['status']}  findings {r['findings']:,}  "
-                      f"sha256 {r['findings_sha256']}  json {r['json_mib']:.1f} MiB  html {r['html_mib']:.1f} MiB  load {os.getloadavg()[0]:.1f}")
+                      f"sha256 {r['findings_sha256']}  GX results sha256 {r['expectations_sha256']}  json {r['json_mib']:.1f} MiB  html {r['html_mib']:.1f} MiB  load {os.getloadavg()[0]:.1f}")
                 if args.chromium and (out / "report.html").exists():
                     c = chromium_open_and_sort(out / "report.html")
                     print(f"      chromium: opened in {c['open_s']:.2f} s, {c['sortable_tables']} sortable tables sorted in "
@@ -417,16 +427,24 @@ def main() -> None:
                     print(f"      wall {wall:7.1f} s  cpu {cpu:7.1f} s  peak rss {hwm:6.0f} MiB  stage {stage_py:6.0f} MiB  {name}")
         med = {c: {k: statistics.median(x[k] for x in rs) for k in ("wall_s", "cpu_s", "rss_mib")}
                | {"checks_s": statistics.median(check_stage_s(x["stages"]) for x in rs),
-                  "gx_s": statistics.median(stage_cpu_s(x["stages"], "validating") for x in rs)} for c, rs in results.items() if rs}
+                  "gx_s": statistics.median(stage_cpu_s(x["stages"], "validating") for x in rs),
+                  "gx_share": statistics.median(stage_cpu_s(x["stages"], "validating") / x["cpu_s"] for x in rs),
+                  "gx_wall_s": statistics.median(stage_wall_s(x["stages"], "validating") for x in rs),
+                  "gx_wall_share": statistics.median(stage_wall_s(x["stages"], "validating") / x["wall_s"] for x in rs)}
+               for c, rs in results.items() if rs}
         for c, m in med.items():
             print(f"  median {c:6s}: wall {m['wall_s']:.1f} s, cpu {m['cpu_s']:.1f} s, rss {m['rss_mib']:.0f} MiB, "
                   f"checks cpu {m['checks_s']:.2f} s = {m['checks_s'] / shape['partition_dirs'] * 1e6:.0f} µs per partition dir, "
-                  f"'validating' stage cpu {m['gx_s']:.1f} s ({m['gx_s'] / m['cpu_s']:.0%} of the CPU), "
+                  f"'validating' (GX) stage cpu {m['gx_s']:.2f} s ({m['gx_share']:.1%} of the audit's CPU), "
+                  f"wall {m['gx_wall_s']:.2f} s ({m['gx_wall_share']:.1%} of its wall), "
                   f"rss {m['rss_mib'] * 1024 / shape['segment_rows']:.2f} KiB per segment row")
         digests = {c: {x["findings_sha256"] for x in rs} for c, rs in results.items() if rs}
         if len(digests) > 1:
             same = len(set().union(*digests.values())) == 1
             print(f"  findings (the JSON's 'findings' list, sha256): {'IDENTICAL' if same else 'DIFFERENT'} across the code versions")
+            gx_digests = {c: {x["expectations_sha256"] for x in rs} for c, rs in results.items() if rs}
+            same = len(set().union(*gx_digests.values())) == 1
+            print(f"  GX results (the JSON's 'expectations', sha256): {'IDENTICAL' if same else 'DIFFERENT'} across the code versions")
         if "before" in med and "after" in med:
             b, a = med["before"], med["after"]
             print(f"  before/after: wall x{b['wall_s'] / a['wall_s']:.1f}, cpu x{b['cpu_s'] / a['cpu_s']:.1f}, "

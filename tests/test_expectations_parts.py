@@ -17,8 +17,8 @@ from checks.base import AuditContext
 from checks.expectations import _pandas_parts, run_expectations, suite_spec
 from realdata import LOG_DIRS
 
-# the parts against whole-frame GX runs: 6 s at load 2 (tests/conftest.py: long files first)
-pytestmark = pytest.mark.schedule_first(cpu_s=6)
+# the parts against whole-frame GX runs, BASIC against SUMMARY: 7.6 s CPU at load 5 (tests/conftest.py: long files first)
+pytestmark = pytest.mark.schedule_first(cpu_s=7.5)
 
 
 def _ctx():
@@ -53,8 +53,8 @@ def test_real_broker_rows_give_the_whole_frame_results():
     assert res.success, [r for r in res.results if not r["success"]]
 
 
-def test_planted_violations_give_the_whole_frame_results():
-    rows = [
+def _planted_rows():
+    return [
         _row(base_offset=0),
         _row(base_offset=0),                                    # duplicate segment key
         _row(base_offset=100, first_offset=100, last_offset=50),  # last < base and < first
@@ -69,7 +69,10 @@ def test_planted_violations_give_the_whole_frame_results():
         _row(base_offset=900, first_offset=900, last_offset=909, min_timestamp_offset=850, max_timestamp_offset=950,
              max_backward_jump_ms=-1, batch_count=-1, record_count=-2, min_timestamp_ms=7),
     ]
-    frame = pa.Table.from_pylist(rows, schema=SEGMENT_SCHEMA).to_pandas()
+
+
+def test_planted_violations_give_the_whole_frame_results():
+    frame = pa.Table.from_pylist(_planted_rows(), schema=SEGMENT_SCHEMA).to_pandas()
     res = _same(frame)
     failed = {r["expectation"] + ":" + ",".join(r["columns"] or [r["column"]]): r["unexpected_count"]
               for r in res.results if not r["success"]}
@@ -153,3 +156,34 @@ def test_the_drivers_compact_table_gives_the_results_of_its_plain_frame():
     failed = {r["expectation"] for r in compact.results if not r["success"]}
     assert {"expect_compound_columns_to_be_unique", "expect_column_values_to_not_be_null",
             "expect_column_values_to_be_in_set"} <= failed
+
+
+@pytest.mark.parametrize("table", ["planted", "columns out of order", "real"])
+def test_the_basic_result_format_gives_the_summarys_entries(monkeypatch, table):
+    """GX's BASIC results (checks.expectations.RESULT_FORMAT) give the entries and findings SUMMARY
+    gave: counts, percents, partial lists of unexpected values, the table expectation's mismatches."""
+    import checks.expectations as expectations
+
+    if table == "real":
+        frame = to_table(scan_log_dirs(LOG_DIRS, "headers").segments, SEGMENT_SCHEMA)
+    else:
+        frame = pa.Table.from_pylist(_planted_rows(), schema=SEGMENT_SCHEMA)
+        if table == "columns out of order":
+            names = frame.column_names
+            frame = frame.select([names[1], names[0], *names[2:-1]]).to_pandas()
+    assert expectations.RESULT_FORMAT["result_format"] == "BASIC"
+    ctx = _ctx()
+    basic = run_expectations(frame, ctx)
+    monkeypatch.setattr(expectations, "RESULT_FORMAT", {**expectations.RESULT_FORMAT, "result_format": "SUMMARY"})
+    summary = run_expectations(frame, ctx)
+    assert json.dumps(basic.results) == json.dumps(summary.results)
+    assert json.dumps([f.to_dict() for f in basic.findings]) == json.dumps([f.to_dict() for f in summary.findings])
+    failed = [r for r in basic.results if not r["success"]]
+    if table == "real":
+        assert basic.success and not failed
+    else:
+        assert any(r["partial_unexpected"] for r in failed) and all(r["unexpected_count"] or r["partial_unexpected"]
+                                                                   for r in failed)
+    if table == "columns out of order":
+        names_only = next(r for r in basic.results if r["expectation"] == "expect_table_columns_to_match_ordered_list")
+        assert not names_only["success"] and names_only["partial_unexpected"]  # GX's mismatched details

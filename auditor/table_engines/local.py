@@ -56,7 +56,9 @@ class LocalEngine(TableEngine):
         release_memory()  # the group-by's and the rollups' temporaries, before the frame is made
         # the suite first, on the table in its order (its samples follow it), a few columns at a time
         progress("validating the segment table (Great Expectations, pandas)")
-        gx = run_expectations(tables["segments"], ctx, release=release_memory)  # GX's frames freed part by part
+        part_release = release_memory if segment_rows >= RELEASE_EACH_GX_PART_ROWS else None
+        gx = run_expectations(tables["segments"], ctx, release=part_release)  # GX's frames freed part by part
+        release_memory()  # what the suite left
         progress(f"running the checks ({segment_rows:,} segment rows, on the driver)")
         # the checks' frame, made once in the batch's order (popped: the only reference to the
         # table, whose columns are freed as they are converted)
@@ -85,6 +87,13 @@ def batch_order(segments: pa.Table) -> np.ndarray:
     keys = pa.table({c: sort_key(segments.column(c)) for c in by})
     order = pc.sort_indices(keys, sort_keys=[(c, "ascending", "at_start") for c in by])
     return order.to_numpy().astype(np.int64)
+
+
+RELEASE_EACH_GX_PART_ROWS = 500_000
+"""From this many segment rows, freed memory goes back to the OS after each part of the GX suite
+(each expectation's frame and GX's working copies: tens of MiB a part at 991,158 rows); below it,
+once after the suite: at 100,542 rows a part's frames are a few MiB, and the 25 releases (each
+trims the heap twice and Arrow's pools) cost ~45 ms of the suite's ~0.45 s CPU (benchmarks/README.md)."""
 
 
 def use_system_allocator() -> None:
