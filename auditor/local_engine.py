@@ -286,7 +286,9 @@ def rollup_tables(per_dir: pa.Table) -> dict[str, pa.Table]:
     (``AGGREGATE_SCHEMAS``) from the per-partition-dir table (of at least :data:`ROLLUP_COLUMNS`),
     with group-bys and no Python object per partition dir (500,000 dirs' dicts held ~1 GiB on the
     Spark driver at 10,000,000 segment rows). Same rows, values and order as :func:`rollup_rows`
-    (its unit test holds them equal): a null key is a group of its own, sorted first."""
+    (its unit test holds them equal): a null key is a group of its own, sorted first. String
+    columns may be dictionaries (``auditor.arrow_compact``): grouped and filtered as their 4-byte
+    indices, decoded per group."""
     t = per_dir.select(list(ROLLUP_COLUMNS))
     t = t.append_column("_one", pa.array(np.ones(t.num_rows, dtype=np.int64))).append_column(
         "_live", pc.cast(pc.fill_null(pc.equal(t["dir_kind"], "live"), False), _I64)).append_column(
@@ -294,11 +296,12 @@ def rollup_tables(per_dir: pa.Table) -> dict[str, pa.Table]:
     brokers = _rollup_table(t, ["broker_id"], [("log_dir", "count_distinct", "log_dirs")])
     brokers = brokers.filter(pc.is_valid(brokers["broker_id"]))
     log_dirs = _rollup_table(t, ["broker_id", "log_dir"])
-    live = t.filter(pc.equal(t["dir_kind"], "live"))
-    topics = _rollup_table(live, ["topic"], [("broker_id", "count_distinct", "brokers")])
+    # the topic rows count live dirs only: grouped by dir kind too and the live groups kept (a
+    # filtered copy of the live rows' 16 columns was ~50 MiB at 500,000 dirs, benchmarks/fleet_spark.py)
+    topics = _live_groups(_rollup_table(t, ["dir_kind", "topic"], [("broker_id", "count_distinct", "brokers")]))
     # per topic-partition first (replicas agree on data, not on bytes): the largest replica counts
-    tp = _sorted(live.group_by(["topic", "partition"], use_threads=False).aggregate([
-        ("_one", "sum"), ("size_bytes", "max"), ("message_count", "max"), ("_unknown", "sum")]), ["topic", "partition"])
+    tp = _sorted(_live_groups(t.group_by(["dir_kind", "topic", "partition"], use_threads=False).aggregate([
+        ("_one", "sum"), ("size_bytes", "max"), ("message_count", "max"), ("_unknown", "sum")])), ["topic", "partition"])
     per_topic = _sorted(tp.group_by(["topic"], use_threads=False).aggregate([
         ([], "count_all"), ("_one_sum", "min"), ("_one_sum", "max"), ("size_bytes_max", "max"),
         ("message_count_max", "sum"), ("_unknown_sum", "sum")]), ["topic"])
@@ -318,8 +321,18 @@ def rollup_tables(per_dir: pa.Table) -> dict[str, pa.Table]:
             for name, columns in out.items()}
 
 
+def _live_groups(groups: pa.Table) -> pa.Table:
+    """The groups of live dirs of a group-by whose first key is ``dir_kind``, without that key."""
+    return groups.filter(pc.equal(groups["dir_kind"], "live")).drop_columns(["dir_kind"])
+
+
 def _sorted(table: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """Rows by their keys, nulls first (``_group``'s order)."""
+    """Rows by their keys, nulls first (``_group``'s order). A key that is a dictionary of strings
+    (the Spark driver's compacted per-dir table, ``auditor.arrow_compact``) is decoded first: Arrow
+    sorts no dictionary column, and a group-by's result has a row per group, not per partition dir."""
+    for k in keys:
+        if pa.types.is_dictionary(table.schema.field(k).type):
+            table = table.set_column(table.schema.get_field_index(k), k, decoded(table[k]))
     return table.take(pc.sort_indices(table, [(k, "ascending", "at_start") for k in keys]))
 
 
