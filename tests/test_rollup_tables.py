@@ -97,6 +97,8 @@ def test_document_totals_on_arrow_equal_the_python_sets(seed, rows, null_share, 
     columnar, plain = _totals(rows, [{}], None), _totals(table.to_pylist(), [{}], None)
     assert list(columnar.items()) == list(plain.items())
     assert list(rows) == table.to_pylist()  # the report's rows: the same dicts, plain strings
+    assert rows[1:7] == table.to_pylist()[1:7] and rows.column("topic") == table.column("topic").to_pylist()
+    assert all(type(v) is str for r in rows for v in (r["topic"], r["log_dir"]) if v is not None)
 
 
 @pytest.mark.parametrize("compact", [False, True], ids=["plain", "compacted"])
