@@ -22,6 +22,7 @@ not a categorical, whose nulls are NaN), so checks and GX see the values they sa
 from __future__ import annotations
 
 import mmap
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -45,6 +46,47 @@ def compact_columns(table: pa.Table) -> pa.Table:
             if encoded is not None:
                 table = table.set_column(i, field.with_type(encoded.type), encoded)
     return table
+
+
+def concat_compacted(tables: Sequence[pa.Table]) -> pa.Table:
+    """The concatenation of tables of one schema, each made by :func:`compact_columns`, as
+    :func:`compact_columns` of their plain concatenation would hold it, without making that plain
+    concatenation (a table collected in slices, compacted slice by slice: the Spark driver's
+    per-partition-dir statistics). A column that is a sorted dictionary in every table gets one
+    sorted dictionary of all their values (each table's indices mapped to it); a column of one
+    plain type everywhere is chunked as it is (all-null chunks keep their zero buffer); a column
+    that is a dictionary in some tables and plain in others is decoded and encoded again as a whole."""
+    tables = list(tables)
+    if len(tables) == 1:
+        return tables[0]
+    if not tables:
+        raise ValueError("concat_compacted: no table")
+    names = tables[0].column_names
+    columns, fields = [], []
+    for name in names:
+        parts = [t.column(name) for t in tables]
+        if all(is_sorted_dictionary(p.type) for p in parts):
+            column = _merged_dictionaries(parts)
+        elif len({p.type for p in parts}) == 1:
+            column = pa.chunked_array([chunk for p in parts for chunk in p.chunks], type=parts[0].type)
+        else:
+            plain = pa.chunked_array([chunk for p in parts for chunk in decoded(p).chunks])
+            column = sorted_dictionary(plain) or plain
+        columns.append(column)
+        fields.append(tables[0].schema.field(name).with_type(column.type))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=tables[0].schema.metadata))
+
+
+def _merged_dictionaries(parts: Sequence[pa.ChunkedArray]) -> pa.ChunkedArray:
+    """Sorted dictionary columns as one, over the sorted union of their dictionaries."""
+    dictionaries = [chunk.dictionary for p in parts for chunk in p.chunks]
+    values = pc.unique(pa.chunked_array(dictionaries, type=parts[0].type.value_type))
+    values = values.take(pc.sort_indices(values))
+    chunks = []
+    for chunk in (chunk for p in parts for chunk in p.chunks):
+        mapping = pc.index_in(chunk.dictionary, value_set=values)  # every value is in the union
+        chunks.append(pa.DictionaryArray.from_arrays(mapping.take(chunk.indices), values, ordered=True))
+    return pa.chunked_array(chunks, type=parts[0].type)
 
 
 def _has_zero_layout(data_type: pa.DataType) -> bool:

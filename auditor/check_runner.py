@@ -300,17 +300,21 @@ MAX_SPARK_BUCKETS = 4096
 
 
 def run_spark(segments_df, partitions_df, stats_dfs: Mapping[str, object], ctx: AuditContext,
-              names: Sequence[str] | None = None, buckets: int | None = None) -> list[Finding]:
+              names: Sequence[str] | None = None, buckets: int | None = None,
+              to_pandas: Callable | None = None) -> list[Finding]:
     """Spark engine: partition checks on executors (batches of partitions, see
     :func:`spark_partition_findings`); only findings and the small stats come back.
-    ``stats_dfs``: the aggregates as Spark DataFrames, or already collected (pandas)."""
+    ``stats_dfs``: the aggregates as Spark DataFrames, or already collected (pandas).
+    ``to_pandas``: how a DataFrame of a row per partition dir reaches the driver (default
+    ``DataFrame.toPandas``; the Spark engine's collects it in slices, ``table_engines.spark``)."""
+    to_pandas = to_pandas or (lambda df: df.toPandas())
     rows = spark_partition_findings(segments_df, partitions_df, ctx, names, buckets).collect()
     findings = [Finding.from_row(r.asDict()) for r in rows]
     del rows
-    stats = {k: v if _is_pandas(v) else (v.select(*CLUSTER_STATS_COLUMNS) if k == "partition_stats" else v).toPandas()
+    stats = {k: v if _is_pandas(v) else to_pandas(v.select(*CLUSTER_STATS_COLUMNS) if k == "partition_stats" else v)
              for k, v in stats_dfs.items()}
     # one row per partition dir (500,000 at 10,000,000 segments): only the columns the checks read
-    parts = partitions_df.select(*CLUSTER_PARTITION_COLUMNS).toPandas()
+    parts = to_pandas(partitions_df.select(*CLUSTER_PARTITION_COLUMNS))
     findings.extend(run_cluster_checks(stats, parts, ctx, names))
     return with_pass_summaries(findings, names)
 

@@ -189,7 +189,7 @@ class ArrowRows(Sequence):
         if isinstance(i, slice):
             start, stop, step = i.indices(len(self))
             if step == 1:
-                return self.table.slice(start, max(0, stop - start)).to_pylist()
+                return _plain(self.table.slice(start, max(0, stop - start))).to_pylist()
             return [self[j] for j in range(start, stop, step)]
         if i < 0:
             i += len(self)
@@ -199,13 +199,13 @@ class ArrowRows(Sequence):
 
     def __iter__(self) -> Iterator[dict]:
         for batch in self.table.to_batches(max_chunksize=self.BATCH_ROWS):
-            yield from batch.to_pylist()
+            yield from _plain(batch).to_pylist()
 
     def column(self, name: str) -> list:
         """One column's values (a list of Python values; None for every row when there is no such column)."""
         if name not in self.table.column_names:
             return [None] * len(self)
-        return self.table[name].to_pylist()
+        return decoded(self.table[name]).to_pylist()
 
     def __eq__(self, other) -> bool:
         return isinstance(other, Sequence) and len(self) == len(other) and all(a == b for a, b in zip(self, other))
@@ -214,6 +214,18 @@ class ArrowRows(Sequence):
 
     def __repr__(self) -> str:
         return f"ArrowRows({self.table.num_rows} rows: {', '.join(self.table.column_names)})"
+
+
+def _plain(rows: pa.RecordBatch | pa.Table) -> pa.RecordBatch | pa.Table:
+    """A batch with its dictionary columns (``auditor.arrow_compact``) decoded: ``to_pylist`` makes
+    a Python scalar per dictionary cell (~3x the time of plain strings: +3.4 s of CPU in the report
+    of 100,000 dirs, benchmarks/fleet_spark.py); decoded a batch at a time, it costs a batch."""
+    if not any(pa.types.is_dictionary(t) for t in rows.schema.types):
+        return rows
+    columns = [decoded(c) if pa.types.is_dictionary(c.type) else c for c in rows.columns]
+    names = rows.schema.names
+    return pa.RecordBatch.from_arrays(columns, names=names) if isinstance(rows, pa.RecordBatch) \
+        else pa.Table.from_arrays(columns, names=names)
 
 
 ROLLUP_COLUMNS = ("broker_id", "log_dir", "topic", "partition", "dir_kind", "segment_count", "size_bytes",
@@ -286,7 +298,9 @@ def rollup_tables(per_dir: pa.Table) -> dict[str, pa.Table]:
     (``AGGREGATE_SCHEMAS``) from the per-partition-dir table (of at least :data:`ROLLUP_COLUMNS`),
     with group-bys and no Python object per partition dir (500,000 dirs' dicts held ~1 GiB on the
     Spark driver at 10,000,000 segment rows). Same rows, values and order as :func:`rollup_rows`
-    (its unit test holds them equal): a null key is a group of its own, sorted first."""
+    (its unit test holds them equal): a null key is a group of its own, sorted first. String
+    columns may be dictionaries (``auditor.arrow_compact``): grouped and filtered as their 4-byte
+    indices, decoded per group."""
     t = per_dir.select(list(ROLLUP_COLUMNS))
     t = t.append_column("_one", pa.array(np.ones(t.num_rows, dtype=np.int64))).append_column(
         "_live", pc.cast(pc.fill_null(pc.equal(t["dir_kind"], "live"), False), _I64)).append_column(
@@ -294,11 +308,12 @@ def rollup_tables(per_dir: pa.Table) -> dict[str, pa.Table]:
     brokers = _rollup_table(t, ["broker_id"], [("log_dir", "count_distinct", "log_dirs")])
     brokers = brokers.filter(pc.is_valid(brokers["broker_id"]))
     log_dirs = _rollup_table(t, ["broker_id", "log_dir"])
-    live = t.filter(pc.equal(t["dir_kind"], "live"))
-    topics = _rollup_table(live, ["topic"], [("broker_id", "count_distinct", "brokers")])
+    # the topic rows count live dirs only: grouped by dir kind too and the live groups kept (a
+    # filtered copy of the live rows' 16 columns was ~50 MiB at 500,000 dirs, benchmarks/fleet_spark.py)
+    topics = _live_groups(_rollup_table(t, ["dir_kind", "topic"], [("broker_id", "count_distinct", "brokers")]))
     # per topic-partition first (replicas agree on data, not on bytes): the largest replica counts
-    tp = _sorted(live.group_by(["topic", "partition"], use_threads=False).aggregate([
-        ("_one", "sum"), ("size_bytes", "max"), ("message_count", "max"), ("_unknown", "sum")]), ["topic", "partition"])
+    tp = _sorted(_live_groups(t.group_by(["dir_kind", "topic", "partition"], use_threads=False).aggregate([
+        ("_one", "sum"), ("size_bytes", "max"), ("message_count", "max"), ("_unknown", "sum")])), ["topic", "partition"])
     per_topic = _sorted(tp.group_by(["topic"], use_threads=False).aggregate([
         ([], "count_all"), ("_one_sum", "min"), ("_one_sum", "max"), ("size_bytes_max", "max"),
         ("message_count_max", "sum"), ("_unknown_sum", "sum")]), ["topic"])
@@ -318,8 +333,18 @@ def rollup_tables(per_dir: pa.Table) -> dict[str, pa.Table]:
             for name, columns in out.items()}
 
 
+def _live_groups(groups: pa.Table) -> pa.Table:
+    """The groups of live dirs of a group-by whose first key is ``dir_kind``, without that key."""
+    return groups.filter(pc.equal(groups["dir_kind"], "live")).drop_columns(["dir_kind"])
+
+
 def _sorted(table: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """Rows by their keys, nulls first (``_group``'s order)."""
+    """Rows by their keys, nulls first (``_group``'s order). A key that is a dictionary of strings
+    (the Spark driver's compacted per-dir table, ``auditor.arrow_compact``) is decoded first: Arrow
+    sorts no dictionary column, and a group-by's result has a row per group, not per partition dir."""
+    for k in keys:
+        if pa.types.is_dictionary(table.schema.field(k).type):
+            table = table.set_column(table.schema.get_field_index(k), k, decoded(table[k]))
     return table.take(pc.sort_indices(table, [(k, "ascending", "at_start") for k in keys]))
 
 

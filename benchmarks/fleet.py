@@ -239,6 +239,16 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _reaped_cpu_s(pid: int) -> float:
+    """user + sys CPU seconds of the children a live process has waited for (/proc/PID/stat fields
+    16 and 17), 0 when gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+
+
 def _status_mib(pid: int, field: str) -> float:
     """A memory field of a live process (``VmHWM``: peak RSS so far; ``VmRSS``: now) from
     /proc/PID/status, MiB; 0 when gone."""
@@ -278,13 +288,19 @@ def run_audit(code: Path, manifests: Path, out: Path, engine: str = "local", ext
 
         timer = threading.Timer(timeout_s, lambda: os.killpg(proc.pid, signal.SIGTERM))
         timer.start()
-    tree = {"python_mib": 0.0, "jvm_mib": 0.0, "sum_mib": 0.0, "child_cpu": {}}
+    # the Python's own peak RSS and its reaped children's CPU, sampled: wait4's rusage counts the
+    # children it reaped (the driver JVM, which the audit ends and reaps before its report) in
+    # ru_maxrss and in its CPU times
+    tree = {"python_mib": 0.0, "jvm_mib": 0.0, "sum_mib": 0.0, "child_cpu": {}, "python_hwm_mib": 0.0,
+            "reaped_cpu_s": 0.0}
     stage_peak = {"python_mib": 0.0, "jvm_mib": 0.0}  # sampled during the current stage; reset at each progress line
     done = threading.Event()
 
     def sample() -> None:  # the JVM's RSS and CPU while it lives (it is gone by wait4)
         while not done.is_set():
             py = _rss_mib(proc.pid)
+            tree["python_hwm_mib"] = max(tree["python_hwm_mib"], _hwm_mib(proc.pid))
+            tree["reaped_cpu_s"] = max(tree["reaped_cpu_s"], _reaped_cpu_s(proc.pid))
             jvm = 0.0
             for pid in descendants(proc.pid):
                 jvm += _rss_mib(pid)
@@ -317,14 +333,16 @@ def run_audit(code: Path, manifests: Path, out: Path, engine: str = "local", ext
               + (out / "stderr.log").read_text()[-3000:])
     done.set()
     sampler.join()
-    stages.append((name, end - last, usage.ru_utime + usage.ru_stime - last_cpu, usage.ru_maxrss / 1024))
+    own_cpu = usage.ru_utime + usage.ru_stime - tree["reaped_cpu_s"]  # without the reaped JVM's
+    own_hwm = tree["python_hwm_mib"] or usage.ru_maxrss / 1024
+    stages.append((name, end - last, own_cpu - last_cpu, own_hwm))
     stage_peaks.append((stage_peak["python_mib"], stage_peak["jvm_mib"]))
     doc = json.loads((out / "findings.json").read_text()) if (out / "findings.json").exists() else {}
     findings = doc.get("findings", [])
     digest = hashlib.sha256(json.dumps(findings, sort_keys=True).encode()).hexdigest()[:16]
     # the GX suite's results (every expectation's success, counts, percent, samples), beside the findings
     gx_digest = hashlib.sha256(json.dumps(doc.get("expectations"), sort_keys=True).encode()).hexdigest()[:16]
-    return {"wall_s": end - start, "cpu_s": usage.ru_utime + usage.ru_stime, "rss_mib": usage.ru_maxrss / 1024,
+    return {"wall_s": end - start, "cpu_s": own_cpu, "rss_mib": own_hwm,
             "status": os.waitstatus_to_exitcode(status), "stages": stages, "stage_peaks": stage_peaks, "tree": tree,
             "children_cpu_s": sum(tree["child_cpu"].values()), "findings_list": findings,
             "findings": sum(1 for f in findings if f.get("severity") != "PASS"), "findings_sha256": digest,

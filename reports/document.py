@@ -114,8 +114,11 @@ def _totals(stats, log_dirs: list[dict], groups) -> dict:
 def _arrow_totals(table) -> dict:
     """:func:`_totals`' counts of the per-dir statistics on Arrow columns (no Python value per
     partition dir: 500,000 dirs' four columns were ~80 MiB of lists): the same sets, a null a value
-    of its own as in a Python set."""
+    of its own as in a Python set. A string column may be a sorted dictionary (the Spark driver's
+    table, ``auditor.arrow_compact``): its distinct indices are its distinct strings."""
     import pyarrow.compute as pc
+
+    from auditor.arrow_compact import sort_key
 
     live = table.select(["topic", "partition"]).filter(pc.equal(table["dir_kind"], "live"))  # of two columns, not all
 
@@ -123,7 +126,7 @@ def _arrow_totals(table) -> dict:
         return int(pc.sum(table[name]).as_py() or 0)
 
     return {"brokers": pc.count_distinct(table["broker_id"], mode="only_valid").as_py(),
-            "topics": pc.count_distinct(live["topic"], mode="all").as_py(),
+            "topics": pc.count_distinct(sort_key(live["topic"]), mode="all").as_py(),
             "partitions": live.group_by(["topic", "partition"], use_threads=False).aggregate([]).num_rows,
             "partition_dirs": table.num_rows, "segments": total("segment_count"), "size_bytes": total("size_bytes")}
 

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 # tier (tests/harness/tiers.py): `kafka-audit` runs on the Spark engine in subprocesses, beside the spark fixture
@@ -137,12 +138,43 @@ def test_live_broker_dirs(spark, kafka_cluster_factory):  # noqa: F811
     assert_engines_agree(spark, result.segments, result.partitions, ctx)
 
 
-def test_whole_audit_same_document_on_both_engines(demo, tmp_path):
+def test_per_dir_tables_collected_in_slices_equal_one_collect(spark, demo, monkeypatch):  # noqa: F811
+    """The Spark driver collects a table of a row per partition dir in slices (one job each) and
+    compacts each (``table_engines.spark._collect_table``): the same rows as one ``toArrow``, and
+    the same pandas frame as ``toPandas`` gives, whatever the slice size (rows in slice order)."""
+    from auditor.arrow_compact import compact_columns, is_sorted_dictionary
+    from auditor.local_engine import segment_frame
+    from auditor.table_engines import spark as spark_engine
+
+    result, _ = demo
+    per_dir = aggregates(_spark_df(spark, result.segments, SEGMENT_SCHEMA),
+                         _spark_df(spark, result.partitions, PARTITION_SCHEMA))["partition_stats"]
+    rows = per_dir.count()
+    whole = compact_columns(per_dir.toArrow())
+    key = SORT_KEYS["partition_stats"]
+    for per_slice in (7, 1, rows + 1):
+        monkeypatch.setattr(spark_engine, "ROWS_PER_COLLECT_SLICE", per_slice)
+        got = spark_engine._collect_table(per_dir, rows)
+        assert got.schema.names == whole.schema.names
+        assert sorted(got.to_pylist(), key=repr) == sorted(whole.to_pylist(), key=repr), per_slice
+        for name in got.column_names:  # a dictionary column: one sorted dictionary over all the slices
+            column = got.column(name)
+            if pa.types.is_dictionary(column.type):
+                assert is_sorted_dictionary(column.type), (per_slice, name)
+                assert len({tuple(c.dictionary.to_pylist()) for c in column.chunks}) <= 1, (per_slice, name)
+        pd.testing.assert_frame_equal(_sorted(segment_frame(got), key), _sorted(per_dir.toPandas(), key))
+
+
+def test_whole_audit_same_document_on_both_engines(demo, tmp_path, monkeypatch):
     """run_audit end to end on the demo sample: the local engine's document equals Spark's but for
-    the engine, the versions and the elapsed time (the order of partition_stats rows aside)."""
+    the engine, the versions and the elapsed time (the order of partition_stats rows aside). The
+    Spark driver collects its per-dir tables in slices of 5 rows here, as it does above 100,000
+    dirs (one job each, compacted and joined: ``table_engines.spark._collect_table``)."""
     from auditor.audit import AuditRequest, run_audit
+    from auditor.table_engines import spark as spark_engine
     from reports.document import build_document
 
+    monkeypatch.setattr(spark_engine, "ROWS_PER_COLLECT_SLICE", 5)
     result, ctx = demo
     log_dirs = [i["log_dir"] for i in result.log_dirs]
     docs = {}

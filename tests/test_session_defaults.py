@@ -13,7 +13,8 @@ KEY = "spark.driver.extraJavaOptions"
 def test_a_cluster_driver_gets_the_small_footprint_options():
     settings = spark_conf("spark://127.0.0.1:7077")
     assert settings[KEY] == CLUSTER_DRIVER_JAVA_OPTIONS
-    for option in ("-XX:+UseSerialGC", "-Xms64m", "-Xmn32m", "-XX:TieredStopAtLevel=1"):
+    for option in ("-XX:+UseSerialGC", "-Xms64m", "-Xmn32m", "-XX:TieredStopAtLevel=1", "-XX:MaxHeapFreeRatio=30",
+                   "-XX:MinHeapFreeRatio=10", "-XX:-ShrinkHeapInSteps"):
         assert option in settings[KEY].split()
     assert not any(o.startswith("-Xmx") for o in settings[KEY].split()), "Spark refuses -Xmx here: spark.driver.memory"
     assert "spark.driver.memory" not in settings  # the maximum heap stays Spark's (or the user's)

@@ -31,14 +31,15 @@ class SparkEngine(TableEngine):
 
     def run_tables(self, req, ctx: AuditContext, progress: Progress, timeline_keys: TimelineKeys,
                    timeline_columns: Sequence[str]) -> TableOutcome:
-        from auditor.check_runner import run_spark
         from auditor.keys.audit_keys import scan_keys_spark
         from auditor.engine import aggregates, build_spark, write_parquet
+        from auditor.engine.session import driver_jvm_running, stop_driver_jvm
         from auditor.table_engines.local import release_memory
         from checks.expectations import run_expectations
 
         tmp = None
         progress("starting Spark")
+        own_jvm = not driver_jvm_running()  # one launched here ends with these stages; one there before stays
         spark = build_spark(req.master, req.spark_conf)
         _size_shuffles(spark, req.spark_conf)
         if req.state_dir and not req.manifests:
@@ -59,14 +60,11 @@ class SparkEngine(TableEngine):
             segment_rows = scan.segments.count()
             slices = max(1, math.ceil(segment_rows / ROWS_PER_CHECK_SLICE))
             segments, partitions = scan.segments.coalesce(slices), scan.partitions.coalesce(slices)
-            progress("collecting the per-partition-dir statistics (Arrow)")
-            stats, frames = _collect_aggregates(aggs["partition_stats"])
+            dirs = aggs["partition_stats"].count()  # persisted: the slices below read it from the executors
+            progress(f"collecting the per-partition-dir statistics ({dirs:,} dirs, Arrow)")
+            stats, frames = _collect_aggregates(aggs["partition_stats"], dirs)
             progress(f"running the checks ({segment_rows:,} segment rows)")
-            # buckets of ~ROWS_PER_CHECK_SLICE rows whatever the input's Spark partitions (at 10,000,000
-            # rows from 30 manifests the scan had ~30: Python workers of 1.5-1.7 GiB each), at least
-            # one per executor core
-            buckets = max(slices, spark.sparkContext.defaultParallelism)
-            findings = run_spark(segments, partitions, frames, ctx, buckets=buckets)
+            findings = _run_checks(spark, segments, partitions, frames, ctx, slices, dirs)
             del frames  # the cluster checks' frames (a row per partition dir), back to the OS before GX
             release_memory()
             progress("validating the segment table (Great Expectations)")
@@ -79,10 +77,26 @@ class SparkEngine(TableEngine):
             scan.unpersist()
         finally:
             spark.stop()
+            jvm_ended = own_jvm and stop_driver_jvm()
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
+        if jvm_ended:
+            progress("Spark stopped; its driver JVM ended (the report needs neither)")
         return TableOutcome(findings=findings, gx=gx, stats=stats, timelines=timelines, versions=engine_versions,
                             log_dirs=log_dir_infos)
+
+
+def _run_checks(spark, segments, partitions, frames: dict, ctx: AuditContext, slices: int, dirs: int) -> list[Finding]:
+    """The partition checks on the executors, in buckets of ~ROWS_PER_CHECK_SLICE rows whatever the
+    input's Spark partitions (at 10,000,000 rows from 30 manifests the scan had ~30: Python workers
+    of 1.5-1.7 GiB each), at least one per executor core; the cluster checks here, on ``frames``
+    and the partitions' columns (collected in slices, :func:`_collect_table`)."""
+    from auditor.check_runner import run_spark
+    from auditor.local_engine import segment_frame
+
+    buckets = max(slices, spark.sparkContext.defaultParallelism)
+    return run_spark(segments, partitions, frames, ctx, buckets=buckets,
+                     to_pandas=lambda df: segment_frame(_collect_table(df, dirs)))
 
 
 #: Shuffle partitions per executor core on a cluster (unless --conf or spark-submit set them).
@@ -100,23 +114,55 @@ def _size_shuffles(spark, conf: dict | None) -> None:
     spark.conf.set(key, str(max(8, SHUFFLE_PARTITIONS_PER_CORE * spark.sparkContext.defaultParallelism)))
 
 
-def _collect_aggregates(partition_stats) -> tuple[ArrowRows, dict]:
+def _collect_aggregates(partition_stats, dirs: int) -> tuple[ArrowRows, dict]:
     """The per-partition-dir statistics on the driver (one row per partition dir, never a segment
-    row), once, as Arrow: rows for the report (:class:`ArrowRows`, a dict made per row as it is
-    read, none kept), and the four aggregate tables as the pandas frames the cluster checks read:
-    ``partition_stats`` with only the columns they read (``CLUSTER_STATS_COLUMNS``), the topic,
-    broker and log-dir rollups made here on Arrow columns (``auditor.local_engine.rollup_tables``,
-    the driver engine's own; on Spark they were a dozen more jobs of a few hundred rows each).
-    tests/test_local_engine.py holds the two engines' aggregates equal."""
+    row), once, as Arrow (:func:`_collect_table`): rows for the report (:class:`ArrowRows`, a dict
+    made per row as it is read, none kept), and the four aggregate tables as the pandas frames the
+    cluster checks read: ``partition_stats`` with only the columns they read
+    (``CLUSTER_STATS_COLUMNS``), the topic, broker and log-dir rollups made here on Arrow columns
+    (``auditor.local_engine.rollup_tables``, the driver engine's own; on Spark they were a dozen
+    more jobs of a few hundred rows each). tests/test_local_engine.py holds the two engines'
+    aggregates equal. The frames hold the values of Arrow's plain conversion
+    (``arrow_compact.pandas_values``: ``str`` objects, not categoricals)."""
     from auditor.check_runner import CLUSTER_STATS_COLUMNS
-    from auditor.local_engine import ArrowRows, rollup_tables
+    from auditor.local_engine import ArrowRows, rollup_tables, segment_frame
+    from auditor.table_engines.local import release_memory
 
-    table = partition_stats.toArrow()
-    # the per-dir frame as DataFrame.toPandas hands it (its Arrow options), not through the rows
-    out = {"partition_stats": table.select(list(CLUSTER_STATS_COLUMNS)).to_pandas(
-        date_as_object=True, coerce_temporal_nanoseconds=True)}
+    table = _collect_table(partition_stats, dirs)
+    out = {"partition_stats": segment_frame(table.select(list(CLUSTER_STATS_COLUMNS)))}
     out.update((name, rollup.to_pandas()) for name, rollup in rollup_tables(table).items())
+    release_memory()  # the rollups' group-by temporaries
     return ArrowRows(table), out
+
+
+#: Rows per Spark job when the driver collects a table of a row per partition dir.
+ROWS_PER_COLLECT_SLICE = 100_000
+
+
+def _collect_table(df, rows: int):
+    """A DataFrame of about ``rows`` rows (one per partition dir) on the driver as a compacted
+    Arrow table (``auditor.arrow_compact``: repeated strings, topic, log dir, dir kind, cluster id,
+    as sorted dictionaries; an all-null column on the zero page), collected in slices of about
+    :data:`ROWS_PER_COLLECT_SLICE` rows: a Spark job each, one after the other, a row's slice
+    picked by a hash of its values. The driver JVM holds one slice's Arrow batches at a time (one
+    ``toArrow`` of 500,000 dirs' statistics grew its heap by ~100 MiB, which it kept), and this
+    process one slice's plain strings: the slices are compacted as they come and joined without a
+    plain copy (``arrow_compact.concat_compacted``). The rows come in slice order (Spark's order
+    of them was its join's: no order is promised)."""
+    from pyspark.sql import functions as F
+
+    from auditor.arrow_compact import compact_columns, concat_compacted
+    from auditor.table_engines.local import release_memory
+
+    slices = max(1, math.ceil(rows / ROWS_PER_COLLECT_SLICE))
+    if slices == 1:
+        return compact_columns(df.toArrow())
+    which = F.pmod(F.xxhash64(*[F.col(c) for c in df.columns]), F.lit(slices))
+    tables = []
+    for i in range(slices):
+        tables.append(compact_columns(df.where(which == i).toArrow()))
+        release_memory()  # the slice's plain strings
+    return concat_compacted(tables)
 
 
 def _versions(spark, gx_version: str) -> dict[str, str]:
