@@ -62,7 +62,9 @@ for _ in range(int(sys.argv[3])):
     row.pop("scanned_at_ms")
     digest = hashlib.sha256(json.dumps(row, sort_keys=True, default=str).encode()).hexdigest()[:12]
     note = " | ".join(n for n in row["notes"] if "beside it" not in n)[-160:]
-print(json.dumps({"cpu": times, "digest": digest, "records": row["record_count"], "note": note}))
+import resource
+print(json.dumps({"cpu": times, "digest": digest, "records": row["record_count"], "note": note,
+                  "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
@@ -194,8 +196,10 @@ for _ in range(int(sys.argv[3])):
     times.append(time.process_time() - start)
 result = found.to_json(20)
 digest = hashlib.sha256(found.stats.to_bytes() + json.dumps(result, sort_keys=True, default=str).encode()).hexdigest()[:12]
+import resource
 print(json.dumps({"cpu": times, "digest": digest, "records": result.get("records"),
-                  "note": " | ".join(result.get("notes", []))[-160:]}))
+                  "note": " | ".join(result.get("notes", []))[-160:],
+                  "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
@@ -204,7 +208,7 @@ def measure(code: Path, log: Path, runs: int, scan: str = "deep") -> dict:
     done = subprocess.run([sys.executable, "-c", child, str(code), str(log), str(runs)], capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(code)})
     if done.returncode:
-        return {"cpu": [float("nan")], "digest": "error", "records": None, "note": done.stderr[-300:]}
+        return {"cpu": [float("nan")], "digest": "error", "records": None, "note": done.stderr[-300:], "rss_mib": 0}
     return json.loads(done.stdout)
 
 
@@ -228,11 +232,13 @@ def main() -> None:
                     r = measure(code, log, args.runs, args.scan)
                     got[label]["cpu"] += r["cpu"]
                     got[label].update({k: r[k] for k in ("digest", "records", "note")})
+                    got[label]["rss_mib"] = max(got[label].get("rss_mib", 0), r["rss_mib"])
             print(name)
             for label, _ in trees:
                 g = got[label]
                 print(f"  {label:<7} median {statistics.median(g['cpu']):6.3f} CPU s  "
-                      f"[{', '.join(f'{t:.3f}' for t in sorted(g['cpu']))}]  records {g['records']}  "
+                      f"[{', '.join(f'{t:.3f}' for t in sorted(g['cpu']))}]  peak RSS {g['rss_mib']:,.0f} MiB  "
+                      f"records {g['records']}  "
                       f"row {g['digest']}  {g['note'][-110:]}")
             if len(trees) == 2:
                 b, a = (statistics.median(got[label]["cpu"]) for label, _ in trees)

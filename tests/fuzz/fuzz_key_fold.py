@@ -10,6 +10,9 @@ Input: the bytes of one .log; its first byte also picks a sample size and a reco
   decompressed batch takes), in an exact-size buffer, as a CreateTime or a LogAppendTime batch
   (by the input's length): it adds the records exactly when ``record_batch.iter_records`` reads
   them all without an error, and then the same sketches, ``first_seen`` (offsets, timestamps) included;
+* the same records fed to ``KeyFold.records_feed`` in pieces whose sizes the input picks (the key
+  scan's path for a compressed batch): it adds exactly the records ``iter_records`` yields before
+  it raises (all of them when it does not), the same sketches and offsets;
 * nothing raises but what the Python path notes.
 
 Seeds: ``python tests/fuzz/fuzz_key_fold.py`` writes tests/fuzz/corpus/key_fold/ (keyed batches of
@@ -73,6 +76,7 @@ def _add_records(data: bytes) -> None:
         read = None
     if (added is None) != (read is None):
         raise Disagreement(f"add_records gave {added!r}; iter_records {'raised' if read is None else 'read them all'}")
+    _records_in_pieces(data, count, records, attrs, header, batch)
     if read is None:
         if c.records:
             raise Disagreement(f"add_records refused the batch but added {c.records} records")
@@ -84,6 +88,34 @@ def _add_records(data: bytes) -> None:
         raise Disagreement(f"add_records returned {added}, the Python reader read {offsets}")
     if c.to_bytes() != python.to_bytes():
         raise Disagreement("add_records gave other sketches than KeyStats.add on the same records")
+
+
+def _records_in_pieces(data: bytes, count: int, records: bytes, attrs: int, header, batch) -> None:
+    """records_begin / records_feed (pieces of 1..64 bytes, sizes from the input) / records_end
+    against the records iter_records yields before it raises."""
+    c = KeyStats(**SMALL)
+    fold = c.c_fold()
+    fold.records_begin(count, BASE_OFFSET, BASE_TIMESTAMP, MAX_TIMESTAMP if attrs else None)
+    pos = i = 0
+    while pos < len(records):
+        n = 1 + data[i % len(data)] % 64
+        fold.records_feed(exact_buffer(records[pos:pos + n]))
+        pos, i = pos + n, i + 1
+    added = fold.records_end()
+    c.absorb(fold)
+    python = KeyStats(**SMALL)
+    yielded = []
+    try:
+        for r in v2.iter_records(header, batch, keys=True):
+            yielded.append(r.offset)
+            python.add(r.key, r.value_size, r.offset, r.timestamp_ms)
+    except FormatError:
+        pass
+    offsets = (len(yielded), yielded[0], yielded[-1]) if yielded else (0, None, None)
+    if added[:3] != offsets:
+        raise Disagreement(f"records_feed added {added[:3]}, iter_records yielded {offsets} before raising")
+    if c.to_bytes() != python.to_bytes():
+        raise Disagreement("records_feed gave other sketches than KeyStats.add on the records iter_records yields")
 
 
 def one_input(data: bytes) -> None:

@@ -208,7 +208,8 @@ def c_offsets(data: memoryview) -> None:
 def c_keys(data: memoryview) -> None:
     """_ckeys.KeyFold: the production walk (scan_partition_keys with the C fold, whole and
     sampled, as fuzz_key_fold), add_records on the input as one batch's records (exact buffer,
-    both timestamp types), state() and load() (_state_checks), and the argument refusals."""
+    both timestamp types), the same records through records_feed in pieces (with limits), state()
+    and load() (_state_checks), and the argument refusals."""
     raw = bytes(data)
     (scratch() / "native-keys" / "keyfold-0").mkdir(parents=True, exist_ok=True)
     _log(raw, "native-keys/keyfold-0/00000000000000000000.log")
@@ -223,6 +224,19 @@ def c_keys(data: memoryview) -> None:
                              1_700_000_000_000 if len(raw) % 2 else None)
     if added is not None and added[0] > count:
         raise Disagreement(f"add_records added {added[0]} records of {count}")
+    fold.records_begin(count, 7, (1 << 63) - 5000, 1_700_000_000_000 if len(raw) % 2 else None)
+    pos = i = 0
+    while pos < len(raw) - 1:   # the same records in pieces of 1..64 bytes (the key scan's compressed path)
+        n = 1 + raw[i % len(raw)] % 64
+        fold.records_feed(exact_buffer(raw[1 + pos:1 + pos + n]), count if i % 3 else i)
+        pos, i = pos + n, i + 1
+    fed = fold.records_end()
+    if fed[0] > count or fed[3] > max(len(raw) - 1, 0):
+        raise Disagreement(f"records_feed added {fed[0]} records of {count}, the next at {fed[3]}")
+    twin = fold.copy()   # (the key scan's copy before a long stream, swapped back when the stream fails)
+    fold.swap(twin)
+    if _normal(twin.state()) != _normal(fold.state()):
+        raise Disagreement("KeyFold.copy() holds another state than the fold's")
     _state_checks(raw)
     _ckeys.KeyFold.key_id(raw[:300])
     _refusals_once()
@@ -308,7 +322,10 @@ def _refusals_once() -> None:
     fold = KeyStats(**SMALL).c_fold()
     _refused_once("c_keys", lambda: _ckeys.KeyFold(12, 1, 1, 1, 0, 5), lambda: _ckeys.KeyFold(3, 1, 1, 1, 0, len),
                   lambda: fold.__init__(12, 1, 1, 1, 0, len), lambda: fold.add_records(b"", 1, 0, 0, 0, None),
-                  lambda: fold.walk(0, 5, 4, 0), lambda: _ckeys.KeyFold.__new__(_ckeys.KeyFold).state())
+                  lambda: fold.walk(0, 5, 4, 0), lambda: _ckeys.KeyFold.__new__(_ckeys.KeyFold).state(),
+                  lambda: fold.records_feed(b"\x00"), lambda: fold.records_end(),
+                  lambda: fold.records_begin(-1, 0, 0, None), lambda: fold.swap(5),
+                  lambda: _ckeys.KeyFold.__new__(_ckeys.KeyFold).copy())
 
 
 def c_message(data: memoryview) -> None:
