@@ -411,8 +411,8 @@ def _fold_packed(result: PartitionKeys, reader: LogReader, packed: tuple, fold) 
     through _fold_stream; None (nothing added) when decompressing it gives an error: the Python
     reader then reads the batch and notes what."""
     position, codec_id, count, base_offset, _size, payload, base_timestamp, log_append_timestamp = packed
-    if c_record_fold is None:
-        return None
+    if c_record_fold is None or count < 0:
+        return None   # (a negative recordsCount: record_payload names it)
     try:
         return _fold_stream(result, fold, _Stream(position, codec_id, payload, count, base_offset, base_timestamp,
                                                   log_append_timestamp, reader.label, reader.max_decompressed_bytes))

@@ -184,7 +184,8 @@ def c_index(data: memoryview) -> None:
 
 def c_offsets(data: memoryview) -> None:
     """_coffsets.fold_plain over the input as a __consumer_offsets .log: its stop is a position in
-    the file, and folding in steps of max_bytes stores what one call stores."""
+    the file, and folding in steps of max_bytes stores what one call stores; StreamFold over the
+    input as one batch's decompressed records, in pieces."""
     fd, size = _input_fd(data), len(data)
     store: dict = {}
     stop, _n = _coffsets.fold_plain(fd, 0, size, store, LABEL)
@@ -200,9 +201,29 @@ def c_offsets(data: memoryview) -> None:
         if pos2 == pos or pos2 >= stop:
             break
         pos = pos2
-    _refused_once("c_offsets", lambda: _coffsets.fold_plain(0, 5, 4, {}, LABEL))
+    _refused_once("c_offsets", lambda: _coffsets.fold_plain(0, 5, 4, {}, LABEL),
+                  lambda: _coffsets.StreamFold(-1, 0, 0, None, {}, False, None),
+                  lambda: _coffsets.StreamFold.__new__(_coffsets.StreamFold).feed(b""),
+                  lambda: _coffsets.StreamFold.__new__(_coffsets.StreamFold).result())
     if paced != store:
         raise Disagreement(f"fold_plain in steps of {step} bytes stored another replay than in one call")
+    # the input after its first byte as one compressed batch's decompressed records (StreamFold), fed
+    # in pieces of 1..64 bytes; the first byte is recordsCount, the length picks LogAppendTime and
+    # transactional
+    raw = bytes(data)
+    count = raw[0] if size else 0
+    stream = _coffsets.StreamFold(count, (1 << 63) - 20 if size % 5 == 0 else 7, 1000, 5 if size % 2 else None, {},
+                                  size % 3 == 0, (LABEL, 0))
+    pos = i = 0
+    while pos < size - 1:
+        n = 1 + raw[i % size] % 64
+        stream.feed(exact_buffer(raw[1 + pos:1 + pos + n]))
+        pos, i = pos + n, i + 1
+    folded, first_bad, more, _first, _last, refused = stream.result()
+    if folded > count or len(first_bad) > 3 or folded < len(first_bad) + more or \
+            (refused is not None and not 0 <= refused[1] <= max(size - 1, 0)):
+        raise Disagreement(f"StreamFold folded {folded} of {count} records, bad keys {first_bad} + {more}, "
+                           f"refused {refused}")
 
 
 def c_keys(data: memoryview) -> None:
