@@ -13,7 +13,10 @@ a loaded machine inflates far less than wall time); the medians are printed with
 load average before and after, and a digest of each tree's row (notes included, the scan time
 left out), which must be equal: the change is speed only. ``--scan keys`` times the key scan of
 the .log's directory instead (auditor/keys/partition_keys.py; the digest over its sketches and
-result). Asserts nothing.
+result), ``--scan offsets`` the __consumer_offsets replay of it (fold_partition_dir; the digest
+over the first notes, the notes' count, the records and the store: with the bad-key notes bounded
+per batch, a tree from before them digests differently). Peak RSS is the child's ru_maxrss.
+Asserts nothing.
 
 The cases (the smallest record, 7 bytes, so the most records per decompressed byte):
 
@@ -203,8 +206,30 @@ print(json.dumps({"cpu": times, "digest": digest, "records": result.get("records
 """
 
 
+#: ``--scan offsets``: the .log read as a __consumer_offsets partition (fold_partition_dir: the replay
+#: of the group coordinator's records; every TINY_RECORD has a null key: a bad-key note each, before)
+CHILD_OFFSETS = r"""
+import hashlib, json, resource, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from auditor.cluster.consumer_groups import fold_partition_dir
+times = []
+for _ in range(int(sys.argv[3])):
+    start = time.process_time()
+    fold = fold_partition_dir(Path(sys.argv[2]).parent, 0)
+    times.append(time.process_time() - start)
+    notes, records, store = len(fold.notes), fold.records, sorted(fold.store.items())
+    digest = hashlib.sha256(json.dumps([fold.notes[:4], notes, records, store], default=str).encode()).hexdigest()[:12]
+    last = fold.notes[-1] if fold.notes else ""
+    del fold
+print(json.dumps({"cpu": times, "digest": digest, "records": records,
+                  "note": f"{notes:,} notes; last: {last}"[-160:],
+                  "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
 def measure(code: Path, log: Path, runs: int, scan: str = "deep") -> dict:
-    child = CHILD_KEYS if scan == "keys" else CHILD
+    child = {"keys": CHILD_KEYS, "offsets": CHILD_OFFSETS}.get(scan, CHILD)
     done = subprocess.run([sys.executable, "-c", child, str(code), str(log), str(runs)], capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(code)})
     if done.returncode:
@@ -218,8 +243,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5, help="scans per case and tree (in one interpreter each)")
     ap.add_argument("--rounds", type=int, default=1, help="alternations of the trees (each --runs scans)")
     ap.add_argument("--only", default="", help="only the cases whose name holds this text")
-    ap.add_argument("--scan", choices=("deep", "keys"), default="deep",
-                    help="what reads each .log: scan_segment at 'deep', or the key scan of its directory")
+    ap.add_argument("--scan", choices=("deep", "keys", "offsets"), default="deep",
+                    help="what reads each .log: scan_segment at 'deep', the key scan of its directory, or the "
+                         "__consumer_offsets replay of its directory")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     trees = ([("before", Path(args.before))] if args.before else []) + [("now", ROOT)]

@@ -495,3 +495,35 @@ def test_compressed_batches_equal_dumplogsegments(dump_log_segments, tmp_path, m
     assert mine == {g: {k: (v["offset"], v["metadata"], v["commitTimestamp"]) for k, v in offs.items()}
                     for g, offs in theirs.items()}
     assert sum(len(v) for v in mine.values()) >= 15
+
+
+def test_stream_fold_equals_the_python_fold_in_any_pieces(monkeypatch):
+    """200 gzip batches of random records (commits, tombstones, null / short keys, headers, v0 keys)
+    ending in a broken record of random shape, or intact, decompressed in pieces of 1..4096 bytes:
+    fold_records_into through StreamFold stores, counts and raises (the FormatError's text) exactly
+    what the Python loop does; a refused record cut across pieces is read from the bytes the fold
+    kept of it alone."""
+    from auditor.formats import record_batch as v2
+    rnd = random.Random(16)
+    tails = [b"", _record(0, _commit_key(b"z", b"t", 0), _commit_value(1))[:-2], b"\x80\x80\x80\x80\x80\x00", b"\x01",
+             bytes([0x0C, 0, 0, 0, 40, 1, 0]), bytes([0x0C, 0, 0, 0, 1, 1, 1]), bytes([0x10, 0, 0, 0, 4, 0, 1, 1, 2])]
+    for case in range(200):
+        records = _mixed(rnd.randint(0, 40), case, bad_every=rnd.choice((2, 3, 7)))
+        if rnd.random() < 0.3:
+            records.append((_commit_key(b"h", b"t", 0), _commit_value(2), [(b"k", b"v" * rnd.randint(0, 300))]))
+        tail = rnd.choice(tails)
+        count = len(records) + (tail != b"") + rnd.choice((0, 0, 0, 1, -1))
+        raw = b"".join(_record(i, *r) for i, r in enumerate(records)) + tail
+        batch = _batch(rnd.randrange(1000), [], attrs=GZIP | rnd.choice((0, 0x08)), count=max(count, 0), raw=raw)
+        header = v2.parse_v2_header(batch, 0, 0)
+        monkeypatch.setattr(orec.compression, "CHUNK_BYTES", rnd.choice((1, 2, 7, 64, 4096)))
+        got = []
+        for use_c in (True, False):
+            monkeypatch.setattr(orec, "USE_C_STREAM", use_c)
+            store, bad = {}, orec.BadKeys()
+            try:
+                out = orec.fold_records_into(store, header, batch, False, ("x", 0), bad, label="x")
+            except orec.FormatError as exc:
+                out = str(exc)
+            got.append((store, bad.first, bad.more, bad.more_first, bad.more_last, out))
+        assert got[0] == got[1], (case, got[0][1:], got[1][1:])

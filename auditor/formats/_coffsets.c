@@ -244,7 +244,9 @@ static PyObject *fold_plain(PyObject *self, PyObject *args) {
  * to `carry`, completed from the next piece). At a record iter_key_values would raise for, or whose
  * offset or timestamp does not fit in an int64 (Python's ints do), the fold stops: result() says
  * which record and where, and the Python loop reads the stream from there (so every error text is
- * the Python one). */
+ * the Python one): from that record's bytes alone (refused_bytes(): its length varint and body, as
+ * many as the loop reads before it raises; the pieces after it are still taken, not kept, so that
+ * fed is the stream's end), or, for an int64 overflow the loop reads past, from the whole stream. */
 #define BAD_KEYS_NOTED 3
 
 typedef struct {
@@ -252,7 +254,10 @@ typedef struct {
     PyObject *store, *where, *transactional;
     int64_t count, left, base_offset, base_ts, log_append;
     int has_log_append, refused;
+    int whole;               /* refused where the Python loop reads on past the record: it needs the whole stream */
     int64_t fed, refused_at; /* bytes fed; the stream position of the refused record */
+    unsigned char *kept;     /* refused: that record's bytes, as many as the Python loop reads before it raises */
+    int64_t kept_len, kept_cap;
     int64_t first_bad[BAD_KEYS_NOTED];
     int nfirst_bad;
     int64_t more_bad, more_first, more_last;
@@ -265,6 +270,7 @@ static void stream_fold_dealloc(StreamFold *self) {
     Py_XDECREF(self->where);
     Py_XDECREF(self->transactional);
     free(self->carry);
+    free(self->kept);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -292,8 +298,9 @@ static int stream_fold_init(StreamFold *self, PyObject *args, PyObject *kwds) {
     self->count = self->left = count;
     self->base_offset = base_offset;
     self->base_ts = base_ts;
-    self->refused = 0;
+    self->refused = self->whole = 0;
     self->fed = self->refused_at = 0;
+    self->kept_len = 0;
     self->nfirst_bad = 0;
     self->more_bad = self->more_first = self->more_last = 0;
     self->carry_len = 0;
@@ -338,23 +345,76 @@ static int parse_key_value(const unsigned char *d, int64_t pos, int64_t body_end
     return pos == body_end;
 }
 
-static void stream_refuse(StreamFold *self, int64_t at) {
-    self->refused = 1;
-    self->refused_at = at;
-    self->carry_len = 0;
+static int grow_append(unsigned char **buf, int64_t *len, int64_t *cap, const unsigned char *b, int64_t n) {
+    if (n == 0) return 0;
+    if (*len + n > *cap) {
+        int64_t c = *cap ? *cap : 4096;
+        while (c < *len + n) c *= 2;
+        unsigned char *grown = realloc(*buf, (size_t)c);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *buf = grown;
+        *cap = c;
+    }
+    memcpy(*buf + *len, b, (size_t)n);
+    *len += n;
+    return 0;
 }
 
-/* The record whose body is d[body, body_end), starting at stream position `at`: folded (0), refused
+/* What the refused record still lacks of the bytes the Python loop reads before it raises: its
+ * length varint (up to MAX_VARINT_BYTES), then, when that is a length >= 0, its body (whose reads
+ * stay inside it); nothing after recordsCount records (the loop then names the bytes after the last
+ * record, and the stream's end, fed, says how many). */
+static int64_t kept_lacks(const StreamFold *self) {
+    if (self->left == 0) return 0;
+    int64_t body = 0, length;
+    if (!read_varint(self->kept, &body, self->kept_len, &length))
+        return self->kept_len < MAX_VARINT_BYTES ? MAX_VARINT_BYTES - self->kept_len : 0;
+    if (length < 0 || body + length <= self->kept_len) return 0;
+    return body + length - self->kept_len;
+}
+
+/* b[0, n) into the refused record's kept bytes, as many as it still lacks: 0, -1 out of memory. */
+static int keep_more(StreamFold *self, const unsigned char *b, int64_t n) {
+    int64_t lacks;
+    while (n > 0 && (lacks = kept_lacks(self)) > 0) {
+        int64_t take = lacks < n ? lacks : n;
+        if (grow_append(&self->kept, &self->kept_len, &self->kept_cap, b, take) < 0) return -1;
+        b += take;
+        n -= take;
+    }
+    return 0;
+}
+
+/* The record at stream position `at` is refused; its bytes so far are a[0, a_len) then b[0, b_len)
+ * (the carry, then the piece; either may be empty): kept as the Python loop will read them.
+ * whole: the Python loop would read this record (an offset or timestamp past int64) and go on, so
+ * it gets the whole stream instead. 0, -1 out of memory. */
+static int stream_refuse(StreamFold *self, int64_t at, const unsigned char *a, int64_t a_len,
+                         const unsigned char *b, int64_t b_len, int whole) {
+    self->refused = 1;
+    self->refused_at = at;
+    self->whole = whole;
+    self->kept_len = 0;
+    int rc = whole ? 0 : keep_more(self, a, a_len);
+    if (rc == 0 && !whole) rc = keep_more(self, b, b_len);
+    self->carry_len = 0;
+    return rc;
+}
+
+/* The record d[start, body_end), its body from `body`, at stream position `at`: folded (0), refused
  * (0, self->refused set), or -1 with a Python exception set. */
-static int stream_record(StreamFold *self, const unsigned char *d, int64_t body, int64_t body_end, int64_t at) {
+static int stream_record(StreamFold *self, const unsigned char *d, int64_t start, int64_t body, int64_t body_end,
+                         int64_t at) {
     rec_t r;
     int64_t off_delta, ts_delta;
-    if (!parse_key_value(d, body, body_end, &r, &off_delta, &ts_delta) ||
-        __builtin_add_overflow(self->base_offset, off_delta, &r.offset) ||
-        (!self->has_log_append && __builtin_add_overflow(self->base_ts, ts_delta, &r.timestamp_ms))) {
-        stream_refuse(self, at);
-        return 0;
-    }
+    if (!parse_key_value(d, body, body_end, &r, &off_delta, &ts_delta))
+        return stream_refuse(self, at, d + start, body_end - start, NULL, 0, 0);
+    if (__builtin_add_overflow(self->base_offset, off_delta, &r.offset) ||
+        (!self->has_log_append && __builtin_add_overflow(self->base_ts, ts_delta, &r.timestamp_ms)))
+        return stream_refuse(self, at, NULL, 0, NULL, 0, 1);
     if (self->has_log_append) r.timestamp_ms = self->log_append;
     self->left--;
     if (r.key_size < KEY_VERSION_LENGTH) { /* null or too short: counted for the notes */
@@ -418,41 +478,30 @@ static int stream_feed(StreamFold *self, const unsigned char *b, int64_t n) {
     int64_t carry_at = self->fed - self->carry_len;
     while (self->carry_len > 0 && pos < n && !self->refused) { /* complete the carried record first */
         int64_t lacks = stream_carry_lacks(self);
-        if (lacks < 0) {
-            stream_refuse(self, carry_at);
-            return 0;
-        }
+        if (lacks < 0) return stream_refuse(self, carry_at, self->carry, self->carry_len, b + pos, n - pos, 0);
         int64_t take = lacks < n - pos ? lacks : n - pos;
         if (stream_carry_append(self, b + pos, take) < 0) return -1;
         pos += take;
         lacks = stream_carry_lacks(self);
         if (lacks > 0) continue;
         int64_t body = 0, length;
-        if (lacks < 0 || !read_varint(self->carry, &body, self->carry_len, &length)) {
-            stream_refuse(self, carry_at);
-            return 0;
-        }
-        if (stream_record(self, self->carry, body, body + length, carry_at) < 0) return -1;
+        if (lacks < 0 || !read_varint(self->carry, &body, self->carry_len, &length))
+            return stream_refuse(self, carry_at, self->carry, self->carry_len, b + pos, n - pos, 0);
+        if (stream_record(self, self->carry, 0, body, body + length, carry_at) < 0) return -1;
         self->carry_len = 0;
         carry_at = self->fed + pos;
     }
     while (!self->refused && pos < n) {
-        if (self->left == 0) { /* bytes after the last record */
-            stream_refuse(self, self->fed + pos);
-            return 0;
-        }
+        if (self->left == 0) /* bytes after the last record */
+            return stream_refuse(self, self->fed + pos, NULL, 0, NULL, 0, 0);
         int64_t body = pos, length;
         if (!read_varint(b, &body, n, &length)) {
             if (n - pos < MAX_VARINT_BYTES) break; /* cut by the piece's end: carried */
-            stream_refuse(self, self->fed + pos);
-            return 0;
+            return stream_refuse(self, self->fed + pos, b + pos, n - pos, NULL, 0, 0);
         }
-        if (length < 0) {
-            stream_refuse(self, self->fed + pos);
-            return 0;
-        }
+        if (length < 0) return stream_refuse(self, self->fed + pos, b + pos, n - pos, NULL, 0, 0);
         if (length > n - body) break; /* carried */
-        if (stream_record(self, b, body, body + length, self->fed + pos) < 0) return -1;
+        if (stream_record(self, b, pos, body, body + length, self->fed + pos) < 0) return -1;
         if (!self->refused) pos = body + length;
     }
     if (!self->refused && pos < n) return stream_carry_append(self, b + pos, n - pos);
@@ -467,7 +516,8 @@ static PyObject *stream_fold_feed(StreamFold *self, PyObject *arg) {
     }
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
-    int rc = self->refused ? 0 : stream_feed(self, view.buf, view.len);
+    int rc = !self->refused ? stream_feed(self, view.buf, view.len)
+                            : self->whole ? 0 : keep_more(self, view.buf, view.len);
     self->fed += view.len;
     PyBuffer_Release(&view);
     if (rc < 0) return NULL;
@@ -483,8 +533,9 @@ static PyObject *stream_fold_result(StreamFold *self, PyObject *unused) {
         PyErr_SetString(PyExc_RuntimeError, "StreamFold: not initialised");
         return NULL;
     }
-    if (!self->refused && (self->left > 0 || self->carry_len > 0)) /* the stream ended inside or before a record */
-        stream_refuse(self, self->fed - self->carry_len);
+    if (!self->refused && (self->left > 0 || self->carry_len > 0) && /* the stream ended inside or before a record */
+        stream_refuse(self, self->fed - self->carry_len, self->carry, self->carry_len, NULL, 0, 0) < 0)
+        return NULL;
     PyObject *first = PyList_New(self->nfirst_bad);
     if (first == NULL) return NULL;
     for (int i = 0; i < self->nfirst_bad; i++) {
@@ -509,8 +560,29 @@ static PyObject *stream_fold_result(StreamFold *self, PyObject *unused) {
                          (long long)self->more_first, (long long)self->more_last, refused);
 }
 
+/* StreamFold.refused_bytes() -> the refused record's kept bytes, or None (none refused, or the
+ * Python loop needs the whole stream). */
+static PyObject *stream_fold_refused_bytes(StreamFold *self, PyObject *unused) {
+    (void)unused;
+    if (!self->refused || self->whole) Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize(self->kept_len ? (const char *)self->kept : "", (Py_ssize_t)self->kept_len);
+}
+
+static PyObject *stream_fold_fed(StreamFold *self, void *closure) {
+    (void)closure;
+    return PyLong_FromLongLong(self->fed);
+}
+
+static PyGetSetDef stream_fold_getset[] = {
+    {"fed", (getter)stream_fold_fed, NULL, "bytes fed so far (after the last piece: the stream's end)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyMethodDef stream_fold_methods[] = {
     {"feed", (PyCFunction)stream_fold_feed, METH_O, "feed(piece) -> bool: the next decompressed bytes."},
+    {"refused_bytes", (PyCFunction)stream_fold_refused_bytes, METH_NOARGS,
+     "refused_bytes() -> bytes | None: the refused record's bytes, as many as the Python loop reads before it "
+     "raises (None: nothing refused, or a record the Python loop reads on from: it needs the whole stream)."},
     {"result", (PyCFunction)stream_fold_result, METH_NOARGS,
      "result() -> (records, first_bad_offsets, more_bad, more_first, more_last, refused (index, position) | None)"},
     {NULL, NULL, 0, NULL},
@@ -525,6 +597,7 @@ static PyTypeObject StreamFoldType = {
     .tp_init = (initproc)stream_fold_init,
     .tp_dealloc = (destructor)stream_fold_dealloc,
     .tp_methods = stream_fold_methods,
+    .tp_getset = stream_fold_getset,
     .tp_doc = "StreamFold(count, base_offset, base_ts, log_append_ts, store, transactional, where): the records of "
               "one compressed __consumer_offsets batch folded into store as offsets_records.fold_records_into "
               "does, the decompressed stream fed in pieces.",

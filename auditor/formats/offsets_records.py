@@ -452,8 +452,10 @@ def _fold_compressed(store: dict, header: BatchHeader, batch_bytes, transactiona
     (compression.decompress_chunks) into ``_coffsets.StreamFold``, which stores each record as
     :func:`_store_key_values` does and counts the bad keys (bounded); at a record it does not take
     (one iter_key_values raises for, an offset or timestamp past int64) the Python loop reads on
-    from that record in the decompressed stream (every error text is its own). The same store,
-    bad keys, count and FormatError as the Python loop."""
+    from that record (every error text is its own): from that record's bytes alone, kept by the
+    fold (what the loop reads of it before raising; the stream is never whole in memory), or from
+    the whole stream where the loop reads on past it (int64). The same store, bad keys, count and
+    FormatError as the Python loop."""
     codec_id = batch_bytes[v2.ATTRIBUTES_OFFSET + 1] & v2.COMPRESSION_CODEC_MASK
     payload = memoryview(batch_bytes)[v2.RECORDS_OFFSET:]
     log_append = header.max_timestamp_ms if header.timestamp_type == v2.LOG_APPEND_TIME else None
@@ -489,14 +491,17 @@ def _fold_compressed(store: dict, header: BatchHeader, batch_bytes, transactiona
             continue
         break
     for piece in kept or ():
-        if not fold.feed(piece):
-            break
+        fold.feed(piece)   # (all of them, refused or not: fed is the stream's end, which a note may name)
     n, first_bad, more_bad, more_first, more_last, refused = fold.result()
     bad_keys.add_counted(first_bad, more_bad, more_first, more_last)
     if refused is None:
         return n
     index, position = refused
-    records = compression.decompress(codec_id, payload, **where_in)
+    kept = fold.refused_bytes()
+    if kept is not None:   # that record's bytes alone, at their stream positions (v2.refused_in_stream)
+        records = v2.refused_in_stream(kept, position, fold.fed, index).data
+    else:                  # the loop reads on past that record (an offset or timestamp past int64)
+        records = compression.decompress(codec_id, payload, **where_in)
     n += _store_key_values(store, iter_key_values(header, batch_bytes, label=label, resume=(records, index, position)),
                            transactional, where, bad_keys)
     return n
