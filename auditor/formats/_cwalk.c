@@ -528,12 +528,6 @@ static PyObject *quiet_facts(PyObject *self, PyObject *args) {
 static int read_zigzag(const unsigned char *b, Py_ssize_t *pp, Py_ssize_t end, int max_bytes, int64_t *out) {
     uint64_t raw = 0;
     Py_ssize_t pos = *pp;
-    if (pos < end && !(b[pos] & 0x80)) {   /* one byte: most lengths, deltas and sizes */
-        unsigned c = b[pos];
-        *out = (int64_t)(c >> 1) ^ -(int64_t)(c & 1);
-        *pp = pos + 1;
-        return 0;
-    }
     for (int i = 0; i < max_bytes; i++) {
         if (pos >= end) return -1;
         unsigned char c = b[pos++];
@@ -1037,16 +1031,8 @@ static PyObject *record_fold_fed(RecordFoldObject *self, void *closure) {
     return PyLong_FromLongLong(self->fed);
 }
 
-static PyObject *record_fold_folded(RecordFoldObject *self, void *closure) {
-    (void)closure;
-    return PyLong_FromLongLong(self->c.count - self->c.left);
-}
-
 static PyGetSetDef record_fold_getset[] = {
     {"fed", (getter)record_fold_fed, NULL, "bytes fed so far (after the last chunk: the records' end)", NULL},
-    {"folded", (getter)record_fold_folded, NULL,
-     "records folded so far: every complete record of the chunks fed, up to the one refused (the key scan adds "
-     "no more than these: auditor/keys/partition_keys.py)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

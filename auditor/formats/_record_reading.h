@@ -45,11 +45,6 @@ static inline int read_varint(const unsigned char *d, int64_t *pos, int64_t end,
 /* A zigzag int64 varlong (ByteUtils.readVarlong). */
 static inline int read_varlong(const unsigned char *d, int64_t *pos, int64_t end, int64_t *out) {
     uint64_t raw;
-    if (*pos < end && !(d[*pos] & 0x80)) { /* one byte: timestampDelta of records within 64 ms */
-        unsigned b = d[(*pos)++];
-        *out = (int64_t)(b >> 1) ^ -(int64_t)(b & 1);
-        return 1;
-    }
     if (!read_unsigned(d, pos, end, MAX_VARLONG_BYTES, &raw)) return 0;
     *out = (int64_t)((raw >> 1) ^ (uint64_t)(-(int64_t)(raw & 1)));
     return 1;

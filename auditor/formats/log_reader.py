@@ -77,9 +77,6 @@ c_quiet_facts = _cwalk.quiet_facts if _cwalk is not None else None
 #: 'deep' record fold of one v2 batch's records in C (``_cwalk.fold_records``; its last field says
 #: which record iter_records raises for, if one does); None when the extension is not built.
 c_fold_records = _cwalk.fold_records if _cwalk is not None else None
-#: ``_cwalk.RecordFold``: the same fold over a decompressed stream handed over in pieces (None
-#: when the extension is not built).
-c_record_fold = _cwalk.RecordFold if _cwalk is not None else None
 
 
 def _refused_in(done: tuple | None, data, decompressed: bool) -> tuple[tuple, v2.RecordsFrom | None] | None:
@@ -94,7 +91,7 @@ def _refused_in(done: tuple | None, data, decompressed: bool) -> tuple[tuple, v2
 
 
 __all__ = ["LogReader", "BatchHeader", "Record", "CHUNK_BYTES", "DEFAULT_MAX_BATCH_BYTES", "c_index_ends",
-           "c_segment_proof", "c_quiet_facts", "c_fold_records", "c_record_fold"]
+           "c_segment_proof", "c_quiet_facts", "c_fold_records"]
 
 #: Window size of the shallow walk and of chunked reads.
 CHUNK_BYTES = 1 << 20

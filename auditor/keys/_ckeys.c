@@ -373,6 +373,8 @@ typedef struct {
     int64_t limit;                   /* records_feed's: add no more than this many (the check's count so far) */
     unsigned char *carry;
     int64_t carry_len, carry_cap;
+    unsigned char *kept;             /* stopped: the refused record's bytes, as many as iter_records reads of it */
+    int64_t kept_len, kept_cap;
 } records_stream_t;
 typedef struct {
     PyObject_HEAD
@@ -821,6 +823,7 @@ static void KeyFold_dealloc(KeyFold *f) {
     infos_free(&f->info);
     free(f->first_seen.slots);
     free(f->stream.carry);
+    free(f->stream.kept);
     free(f->win);
     Py_TYPE(f)->tp_free((PyObject *)f);
 }
@@ -924,10 +927,58 @@ static int stream_carry_append(records_stream_t *st, const unsigned char *b, int
     return 0;
 }
 
-/* This reader refuses the record at next_at (where the check read one: never seen). */
-static void stream_stop(records_stream_t *st) {
+static int grow_append(unsigned char **buf, int64_t *len, int64_t *cap, const unsigned char *b, int64_t n) {
+    if (n == 0) return 0;
+    if (*len + n > *cap) {
+        int64_t c = *cap ? *cap : 4096;
+        while (c < *len + n) c *= 2;
+        unsigned char *grown = realloc(*buf, (size_t)c);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *buf = grown;
+        *cap = c;
+    }
+    memcpy(*buf + *len, b, (size_t)n);
+    *len += n;
+    return 0;
+}
+
+/* What the refused record still lacks of the bytes iter_records reads before it raises: its length
+ * varint (up to MAX_VARINT_BYTES), then, when that is a length >= 0, its body (whose reads stay inside
+ * it). */
+static int64_t kept_lacks(const records_stream_t *st) {
+    int64_t body = 0, length;
+    if (!read_varint(st->kept, &body, st->kept_len, &length))
+        return st->kept_len < MAX_VARINT_BYTES ? MAX_VARINT_BYTES - st->kept_len : 0;
+    if (length < 0 || body + length <= st->kept_len) return 0;
+    return body + length - st->kept_len;
+}
+
+/* b[0, n) into the refused record's kept bytes, as many as it still lacks: 0, -1 out of memory. */
+static int keep_more(records_stream_t *st, const unsigned char *b, int64_t n) {
+    int64_t lacks;
+    while (n > 0 && (lacks = kept_lacks(st)) > 0) {
+        int64_t take = lacks < n ? lacks : n;
+        if (grow_append(&st->kept, &st->kept_len, &st->kept_cap, b, take) < 0) return -1;
+        b += take;
+        n -= take;
+    }
+    return 0;
+}
+
+/* This reader refuses the record at next_at, whose bytes so far are a[0, a_len) then b[0, b_len)
+ * (the carry, then the piece; either may be empty): kept as iter_records will read them, so that
+ * its error is read from that record alone. 0, -1 out of memory. */
+static int stream_stop(records_stream_t *st, const unsigned char *a, int64_t a_len, const unsigned char *b,
+                       int64_t b_len) {
     st->stopped = 1;
+    st->kept_len = 0;
+    int rc = keep_more(st, a, a_len);
+    if (rc == 0) rc = keep_more(st, b, b_len);
     st->carry_len = 0;
+    return rc;
 }
 
 /* Add one record read from d (a piece or the carry), the next one starting at stream position `at`;
@@ -947,10 +998,7 @@ static int stream_feed(KeyFold *f, records_stream_t *st, const unsigned char *b,
     record_t r;
     while (st->carry_len > 0 && pos < n && st->left > 0 && st->added < st->limit) { /* the carried record first */
         int64_t lacks = stream_carry_lacks(st);
-        if (lacks < 0) {
-            stream_stop(st);
-            return 0;
-        }
+        if (lacks < 0) return stream_stop(st, st->carry, st->carry_len, b + pos, n - pos);
         int64_t take = lacks < n - pos ? lacks : n - pos;
         if (stream_carry_append(st, b + pos, take) < 0) {
             PyErr_NoMemory();
@@ -960,10 +1008,8 @@ static int stream_feed(KeyFold *f, records_stream_t *st, const unsigned char *b,
         lacks = stream_carry_lacks(st);
         if (lacks > 0) continue; /* the varint completed, the body still short: take more */
         int64_t at = 0;
-        if (lacks < 0 || !next_record(st->carry, &at, st->carry_len, st->base_offset, &st->times, &r)) {
-            stream_stop(st);
-            return 0;
-        }
+        if (lacks < 0 || !next_record(st->carry, &at, st->carry_len, st->base_offset, &st->times, &r))
+            return stream_stop(st, st->carry, st->carry_len, b + pos, n - pos);
         st->carry_len = 0; /* (add_key copies what it keeps: the carry may be reused) */
         if (stream_add(f, st, st->carry, &r, st->fed + pos) < 0) return -1;
     }
@@ -971,18 +1017,12 @@ static int stream_feed(KeyFold *f, records_stream_t *st, const unsigned char *b,
         int64_t body = pos, length;
         if (!read_varint(b, &body, n, &length)) {
             if (n - pos < MAX_VARINT_BYTES) break; /* cut by the piece's end: carried */
-            stream_stop(st);
-            return 0;
+            return stream_stop(st, b + pos, n - pos, NULL, 0);
         }
-        if (length < 0) {
-            stream_stop(st);
-            return 0;
-        }
+        if (length < 0) return stream_stop(st, b + pos, n - pos, NULL, 0);
         if (length > n - body) break; /* carried */
-        if (!parse_one(b, body, body + length, st->base_offset, &st->times, &r)) {
-            stream_stop(st);
-            return 0;
-        }
+        if (!parse_one(b, body, body + length, st->base_offset, &st->times, &r))
+            return stream_stop(st, b + pos, body + length - pos, NULL, 0);
         pos = body + length;
         if (stream_add(f, st, b, &r, st->fed + pos) < 0) return -1;
     }
@@ -1039,33 +1079,44 @@ static PyObject *KeyFold_records_feed(KeyFold *f, PyObject *args) {
     Py_buffer view;
     if (PyObject_GetBuffer(piece, &view, PyBUF_SIMPLE) < 0) return NULL;
     int rc = 0;
-    if (!st->stopped && st->left > 0) rc = stream_feed(f, st, view.buf, view.len);
+    if (st->stopped)
+        rc = keep_more(st, view.buf, view.len);
+    else if (st->left > 0)
+        rc = stream_feed(f, st, view.buf, view.len);
     st->fed += view.len;
     PyBuffer_Release(&view);
     if (rc < 0) {
-        stream_stop(st); /* (the fold is broken past repair anyway: the exception says why) */
+        st->stopped = 1; /* (the fold is broken past repair anyway: the exception says why) */
         return NULL;
     }
     return PyBool_FromLong(!st->stopped && st->left > 0);
 }
 
-/* records_end() -> (added, first_offset, last_offset, next_at): next_at is the stream position of
- * the record after the last added (of the first record, when none was). */
+/* records_end() -> (added, first_offset, last_offset, next_at, fed, refused): next_at is the stream
+ * position of the record after the last one added, fed the bytes fed (the stream's end), refused
+ * the bytes kept of the record this reader refused (or that the stream ended in or before: the
+ * carry), None when count records were added. */
 static PyObject *KeyFold_records_end(KeyFold *f, PyObject *unused) {
     (void)unused;
     if (check_stream(f) < 0) return NULL;
     records_stream_t *st = &f->stream;
     st->active = 0;
+    if (!st->stopped && st->left > 0 && stream_stop(st, st->carry, st->carry_len, NULL, 0) < 0) return NULL;
     st->carry_len = 0;
     if (st->carry_cap > WINDOW_BYTES) { /* a long record's carry is not kept */
         free(st->carry);
         st->carry = NULL;
         st->carry_cap = 0;
     }
+    PyObject *refused = st->stopped ? PyBytes_FromStringAndSize(st->kept_len ? (const char *)st->kept : "",
+                                                                (Py_ssize_t)st->kept_len)
+                                    : Py_NewRef(Py_None);
+    if (refused == NULL) return NULL;
     if (st->added == 0)
-        return Py_BuildValue("(nOOL)", (Py_ssize_t)0, Py_None, Py_None, (long long)st->next_at);
-    return Py_BuildValue("(nLLL)", (Py_ssize_t)st->added, (long long)st->first, (long long)st->last,
-                         (long long)st->next_at);
+        return Py_BuildValue("(nOOLLN)", (Py_ssize_t)0, Py_None, Py_None, (long long)st->next_at, (long long)st->fed,
+                             refused);
+    return Py_BuildValue("(nLLLLN)", (Py_ssize_t)st->added, (long long)st->first, (long long)st->last,
+                         (long long)st->next_at, (long long)st->fed, refused);
 }
 
 /* copy() -> a new KeyFold of the same parameters holding this one's state (state() then load()). */
@@ -1455,8 +1506,9 @@ static PyMethodDef KeyFold_methods[] = {
      "(one cut by the piece's end is carried), no more than limit records in all; False once count records are "
      "added or this reader refused one."},
     {"records_end", (PyCFunction)KeyFold_records_end, METH_NOARGS,
-     "records_end() -> (added, first_offset, last_offset, next_at): next_at is the stream position of the record "
-     "after the last one added."},
+     "records_end() -> (added, first_offset, last_offset, next_at, fed, refused): next_at is the stream position "
+     "of the record after the last one added, fed the bytes fed; refused None when count records were added, "
+     "else the bytes of the record refused (or that the stream ended in), as many as iter_records reads of it."},
     {"copy", (PyCFunction)KeyFold_copy, METH_NOARGS, "copy() -> a new KeyFold holding this one's state."},
     {"swap", (PyCFunction)KeyFold_swap, METH_O, "swap(other): exchange the whole states of two KeyFolds."},
     {"walk", (PyCFunction)KeyFold_walk, METH_VARARGS,

@@ -38,7 +38,7 @@ from pathlib import Path
 from auditor.formats import compression, filenames
 from auditor.formats import record_batch as v2
 from auditor.formats.errors import FormatError
-from auditor.formats.log_reader import LogReader, c_fold_records, c_record_fold
+from auditor.formats.log_reader import LogReader, c_fold_records
 from auditor.formats.offset_index import read_offset_index
 from auditor.keys.sketches import KeyStats
 
@@ -185,7 +185,7 @@ def _walk_with_fold(result: PartitionKeys, reader: LogReader, pos: int, cut: int
         folded = None
         if packed is not None:
             folded = _fold_packed(result, reader, packed, fold)
-            if folded is not None and folded.refused is None and folded.added == folded.clean:
+            if folded is not None and folded.whole:
                 result.scanned_bytes += packed[4]
                 pos += packed[4]
                 continue
@@ -205,7 +205,7 @@ def _saw_offsets(result: PartitionKeys, first: int, last: int) -> None:
 def _read_batch(result: PartitionKeys, reader: LogReader, batch, cut: int, add, fold=None, folded=None) -> None:
     """One entry of the walk: skipped before the sample's cut, counted, its keys added (the
     records of a v2 batch through the C fold when there is one: _fold_in_c; ``folded``: this
-    compressed batch already through _fold_stream, its clean records added)."""
+    compressed batch already through _fold_stream, its readable records added)."""
     if batch.position + batch.size_bytes <= cut:
         return  # wholly older than the sample
     result.scanned_bytes += batch.size_bytes
@@ -229,13 +229,13 @@ def _fold_in_c(result: PartitionKeys, reader: LogReader, batch, fold, folded: "_
     """A v2 batch the C walk handed back, its records added in C as the Python loop would add them:
     all of them (True); or, at a record iter_records raises for (e.g. the last of 38 million, cut
     short: the Python loop read them all again, minutes at the decompression cap), those before it,
-    then the loop's FormatError raised, read from that record alone (the scan's C record fold says
-    which one: c_fold_records over a plain batch; over a compressed one's stream RecordFold, as it
-    is decompressed piece by piece: _fold_stream). False, having added nothing, when C cannot tell
-    (the extension missing): the Python loop then reads the batch. Raises FormatError / OSError as
+    then the loop's FormatError raised, read from that record alone (a plain batch: the scan's C
+    record fold, c_fold_records, says which one; a compressed one is decompressed piece by piece
+    into KeyFold, which stops there and keeps its bytes: _fold_stream). False, having added
+    nothing, when C cannot tell (the extension missing): the Python loop then reads the batch. Raises FormatError / OSError as
     the loop does before its first record. ``folded``: the walk already took this compressed batch
     through _fold_stream."""
-    if c_fold_records is None or c_record_fold is None:
+    if c_fold_records is None:
         return False
     if folded is None:
         data = reader.read_batch_bytes(batch)
@@ -285,13 +285,13 @@ def _raise_refused(error: FormatError | None) -> None:
             del error   # (else error -> its traceback -> this frame -> error: a cycle holding the records)
 
 
-# ---- compressed batches: checked and added as they are decompressed, in pieces -----------------
+# ---- compressed batches: decompressed and added in pieces ------------------------------------
 
-#: A compressed batch's decompressed pieces up to this many bytes are kept (copied) while the scan's
-#: C record fold checks them, and added to the key fold once the stream has ended well; past it (a
-#: bomb at the 256 MiB cap: 38 million records) each piece is added as it comes, after a copy of the
-#: key fold is taken (put back should the stream then fail: nothing of an unreadable stream is
-#: added, as the Python loop adds nothing). Memory: a piece, a record and this, whatever the stream.
+#: A compressed batch's decompressed pieces up to this many bytes are kept (copied) and added to the
+#: key fold once the stream has ended well; past it (a bomb at the 256 MiB cap: 38 million records)
+#: each piece is added as it comes, after a copy of the key fold is taken (put back should the
+#: stream then fail: nothing of an unreadable stream is added, as the Python loop adds nothing).
+#: Memory: a piece, a record and this, whatever the stream.
 KEEP_DECOMPRESSED_BYTES = 16 * MIB
 
 
@@ -321,33 +321,36 @@ class _Stream:
 
 @dataclass
 class _Folded:
-    """A stream as :func:`_fold_stream` left it: ``clean`` records read cleanly before the first one
-    iter_records raises for (``refused``: where, for refused_record_error; None: none), ``added`` of
-    them in the key fold, the next one at stream position ``next_at`` (added < clean: KeyFold
-    refused a record RecordFold read, never seen: the Python loop reads from there)."""
+    """A stream as :func:`_fold_stream` left it: ``added`` records in the key fold, the next at
+    stream position ``next_at`` of ``fed`` bytes; ``refused``: None when all recordsCount were
+    added, else the bytes KeyFold kept of the record it refused (or that the stream ended in)."""
 
     stream: _Stream
-    clean: int
-    refused: object        # v2.RecordsFrom | None
     added: int
     next_at: int
+    fed: int
+    refused: bytes | None
+
+    @property
+    def whole(self) -> bool:
+        """Every record added, and they fill the stream to its last byte (what iter_records reads)."""
+        return self.refused is None and self.next_at == self.fed
 
 
 def _fold_stream(result: PartitionKeys, fold, stream: _Stream) -> _Folded:
-    """The stream decompressed piece by piece into ``_cwalk.RecordFold`` (as LogReader.fold_record_times
-    does for the segment scan), each piece's records then added to the key fold up to the count the
-    check has read cleanly (``KeyFold.records_feed``'s limit), a record cut by a piece's end carried.
-    Raises FormatError as record_bytes does (decompression, the cap), the key fold then as it was."""
+    """The stream decompressed piece by piece (compression.decompress_chunks, as the segment scan's
+    LogReader.fold_record_times) into ``KeyFold.records_feed``, which adds each record as
+    iter_records reads it (a record cut by a piece's end carried) and stops at the first one
+    iter_records raises for, keeping its bytes (the fuzz harnesses check that it adds exactly the
+    records iter_records yields). Raises FormatError as record_bytes does (decompression, the cap),
+    the key fold then as it was."""
     whole = False
     while True:
-        check = c_record_fold(stream.count, stream.base_offset, stream.base_timestamp, stream.log_append, False,
-                              *(None,) * 6)
         one_piece = whole or stream.codec_id not in (compression.CODEC_GZIP, compression.CODEC_LZ4)
-        kept, kept_bytes, before, folding = [], 0, None, True
+        kept, kept_bytes, before = [], 0, None
         fold.records_begin(stream.count, stream.base_offset, stream.base_timestamp, stream.log_append)
         try:
             for piece in stream.pieces(whole):
-                was_folding, folding = folding, check.feed(piece)
                 if kept is not None:
                     kept_bytes += len(piece)
                     if one_piece or kept_bytes <= KEEP_DECOMPRESSED_BYTES:
@@ -356,9 +359,8 @@ def _fold_stream(result: PartitionKeys, fold, stream: _Stream) -> _Folded:
                     before = fold.copy()
                     backlog, kept = kept, None
                     for earlier in backlog:
-                        fold.records_feed(earlier, check.folded)
-                if was_folding:
-                    fold.records_feed(piece, check.folded)
+                        fold.records_feed(earlier)
+                fold.records_feed(piece)
         except BaseException as exc:
             if before is not None:
                 fold.swap(before)   # the key fold as before this batch (its stream state too: ended)
@@ -369,36 +371,29 @@ def _fold_stream(result: PartitionKeys, fold, stream: _Stream) -> _Folded:
             whole = True   # only cramjam's reading decides this gzip stream: once more, in one piece
             continue
         break
-    done = check.result()
-    refused = None
-    clean = stream.count
-    if done[-1] is not None:
-        clean, at = done[-1]
-        refused = v2.refused_in_stream(check.refused_bytes(), at, check.fed, clean)
     for piece in kept or ():
-        if not fold.records_feed(piece, clean):
-            break
-    added, first, last, next_at = fold.records_end()
+        fold.records_feed(piece)   # (all of them, a record refused or not: fed is then the stream's end)
+    added, first, last, next_at, fed, refused = fold.records_end()
     if added:
         _saw_offsets(result, first, last)
-    return _Folded(stream, clean, refused, added, next_at)
+    return _Folded(stream, added, next_at, fed, refused)
 
 
 def _fold_checked(result: PartitionKeys, reader: LogReader, batch, fold, folded: _Folded) -> bool:
-    """After _fold_stream: the refused record's error raised (as the loop raises it), or, where C
-    and Python disagree (never seen), the Python loop reads from the first record C did not add."""
-    error = resume = None
-    if folded.added < folded.clean:
-        resume = folded.added, folded.next_at
-    elif folded.refused is not None:
-        error = v2.refused_record_error(batch, folded.refused, label=reader.label)
-        if error is None:
-            resume = folded.refused.index, folded.refused.position
-    if resume is not None:
+    """After _fold_stream: the error of the record KeyFold refused (or of the bytes after the last
+    record) raised as the Python loop raises it, read by iter_records from that record's bytes alone
+    (v2.refused_in_stream: a sparse map, never the stream); where iter_records reads that record
+    (C and Python disagreeing: never seen) it reads on from there in the whole stream."""
+    if folded.whole:
+        return True
+    kept = folded.refused if folded.refused is not None else b""
+    error = v2.refused_record_error(batch, v2.refused_in_stream(kept, folded.next_at, folded.fed, folded.added),
+                                    label=reader.label)
+    if error is None:
         records = folded.stream.pieces(True)[0]
-        index, position = resume
         for record in v2.iter_records(batch, None, label=reader.label, keys=True,
-                                      resume=v2.RecordsFrom(records, position, len(records), index, True)):
+                                      resume=v2.RecordsFrom(records, folded.next_at, len(records), folded.added,
+                                                            True)):
             fold.add(record.key, record.value_size, record.offset, record.timestamp_ms)
             _saw_offsets(result, record.offset, record.offset)
     _raise_refused(error)
@@ -411,7 +406,7 @@ def _fold_packed(result: PartitionKeys, reader: LogReader, packed: tuple, fold) 
     through _fold_stream; None (nothing added) when decompressing it gives an error: the Python
     reader then reads the batch and notes what."""
     position, codec_id, count, base_offset, _size, payload, base_timestamp, log_append_timestamp = packed
-    if c_record_fold is None or count < 0:
+    if count < 0:
         return None   # (a negative recordsCount: record_payload names it)
     try:
         return _fold_stream(result, fold, _Stream(position, codec_id, payload, count, base_offset, base_timestamp,
