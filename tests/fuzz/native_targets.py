@@ -202,7 +202,9 @@ def c_offsets(data: memoryview) -> None:
             break
         pos = pos2
     _refused_once("c_offsets", lambda: _coffsets.fold_plain(0, 5, 4, {}, LABEL),
+                  lambda: _coffsets.fold_plain("fd", 0, 0, {}, LABEL),
                   lambda: _coffsets.StreamFold(-1, 0, 0, None, {}, False, None),
+                  lambda: _coffsets.StreamFold(0, 0, 0, None, [], False, None),
                   lambda: _coffsets.StreamFold.__new__(_coffsets.StreamFold).feed(b""),
                   lambda: _coffsets.StreamFold.__new__(_coffsets.StreamFold).result())
     if paced != store:
