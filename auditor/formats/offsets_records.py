@@ -307,9 +307,11 @@ def fold_records_into(store: dict, header: BatchHeader, batch_bytes, transaction
 
     Keys of OffsetCommitKey version 0 are stored under the version-1 bytes (same layout, same
     key). A record whose key is null or shorter than its int16 version is not stored; its
-    offset goes to ``bad_keys`` (``append``: a :class:`BadKeys`). Returns the number of records. Uncompressed v2 batches are
-    parsed inline (one-byte varints, the usual case, without a call); anything else goes
-    through :func:`iter_key_values`. Raises FormatError as that does.
+    offset goes to ``bad_keys`` (``append``; a :class:`BadKeys` keeps the memory bounded).
+    Returns the number of records. Uncompressed v2 batches are parsed inline (one-byte varints,
+    the usual case, without a call); a compressed v2 batch, given a :class:`BadKeys`, is folded
+    in C piece by piece (:func:`_fold_compressed`; a list keeps every offset, so the Python loop
+    fills it); anything else goes through :func:`iter_key_values`. Raises FormatError as that does.
     """
     if (header.magic != v2.MAGIC_VALUE_V2 or header.codec != "none" or header.timestamp_type == v2.LOG_APPEND_TIME
             or len(batch_bytes) != header.size_bytes or header.record_count is None or header.record_count < 0):
@@ -562,6 +564,7 @@ def _legacy_key_value(header: BatchHeader, data, label: str):
     yield (header.last_offset, header.max_timestamp_ms, key, value)
 
 
-__all__ = ["iter_key_values", "fold_records_into", "BadKeys", "BAD_KEYS_NOTED", "fold_plain_batches", "HAVE_C_FOLD", "decode_key", "decode_value",
+__all__ = ["iter_key_values", "fold_records_into", "BadKeys", "BAD_KEYS_NOTED", "fold_plain_batches", "HAVE_C_FOLD",
+           "decode_key", "decode_value",
            "known_record_types", "record_family", "key_version", "control_type", "VERSION_LENGTH", "CONTROL_ABORT",
            "CONTROL_COMMIT"]

@@ -232,9 +232,9 @@ def _fold_in_c(result: PartitionKeys, reader: LogReader, batch, fold, folded: "_
     then the loop's FormatError raised, read from that record alone (a plain batch: the scan's C
     record fold, c_fold_records, says which one; a compressed one is decompressed piece by piece
     into KeyFold, which stops there and keeps its bytes: _fold_stream). False, having added
-    nothing, when C cannot tell (the extension missing): the Python loop then reads the batch. Raises FormatError / OSError as
-    the loop does before its first record. ``folded``: the walk already took this compressed batch
-    through _fold_stream."""
+    nothing, when C cannot tell (the extension missing): the Python loop then reads the batch.
+    Raises FormatError / OSError as the loop does before its first record. ``folded``: the walk
+    already took this compressed batch through _fold_stream."""
     if c_fold_records is None:
         return False
     if folded is None:
@@ -269,20 +269,16 @@ def _fold_in_c(result: PartitionKeys, reader: LogReader, batch, fold, folded: "_
             return False   # nothing added: the Python loop reads the batch
         if added[0]:
             _saw_offsets(result, added[1], added[2])
-    _raise_refused(error)
+    if error is not None:
+        try:
+            raise error
+        finally:
+            del error   # (else error -> its traceback -> this frame -> error: a cycle holding the batch)
     return True
 
 
 def _log_append(batch) -> int | None:
     return batch.max_timestamp_ms if batch.timestamp_type == v2.LOG_APPEND_TIME else None
-
-
-def _raise_refused(error: FormatError | None) -> None:
-    if error is not None:
-        try:
-            raise error
-        finally:
-            del error   # (else error -> its traceback -> this frame -> error: a cycle holding the records)
 
 
 # ---- compressed batches: decompressed and added in pieces ------------------------------------
@@ -396,7 +392,11 @@ def _fold_checked(result: PartitionKeys, reader: LogReader, batch, fold, folded:
                                                             True)):
             fold.add(record.key, record.value_size, record.offset, record.timestamp_ms)
             _saw_offsets(result, record.offset, record.offset)
-    _raise_refused(error)
+    if error is not None:
+        try:
+            raise error
+        finally:
+            del error   # (no cycle through this frame: see _fold_in_c)
     return True
 
 
