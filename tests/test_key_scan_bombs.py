@@ -29,7 +29,8 @@ from test_deep_record_fold import _batch, _record
 from test_record_fold_pieces import COMPRESS
 from test_record_fold_refused import BROKEN, TINY_RECORD, PythonRecords
 
-pytestmark = pytest.mark.unit
+# 7 CPU s (two bombs at the cap built and scanned, one in a child): tests/conftest.py runs long files first
+pytestmark = [pytest.mark.unit, pytest.mark.schedule_first(cpu_s=7)]
 
 GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
 CAP = compression.DEFAULT_MAX_DECOMPRESSED_BYTES

@@ -27,8 +27,9 @@ from harness.encoding import zigzag_varint as _varint
 from test_consumer_groups_real import _commit_key, _commit_value
 from test_record_fold_pieces import _lz4
 
-# 2.3 s at load 2 (tests/conftest.py: long files first)
-pytestmark = pytest.mark.schedule_first(cpu_s=2)
+# 5.9 CPU s with the compressed-batch cases, DumpLogSegments and the bomb at the cap (tests/conftest.py:
+# long files first)
+pytestmark = pytest.mark.schedule_first(cpu_s=6)
 
 TS = 1_700_000_000_000
 REAL_2018 = next(d for d in LOG_DIRS if (d / f"{OFFSETS_TOPIC}-28").is_dir()) / f"{OFFSETS_TOPIC}-28" / f"{0:020d}.log"

@@ -30,11 +30,16 @@
  * out in `data` from `start` (a decompressed batch), and walk(fd, start, size, cut) for runs of
  * plain v2 batches of a .log file, read with pread in windows (never mmap, never a write), as
  * auditor/keys/partition_keys.py reads them; walk stops at a compressed batch and hands it back
- * packed (its compressed records as bytes), so Python decompresses it and calls add_records. add_records and walk take a batch only when every
- * one of its records reads cleanly, exactly as record_batch.iter_records reads them (varint sizes
- * and bounds, headers, the record's size, the batch's end); a batch that would give an error or a
- * note is left untouched and handed back, and the Python path reads it, so every note comes from
- * one implementation. walk also hands back legacy entries, framing that the Python walker would
+ * packed (its compressed records as bytes), so Python decompresses it piece by piece and feeds the
+ * pieces to records_begin / records_feed / records_end (a record cut by a piece's end carried).
+ * add_records and walk take a batch only when every one of its records reads cleanly, exactly as
+ * record_batch.iter_records reads them (varint sizes and bounds, headers, the record's size, the
+ * batch's end), checked before any is added (no array of the records is made: a batch at the
+ * decompression cap holds 38 million); a batch that would give an error or a note is left
+ * untouched and handed back, and the Python path reads it, so every note comes from one
+ * implementation. records_feed adds the records as they come and stops at the first one
+ * iter_records raises for, keeping its bytes (the Python path reads that record alone for the
+ * note; copy() and swap() let the caller put the fold back when the stream fails later). walk also hands back legacy entries, framing that the Python walker would
  * stop on, batches larger than MAX_BATCH_BYTES and read errors.
  *
  * Byte layouts: DefaultRecordBatch.java / DefaultRecord.java (auditor/formats/record_batch.py).

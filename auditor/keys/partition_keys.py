@@ -16,11 +16,13 @@ stops it: a batch whose records cannot be read is counted and noted (the rest st
 walk that stops early (cut or corrupt tail) is noted with the file and byte position.
 
 The per-record work runs in C when ``auditor.keys._ckeys`` is built (``KeyStats.c_fold``):
-runs of plain v2 batches are walked and folded there, a compressed batch is decompressed here and
-its records folded there, and in a batch the C reader would not read exactly as
-``record_batch.iter_records`` does (a cut, a bad varint, ...) the records before the first such
-one are folded there and that one is read here, so the notes and the sketches are the same either
-way (``use_c=False`` forces the pure-Python path).
+runs of plain v2 batches are walked and folded there, a compressed batch is decompressed here
+piece by piece and its records folded there as the pieces come (``KeyFold.records_feed``: memory
+is a piece and a record, whatever the batch: a bomb at the 256 MiB decompression cap included),
+and in a batch the C reader would not read exactly as ``record_batch.iter_records`` does (a cut,
+a bad varint, ...) the records before the first such one are folded there and that one is read
+here alone, so the notes and the sketches are the same either way (``use_c=False`` forces the
+pure-Python path).
 
 Control batches are skipped (their keys are Kafka's, not the producers'). Magic 0/1 entries
 (legacy message sets, compressed wrappers included) are read like v2 batches: their records'
