@@ -13,11 +13,16 @@ a loaded machine inflates far less than wall time); the medians are printed with
 load average before and after, and a digest of each tree's row (notes included, the scan time
 left out), which must be equal: the change is speed only. ``--scan keys`` times the key scan of
 the .log's directory instead (auditor/keys/partition_keys.py; the digest over its sketches and
-result). Asserts nothing.
+result), ``--scan offsets`` the __consumer_offsets replay of it (fold_partition_dir; the digest
+over the records, the store and the first three notes: the bad-key notes past three a batch are
+one summary now, by design, so their count is printed instead). Peak RSS is the child's ru_maxrss.
+Asserts nothing.
 
 The cases (the smallest record, 7 bytes, so the most records per decompressed byte):
 
 * gzip at the cap: 38,347,922 records = 268,435,454 bytes (2 below the cap) from ~390 KB (level 9);
+* gzip, 16 MiB: a sixteenth of it (2,396,745 records), for a tree before whose cost is per record
+  (``--scan offsets`` before the bad-key notes were bounded: a note each);
 * gzip at the cap whose last record is cut short (6 of its 7 bytes): the note names that record
   (the C fold stops there; before, the Python loop read the 38 million records again: 263 s);
 * legacy (magic 0 and 1) gzip wrappers at the cap of the smallest inner messages, 26 and 34 bytes
@@ -62,7 +67,9 @@ for _ in range(int(sys.argv[3])):
     row.pop("scanned_at_ms")
     digest = hashlib.sha256(json.dumps(row, sort_keys=True, default=str).encode()).hexdigest()[:12]
     note = " | ".join(n for n in row["notes"] if "beside it" not in n)[-160:]
-print(json.dumps({"cpu": times, "digest": digest, "records": row["record_count"], "note": note}))
+import resource
+print(json.dumps({"cpu": times, "digest": digest, "records": row["record_count"], "note": note,
+                  "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
@@ -155,6 +162,9 @@ def cases(tmp: Path, only: str = "") -> list[tuple[str, Path]]:
     lying = b"\x80\x80\x80\x80\x01" + bytes([0x18]) + TINY_RECORD   # varint 256 MiB, then a 7-byte literal
     made = [
         ("gzip at the cap", lambda: v2_batch(gzip_bomb(at_cap), at_cap, "gzip")),
+        # a sixteenth of the cap: what a tree whose cost grows per record (a note each, before) can be
+        # measured on without gigabytes (--scan offsets --before: ~38 M notes at the cap, several GB)
+        ("gzip, 16 MiB", lambda: v2_batch(gzip_bomb(at_cap // 16), at_cap // 16, "gzip")),
         ("gzip at the cap, its last record cut short",
          lambda: v2_batch(gzip_bomb(at_cap - 1, TINY_RECORD[:-1]), at_cap, "gzip")),
         ("gzip, 1 MiB past the cap", lambda: v2_batch(gzip_cut(past), past, "gzip")),
@@ -194,17 +204,41 @@ for _ in range(int(sys.argv[3])):
     times.append(time.process_time() - start)
 result = found.to_json(20)
 digest = hashlib.sha256(found.stats.to_bytes() + json.dumps(result, sort_keys=True, default=str).encode()).hexdigest()[:12]
+import resource
 print(json.dumps({"cpu": times, "digest": digest, "records": result.get("records"),
-                  "note": " | ".join(result.get("notes", []))[-160:]}))
+                  "note": " | ".join(result.get("notes", []))[-160:],
+                  "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+#: ``--scan offsets``: the .log read as a __consumer_offsets partition (fold_partition_dir: the replay
+#: of the group coordinator's records; every TINY_RECORD has a null key: a bad-key note each, before)
+CHILD_OFFSETS = r"""
+import hashlib, json, resource, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from auditor.cluster.consumer_groups import fold_partition_dir
+times = []
+for _ in range(int(sys.argv[3])):
+    start = time.process_time()
+    fold = fold_partition_dir(Path(sys.argv[2]).parent, 0)
+    times.append(time.process_time() - start)
+    notes, records, store = len(fold.notes), fold.records, sorted(fold.store.items())
+    digest = hashlib.sha256(json.dumps([records, store, fold.notes[:3]], default=str).encode()).hexdigest()[:12]
+    last = fold.notes[-1] if fold.notes else ""
+    del fold
+print(json.dumps({"cpu": times, "digest": digest, "records": records,
+                  "note": f"{notes:,} notes; last: {last}"[-160:],
+                  "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
 
 
 def measure(code: Path, log: Path, runs: int, scan: str = "deep") -> dict:
-    child = CHILD_KEYS if scan == "keys" else CHILD
+    child = {"keys": CHILD_KEYS, "offsets": CHILD_OFFSETS}.get(scan, CHILD)
     done = subprocess.run([sys.executable, "-c", child, str(code), str(log), str(runs)], capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": str(code)})
     if done.returncode:
-        return {"cpu": [float("nan")], "digest": "error", "records": None, "note": done.stderr[-300:]}
+        return {"cpu": [float("nan")], "digest": "error", "records": None, "note": done.stderr[-300:], "rss_mib": 0}
     return json.loads(done.stdout)
 
 
@@ -214,8 +248,9 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5, help="scans per case and tree (in one interpreter each)")
     ap.add_argument("--rounds", type=int, default=1, help="alternations of the trees (each --runs scans)")
     ap.add_argument("--only", default="", help="only the cases whose name holds this text")
-    ap.add_argument("--scan", choices=("deep", "keys"), default="deep",
-                    help="what reads each .log: scan_segment at 'deep', or the key scan of its directory")
+    ap.add_argument("--scan", choices=("deep", "keys", "offsets"), default="deep",
+                    help="what reads each .log: scan_segment at 'deep', the key scan of its directory, or the "
+                         "__consumer_offsets replay of its directory")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     trees = ([("before", Path(args.before))] if args.before else []) + [("now", ROOT)]
@@ -228,11 +263,13 @@ def main() -> None:
                     r = measure(code, log, args.runs, args.scan)
                     got[label]["cpu"] += r["cpu"]
                     got[label].update({k: r[k] for k in ("digest", "records", "note")})
+                    got[label]["rss_mib"] = max(got[label].get("rss_mib", 0), r["rss_mib"])
             print(name)
             for label, _ in trees:
                 g = got[label]
                 print(f"  {label:<7} median {statistics.median(g['cpu']):6.3f} CPU s  "
-                      f"[{', '.join(f'{t:.3f}' for t in sorted(g['cpu']))}]  records {g['records']}  "
+                      f"[{', '.join(f'{t:.3f}' for t in sorted(g['cpu']))}]  peak RSS {g['rss_mib']:,.0f} MiB  "
+                      f"records {g['records']}  "
                       f"row {g['digest']}  {g['note'][-110:]}")
             if len(trees) == 2:
                 b, a = (statistics.median(got[label]["cpu"]) for label, _ in trees)

@@ -169,3 +169,20 @@ def test_metadata_record_below_its_batch_base_offset_goes_to_the_python_path_whi
     fallback = lambda offset, ts, key, value: (offset, key, value)  # noqa: E731
     for start in (0, -(1 << 63)):
         assert mrec.c_metadata_batch(header, data, entry, fallback, label="t", position=0, start_offset=start) is None
+
+
+def test_key_scan_of_a_compressed_batch_with_a_negative_records_count_is_a_note(tmp_path):
+    """Found by the c_keys harness while the key scan learned to add a compressed batch in pieces
+    (KeyFold.records_begin): the walk handed the batch back with recordsCount -16777216 and
+    records_begin raised ValueError out of scan_partition_keys (the key scan crashed). Now such a
+    batch goes to the Python reader, whose note names the field, as before."""
+    from auditor.keys.partition_keys import scan_partition_keys
+
+    data = (REGRESSIONS / "key_fold" / "compressed-batch-negative-records-count.bin").read_bytes()
+    assert struct.unpack_from(">i", data, 57) == (-16777216,) and data[22] & 0x07 == 1   # gzip
+    part = tmp_path / "t-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(data)
+    found = [scan_partition_keys(part, use_c=use_c) for use_c in (True, False)]
+    assert found[0].to_json() == found[1].to_json()
+    assert found[0].unreadable_batches == 1 and "recordsCount = -16777216, expected >= 0" in found[0].notes[0]

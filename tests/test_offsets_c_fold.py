@@ -25,9 +25,11 @@ from auditor.formats import offsets_records as orec
 from realdata import LOG_DIRS
 from harness.encoding import zigzag_varint as _varint
 from test_consumer_groups_real import _commit_key, _commit_value
+from test_record_fold_pieces import _lz4
 
-# 2.3 s at load 2 (tests/conftest.py: long files first)
-pytestmark = pytest.mark.schedule_first(cpu_s=2)
+# 5.9 CPU s with the compressed-batch cases, DumpLogSegments and the bomb at the cap (tests/conftest.py:
+# long files first)
+pytestmark = pytest.mark.schedule_first(cpu_s=6)
 
 TS = 1_700_000_000_000
 REAL_2018 = next(d for d in LOG_DIRS if (d / f"{OFFSETS_TOPIC}-28").is_dir()) / f"{OFFSETS_TOPIC}-28" / f"{0:020d}.log"
@@ -44,6 +46,7 @@ def test_extension_is_built():
 def _replay(log_dirs, monkeypatch, use_c: bool) -> tuple:
     """Per replica dir: (store, pending, notes, records); then the groups and notes of read_groups."""
     monkeypatch.setattr(offsets_segments, "USE_C_FOLD", use_c)
+    monkeypatch.setattr(orec, "USE_C_STREAM", use_c)
     folds = {}
     for part, dirs in sorted(offsets_partition_dirs(log_dirs).items()):
         for d in dirs:
@@ -104,11 +107,16 @@ def _record(offset_delta: int, key: bytes | None, value: bytes | None, headers=(
     return _varint(len(body)) + body
 
 
+COMPRESS = {1: lambda d: bytes(cramjam.gzip.compress(d)), 2: lambda d: bytes(cramjam.snappy.compress_raw(d)),
+            4: lambda d: bytes(cramjam.zstd.compress(d))}
+
+
 def _batch(base: int, records: list[tuple], *, attrs: int = 0, pid: int = -1, count: int | None = None,
-           tail: bytes = b"", base_ts: int = TS) -> bytes:
-    recs = b"".join(_record(i, *r) for i, r in enumerate(records)) + tail
-    if attrs & 0x07 == 1:
-        recs = bytes(cramjam.gzip.compress(recs))
+           tail: bytes = b"", base_ts: int = TS, raw: bytes | None = None) -> bytes:
+    """One v2 batch (``raw``: these record bytes instead of ``records``', with ``count``)."""
+    recs = b"".join(_record(i, *r) for i, r in enumerate(records)) + tail if raw is None else raw
+    if attrs & 0x07:
+        recs = COMPRESS[attrs & 0x07](recs) if attrs & 0x07 != 3 else _lz4(recs)
     n = len(records)
     max_ts = min(base_ts + 10 * n, 2**63 - 1)
     after_crc = struct.pack(">hiqqqhii", attrs, max(n - 1, 0), base_ts, max_ts, pid, 0 if pid >= 0 else -1, -1,
@@ -285,3 +293,238 @@ def test_collect_paces_the_consumer_offsets_read(tmp_path):
         took[rate] = time.monotonic() - t
         assert (out / CONSUMER_GROUPS_FILE).is_file() and any("1 live groups" in s for s in said), said
     assert took[1.0] >= 0.8, took
+
+
+# --------------------------------------------- compressed batches folded in C (_coffsets.StreamFold)
+
+GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
+#: length 6: attributes, timestampDelta 0, offsetDelta 0, null key, null value, no headers
+TINY_RECORD = bytes([0x0C, 0, 0, 0, 1, 1, 0])
+
+
+def _mixed(n: int, seed: int, bad_every: int = 3) -> list[tuple]:
+    """n records: commits of a few keys (v0 and v1), tombstones, and every bad_every-th a null or
+    1-byte key."""
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        if i % bad_every == 1:
+            out.append((rnd.choice((None, b"", b"\x00")), _commit_value(i)))
+        else:
+            out.append((_commit_key(b"g%d" % rnd.randrange(4), b"t", rnd.randrange(5), version=rnd.choice((0, 1))),
+                        None if rnd.random() < 0.1 else _commit_value(i)))
+    return out
+
+
+def _compressed(name: str) -> list[bytes]:
+    ck, cv = _commit_key, _commit_value
+    real = _real_batches(60)
+    nulls = [(None, cv(i)) for i in range(1000)]
+    shapes = {
+        "gzip, 3 null keys": lambda: [_batch(0, [(None, cv(1))] * 3 + [(ck(b"a", b"t", 0), cv(2))], attrs=GZIP)],
+        "gzip, 4 short keys": lambda: [_batch(0, [(b"\x00", cv(1))] * 4 + [(ck(b"a", b"t", 0), cv(2))], attrs=GZIP)],
+        "gzip, 1000 null keys": lambda: [_batch(0, nulls, attrs=GZIP)],
+        "plain, 1000 null keys": lambda: [_batch(0, nulls)],
+        "gzip, mixed keys": lambda: [_batch(0, _mixed(500, 1), attrs=GZIP)],
+        "lz4, mixed keys": lambda: [_batch(0, _mixed(3000, 2), attrs=LZ4)],
+        "zstd, mixed keys": lambda: [_batch(0, _mixed(500, 3), attrs=ZSTD)],
+        "snappy, mixed keys": lambda: [_batch(0, _mixed(500, 4), attrs=SNAPPY)],
+        "gzip, LogAppendTime": lambda: [_batch(0, _mixed(50, 5), attrs=GZIP | 0x08)],
+        "gzip, headers": lambda: [_batch(0, [(ck(b"h", b"t", 0), cv(1), [(b"hk", b"hv")] * 2)] * 3, attrs=GZIP)],
+        "gzip, offset overflow": lambda: [b"\x7f" + b"\xff" * 7 + _batch(0, _mixed(9, 6), attrs=GZIP)[8:]],
+        "gzip, timestamp overflow": lambda: [_batch(0, _mixed(9, 7), attrs=GZIP, base_ts=2**63 - 5)],
+        "gzip, record cut short": lambda: [_batch(0, _mixed(30, 8), attrs=GZIP, count=31,
+                                                  tail=_record(30, ck(b"c", b"t", 0), cv(1))[:-3])],
+        "gzip, bytes after the last record": lambda: [_batch(0, _mixed(30, 9), attrs=GZIP, tail=b"\x00\x00")],
+        "gzip, count too high": lambda: [_batch(0, _mixed(30, 10), attrs=GZIP, count=31)],
+        "gzip, count too low": lambda: [_batch(0, _mixed(30, 11), attrs=GZIP, count=29)],
+        "gzip, negative headers count": lambda: [_batch(0, [], attrs=GZIP, count=2,
+                                                        raw=_record(0, ck(b"n", b"t", 0), cv(1))
+                                                        + bytes([0x0C, 0, 0, 2, 1, 1, 1]))],
+        "gzip, corrupt stream": lambda: [_batch(0, [], attrs=GZIP, count=3, raw=b"\x1f\x8b\x08\x00" + bytes(20))],
+        "gzip, transactional, committed": lambda: [_batch(0, _mixed(40, 12), attrs=GZIP | 0x10, pid=7),
+                                                   _control(0, 7, True)],
+        "gzip while a transaction is open": lambda: [
+            _batch(0, [(ck(b"txn", b"t", 1), cv(1))], attrs=0x10, pid=7),
+            _batch(0, [(ck(b"txn", b"t", 1), None)] + _mixed(40, 13), attrs=GZIP), _control(0, 7, True)],
+    }
+    return real[:30] + shapes[name]() + real[30:]
+
+
+@pytest.mark.parametrize("shape", ["gzip, 3 null keys", "gzip, 4 short keys", "gzip, 1000 null keys",
+                                   "plain, 1000 null keys", "gzip, mixed keys", "lz4, mixed keys", "zstd, mixed keys",
+                                   "snappy, mixed keys", "gzip, LogAppendTime", "gzip, headers",
+                                   "gzip, offset overflow", "gzip, timestamp overflow", "gzip, record cut short",
+                                   "gzip, bytes after the last record", "gzip, count too high",
+                                   "gzip, count too low", "gzip, negative headers count", "gzip, corrupt stream",
+                                   "gzip, transactional, committed", "gzip while a transaction is open"])
+def test_compressed_batches_folded_in_c(shape, tmp_path, monkeypatch):
+    """A compressed batch among real ones, folded by _coffsets.StreamFold (pieces of 4 KiB: records
+    carried across them): the store, pending transactions, notes, records and groups of the pure-
+    Python fold; the Python loop reads records only from one StreamFold does not take."""
+    monkeypatch.setattr(orec.compression, "CHUNK_BYTES", 4096)
+    entries = _compressed(shape)
+    data = _renumber(entries) if shape != "gzip, offset overflow" else b"".join(entries)
+    root = _write(tmp_path, data)
+    read = []
+    original = orec.iter_key_values
+
+    def counted(header, *args, **kwargs):
+        if header.codec != "none":   # (a control batch's marker is read here, plain or not)
+            read.append(kwargs.get("resume"))
+        return original(header, *args, **kwargs)
+    monkeypatch.setattr(orec, "iter_key_values", counted)
+    (folds, groups, notes, records), _ = assert_same_both_ways([root], monkeypatch)
+    bad = [n for n in notes if "expected a coordinator key" in n]
+    if shape in ("gzip, 3 null keys", "gzip, 4 short keys", "gzip, 1000 null keys", "plain, 1000 null keys"):
+        many = {"gzip, 3 null keys": 3, "gzip, 4 short keys": 4}.get(shape, 1000)
+        assert len(bad) == min(many, 4), notes    # the first 3 one by one, then one for the rest of the batch
+        if many > 3:
+            assert f": {many - 3} more record(s) of this batch, offsets " in bad[3], bad
+    monkeypatch.setattr(orec, "USE_C_STREAM", True)
+    monkeypatch.setattr(offsets_segments, "USE_C_FOLD", True)
+    read.clear()
+    fold_partition_dir(root / f"{OFFSETS_TOPIC}-28", 28)
+    assert [r for r in read if r is None] == [], read
+    resumed = [r for r in read if r is not None]
+    takes_all = not any(w in shape for w in ("overflow", "cut short", "after the last", "count too", "negative",
+                                             "corrupt"))
+    assert (resumed == []) == takes_all, (shape, [r[1:] for r in resumed])
+
+
+def test_offsets_c_stream_summary_note_names_the_rest(tmp_path, monkeypatch):
+    """The summary note of a batch's many bad keys: its file and byte, how many, the first and last offset."""
+    nulls = [(None, _commit_value(i)) for i in range(10)]
+    data = _batch(100, nulls, attrs=GZIP)
+    root = _write(tmp_path, data)
+    fold = fold_partition_dir(root / f"{OFFSETS_TOPIC}-28", 28)
+    log = root / f"{OFFSETS_TOPIC}-28" / f"{0:020d}.log"
+    assert fold.notes == [f"{log}: byte 0: record {100 + i}: key = None, expected a coordinator key (int16 version "
+                          f"+ fields); record ignored" for i in range(3)] + [
+        f"{log}: byte 0: 7 more record(s) of this batch, offsets 103 (first) to 109 (last): key null or shorter "
+        f"than 2 bytes, expected a coordinator key (int16 version + fields); records ignored"]
+    assert fold.records == 10 and fold.store == {}
+
+
+@pytest.mark.parametrize("damage", ["gzip damaged mid-stream", "lz4 block size past the maximum"])
+def test_a_compressed_stream_failing_after_records_were_stored_stores_none(damage, tmp_path, monkeypatch):
+    """Past KEEP_DECOMPRESSED_BYTES (8 KiB here) the pieces are folded as they come, after a copy of
+    the store: a stream that then fails (a damaged deflate block, an lz4 block size past the
+    maximum) puts the store back, so none of its records count, as with the Python loop (which
+    decompresses before reading any record)."""
+    monkeypatch.setattr(orec.compression, "CHUNK_BYTES", 4096)
+    monkeypatch.setattr(orec, "KEEP_DECOMPRESSED_BYTES", 8192)
+    records = b"".join(_record(i, *r) for i, r in enumerate(_mixed(3000, 14)))
+    if damage.startswith("gzip"):
+        stream = bytearray(cramjam.gzip.compress(records))
+        for i in range(len(stream) * 2 // 3, len(stream) * 2 // 3 + 64):
+            stream[i] ^= 0x55
+        batch = _batch(0, [], attrs=0, count=3000, raw=bytes(stream))
+        batch = batch[:21] + struct.pack(">h", GZIP) + batch[23:]
+    else:
+        frame = _lz4(records)
+        pos = 7   # after the frame's first 64 KiB block (records ~120 KB: two blocks)
+        pos += 4 + (int.from_bytes(frame[pos:pos + 4], "little") & 0x7FFFFFFF)
+        frame = frame[:pos] + (0x7FFF0000).to_bytes(4, "little") + frame[pos + 4:]
+        batch = _batch(0, [], attrs=0, count=3000, raw=frame)
+        batch = batch[:21] + struct.pack(">h", LZ4) + batch[23:]
+    real = _real_batches(40)
+    root = _write(tmp_path, _renumber(real[:20] + [batch] + real[20:]))
+    (folds, groups, notes, records), _ = assert_same_both_ways([root], monkeypatch)
+    assert any("not folded" in n for n in notes), notes
+    assert not any(k.startswith(b"\x00\x01\x00\x02g") for f in folds.values() for k in f[0])   # none of _mixed's keys
+
+
+def _tiny_gzip(records: int) -> bytes:
+    import zlib
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    unit = TINY_RECORD * (1 << 17)
+    full, rest = divmod(records, 1 << 17)
+    return b"".join([c.compress(unit) for _ in range(full)] + [c.compress(TINY_RECORD * rest), c.flush()])
+
+
+def test_a_bomb_of_null_keys_at_the_cap_is_four_notes(tmp_path, monkeypatch):
+    """The hang of issue 24: one gzip batch of 38,347,922 null-key records (268,435,454 bytes from
+    ~390 KB) in a __consumer_offsets segment. Before: one Python tuple and one note per record
+    (~38 CPU s, ~38 million notes). Now: folded in C from 1 MiB pieces, no Python loop, 4 notes."""
+    count = orec.compression.DEFAULT_MAX_DECOMPRESSED_BYTES // len(TINY_RECORD)
+    root = _write(tmp_path, _bomb_batch(count))
+    loops, pieces = [], []
+    monkeypatch.setattr(orec, "iter_key_values", lambda *a, **k: loops.append(1) or iter(()))
+    chunks = orec.compression.decompress_chunks
+
+    def counted(*args, **kwargs):
+        for piece in chunks(*args, **kwargs):
+            pieces.append(len(piece))
+            yield piece
+    monkeypatch.setattr(orec.compression, "decompress_chunks", counted)
+    fold = fold_partition_dir(root / f"{OFFSETS_TOPIC}-28", 28)
+    assert fold.records == count and fold.store == {} and loops == []
+    assert len(fold.notes) == 4 and f"{count - 3} more record(s)" in fold.notes[3], fold.notes
+    assert sum(pieces) == count * len(TINY_RECORD) and max(pieces) <= orec.compression.CHUNK_BYTES
+
+
+def _bomb_batch(count: int) -> bytes:
+    after_crc = struct.pack(">hiqqqhii", GZIP, count - 1, TS, TS, -1, -1, -1, count) + _tiny_gzip(count)
+    return struct.pack(">qiibI", 0, 4 + 1 + 4 + len(after_crc), 0, 2, crc32c.crc32c(after_crc)) + after_crc
+
+
+def test_compressed_batches_equal_dumplogsegments(dump_log_segments, tmp_path, monkeypatch):
+    """Kafka's own decoder is the oracle: a __consumer_offsets segment of gzip, lz4, zstd and snappy
+    batches (commits, tombstones, a LogAppendTime batch, a transaction committed)
+    folded by _coffsets.StreamFold (pieces of 4 KiB) gives the committed offsets, metadata and
+    commit times of ``DumpLogSegments --offsets-decoder`` folded as the coordinator replays."""
+    from harness.offsets_dump import dump_offsets, latest_offsets
+    monkeypatch.setattr(orec.compression, "CHUNK_BYTES", 4096)
+    rnd = random.Random(15)
+
+    def commits(n: int) -> list[tuple]:
+        # (version 1 keys: Kafka's decoder refuses a version 0 key with a version 3 value)
+        return [(_commit_key(b"grp-%d" % rnd.randrange(3), b"topic", rnd.randrange(6)),
+                 None if rnd.random() < 0.1 else _commit_value(rnd.randrange(10**6), TS + i)) for i in range(n)]
+    entries = [_batch(0, commits(400), attrs=GZIP), _batch(0, commits(3000), attrs=LZ4),
+               _batch(0, commits(300), attrs=ZSTD), _batch(0, commits(300), attrs=SNAPPY),
+               _batch(0, commits(50), attrs=GZIP | 0x08),
+               _batch(0, commits(20), attrs=GZIP | 0x10, pid=5), _control(0, 5, True), _batch(0, commits(30))]
+    root = _write(tmp_path, _renumber(entries))
+    pdir = root / f"{OFFSETS_TOPIC}-28"
+    theirs = latest_offsets(dump_offsets(dump_log_segments, pdir))
+    result = read_groups([root])
+    assert result.notes == []
+    mine = {g: {k: (c.offset, c.metadata, c.commit_timestamp_ms) for k, c in grp.offsets.items()}
+            for g, grp in result.groups.items() if grp.offsets}
+    assert mine == {g: {k: (v["offset"], v["metadata"], v["commitTimestamp"]) for k, v in offs.items()}
+                    for g, offs in theirs.items()}
+    assert sum(len(v) for v in mine.values()) >= 15
+
+
+def test_stream_fold_equals_the_python_fold_in_any_pieces(monkeypatch):
+    """200 gzip batches of random records (commits, tombstones, null / short keys, headers, v0 keys)
+    ending in a broken record of random shape, or intact, decompressed in pieces of 1..4096 bytes:
+    fold_records_into through StreamFold stores, counts and raises (the FormatError's text) exactly
+    what the Python loop does; a refused record cut across pieces is read from the bytes the fold
+    kept of it alone."""
+    from auditor.formats import record_batch as v2
+    rnd = random.Random(16)
+    tails = [b"", _record(0, _commit_key(b"z", b"t", 0), _commit_value(1))[:-2], b"\x80\x80\x80\x80\x80\x00", b"\x01",
+             bytes([0x0C, 0, 0, 0, 40, 1, 0]), bytes([0x0C, 0, 0, 0, 1, 1, 1]), bytes([0x10, 0, 0, 0, 4, 0, 1, 1, 2])]
+    for case in range(200):
+        records = _mixed(rnd.randint(0, 40), case, bad_every=rnd.choice((2, 3, 7)))
+        if rnd.random() < 0.3:
+            records.append((_commit_key(b"h", b"t", 0), _commit_value(2), [(b"k", b"v" * rnd.randint(0, 300))]))
+        tail = rnd.choice(tails)
+        count = len(records) + (tail != b"") + rnd.choice((0, 0, 0, 1, -1))
+        raw = b"".join(_record(i, *r) for i, r in enumerate(records)) + tail
+        batch = _batch(rnd.randrange(1000), [], attrs=GZIP | rnd.choice((0, 0x08)), count=max(count, 0), raw=raw)
+        header = v2.parse_v2_header(batch, 0, 0)
+        monkeypatch.setattr(orec.compression, "CHUNK_BYTES", rnd.choice((1, 2, 7, 64, 4096)))
+        got = []
+        for use_c in (True, False):
+            monkeypatch.setattr(orec, "USE_C_STREAM", use_c)
+            store, bad = {}, orec.BadKeys()
+            try:
+                out = orec.fold_records_into(store, header, batch, False, ("x", 0), bad, label="x")
+            except orec.FormatError as exc:
+                out = str(exc)
+            got.append((store, bad.first, bad.more, bad.more_first, bad.more_last, out))
+        assert got[0] == got[1], (case, got[0][1:], got[1][1:])

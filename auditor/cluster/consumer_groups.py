@@ -141,7 +141,7 @@ class OffsetsFold:
     # -- replay -------------------------------------------------------------------------------
     def add_batch(self, header, batch_bytes, where: tuple[str, int]) -> None:
         """One data batch (its whole bytes): every record replayed in order."""
-        bad: list[int] = []
+        bad = orec.BadKeys()
         if header.is_transactional:
             pend = self.pending.setdefault(header.producer_id, {})
             self.records += orec.fold_records_into(pend, header, batch_bytes, True, where, bad, label=where[0])
@@ -157,8 +157,7 @@ class OffsetsFold:
                 self.store[key] = rec
         else:
             self.records += orec.fold_records_into(self.store, header, batch_bytes, False, where, bad, label=where[0])
-        for rec_off in bad:
-            self.bad_key(rec_off, None, where)
+        self.bad_keys(bad, where)
 
     def control(self, producer_id: int, control_type: int | None, where: tuple[str, int] | None = None,
                 key=None) -> None:
@@ -197,6 +196,18 @@ class OffsetsFold:
     def bad_key(self, rec_off: int, key, where) -> None:
         self.notes.append(f"{where[0]}: byte {where[1]}: record {rec_off}: key = {key!r}, expected a coordinator "
                           f"key (int16 version + fields); record ignored")
+
+    def bad_keys(self, bad: "orec.BadKeys", where) -> None:
+        """The notes of one batch's records whose key is null or too short (``bad``): one per record
+        for the first ``orec.BAD_KEYS_NOTED``, then one for the rest of the batch, with their count
+        and offsets. (Kafka's coordinator does not skip such a record: deserializing its key fails
+        and the load of the partition stops with an error; here the record is ignored and noted.)"""
+        for rec_off in bad.first:
+            self.bad_key(rec_off, None, where)
+        if bad.more:
+            self.notes.append(f"{where[0]}: byte {where[1]}: {bad.more} more record(s) of this batch, offsets "
+                              f"{bad.more_first} (first) to {bad.more_last} (last): key null or shorter than 2 bytes, "
+                              f"expected a coordinator key (int16 version + fields); records ignored")
 
     # -- result -------------------------------------------------------------------------------
     def groups(self, decode: "Decoder") -> dict[str, Group]:

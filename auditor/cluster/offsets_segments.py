@@ -2,7 +2,7 @@
 
 :func:`replay_partition_dir` walks every live segment and hands each entry to the fold
 (``auditor.cluster.consumer_groups.OffsetsFold``: ``store``, ``pending``, ``records``, ``notes``,
-``add_batch``, ``control``, ``bad_key``). Runs of plain batches (v2, uncompressed, CreateTime,
+``add_batch``, ``control``, ``bad_keys``). Runs of plain batches (v2, uncompressed, CreateTime,
 neither transactional nor control, every record storable without a note) are replayed in C when
 the extension is built (:func:`auditor.formats.offsets_records.fold_plain_batches`, one call per
 run, no Python object per batch); every other entry, and every entry while a transaction is open,
@@ -147,7 +147,7 @@ class _Window:
 def _fold_batch(fold, reader: LogReader, window: _Window, batch, label: str) -> None:
     """One entry of a segment replayed by the Python path; a problem becomes a note."""
     where = (label, batch.position)
-    bad: list[int] = []
+    bad = orec.BadKeys()
     try:
         data = window.batch(reader, batch)
         if batch.is_control:
@@ -161,8 +161,7 @@ def _fold_batch(fold, reader: LogReader, window: _Window, batch, label: str) -> 
         fold.notes.append(f"{exc}; batch at byte {batch.position} (offsets {batch.base_offset}.."
                           f"{batch.last_offset}) not folded")
     finally:
-        for rec_off in bad:
-            fold.bad_key(rec_off, None, where)
+        fold.bad_keys(bad, where)
 
 
 def _fold_segment_c(fold, reader: LogReader, window: _Window, label: str, pace) -> None:

@@ -232,6 +232,377 @@ static PyObject *fold_plain(PyObject *self, PyObject *args) {
     return Py_BuildValue("(LL)", (long long)f.pos, (long long)f.records);
 }
 
+/* ---- StreamFold: one compressed batch's records, decompressed by the caller and fed in pieces ---- */
+
+/* A compressed batch used to be read by offsets_records.iter_key_values: the whole stream in one
+ * buffer and a Python tuple per record (a gzip batch at the 256 MiB cap of 38 million null-key
+ * records: ~38 CPU s, and a note each). StreamFold takes the decompressed stream in pieces and
+ * folds each complete record as fold_records_into does: store[key] = (offset, timestamp_ms, value |
+ * None, transactional, where), OffsetCommitKey v0 keys under the v1 bytes; a record whose key is
+ * null or shorter than 2 bytes is counted (the offsets of the first BAD_KEYS_NOTED, then how many
+ * more, and the first and last offset of those). A record cut by a piece's end is carried (copied
+ * to `carry`, completed from the next piece). At a record iter_key_values would raise for, or whose
+ * offset or timestamp does not fit in an int64 (Python's ints do), the fold stops: result() says
+ * which record and where, and the Python loop reads the stream from there (so every error text is
+ * the Python one): from that record's bytes alone (refused_bytes(): its length varint and body, as
+ * many as the loop reads before it raises; the pieces after it are still taken, not kept, so that
+ * fed is the stream's end), or, for an int64 overflow the loop reads past, from the whole stream. */
+#define BAD_KEYS_NOTED 3
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *store, *where, *transactional;
+    int64_t count, left, base_offset, base_ts, log_append;
+    int has_log_append, refused;
+    int whole;               /* refused where the Python loop reads on past the record: it needs the whole stream */
+    int64_t fed, refused_at; /* bytes fed; the stream position of the refused record */
+    unsigned char *kept;     /* refused: that record's bytes, as many as the Python loop reads before it raises */
+    int64_t kept_len, kept_cap;
+    int64_t first_bad[BAD_KEYS_NOTED];
+    int nfirst_bad;
+    int64_t more_bad, more_first, more_last;
+    unsigned char *carry;
+    int64_t carry_len, carry_cap;
+} StreamFold;
+
+static void stream_fold_dealloc(StreamFold *self) {
+    Py_XDECREF(self->store);
+    Py_XDECREF(self->where);
+    Py_XDECREF(self->transactional);
+    free(self->carry);
+    free(self->kept);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int stream_fold_init(StreamFold *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"count", "base_offset", "base_ts", "log_append_ts", "store", "transactional", "where",
+                             NULL};
+    long long count, base_offset, base_ts;
+    PyObject *log_append, *store, *where;
+    int transactional;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "LLLOO!pO:StreamFold", kwlist, &count, &base_offset, &base_ts,
+                                     &log_append, &PyDict_Type, &store, &transactional, &where))
+        return -1;
+    if (count < 0) {
+        PyErr_Format(PyExc_ValueError, "count = %lld, expected >= 0", count);
+        return -1;
+    }
+    self->has_log_append = log_append != Py_None;
+    if (self->has_log_append) {
+        self->log_append = PyLong_AsLongLong(log_append);
+        if (self->log_append == -1 && PyErr_Occurred()) return -1;
+    }
+    Py_XSETREF(self->store, Py_NewRef(store));
+    Py_XSETREF(self->where, Py_NewRef(where));
+    Py_XSETREF(self->transactional, Py_NewRef(transactional ? Py_True : Py_False));
+    self->count = self->left = count;
+    self->base_offset = base_offset;
+    self->base_ts = base_ts;
+    self->refused = self->whole = 0;
+    self->fed = self->refused_at = 0;
+    self->kept_len = 0;
+    self->nfirst_bad = 0;
+    self->more_bad = self->more_first = self->more_last = 0;
+    self->carry_len = 0;
+    return 0;
+}
+
+/* One record's body d[pos, body_end) read as iter_key_values reads it: 1 (the fields filled), or 0
+ * where that loop raises. */
+static int parse_key_value(const unsigned char *d, int64_t pos, int64_t body_end, rec_t *r, int64_t *off_delta,
+                           int64_t *ts_delta) {
+    int64_t key_size, value_size;
+    pos += 1; /* attributes */
+    if (!read_varlong(d, &pos, body_end, ts_delta)) return 0;
+    if (!read_varint(d, &pos, body_end, off_delta)) return 0;
+    if (!read_varint(d, &pos, body_end, &key_size)) return 0;
+    r->key_at = pos;
+    r->key_size = key_size;
+    if (key_size >= 0) {
+        if (key_size > body_end - pos) return 0;
+        pos += key_size;
+    }
+    if (!read_varint(d, &pos, body_end, &value_size)) return 0;
+    r->value_at = pos;
+    r->value_size = value_size < 0 ? -1 : value_size;
+    if (value_size >= 0) {
+        if (value_size > body_end - pos) return 0;
+        pos += value_size;
+    }
+    if (pos < body_end && d[pos] == 0) {
+        pos += 1; /* headersCount 0: the usual case */
+    } else {
+        int64_t nheaders;
+        if (!read_varint(d, &pos, body_end, &nheaders) || nheaders < 0) return 0;
+        for (int64_t h = 0; h < nheaders; h++) { /* bounded by the bytes: each read takes one at least */
+            int64_t hk, hv;
+            if (!read_varint(d, &pos, body_end, &hk) || hk < 0) return 0;
+            pos += hk; /* past body_end: the next read fails, as in Python */
+            if (!read_varint(d, &pos, body_end, &hv)) return 0;
+            if (hv > 0) pos += hv;
+        }
+    }
+    return pos == body_end;
+}
+
+static int grow_append(unsigned char **buf, int64_t *len, int64_t *cap, const unsigned char *b, int64_t n) {
+    if (n == 0) return 0;
+    if (*len + n > *cap) {
+        int64_t c = *cap ? *cap : 4096;
+        while (c < *len + n) c *= 2;
+        unsigned char *grown = realloc(*buf, (size_t)c);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *buf = grown;
+        *cap = c;
+    }
+    memcpy(*buf + *len, b, (size_t)n);
+    *len += n;
+    return 0;
+}
+
+/* What the refused record still lacks of the bytes the Python loop reads before it raises: its
+ * length varint (up to MAX_VARINT_BYTES), then, when that is a length >= 0, its body (whose reads
+ * stay inside it); nothing after recordsCount records (the loop then names the bytes after the last
+ * record, and the stream's end, fed, says how many). */
+static int64_t kept_lacks(const StreamFold *self) {
+    if (self->left == 0) return 0;
+    int64_t body = 0, length;
+    if (!read_varint(self->kept, &body, self->kept_len, &length))
+        return self->kept_len < MAX_VARINT_BYTES ? MAX_VARINT_BYTES - self->kept_len : 0;
+    if (length < 0 || body + length <= self->kept_len) return 0;
+    return body + length - self->kept_len;
+}
+
+/* b[0, n) into the refused record's kept bytes, as many as it still lacks: 0, -1 out of memory. */
+static int keep_more(StreamFold *self, const unsigned char *b, int64_t n) {
+    int64_t lacks;
+    while (n > 0 && (lacks = kept_lacks(self)) > 0) {
+        int64_t take = lacks < n ? lacks : n;
+        if (grow_append(&self->kept, &self->kept_len, &self->kept_cap, b, take) < 0) return -1;
+        b += take;
+        n -= take;
+    }
+    return 0;
+}
+
+/* The record at stream position `at` is refused; its bytes so far are a[0, a_len) then b[0, b_len)
+ * (the carry, then the piece; either may be empty): kept as the Python loop will read them.
+ * whole: the Python loop would read this record (an offset or timestamp past int64) and go on, so
+ * it gets the whole stream instead. 0, -1 out of memory. */
+static int stream_refuse(StreamFold *self, int64_t at, const unsigned char *a, int64_t a_len,
+                         const unsigned char *b, int64_t b_len, int whole) {
+    self->refused = 1;
+    self->refused_at = at;
+    self->whole = whole;
+    self->kept_len = 0;
+    int rc = whole ? 0 : keep_more(self, a, a_len);
+    if (rc == 0 && !whole) rc = keep_more(self, b, b_len);
+    self->carry_len = 0;
+    return rc;
+}
+
+/* The record d[start, body_end), its body from `body`, at stream position `at`: folded (0), refused
+ * (0, self->refused set), or -1 with a Python exception set. */
+static int stream_record(StreamFold *self, const unsigned char *d, int64_t start, int64_t body, int64_t body_end,
+                         int64_t at) {
+    rec_t r;
+    int64_t off_delta, ts_delta;
+    if (!parse_key_value(d, body, body_end, &r, &off_delta, &ts_delta))
+        return stream_refuse(self, at, d + start, body_end - start, NULL, 0, 0);
+    if (__builtin_add_overflow(self->base_offset, off_delta, &r.offset) ||
+        (!self->has_log_append && __builtin_add_overflow(self->base_ts, ts_delta, &r.timestamp_ms)))
+        return stream_refuse(self, at, NULL, 0, NULL, 0, 1);
+    if (self->has_log_append) r.timestamp_ms = self->log_append;
+    self->left--;
+    if (r.key_size < KEY_VERSION_LENGTH) { /* null or too short: counted for the notes */
+        if (self->nfirst_bad < BAD_KEYS_NOTED) {
+            self->first_bad[self->nfirst_bad++] = r.offset;
+        } else {
+            if (self->more_bad == 0) self->more_first = r.offset;
+            self->more_bad++;
+            self->more_last = r.offset;
+        }
+        return 0;
+    }
+    PyObject *key = PyBytes_FromStringAndSize((const char *)d + r.key_at, (Py_ssize_t)r.key_size);
+    if (key == NULL) return -1;
+    char *k = PyBytes_AS_STRING(key);
+    if (k[0] == 0 && k[1] == 0) k[1] = 1; /* OffsetCommitKey v0 -> the v1 bytes (same layout) */
+    PyObject *value = r.value_size >= 0 ? PyBytes_FromStringAndSize((const char *)d + r.value_at,
+                                                                    (Py_ssize_t)r.value_size)
+                                        : Py_NewRef(Py_None);
+    PyObject *rec = value ? Py_BuildValue("(LLOOO)", (long long)r.offset, (long long)r.timestamp_ms, value,
+                                          self->transactional, self->where)
+                          : NULL;
+    int rc = rec ? PyDict_SetItem(self->store, key, rec) : -1;
+    Py_XDECREF(rec);
+    Py_XDECREF(value);
+    Py_DECREF(key);
+    return rc < 0 ? -1 : 0;
+}
+
+static int stream_carry_append(StreamFold *self, const unsigned char *b, int64_t n) {
+    if (n == 0) return 0;
+    if (self->carry_len + n > self->carry_cap) {
+        int64_t cap = self->carry_cap ? self->carry_cap : 4096;
+        while (cap < self->carry_len + n) cap *= 2;
+        unsigned char *grown = realloc(self->carry, (size_t)cap);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->carry = grown;
+        self->carry_cap = cap;
+    }
+    memcpy(self->carry + self->carry_len, b, (size_t)n);
+    self->carry_len += n;
+    return 0;
+}
+
+/* The bytes the carried record still lacks (its length varint complete: the rest of its body; else
+ * one more byte); -1 when the carry already shows it unreadable. */
+static int64_t stream_carry_lacks(const StreamFold *self) {
+    int64_t body = 0, length;
+    if (!read_varint(self->carry, &body, self->carry_len, &length))
+        return self->carry_len < MAX_VARINT_BYTES ? 1 : -1;
+    if (length < 0) return -1;
+    return body + length - self->carry_len;
+}
+
+/* One piece at stream position self->fed: 0, or -1 with a Python exception set. */
+static int stream_feed(StreamFold *self, const unsigned char *b, int64_t n) {
+    int64_t pos = 0;
+    int64_t carry_at = self->fed - self->carry_len;
+    while (self->carry_len > 0 && pos < n && !self->refused) { /* complete the carried record first */
+        int64_t lacks = stream_carry_lacks(self);
+        if (lacks < 0) return stream_refuse(self, carry_at, self->carry, self->carry_len, b + pos, n - pos, 0);
+        int64_t take = lacks < n - pos ? lacks : n - pos;
+        if (stream_carry_append(self, b + pos, take) < 0) return -1;
+        pos += take;
+        lacks = stream_carry_lacks(self);
+        if (lacks > 0) continue;
+        int64_t body = 0, length;
+        if (lacks < 0 || !read_varint(self->carry, &body, self->carry_len, &length))
+            return stream_refuse(self, carry_at, self->carry, self->carry_len, b + pos, n - pos, 0);
+        if (stream_record(self, self->carry, 0, body, body + length, carry_at) < 0) return -1;
+        self->carry_len = 0;
+        carry_at = self->fed + pos;
+    }
+    while (!self->refused && pos < n) {
+        if (self->left == 0) /* bytes after the last record */
+            return stream_refuse(self, self->fed + pos, NULL, 0, NULL, 0, 0);
+        int64_t body = pos, length;
+        if (!read_varint(b, &body, n, &length)) {
+            if (n - pos < MAX_VARINT_BYTES) break; /* cut by the piece's end: carried */
+            return stream_refuse(self, self->fed + pos, b + pos, n - pos, NULL, 0, 0);
+        }
+        if (length < 0) return stream_refuse(self, self->fed + pos, b + pos, n - pos, NULL, 0, 0);
+        if (length > n - body) break; /* carried */
+        if (stream_record(self, b, pos, body, body + length, self->fed + pos) < 0) return -1;
+        if (!self->refused) pos = body + length;
+    }
+    if (!self->refused && pos < n) return stream_carry_append(self, b + pos, n - pos);
+    return 0;
+}
+
+/* StreamFold.feed(piece) -> bool: False once a record was refused. */
+static PyObject *stream_fold_feed(StreamFold *self, PyObject *arg) {
+    if (self->store == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "StreamFold: not initialised");
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0) return NULL;
+    int rc = !self->refused ? stream_feed(self, view.buf, view.len)
+                            : self->whole ? 0 : keep_more(self, view.buf, view.len);
+    self->fed += view.len;
+    PyBuffer_Release(&view);
+    if (rc < 0) return NULL;
+    return PyBool_FromLong(!self->refused);
+}
+
+/* StreamFold.result() -> (records folded, first bad-key offsets, more bad keys, their first offset,
+ * their last offset, refused): refused None when recordsCount records filled the stream exactly,
+ * else (record index, stream position) where the Python loop must read on. */
+static PyObject *stream_fold_result(StreamFold *self, PyObject *unused) {
+    (void)unused;
+    if (self->store == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "StreamFold: not initialised");
+        return NULL;
+    }
+    if (!self->refused && (self->left > 0 || self->carry_len > 0) && /* the stream ended inside or before a record */
+        stream_refuse(self, self->fed - self->carry_len, self->carry, self->carry_len, NULL, 0, 0) < 0)
+        return NULL;
+    PyObject *first = PyList_New(self->nfirst_bad);
+    if (first == NULL) return NULL;
+    for (int i = 0; i < self->nfirst_bad; i++) {
+        PyObject *o = PyLong_FromLongLong(self->first_bad[i]);
+        if (o == NULL) {
+            Py_DECREF(first);
+            return NULL;
+        }
+        PyList_SET_ITEM(first, i, o);
+    }
+    PyObject *refused = self->refused ? Py_BuildValue("(LL)", (long long)(self->count - self->left),
+                                                      (long long)self->refused_at)
+                                      : Py_NewRef(Py_None);
+    if (refused == NULL) {
+        Py_DECREF(first);
+        return NULL;
+    }
+    if (self->more_bad == 0)
+        return Py_BuildValue("(LNLOON)", (long long)(self->count - self->left), first, 0LL, Py_None, Py_None,
+                             refused);
+    return Py_BuildValue("(LNLLLN)", (long long)(self->count - self->left), first, (long long)self->more_bad,
+                         (long long)self->more_first, (long long)self->more_last, refused);
+}
+
+/* StreamFold.refused_bytes() -> the refused record's kept bytes, or None (none refused, or the
+ * Python loop needs the whole stream). */
+static PyObject *stream_fold_refused_bytes(StreamFold *self, PyObject *unused) {
+    (void)unused;
+    if (!self->refused || self->whole) Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize(self->kept_len ? (const char *)self->kept : "", (Py_ssize_t)self->kept_len);
+}
+
+static PyObject *stream_fold_fed(StreamFold *self, void *closure) {
+    (void)closure;
+    return PyLong_FromLongLong(self->fed);
+}
+
+static PyGetSetDef stream_fold_getset[] = {
+    {"fed", (getter)stream_fold_fed, NULL, "bytes fed so far (after the last piece: the stream's end)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef stream_fold_methods[] = {
+    {"feed", (PyCFunction)stream_fold_feed, METH_O, "feed(piece) -> bool: the next decompressed bytes."},
+    {"refused_bytes", (PyCFunction)stream_fold_refused_bytes, METH_NOARGS,
+     "refused_bytes() -> bytes | None: the refused record's bytes, as many as the Python loop reads before it "
+     "raises (None: nothing refused, or a record the Python loop reads on from: it needs the whole stream)."},
+    {"result", (PyCFunction)stream_fold_result, METH_NOARGS,
+     "result() -> (records, first_bad_offsets, more_bad, more_first, more_last, refused (index, position) | None)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject StreamFoldType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "auditor.formats._coffsets.StreamFold",
+    .tp_basicsize = sizeof(StreamFold),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)stream_fold_init,
+    .tp_dealloc = (destructor)stream_fold_dealloc,
+    .tp_methods = stream_fold_methods,
+    .tp_getset = stream_fold_getset,
+    .tp_doc = "StreamFold(count, base_offset, base_ts, log_append_ts, store, transactional, where): the records of "
+              "one compressed __consumer_offsets batch folded into store as offsets_records.fold_records_into "
+              "does, the decompressed stream fed in pieces.",
+};
+
 static PyMethodDef methods[] = {
     {"fold_plain", fold_plain, METH_VARARGS,
      "fold_plain(fd, start, size, store, label[, max_bytes]) -> (stop_position, records): replay the plain "
@@ -243,4 +614,13 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_coffsets", NULL, -1, methods};
 
-PyMODINIT_FUNC PyInit__coffsets(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__coffsets(void) {
+    if (PyType_Ready(&StreamFoldType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+    if (PyModule_AddObjectRef(m, "StreamFold", (PyObject *)&StreamFoldType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

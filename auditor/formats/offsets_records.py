@@ -69,6 +69,49 @@ _CONTROL_KEY = struct.Struct(">hh")
 _V1_KEY_PREFIX = b"\x00\x01"
 
 
+#: Of one batch's records whose key is null or shorter than its int16 version, the first this many
+#: are noted one by one; the rest of the batch get one summary note (a gzip batch at the
+#: decompression cap holds 38 million such records: a note each was ~38 CPU s and gigabytes).
+BAD_KEYS_NOTED = 3
+
+
+class BadKeys:
+    """The records of one batch whose key is null or too short for a coordinator key: the offsets
+    of the first :data:`BAD_KEYS_NOTED`, then how many more and the first and last offset of
+    those (record order). ``append(offset)`` is the fold's per-record call; memory is bounded
+    whatever the batch."""
+
+    __slots__ = ("first", "more", "more_first", "more_last")
+
+    def __init__(self):
+        self.first: list[int] = []
+        self.more = 0
+        self.more_first: int | None = None
+        self.more_last: int | None = None
+
+    def append(self, offset: int) -> None:
+        if len(self.first) < BAD_KEYS_NOTED:
+            self.first.append(offset)
+            return
+        if not self.more:
+            self.more_first = offset
+        self.more += 1
+        self.more_last = offset
+
+    def add_counted(self, first: list[int], more: int, more_first: int | None, more_last: int | None) -> None:
+        """What the C fold counted for a piece of the same batch (after the offsets already here)."""
+        for offset in first:
+            self.append(offset)
+        if more:
+            if not self.more:
+                self.more_first = more_first
+            self.more += more
+            self.more_last = more_last
+
+    def __len__(self) -> int:
+        return len(self.first) + self.more
+
+
 KEY_SPEC_TYPE = "coordinator-key"
 VALUE_SPEC_TYPE = "coordinator-value"
 #: The record families of the coordinator specs, by spec-name prefix.
@@ -133,13 +176,15 @@ def control_type(key) -> int | None:
 # long function: one record's fields in wire order, each with its bound check; split per field it
 # would cost a call per field per record on the path every __consumer_offsets record takes
 def iter_key_values(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
-                    max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES
-                    ) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
+                    max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES,
+                    resume: tuple | None = None) -> Iterator[tuple[int, int, bytes | None, bytes | None]]:
     """``(offset, timestamp_ms, key, value)`` of every record of one batch (``None`` = null).
 
     ``batch_bytes`` is the whole entry (header included), as ``LogReader.read_batch_bytes``
     returns it. Legacy (magic 0/1) entries: an uncompressed message yields itself; a
     compressed legacy wrapper raises FormatError (its inner messages are not read here).
+    ``resume``: (the decompressed records of this compressed v2 batch, record index, its
+    position in them): the records from that one on only (where the C fold stopped).
     """
     if header.magic != v2.MAGIC_VALUE_V2:
         yield from _legacy_key_value(header, batch_bytes, label)
@@ -151,23 +196,27 @@ def iter_key_values(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
     if count is None or count < 0:
         raise FormatError(label, pos0 + v2.RECORDS_COUNT_OFFSET, "recordsCount", count, ">= 0")
     codec_id = batch_bytes[v2.ATTRIBUTES_OFFSET + 1] & v2.COMPRESSION_CODEC_MASK
+    first = 0
     if codec_id == compression.CODEC_NONE:
         data = bytes(batch_bytes)
         pos = v2.RECORDS_OFFSET
         base_pos = pos0
         where = label
     else:
-        data = compression.decompress(codec_id, memoryview(batch_bytes)[v2.RECORDS_OFFSET:], magic=2,
-                                      max_bytes=max_decompressed_bytes, label=label,
-                                      position=pos0 + v2.RECORDS_OFFSET)
-        pos = 0
+        if resume is not None:
+            data, first, pos = resume
+        else:
+            data = compression.decompress(codec_id, memoryview(batch_bytes)[v2.RECORDS_OFFSET:], magic=2,
+                                          max_bytes=max_decompressed_bytes, label=label,
+                                          position=pos0 + v2.RECORDS_OFFSET)
+            pos = 0
         base_pos = None
         where = f"{label} (batch at byte {pos0}, decompressed {header.codec} records)"
     end = len(data)
     base_offset = header.base_offset
     base_ts = header.base_timestamp_ms
     log_append = header.max_timestamp_ms if header.timestamp_type == v2.LOG_APPEND_TIME else None
-    for i in range(count):
+    for i in range(first, count):
         rec_start = pos
         if pos >= end:
             raise FormatError(where, _fpos(base_pos, pos), f"record {i}", "end of records",
@@ -250,7 +299,7 @@ def iter_key_values(header: BatchHeader, batch_bytes, *, label: str = "<bytes>",
 # long function: the hot loop of replaying __consumer_offsets (one-byte and two-byte varints inlined;
 # a helper call per field would halve the records per second)
 def fold_records_into(store: dict, header: BatchHeader, batch_bytes, transactional: bool, where,
-                      bad_keys: list, *, label: str = "<bytes>",
+                      bad_keys: "BadKeys | list", *, label: str = "<bytes>",
                       max_decompressed_bytes: int = compression.DEFAULT_MAX_DECOMPRESSED_BYTES) -> int:
     """The hot loop of reading ``__consumer_offsets``: ``store[key] = (offset, timestamp_ms,
     value, transactional, where)`` for every record of one batch, in order (so the last record
@@ -258,23 +307,22 @@ def fold_records_into(store: dict, header: BatchHeader, batch_bytes, transaction
 
     Keys of OffsetCommitKey version 0 are stored under the version-1 bytes (same layout, same
     key). A record whose key is null or shorter than its int16 version is not stored; its
-    offset goes to ``bad_keys``. Returns the number of records. Uncompressed v2 batches are
-    parsed inline (one-byte varints, the usual case, without a call); anything else goes
-    through :func:`iter_key_values`. Raises FormatError as that does.
+    offset goes to ``bad_keys`` (``append``; a :class:`BadKeys` keeps the memory bounded).
+    Returns the number of records. Uncompressed v2 batches are parsed inline (one-byte varints,
+    the usual case, without a call); a compressed v2 batch, given a :class:`BadKeys`, is folded
+    in C piece by piece (:func:`_fold_compressed`; a list keeps every offset, so the Python loop
+    fills it); anything else goes through :func:`iter_key_values`. Raises FormatError as that does.
     """
     if (header.magic != v2.MAGIC_VALUE_V2 or header.codec != "none" or header.timestamp_type == v2.LOG_APPEND_TIME
             or len(batch_bytes) != header.size_bytes or header.record_count is None or header.record_count < 0):
-        n = 0
-        for rec_off, ts, key, value in iter_key_values(header, batch_bytes, label=label,
-                                                        max_decompressed_bytes=max_decompressed_bytes):
-            n += 1
-            if key is None or len(key) < VERSION_LENGTH:
-                bad_keys.append(rec_off)
-                continue
-            if key[0] == 0 and key[1] == 0:
-                key = _V1_KEY_PREFIX + key[2:]
-            store[key] = (rec_off, ts, value, transactional, where)
-        return n
+        if (USE_C_STREAM and _coffsets is not None and isinstance(bad_keys, BadKeys) and header.codec != "none"
+                and header.magic == v2.MAGIC_VALUE_V2 and len(batch_bytes) == header.size_bytes
+                and header.record_count is not None and header.record_count >= 0):
+            return _fold_compressed(store, header, batch_bytes, transactional, where, bad_keys, label,
+                                    max_decompressed_bytes)
+        return _store_key_values(store, iter_key_values(header, batch_bytes, label=label,
+                                                        max_decompressed_bytes=max_decompressed_bytes),
+                                 transactional, where, bad_keys)
     data = batch_bytes if isinstance(batch_bytes, bytes) else bytes(batch_bytes)
     count = header.record_count
     base_offset = header.base_offset
@@ -377,6 +425,90 @@ def fold_records_into(store: dict, header: BatchHeader, batch_bytes, transaction
     return count
 
 
+def _store_key_values(store: dict, key_values, transactional: bool, where, bad_keys) -> int:
+    """fold_records_into's store of records read by iter_key_values; their number."""
+    n = 0
+    for rec_off, ts, key, value in key_values:
+        n += 1
+        if key is None or len(key) < VERSION_LENGTH:
+            bad_keys.append(rec_off)
+            continue
+        if key[0] == 0 and key[1] == 0:
+            key = _V1_KEY_PREFIX + key[2:]
+        store[key] = (rec_off, ts, value, transactional, where)
+    return n
+
+
+#: Use the C fold of compressed batches (``_coffsets.StreamFold``) when built (tests turn it off).
+USE_C_STREAM = True
+#: A compressed batch's decompressed pieces up to this many bytes are kept (copied) and folded once
+#: the stream has ended well; past it (a bomb at the 256 MiB cap: 38 million records) each piece is
+#: folded as it comes, after a copy of the store is taken (put back should the stream then fail:
+#: nothing of an unreadable stream is stored, as with iter_key_values, which decompresses first).
+KEEP_DECOMPRESSED_BYTES = 16 << 20
+
+
+def _fold_compressed(store: dict, header: BatchHeader, batch_bytes, transactional: bool, where,
+                     bad_keys: BadKeys, label: str, max_decompressed_bytes: int) -> int:
+    """fold_records_into of a compressed v2 batch in C: the stream decompressed piece by piece
+    (compression.decompress_chunks) into ``_coffsets.StreamFold``, which stores each record as
+    :func:`_store_key_values` does and counts the bad keys (bounded); at a record it does not take
+    (one iter_key_values raises for, an offset or timestamp past int64) the Python loop reads on
+    from that record (every error text is its own): from that record's bytes alone, kept by the
+    fold (what the loop reads of it before raising; the stream is never whole in memory), or from
+    the whole stream where the loop reads on past it (int64). The same store, bad keys, count and
+    FormatError as the Python loop."""
+    codec_id = batch_bytes[v2.ATTRIBUTES_OFFSET + 1] & v2.COMPRESSION_CODEC_MASK
+    payload = memoryview(batch_bytes)[v2.RECORDS_OFFSET:]
+    log_append = header.max_timestamp_ms if header.timestamp_type == v2.LOG_APPEND_TIME else None
+    where_in = {"magic": v2.MAGIC_VALUE_V2, "max_bytes": max_decompressed_bytes, "label": label,
+                "position": header.position + v2.RECORDS_OFFSET}
+    whole = False
+    while True:
+        fold = _coffsets.StreamFold(header.record_count, header.base_offset, header.base_timestamp_ms, log_append,
+                                    store, transactional, where)
+        one_piece = whole or codec_id not in (compression.CODEC_GZIP, compression.CODEC_LZ4)
+        kept, kept_bytes, saved = [], 0, None
+        try:
+            pieces = ([compression.decompress(codec_id, payload, **where_in)] if whole
+                      else compression.decompress_chunks(codec_id, payload, **where_in))
+            for piece in pieces:
+                if kept is not None:
+                    kept_bytes += len(piece)
+                    if one_piece or kept_bytes <= KEEP_DECOMPRESSED_BYTES:
+                        kept.append(piece if one_piece else bytes(piece))   # (a piece lives until the next)
+                        continue
+                    saved = dict(store)
+                    backlog, kept = kept, None
+                    for earlier in backlog:
+                        fold.feed(earlier)
+                fold.feed(piece)
+        except BaseException as exc:
+            if saved is not None:
+                store.clear()
+                store.update(saved)
+            if not isinstance(exc, compression.IrregularStream):
+                raise
+            whole = True   # only cramjam's reading decides this gzip stream: once more, in one piece
+            continue
+        break
+    for piece in kept or ():
+        fold.feed(piece)   # (all of them, refused or not: fed is the stream's end, which a note may name)
+    n, first_bad, more_bad, more_first, more_last, refused = fold.result()
+    bad_keys.add_counted(first_bad, more_bad, more_first, more_last)
+    if refused is None:
+        return n
+    index, position = refused
+    kept = fold.refused_bytes()
+    if kept is not None:   # that record's bytes alone, at their stream positions (v2.refused_in_stream)
+        records = v2.refused_in_stream(kept, position, fold.fed, index).data
+    else:                  # the loop reads on past that record (an offset or timestamp past int64)
+        records = compression.decompress(codec_id, payload, **where_in)
+    n += _store_key_values(store, iter_key_values(header, batch_bytes, label=label, resume=(records, index, position)),
+                           transactional, where, bad_keys)
+    return n
+
+
 def fold_plain_batches(fd: int, start: int, size: int, store: dict, label: str, max_bytes: int = 0
                        ) -> tuple[int, int] | None:
     """The C twin of :func:`fold_records_into` over a run of batches (``_coffsets.fold_plain``).
@@ -432,6 +564,7 @@ def _legacy_key_value(header: BatchHeader, data, label: str):
     yield (header.last_offset, header.max_timestamp_ms, key, value)
 
 
-__all__ = ["iter_key_values", "fold_records_into", "fold_plain_batches", "HAVE_C_FOLD", "decode_key", "decode_value",
+__all__ = ["iter_key_values", "fold_records_into", "BadKeys", "BAD_KEYS_NOTED", "fold_plain_batches", "HAVE_C_FOLD",
+           "decode_key", "decode_value",
            "known_record_types", "record_family", "key_version", "control_type", "VERSION_LENGTH", "CONTROL_ABORT",
            "CONTROL_COMMIT"]

@@ -30,11 +30,16 @@
  * out in `data` from `start` (a decompressed batch), and walk(fd, start, size, cut) for runs of
  * plain v2 batches of a .log file, read with pread in windows (never mmap, never a write), as
  * auditor/keys/partition_keys.py reads them; walk stops at a compressed batch and hands it back
- * packed (its compressed records as bytes), so Python decompresses it and calls add_records. add_records and walk take a batch only when every
- * one of its records reads cleanly, exactly as record_batch.iter_records reads them (varint sizes
- * and bounds, headers, the record's size, the batch's end); a batch that would give an error or a
- * note is left untouched and handed back, and the Python path reads it, so every note comes from
- * one implementation. walk also hands back legacy entries, framing that the Python walker would
+ * packed (its compressed records as bytes), so Python decompresses it piece by piece and feeds the
+ * pieces to records_begin / records_feed / records_end (a record cut by a piece's end carried).
+ * add_records and walk take a batch only when every one of its records reads cleanly, exactly as
+ * record_batch.iter_records reads them (varint sizes and bounds, headers, the record's size, the
+ * batch's end), checked before any is added (no array of the records is made: a batch at the
+ * decompression cap holds 38 million); a batch that would give an error or a note is left
+ * untouched and handed back, and the Python path reads it, so every note comes from one
+ * implementation. records_feed adds the records as they come and stops at the first one
+ * iter_records raises for, keeping its bytes (the Python path reads that record alone for the
+ * note; copy() and swap() let the caller put the fold back when the stream fails later). walk also hands back legacy entries, framing that the Python walker would
  * stop on, batches larger than MAX_BATCH_BYTES and read errors.
  *
  * Byte layouts: DefaultRecordBatch.java / DefaultRecord.java (auditor/formats/record_batch.py).
@@ -43,6 +48,7 @@
 #include <Python.h>
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,6 +355,32 @@ static int infos_put(info_table_t *t, uint64_t id, PyObject *key) {
 
 /* ----------------------------------------------------------------------------------------------
  * The KeyFold object. */
+
+/* The timestamps of a batch's records, as iter_records gives them: baseTimestamp + timestampDelta,
+ * or the batch's maxTimestamp for every record of a LogAppendTime batch. */
+typedef struct {
+    int64_t base, log_append;
+    int is_log_append;
+} batch_times_t;
+
+/* The records of one (decompressed) batch handed over in pieces, added as they complete: a record
+ * cut by a piece's end is carried (its head copied to `carry`, completed from the next piece(s) by
+ * exactly the bytes it lacks), so memory is one record, never the batch. The caller has already
+ * checked that the first `left` records read cleanly (the scan's RecordFold over the same stream):
+ * a record this reader refuses among them is a disagreement (`stopped`: never seen), and the caller
+ * reads the rest in Python from that record (its index and stream position). */
+typedef struct {
+    int active, stopped;
+    int64_t left, added, first, last, base_offset;
+    batch_times_t times;
+    int64_t fed;                     /* bytes fed: the stream position of the next piece's first byte */
+    int64_t next_at;                 /* the stream position of the next record to add */
+    int64_t limit;                   /* records_feed's: add no more than this many (the check's count so far) */
+    unsigned char *carry;
+    int64_t carry_len, carry_cap;
+    unsigned char *kept;             /* stopped: the refused record's bytes, as many as iter_records reads of it */
+    int64_t kept_len, kept_cap;
+} records_stream_t;
 typedef struct {
     PyObject_HEAD
     PyObject *info_factory;
@@ -366,9 +398,9 @@ typedef struct {
     int64_t sample_n;
     info_table_t info;
     seen_table_t first_seen;
-    /* scratch of the record parser, and the walk's read window */
-    int64_t *recs;
-    int64_t recs_cap;
+    /* one batch's records fed in pieces (records_begin / records_feed / records_end) */
+    records_stream_t stream;
+    /* the walk's read window */
     unsigned char *win;
     int64_t win_cap;
 } KeyFold;
@@ -650,81 +682,99 @@ static int add_key(KeyFold *f, const unsigned char *key, int64_t size, int64_t v
 /* ----------------------------------------------------------------------------------------------
  * Records of one v2 batch, read as record_batch.iter_records reads them. */
 
-/* Per record, 5 numbers in f->recs: key position (-1: null key), key size, value size, offset,
- * timestamp. */
-#define REC_FIELDS 5
-
-/* The timestamps of a batch's records, as iter_records gives them: baseTimestamp + timestampDelta,
- * or the batch's maxTimestamp for every record of a LogAppendTime batch. */
+/* One record's fields that the fold takes: key position (-1: null key), key size, value size,
+ * offset, timestamp. */
 typedef struct {
-    int64_t base, log_append;
-    int is_log_append;
-} batch_times_t;
+    int64_t key_at, key_size, value_size, offset, ts;
+} record_t;
 
-/* Parse `count` records in d[start, end); the count read, -1 when the Python path must read the
- * batch (it would raise or note something), -2 when out of memory. Nothing is added here. */
-static int64_t parse_records(KeyFold *f, const unsigned char *d, int64_t start, int64_t end, int64_t count,
-                             int64_t base_offset, const batch_times_t *times) {
-    if (count < 0 || count > end - start) return -1; /* every record takes >= 1 byte */
-    if (count > f->recs_cap) {
-        int64_t cap = f->recs_cap ? f->recs_cap : 256;
-        while (cap < count) cap *= 2;
-        int64_t *grown = realloc(f->recs, (size_t)cap * REC_FIELDS * sizeof(int64_t));
-        if (grown == NULL) return -2;
-        f->recs = grown;
-        f->recs_cap = cap;
+/* The record whose body is d[pos, body_end) (after its length varint), read with iter_records'
+ * checks: 1 and *r filled, or 0 (iter_records would raise for it). */
+static int parse_one(const unsigned char *d, int64_t pos, int64_t body_end, int64_t base_offset,
+                     const batch_times_t *times, record_t *r) {
+    int64_t ts_delta, off_delta, key_size, value_size, nheaders;
+    pos += 1; /* attributes */
+    if (!read_varlong(d, &pos, body_end, &ts_delta)) return 0;
+    if (!read_varint(d, &pos, body_end, &off_delta)) return 0;
+    if (!read_varint(d, &pos, body_end, &key_size)) return 0;
+    int64_t key_at = pos;
+    if (key_size > 0) {
+        if (key_size > body_end - pos) return 0; /* the next varint would run past the record */
+        pos += key_size;
     }
-    int64_t pos = start;
-    for (int64_t i = 0; i < count; i++) {
-        int64_t length, ts_delta, off_delta, key_size, value_size, nheaders;
-        if (!read_varint(d, &pos, end, &length)) return -1;
-        if (length < 0 || length > end - pos) return -1;
-        int64_t body_end = pos + length;
-        pos += 1; /* attributes */
-        if (!read_varlong(d, &pos, body_end, &ts_delta)) return -1;
-        if (!read_varint(d, &pos, body_end, &off_delta)) return -1;
-        if (!read_varint(d, &pos, body_end, &key_size)) return -1;
-        int64_t key_at = pos;
-        if (key_size > 0) {
-            if (key_size > body_end - pos) return -1; /* the next varint would run past the record */
-            pos += key_size;
-        }
-        if (!read_varint(d, &pos, body_end, &value_size)) return -1;
-        if (value_size > 0) {
-            if (value_size > body_end - pos) return -1;
-            pos += value_size;
-        }
-        if (!read_varint(d, &pos, body_end, &nheaders)) return -1;
-        if (nheaders < 0) return -1;
-        for (int64_t h = 0; h < nheaders; h++) {
-            int64_t hk, hv;
-            if (!read_varint(d, &pos, body_end, &hk)) return -1;
-            if (hk < 0 || hk > body_end - pos) return -1;
-            pos += hk;
-            if (!read_varint(d, &pos, body_end, &hv)) return -1;
-            if (hv > 0) {
-                if (hv > body_end - pos) return -1;
-                pos += hv;
-            }
-        }
-        if (pos != body_end) return -1;
-        int64_t *r = &f->recs[i * REC_FIELDS];
-        r[0] = key_size >= 0 ? key_at : -1;
-        r[1] = key_size;
-        r[2] = value_size;
-        r[3] = wrap_add(base_offset, off_delta);
-        r[4] = times->is_log_append ? times->log_append : wrap_add(times->base, ts_delta);
+    if (!read_varint(d, &pos, body_end, &value_size)) return 0;
+    if (value_size > 0) {
+        if (value_size > body_end - pos) return 0;
+        pos += value_size;
     }
-    return pos == end ? count : -1;
+    if (!read_varint(d, &pos, body_end, &nheaders)) return 0;
+    if (nheaders < 0) return 0;
+    for (int64_t h = 0; h < nheaders; h++) {
+        int64_t hk, hv;
+        if (!read_varint(d, &pos, body_end, &hk)) return 0;
+        if (hk < 0 || hk > body_end - pos) return 0;
+        pos += hk;
+        if (!read_varint(d, &pos, body_end, &hv)) return 0;
+        if (hv > 0) {
+            if (hv > body_end - pos) return 0;
+            pos += hv;
+        }
+    }
+    if (pos != body_end) return 0;
+    r->key_at = key_size >= 0 ? key_at : -1;
+    r->key_size = key_size;
+    r->value_size = value_size;
+    r->offset = wrap_add(base_offset, off_delta);
+    r->ts = times->is_log_append ? times->log_append : wrap_add(times->base, ts_delta);
+    return 1;
 }
 
-/* Add the parsed records; 0, or -1 with an exception set. */
-static int add_parsed(KeyFold *f, const unsigned char *d, int64_t count) {
+/* The record at d[*pos, end): its length varint and body (1, *pos past it, *r filled), or 0. */
+static inline int next_record(const unsigned char *d, int64_t *pos, int64_t end, int64_t base_offset,
+                              const batch_times_t *times, record_t *r) {
+    int64_t length;
+    if (!read_varint(d, pos, end, &length)) return 0;
+    if (length < 0 || length > end - *pos) return 0;
+    int64_t body = *pos;
+    *pos = body + length;
+    return parse_one(d, body, body + length, base_offset, times, r);
+}
+
+/* Add one parsed record; 0, or -1 with an exception set. */
+static inline int add_record(KeyFold *f, const unsigned char *d, const record_t *r) {
+    if (r->key_at < 0) {
+        add_null(f, r->value_size);
+        return 0;
+    }
+    seen_at_t at = {r->offset, r->ts, 0};
+    return add_key(f, d + r->key_at, r->key_size, r->value_size, &at);
+}
+
+/* Do the `count` records in d[start, end) read cleanly (every one, and no byte after the last)? 1
+ * or 0 (the Python path must read the batch: it would raise or note something). Nothing is kept:
+ * add_checked then reads them again to add them, so no array of the records' fields is ever made
+ * (38 million records of a batch at the decompression cap would take 1.5 GB). */
+static int records_read_cleanly(const unsigned char *d, int64_t start, int64_t end, int64_t count,
+                                int64_t base_offset, const batch_times_t *times) {
+    if (count < 0 || count > end - start) return 0; /* every record takes >= 1 byte */
+    int64_t pos = start;
+    record_t r;
+    for (int64_t i = 0; i < count; i++)
+        if (!next_record(d, &pos, end, base_offset, times, &r)) return 0;
+    return pos == end;
+}
+
+/* Add the `count` records of d[start, end) that records_read_cleanly accepted; their first and last
+ * offsets into *first, *last (count > 0). 0, or -1 with an exception set. */
+static int add_checked(KeyFold *f, const unsigned char *d, int64_t start, int64_t end, int64_t count,
+                       int64_t base_offset, const batch_times_t *times, int64_t *first, int64_t *last) {
+    int64_t pos = start;
+    record_t r = {0};
     for (int64_t i = 0; i < count; i++) {
-        const int64_t *r = &f->recs[i * REC_FIELDS];
-        seen_at_t at = {r[3], r[4], 0};
-        if (r[0] < 0) add_null(f, r[2]);
-        else if (add_key(f, d + r[0], r[1], r[2], &at) < 0) return -1;
+        next_record(d, &pos, end, base_offset, times, &r); /* (read cleanly before) */
+        if (i == 0) *first = r.offset;
+        *last = r.offset;
+        if (add_record(f, d, &r) < 0) return -1;
     }
     return 0;
 }
@@ -777,7 +827,8 @@ static void KeyFold_dealloc(KeyFold *f) {
     free(f->sample);
     infos_free(&f->info);
     free(f->first_seen.slots);
-    free(f->recs);
+    free(f->stream.carry);
+    free(f->stream.kept);
     free(f->win);
     Py_TYPE(f)->tp_free((PyObject *)f);
 }
@@ -821,9 +872,9 @@ static PyObject *KeyFold_add(KeyFold *f, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-static PyObject *offsets_result(int64_t count, const int64_t *recs) {
+static PyObject *offsets_result(int64_t count, int64_t first, int64_t last) {
     if (count == 0) return Py_BuildValue("(nOO)", (Py_ssize_t)0, Py_None, Py_None);
-    return Py_BuildValue("(nLL)", (Py_ssize_t)count, (long long)recs[3], (long long)recs[(count - 1) * REC_FIELDS + 3]);
+    return Py_BuildValue("(nLL)", (Py_ssize_t)count, (long long)first, (long long)last);
 }
 
 static PyObject *KeyFold_add_records(KeyFold *f, PyObject *args) {
@@ -843,19 +894,274 @@ static PyObject *KeyFold_add_records(KeyFold *f, PyObject *args) {
         PyErr_Format(PyExc_ValueError, "start = %zd, expected 0..%zd", start, view.len);
         goto done;
     }
-    int64_t n = parse_records(f, view.buf, start, view.len, count, base_offset, &times);
-    if (n == -2) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    if (n < 0) {
+    if (!records_read_cleanly(view.buf, start, view.len, count, base_offset, &times)) {
         out = Py_NewRef(Py_None);
         goto done;
     }
-    if (add_parsed(f, view.buf, n) == 0) out = offsets_result(n, f->recs);
+    int64_t first = 0, last = 0;
+    if (add_checked(f, view.buf, start, view.len, count, base_offset, &times, &first, &last) == 0)
+        out = offsets_result(count, first, last);
 done:
     PyBuffer_Release(&view);
     return out;
+}
+
+/* ---- records_begin / records_feed / records_end: one batch's records in pieces ---------------- */
+
+/* The bytes the carried record still lacks: its length varint complete, exactly the rest of its
+ * body; else one byte (the varint's next); -1 when the carry already shows it unreadable. */
+static int64_t stream_carry_lacks(const records_stream_t *st) {
+    int64_t body = 0, length;
+    if (!read_varint(st->carry, &body, st->carry_len, &length)) return st->carry_len < MAX_VARINT_BYTES ? 1 : -1;
+    if (length < 0) return -1;
+    return body + length - st->carry_len; /* may be 0: complete */
+}
+
+static int stream_carry_append(records_stream_t *st, const unsigned char *b, int64_t n) {
+    if (n == 0) return 0;
+    if (st->carry_len + n > st->carry_cap) {
+        int64_t cap = st->carry_cap ? st->carry_cap : 4096;
+        while (cap < st->carry_len + n) cap *= 2;
+        unsigned char *grown = realloc(st->carry, (size_t)cap);
+        if (grown == NULL) return -1;
+        st->carry = grown;
+        st->carry_cap = cap;
+    }
+    memcpy(st->carry + st->carry_len, b, (size_t)n);
+    st->carry_len += n;
+    return 0;
+}
+
+static int grow_append(unsigned char **buf, int64_t *len, int64_t *cap, const unsigned char *b, int64_t n) {
+    if (n == 0) return 0;
+    if (*len + n > *cap) {
+        int64_t c = *cap ? *cap : 4096;
+        while (c < *len + n) c *= 2;
+        unsigned char *grown = realloc(*buf, (size_t)c);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *buf = grown;
+        *cap = c;
+    }
+    memcpy(*buf + *len, b, (size_t)n);
+    *len += n;
+    return 0;
+}
+
+/* What the refused record still lacks of the bytes iter_records reads before it raises: its length
+ * varint (up to MAX_VARINT_BYTES), then, when that is a length >= 0, its body (whose reads stay inside
+ * it). */
+static int64_t kept_lacks(const records_stream_t *st) {
+    int64_t body = 0, length;
+    if (!read_varint(st->kept, &body, st->kept_len, &length))
+        return st->kept_len < MAX_VARINT_BYTES ? MAX_VARINT_BYTES - st->kept_len : 0;
+    if (length < 0 || body + length <= st->kept_len) return 0;
+    return body + length - st->kept_len;
+}
+
+/* b[0, n) into the refused record's kept bytes, as many as it still lacks: 0, -1 out of memory. */
+static int keep_more(records_stream_t *st, const unsigned char *b, int64_t n) {
+    int64_t lacks;
+    while (n > 0 && (lacks = kept_lacks(st)) > 0) {
+        int64_t take = lacks < n ? lacks : n;
+        if (grow_append(&st->kept, &st->kept_len, &st->kept_cap, b, take) < 0) return -1;
+        b += take;
+        n -= take;
+    }
+    return 0;
+}
+
+/* This reader refuses the record at next_at, whose bytes so far are a[0, a_len) then b[0, b_len)
+ * (the carry, then the piece; either may be empty): kept as iter_records will read them, so that
+ * its error is read from that record alone. 0, -1 out of memory. */
+static int stream_stop(records_stream_t *st, const unsigned char *a, int64_t a_len, const unsigned char *b,
+                       int64_t b_len) {
+    st->stopped = 1;
+    st->kept_len = 0;
+    int rc = keep_more(st, a, a_len);
+    if (rc == 0) rc = keep_more(st, b, b_len);
+    st->carry_len = 0;
+    return rc;
+}
+
+/* Add one record read from d (a piece or the carry), the next one starting at stream position `at`;
+ * 0, or -1 with an exception set. */
+static int stream_add(KeyFold *f, records_stream_t *st, const unsigned char *d, const record_t *r, int64_t at) {
+    if (st->added == 0) st->first = r->offset;
+    st->last = r->offset;
+    st->added++;
+    st->left--;
+    st->next_at = at;
+    return add_record(f, d, r);
+}
+
+/* One piece at stream position st->fed: 0, or -1 with an exception set. */
+static int stream_feed(KeyFold *f, records_stream_t *st, const unsigned char *b, int64_t n) {
+    int64_t pos = 0;
+    record_t r;
+    while (st->carry_len > 0 && pos < n && st->left > 0 && st->added < st->limit) { /* the carried record first */
+        int64_t lacks = stream_carry_lacks(st);
+        if (lacks < 0) return stream_stop(st, st->carry, st->carry_len, b + pos, n - pos);
+        int64_t take = lacks < n - pos ? lacks : n - pos;
+        if (stream_carry_append(st, b + pos, take) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        pos += take;
+        lacks = stream_carry_lacks(st);
+        if (lacks > 0) continue; /* the varint completed, the body still short: take more */
+        int64_t at = 0;
+        if (lacks < 0 || !next_record(st->carry, &at, st->carry_len, st->base_offset, &st->times, &r))
+            return stream_stop(st, st->carry, st->carry_len, b + pos, n - pos);
+        st->carry_len = 0; /* (add_key copies what it keeps: the carry may be reused) */
+        if (stream_add(f, st, st->carry, &r, st->fed + pos) < 0) return -1;
+    }
+    while (st->left > 0 && st->added < st->limit && pos < n) {
+        int64_t body = pos, length;
+        if (!read_varint(b, &body, n, &length)) {
+            if (n - pos < MAX_VARINT_BYTES) break; /* cut by the piece's end: carried */
+            return stream_stop(st, b + pos, n - pos, NULL, 0);
+        }
+        if (length < 0) return stream_stop(st, b + pos, n - pos, NULL, 0);
+        if (length > n - body) break; /* carried */
+        if (!parse_one(b, body, body + length, st->base_offset, &st->times, &r))
+            return stream_stop(st, b + pos, body + length - pos, NULL, 0);
+        pos = body + length;
+        if (stream_add(f, st, b, &r, st->fed + pos) < 0) return -1;
+    }
+    if (st->left > 0 && pos < n && stream_carry_append(st, b + pos, n - pos) < 0) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* records_begin(count, base_offset, base_timestamp, log_append_timestamp | None) */
+static PyObject *KeyFold_records_begin(KeyFold *f, PyObject *args) {
+    long long count, base_offset, base_timestamp;
+    PyObject *log_append_timestamp;
+    if (!PyArg_ParseTuple(args, "LLLO", &count, &base_offset, &base_timestamp, &log_append_timestamp) ||
+        check_ready(f) < 0)
+        return NULL;
+    records_stream_t *st = &f->stream;
+    int not_log_append;
+    batch_times_t times = {base_timestamp, 0, 0};
+    if (int64_or_none(log_append_timestamp, &times.log_append, &not_log_append) < 0) return NULL;
+    if (count < 0) {
+        PyErr_Format(PyExc_ValueError, "count = %lld, expected >= 0", count);
+        return NULL;
+    }
+    times.is_log_append = !not_log_append;
+    st->active = 1;
+    st->stopped = 0;
+    st->left = count;
+    st->added = st->first = st->last = st->fed = st->next_at = 0;
+    st->limit = count;
+    st->base_offset = base_offset;
+    st->times = times;
+    st->carry_len = 0;
+    Py_RETURN_NONE;
+}
+
+static int check_stream(KeyFold *f) {
+    if (check_ready(f) < 0) return -1;
+    if (!f->stream.active) {
+        PyErr_SetString(PyExc_RuntimeError, "KeyFold: records_feed / records_end without records_begin");
+        return -1;
+    }
+    return 0;
+}
+
+/* records_feed(piece, limit=count) -> bool: True while records are still wanted. */
+static PyObject *KeyFold_records_feed(KeyFold *f, PyObject *args) {
+    PyObject *piece;
+    long long limit = -1;
+    if (!PyArg_ParseTuple(args, "O|L", &piece, &limit) || check_stream(f) < 0) return NULL;
+    records_stream_t *st = &f->stream;
+    if (limit >= 0) st->limit = limit;
+    Py_buffer view;
+    if (PyObject_GetBuffer(piece, &view, PyBUF_SIMPLE) < 0) return NULL;
+    int rc = 0;
+    if (st->stopped)
+        rc = keep_more(st, view.buf, view.len);
+    else if (st->left > 0)
+        rc = stream_feed(f, st, view.buf, view.len);
+    st->fed += view.len;
+    PyBuffer_Release(&view);
+    if (rc < 0) {
+        st->stopped = 1; /* (the fold is broken past repair anyway: the exception says why) */
+        return NULL;
+    }
+    return PyBool_FromLong(!st->stopped && st->left > 0);
+}
+
+/* records_end() -> (added, first_offset, last_offset, next_at, fed, refused): next_at is the stream
+ * position of the record after the last one added, fed the bytes fed (the stream's end), refused
+ * the bytes kept of the record this reader refused (or that the stream ended in or before: the
+ * carry), None when count records were added. */
+static PyObject *KeyFold_records_end(KeyFold *f, PyObject *unused) {
+    (void)unused;
+    if (check_stream(f) < 0) return NULL;
+    records_stream_t *st = &f->stream;
+    st->active = 0;
+    if (!st->stopped && st->left > 0 && stream_stop(st, st->carry, st->carry_len, NULL, 0) < 0) return NULL;
+    st->carry_len = 0;
+    if (st->carry_cap > WINDOW_BYTES) { /* a long record's carry is not kept */
+        free(st->carry);
+        st->carry = NULL;
+        st->carry_cap = 0;
+    }
+    PyObject *refused = st->stopped ? PyBytes_FromStringAndSize(st->kept_len ? (const char *)st->kept : "",
+                                                                (Py_ssize_t)st->kept_len)
+                                    : Py_NewRef(Py_None);
+    if (refused == NULL) return NULL;
+    if (st->added == 0)
+        return Py_BuildValue("(nOOLLN)", (Py_ssize_t)0, Py_None, Py_None, (long long)st->next_at, (long long)st->fed,
+                             refused);
+    return Py_BuildValue("(nLLLLN)", (Py_ssize_t)st->added, (long long)st->first, (long long)st->last,
+                         (long long)st->next_at, (long long)st->fed, refused);
+}
+
+/* copy() -> a new KeyFold of the same parameters holding this one's state (state() then load()). */
+static PyObject *KeyFold_state(KeyFold *f, PyObject *unused);
+static PyObject *KeyFold_load(KeyFold *f, PyObject *args);
+
+static PyObject *KeyFold_copy(KeyFold *f, PyObject *unused) {
+    (void)unused;
+    if (check_ready(f) < 0) return NULL;
+    PyObject *state = KeyFold_state(f, NULL);
+    if (state == NULL) return NULL;
+    PyObject *copy = PyObject_CallFunction((PyObject *)Py_TYPE(f), "iLLLLO", f->precision, (long long)f->capacity,
+                                           (long long)f->sample_size, (long long)f->buffer_keys,
+                                           (long long)f->buffer_max_bytes, f->info_factory);
+    PyObject *args = copy ? PyTuple_Pack(1, state) : NULL;
+    PyObject *loaded = args ? KeyFold_load((KeyFold *)copy, args) : NULL;
+    Py_XDECREF(args);
+    Py_DECREF(state);
+    if (loaded == NULL) {
+        Py_XDECREF(copy);
+        return NULL;
+    }
+    Py_DECREF(loaded);
+    return copy;
+}
+
+/* swap(other): this fold and `other` exchange their whole states (a copy() taken before a batch
+ * puts the fold back as it was when the batch turns out unreadable after records were added). */
+static PyObject *KeyFold_swap(KeyFold *f, PyObject *other) {
+    if (!PyObject_TypeCheck(other, Py_TYPE(f))) {
+        PyErr_SetString(PyExc_TypeError, "KeyFold.swap: another KeyFold expected");
+        return NULL;
+    }
+    KeyFold *g = (KeyFold *)other;
+    const size_t at = offsetof(KeyFold, info_factory), n = sizeof(KeyFold) - offsetof(KeyFold, info_factory);
+    unsigned char tmp[sizeof(KeyFold)];
+    memcpy(tmp, (char *)f + at, n);
+    memcpy((char *)f + at, (char *)g + at, n);
+    memcpy((char *)g + at, tmp, n);
+    Py_RETURN_NONE;
 }
 
 /* The window holds [*buf_start, *buf_end) of the file; make it hold [pos, pos + need) (need <= size - pos),
@@ -930,20 +1236,16 @@ static PyObject *KeyFold_walk(KeyFold *f, PyObject *args) {
             if (packed == NULL) rc = -3;
             break;
         }
-        int64_t n = parse_records(f, h, RECORD_BATCH_OVERHEAD, total, be32(h + RECORDS_COUNT_OFFSET),
-                                  be64(h + BASE_OFFSET_OFFSET), &times);
-        if (n == -2) {
-            rc = -2;
-            break;
-        }
-        if (n < 0) break;
-        if (add_parsed(f, h, n) < 0) {
+        int64_t n = be32(h + RECORDS_COUNT_OFFSET), batch_base = be64(h + BASE_OFFSET_OFFSET);
+        if (!records_read_cleanly(h, RECORD_BATCH_OVERHEAD, total, n, batch_base, &times)) break;
+        int64_t first = 0, last = 0;
+        if (add_checked(f, h, RECORD_BATCH_OVERHEAD, total, n, batch_base, &times, &first, &last) < 0) {
             rc = -3;
             break;
         }
         if (n > 0) {
-            if (records == 0) first_offset = f->recs[3];
-            last_offset = f->recs[(n - 1) * REC_FIELDS + 3];
+            if (records == 0) first_offset = first;
+            last_offset = last;
         }
         records += n;
         scanned += total;
@@ -1200,6 +1502,20 @@ static PyMethodDef KeyFold_methods[] = {
      "first_offset, last_offset) | None: the count records of one v2 batch laid out in data from start to its end "
      "(timestamps: base_timestamp + timestampDelta, or log_append_timestamp for every record when not None: a "
      "LogAppendTime batch's maxTimestamp); None (nothing added) when record_batch.iter_records would raise on them."},
+    {"records_begin", (PyCFunction)KeyFold_records_begin, METH_VARARGS,
+     "records_begin(count, base_offset, base_timestamp, log_append_timestamp | None): the records of one v2 batch "
+     "follow in pieces (records_feed), as add_records takes them whole; the caller has checked (or checks as "
+     "the pieces come: limit) that the records added read cleanly (the scan's RecordFold over the same stream)."},
+    {"records_feed", (PyCFunction)KeyFold_records_feed, METH_VARARGS,
+     "records_feed(piece, limit=count) -> bool: the next bytes of the records, each record added once complete "
+     "(one cut by the piece's end is carried), no more than limit records in all; False once count records are "
+     "added or this reader refused one."},
+    {"records_end", (PyCFunction)KeyFold_records_end, METH_NOARGS,
+     "records_end() -> (added, first_offset, last_offset, next_at, fed, refused): next_at is the stream position "
+     "of the record after the last one added, fed the bytes fed; refused None when count records were added, "
+     "else the bytes of the record refused (or that the stream ended in), as many as iter_records reads of it."},
+    {"copy", (PyCFunction)KeyFold_copy, METH_NOARGS, "copy() -> a new KeyFold holding this one's state."},
+    {"swap", (PyCFunction)KeyFold_swap, METH_O, "swap(other): exchange the whole states of two KeyFolds."},
     {"walk", (PyCFunction)KeyFold_walk, METH_VARARGS,
      "walk(fd, start, size, cut) -> (stop, scanned_bytes, records, first_offset, last_offset, packed): the plain "
      "v2 batches of a .log from byte start (batches ending at or before cut skipped, control batches counted as "

@@ -16,11 +16,13 @@ stops it: a batch whose records cannot be read is counted and noted (the rest st
 walk that stops early (cut or corrupt tail) is noted with the file and byte position.
 
 The per-record work runs in C when ``auditor.keys._ckeys`` is built (``KeyStats.c_fold``):
-runs of plain v2 batches are walked and folded there, a compressed batch is decompressed here and
-its records folded there, and in a batch the C reader would not read exactly as
-``record_batch.iter_records`` does (a cut, a bad varint, ...) the records before the first such
-one are folded there and that one is read here, so the notes and the sketches are the same either
-way (``use_c=False`` forces the pure-Python path).
+runs of plain v2 batches are walked and folded there, a compressed batch is decompressed here
+piece by piece and its records folded there as the pieces come (``KeyFold.records_feed``: memory
+is a piece and a record, whatever the batch: a bomb at the 256 MiB decompression cap included),
+and in a batch the C reader would not read exactly as ``record_batch.iter_records`` does (a cut,
+a bad varint, ...) the records before the first such one are folded there and that one is read
+here alone, so the notes and the sketches are the same either way (``use_c=False`` forces the
+pure-Python path).
 
 Control batches are skipped (their keys are Kafka's, not the producers'). Magic 0/1 entries
 (legacy message sets, compressed wrappers included) are read like v2 batches: their records'
@@ -182,14 +184,17 @@ def _walk_with_fold(result: PartitionKeys, reader: LogReader, pos: int, cut: int
             _saw_offsets(result, first, last)
         if pos >= size:
             return
-        if packed is not None and _fold_packed(result, reader, packed, fold):
-            result.scanned_bytes += packed[4]
-            pos += packed[4]
-            continue
+        folded = None
+        if packed is not None:
+            folded = _fold_packed(result, reader, packed, fold)
+            if folded is not None and folded.whole:
+                result.scanned_bytes += packed[4]
+                pos += packed[4]
+                continue
         batch = reader.entry_at(pos)
         if batch is None:
             return  # the walk stops here: reader.stop_* say why
-        _read_batch(result, reader, batch, cut, fold.add, fold)
+        _read_batch(result, reader, batch, cut, fold.add, fold, folded)
         pos = batch.position + batch.size_bytes
 
 
@@ -199,9 +204,10 @@ def _saw_offsets(result: PartitionKeys, first: int, last: int) -> None:
     result.last_offset = last
 
 
-def _read_batch(result: PartitionKeys, reader: LogReader, batch, cut: int, add, fold=None) -> None:
+def _read_batch(result: PartitionKeys, reader: LogReader, batch, cut: int, add, fold=None, folded=None) -> None:
     """One entry of the walk: skipped before the sample's cut, counted, its keys added (the
-    records of a v2 batch through the C fold when there is one: _fold_in_c)."""
+    records of a v2 batch through the C fold when there is one: _fold_in_c; ``folded``: this
+    compressed batch already through _fold_stream, its readable records added)."""
     if batch.position + batch.size_bytes <= cut:
         return  # wholly older than the sample
     result.scanned_bytes += batch.size_bytes
@@ -209,7 +215,7 @@ def _read_batch(result: PartitionKeys, reader: LogReader, batch, cut: int, add, 
         return
     legacy = batch.magic < 2
     try:
-        if fold is not None and not legacy and _fold_in_c(result, reader, batch, fold):
+        if fold is not None and not legacy and _fold_in_c(result, reader, batch, fold, folded):
             return
         for record in reader.records(batch, keys=True):
             add(record.key, record.value_size, record.offset, record.timestamp_ms)
@@ -221,37 +227,45 @@ def _read_batch(result: PartitionKeys, reader: LogReader, batch, cut: int, add, 
                     f"records unreadable, keys of the records before the error counted: {exc}")
 
 
-def _fold_in_c(result: PartitionKeys, reader: LogReader, batch, fold) -> bool:
+def _fold_in_c(result: PartitionKeys, reader: LogReader, batch, fold, folded: "_Folded | None" = None) -> bool:
     """A v2 batch the C walk handed back, its records added in C as the Python loop would add them:
     all of them (True); or, at a record iter_records raises for (e.g. the last of 38 million, cut
-    short: the Python loop read them all again, minutes at the decompression cap), those before it
-    (KeyFold.add_records over exactly their bytes), then the loop's FormatError raised, read from
-    that record alone (c_fold_records, the scan's C record fold, says which one). False, having
-    added nothing, when C cannot tell (the extension missing, or C and Python disagreeing: never
-    seen): the Python loop then reads the batch. Raises FormatError / OSError as the loop does
-    before its first record."""
+    short: the Python loop read them all again, minutes at the decompression cap), those before it,
+    then the loop's FormatError raised, read from that record alone (a plain batch: the scan's C
+    record fold, c_fold_records, says which one; a compressed one is decompressed piece by piece
+    into KeyFold, which stops there and keeps its bytes: _fold_stream). False, having added
+    nothing, when C cannot tell (the extension missing): the Python loop then reads the batch.
+    Raises FormatError / OSError as the loop does before its first record. ``folded``: the walk
+    already took this compressed batch through _fold_stream."""
     if c_fold_records is None:
         return False
-    data = reader.read_batch_bytes(batch)
-    if data[v2.MAGIC_OFFSET] != 2:
-        return False   # (the file changed: records() says so)
-    records, start = v2.record_bytes(batch, data, label=reader.label,
-                                     max_decompressed_bytes=reader.max_decompressed_bytes)
-    log_append = batch.max_timestamp_ms if batch.timestamp_type == v2.LOG_APPEND_TIME else None
-    done = c_fold_records(records, start, batch.record_count, batch.base_offset, batch.base_timestamp_ms,
-                               log_append, batch.is_control, *(None,) * 6)
+    if folded is None:
+        data = reader.read_batch_bytes(batch)
+        if data[v2.MAGIC_OFFSET] != 2:
+            return False   # (the file changed: records() says so)
+        codec_id, payload, start = v2.record_payload(batch, data, label=reader.label)
+        if codec_id != compression.CODEC_NONE:
+            folded = _fold_stream(result, fold, _Stream(batch.position, codec_id, payload, batch.record_count,
+                                                        batch.base_offset, batch.base_timestamp_ms,
+                                                        _log_append(batch), reader.label,
+                                                        reader.max_decompressed_bytes))
+    if folded is not None:
+        return _fold_checked(result, reader, batch, fold, folded)
+    log_append = _log_append(batch)
+    done = c_fold_records(data, start, batch.record_count, batch.base_offset, batch.base_timestamp_ms,
+                          log_append, batch.is_control, *(None,) * 6)
     if done is None:
         return False
     error = None
-    end, count = len(records), batch.record_count
+    end, count = len(data), batch.record_count
     if done[-1] is not None:
         count, end = done[-1]
-        error = v2.refused_record_error(batch, v2.RecordsFrom(records, end, len(records), count, start == 0),
+        error = v2.refused_record_error(batch, v2.RecordsFrom(data, end, len(data), count, False),
                                         label=reader.label)
         if error is None:
             return False
     if count:
-        added = fold.add_records(memoryview(records)[:end], start, count, batch.base_offset, batch.base_timestamp_ms,
+        added = fold.add_records(memoryview(data)[:end], start, count, batch.base_offset, batch.base_timestamp_ms,
                                  log_append)
         if added is None:
             return False   # nothing added: the Python loop reads the batch
@@ -261,25 +275,143 @@ def _fold_in_c(result: PartitionKeys, reader: LogReader, batch, fold) -> bool:
         try:
             raise error
         finally:
-            del error   # (else error -> its traceback -> this frame -> error: a cycle holding the records)
+            del error   # (else error -> its traceback -> this frame -> error: a cycle holding the batch)
     return True
 
 
-def _fold_packed(result: PartitionKeys, reader: LogReader, packed: tuple, fold) -> bool:
-    """A compressed v2 batch (``packed``: position, codec id, recordsCount, baseOffset, size,
-    compressed records, baseTimestamp, maxTimestamp if LogAppendTime else None), decompressed here
-    and its records folded in C; False (nothing added) when anything would give an error: the
-    Python reader then reads the batch and notes what."""
+def _log_append(batch) -> int | None:
+    return batch.max_timestamp_ms if batch.timestamp_type == v2.LOG_APPEND_TIME else None
+
+
+# ---- compressed batches: decompressed and added in pieces ------------------------------------
+
+#: A compressed batch's decompressed pieces up to this many bytes are kept (copied) and added to the
+#: key fold once the stream has ended well; past it (a bomb at the 256 MiB cap: 38 million records)
+#: each piece is added as it comes, after a copy of the key fold is taken (put back should the
+#: stream then fail: nothing of an unreadable stream is added, as the Python loop adds nothing).
+#: Memory: a piece, a record and this, whatever the stream.
+KEEP_DECOMPRESSED_BYTES = 16 * MIB
+
+
+@dataclass
+class _Stream:
+    """A compressed v2 batch's records: what to decompress, and the facts of its records."""
+
+    position: int          # the batch's byte position in the .log
+    codec_id: int
+    payload: object        # the compressed records
+    count: int             # recordsCount
+    base_offset: int
+    base_timestamp: int
+    log_append: int | None  # maxTimestamp of a LogAppendTime batch
+    label: str
+    max_bytes: int         # the decompression cap
+
+    def pieces(self, whole: bool):
+        """The decompressed records in pieces (compression.decompress_chunks); ``whole``: in one
+        piece (compression.decompress: a gzip stream zlib refuses, which only cramjam decides)."""
+        where = {"magic": v2.MAGIC_VALUE_V2, "max_bytes": self.max_bytes, "label": self.label,
+                 "position": self.position + v2.RECORDS_OFFSET}
+        if whole:
+            return [compression.decompress(self.codec_id, self.payload, **where)]
+        return compression.decompress_chunks(self.codec_id, self.payload, **where)
+
+
+@dataclass
+class _Folded:
+    """A stream as :func:`_fold_stream` left it: ``added`` records in the key fold, the next at
+    stream position ``next_at`` of ``fed`` bytes; ``refused``: None when all recordsCount were
+    added, else the bytes KeyFold kept of the record it refused (or that the stream ended in)."""
+
+    stream: _Stream
+    added: int
+    next_at: int
+    fed: int
+    refused: bytes | None
+
+    @property
+    def whole(self) -> bool:
+        """Every record added, and they fill the stream to its last byte (what iter_records reads)."""
+        return self.refused is None and self.next_at == self.fed
+
+
+def _fold_stream(result: PartitionKeys, fold, stream: _Stream) -> _Folded:
+    """The stream decompressed piece by piece (compression.decompress_chunks, as the segment scan's
+    LogReader.fold_record_times) into ``KeyFold.records_feed``, which adds each record as
+    iter_records reads it (a record cut by a piece's end carried) and stops at the first one
+    iter_records raises for, keeping its bytes (the fuzz harnesses check that it adds exactly the
+    records iter_records yields). Raises FormatError as record_bytes does (decompression, the cap),
+    the key fold then as it was."""
+    whole = False
+    while True:
+        one_piece = whole or stream.codec_id not in (compression.CODEC_GZIP, compression.CODEC_LZ4)
+        kept, kept_bytes, before = [], 0, None
+        fold.records_begin(stream.count, stream.base_offset, stream.base_timestamp, stream.log_append)
+        try:
+            for piece in stream.pieces(whole):
+                if kept is not None:
+                    kept_bytes += len(piece)
+                    if one_piece or kept_bytes <= KEEP_DECOMPRESSED_BYTES:
+                        kept.append(piece if one_piece else bytes(piece))   # (a piece lives until the next)
+                        continue
+                    before = fold.copy()
+                    backlog, kept = kept, None
+                    for earlier in backlog:
+                        fold.records_feed(earlier)
+                fold.records_feed(piece)
+        except BaseException as exc:
+            if before is not None:
+                fold.swap(before)   # the key fold as before this batch (its stream state too: ended)
+            else:
+                fold.records_end()
+            if not isinstance(exc, compression.IrregularStream):
+                raise
+            whole = True   # only cramjam's reading decides this gzip stream: once more, in one piece
+            continue
+        break
+    for piece in kept or ():
+        fold.records_feed(piece)   # (all of them, a record refused or not: fed is then the stream's end)
+    added, first, last, next_at, fed, refused = fold.records_end()
+    if added:
+        _saw_offsets(result, first, last)
+    return _Folded(stream, added, next_at, fed, refused)
+
+
+def _fold_checked(result: PartitionKeys, reader: LogReader, batch, fold, folded: _Folded) -> bool:
+    """After _fold_stream: the error of the record KeyFold refused (or of the bytes after the last
+    record) raised as the Python loop raises it, read by iter_records from that record's bytes alone
+    (v2.refused_in_stream: a sparse map, never the stream); where iter_records reads that record
+    (C and Python disagreeing: never seen) it reads on from there in the whole stream."""
+    if folded.whole:
+        return True
+    kept = folded.refused if folded.refused is not None else b""
+    error = v2.refused_record_error(batch, v2.refused_in_stream(kept, folded.next_at, folded.fed, folded.added),
+                                    label=reader.label)
+    if error is None:
+        records = folded.stream.pieces(True)[0]
+        for record in v2.iter_records(batch, None, label=reader.label, keys=True,
+                                      resume=v2.RecordsFrom(records, folded.next_at, len(records), folded.added,
+                                                            True)):
+            fold.add(record.key, record.value_size, record.offset, record.timestamp_ms)
+            _saw_offsets(result, record.offset, record.offset)
+    if error is not None:
+        try:
+            raise error
+        finally:
+            del error   # (no cycle through this frame: see _fold_in_c)
+    return True
+
+
+def _fold_packed(result: PartitionKeys, reader: LogReader, packed: tuple, fold) -> _Folded | None:
+    """A compressed v2 batch the C walk handed back (``packed``: position, codec id, recordsCount,
+    baseOffset, size, compressed records, baseTimestamp, maxTimestamp if LogAppendTime else None),
+    through _fold_stream; None (nothing added) when decompressing it gives an error: the Python
+    reader then reads the batch and notes what."""
     position, codec_id, count, base_offset, _size, payload, base_timestamp, log_append_timestamp = packed
+    if count < 0:
+        return None   # (a negative recordsCount: record_payload names it)
     try:
-        records = compression.decompress(codec_id, payload, magic=v2.MAGIC_VALUE_V2,
-                                         max_bytes=reader.max_decompressed_bytes, label=reader.label,
-                                         position=position + v2.RECORDS_OFFSET)
+        return _fold_stream(result, fold, _Stream(position, codec_id, payload, count, base_offset, base_timestamp,
+                                                  log_append_timestamp, reader.label, reader.max_decompressed_bytes))
     except (FormatError, OSError):
-        return False
-    added = fold.add_records(records, 0, count, base_offset, base_timestamp, log_append_timestamp)
-    if added is None:
-        return False
-    if added[0]:
-        _saw_offsets(result, added[1], added[2])
-    return True
+        return None

@@ -10,6 +10,10 @@ Input: the bytes of one .log; its first byte also picks a sample size and a reco
   decompressed batch takes), in an exact-size buffer, as a CreateTime or a LogAppendTime batch
   (by the input's length): it adds the records exactly when ``record_batch.iter_records`` reads
   them all without an error, and then the same sketches, ``first_seen`` (offsets, timestamps) included;
+* the same records fed to ``KeyFold.records_feed`` in pieces whose sizes the input picks (the key
+  scan's path for a compressed batch): it adds exactly the records ``iter_records`` yields before
+  it raises (all of them when it does not), the same sketches and offsets, and the error read from
+  the bytes it kept of the refused record alone is the loop's (as a gzip batch's records);
 * nothing raises but what the Python path notes.
 
 Seeds: ``python tests/fuzz/fuzz_key_fold.py`` writes tests/fuzz/corpus/key_fold/ (keyed batches of
@@ -18,6 +22,7 @@ every codec, legacy messages, and prefixes of the real brokers' segments).
 
 from __future__ import annotations
 
+import gzip
 import struct
 import sys
 from pathlib import Path
@@ -73,6 +78,7 @@ def _add_records(data: bytes) -> None:
         read = None
     if (added is None) != (read is None):
         raise Disagreement(f"add_records gave {added!r}; iter_records {'raised' if read is None else 'read them all'}")
+    _records_in_pieces(data, count, records, attrs, header, batch)
     if read is None:
         if c.records:
             raise Disagreement(f"add_records refused the batch but added {c.records} records")
@@ -84,6 +90,46 @@ def _add_records(data: bytes) -> None:
         raise Disagreement(f"add_records returned {added}, the Python reader read {offsets}")
     if c.to_bytes() != python.to_bytes():
         raise Disagreement("add_records gave other sketches than KeyStats.add on the same records")
+
+
+def _records_in_pieces(data: bytes, count: int, records: bytes, attrs: int, header, batch) -> None:
+    """records_begin / records_feed (pieces of 1..64 bytes, sizes from the input) / records_end
+    against the records iter_records yields before it raises."""
+    c = KeyStats(**SMALL)
+    fold = c.c_fold()
+    fold.records_begin(count, BASE_OFFSET, BASE_TIMESTAMP, MAX_TIMESTAMP if attrs else None)
+    pos = i = 0
+    while pos < len(records):
+        n = 1 + data[i % len(data)] % 64
+        fold.records_feed(exact_buffer(records[pos:pos + n]))
+        pos, i = pos + n, i + 1
+    added = fold.records_end()
+    c.absorb(fold)
+    python = KeyStats(**SMALL)
+    yielded = []
+    # the same records as a gzip batch's: the loop's error names positions in the decompressed stream,
+    # as the one read from the bytes records_end kept of the refused record alone must
+    gz_header, gz_batch = _records_as_batch(count, gzip.compress(records, 1), attrs | 1)
+    error = None
+    try:
+        for r in v2.iter_records(gz_header, gz_batch, keys=True):
+            yielded.append(r.offset)
+            python.add(r.key, r.value_size, r.offset, r.timestamp_ms)
+    except FormatError as exc:
+        error = str(exc)
+    offsets = (len(yielded), yielded[0], yielded[-1]) if yielded else (0, None, None)
+    if added[:3] != offsets:
+        raise Disagreement(f"records_feed added {added[:3]}, iter_records yielded {offsets} before raising")
+    if c.to_bytes() != python.to_bytes():
+        raise Disagreement("records_feed gave other sketches than KeyStats.add on the records iter_records yields")
+    _n, _first, _last, next_at, fed, refused = added
+    whole = refused is None and next_at == fed
+    if whole != (error is None) or fed != len(records):
+        raise Disagreement(f"records_feed: refused {refused!r}, next at {next_at} of {fed}; iter_records: {error}")
+    if error is not None:
+        alone = v2.refused_record_error(gz_header, v2.refused_in_stream(refused or b"", next_at, fed, _n))
+        if str(alone) != error:
+            raise Disagreement(f"the refused record's kept bytes give {alone}, the loop {error}")
 
 
 def one_input(data: bytes) -> None:

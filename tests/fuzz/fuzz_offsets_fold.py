@@ -11,7 +11,10 @@ Input: the bytes of one __consumer_offsets .log. Checks:
   rejects, an int64 sum that overflows), or the walk's end; a C fold that stopped at a batch it
   should have taken is a disagreement;
 * with a read pace (``max_bytes``), folding in steps gives the same store as one call;
-* the Python fold and ``iter_key_values`` raise nothing but FormatError.
+* the Python fold and ``iter_key_values`` raise nothing but FormatError;
+* every compressed v2 batch folded by ``_coffsets.StreamFold`` (fold_records_into with a BadKeys,
+  the stream in pieces of 1 KiB) stores, counts and raises exactly what the Python fold does
+  (store, bad keys, records, the FormatError's text), as plain and as transactional records.
 """
 
 from __future__ import annotations
@@ -65,6 +68,32 @@ def _python_fold(reader: LogReader, stop: int) -> tuple[dict, object]:
     return store, None
 
 
+def _fold(header, batch, transactional: bool, use_c: bool) -> tuple:
+    orec.USE_C_STREAM = use_c
+    store, bad = {}, orec.BadKeys()
+    try:
+        n = orec.fold_records_into(store, header, batch, transactional, (LABEL, header.position), bad, label=LABEL)
+    except FormatError as exc:
+        n = str(exc)
+    finally:
+        orec.USE_C_STREAM = True
+    return store, (bad.first, bad.more, bad.more_first, bad.more_last), n
+
+
+def _check_stream(header, batch) -> None:
+    """StreamFold against the Python loop on one compressed v2 batch."""
+    chunk = orec.compression.CHUNK_BYTES
+    orec.compression.CHUNK_BYTES = 1024   # records carried across pieces
+    try:
+        for transactional in (False, True):
+            c, python = _fold(header, batch, transactional, True), _fold(header, batch, transactional, False)
+            if c != python:
+                raise Disagreement(f"StreamFold gave {c[1:]} ({len(c[0])} keys), the Python fold {python[1:]} "
+                                   f"({len(python[0])} keys) for the batch at byte {header.position}")
+    finally:
+        orec.compression.CHUNK_BYTES = chunk
+
+
 def one_input(data: bytes) -> None:
     path = write("00000000000000000000.log", data)
     with LogReader(path, label=LABEL) as reader:
@@ -85,6 +114,8 @@ def one_input(data: bytes) -> None:
             batch = bytes(reader.read_batch_bytes(header)) if header.size_bytes <= WINDOW_BYTES else None
             if batch is None:
                 continue
+            if header.magic == 2 and batch[22] & 0x07:
+                _check_stream(header, batch)
             try:
                 orec.fold_records_into({}, header, batch, header.is_transactional, (LABEL, header.position), [],
                                        label=LABEL)

@@ -172,8 +172,66 @@ def index() -> None:
     print("index", s.count)
 
 
+def _kv_record(off_delta: int, key: bytes | None, value: bytes | None, headers: bytes = b"\x00") -> bytes:
+    body = b"\x00" + _zigzag(off_delta * 10) + _zigzag(off_delta)
+    body += _zigzag(-1) if key is None else _zigzag(len(key)) + key
+    body += (_zigzag(-1) if value is None else _zigzag(len(value)) + value) + headers
+    return _zigzag(len(body)) + body
+
+
+def compressed_offsets_shapes() -> list[bytes]:
+    """Compressed __consumer_offsets batches for _coffsets.StreamFold (fuzz_offsets_fold compares it
+    with the Python fold in 1 KiB pieces): commits of v0 and v1 keys, tombstones, more than 3 null or
+    short keys, headers, a value longer than a piece, LogAppendTime, a transaction; broken last
+    records of several shapes, one whose length varint straddles a piece's end; an offset past
+    int64; each codec."""
+    import cramjam
+
+    def key(group: bytes, partition: int, version: int = 1) -> bytes:   # OffsetCommitKey: group, topic "t", partition
+        return (struct.pack(">hh", version, len(group)) + group + struct.pack(">h", 1) + b"t"
+                + struct.pack(">i", partition))
+
+    value = struct.pack(">hqi", 3, 42, -1) + struct.pack(">h", 0) + struct.pack(">q", 1_700_000_000_000)
+    rnd = random.Random(11)
+    good = [_kv_record(i, rnd.choice((None, b"", b"\x00")) if i % 3 == 1 else key(b"g%d" % (i % 4), i % 5, i % 2),
+                       None if i % 7 == 0 else value) for i in range(40)]
+    headers = _zigzag(2) + _zigzag(2) + b"hk" + _zigzag(2) + b"hv" + _zigzag(1) + b"k" + _zigzag(-1)
+    good.append(_kv_record(40, key(b"h", 0), value, headers=headers))
+    good.append(_kv_record(41, key(b"big", 0), b"\x00\x03" + bytes(1500)))
+    plain = b"".join(good)
+    codecs = {1: lambda d: gzip.compress(d, mtime=0), 2: lambda d: bytes(cramjam.snappy.compress_raw(d)),
+              3: _lz4_frame, 4: lambda d: bytes(cramjam.zstd.compress(d))}
+    out = []
+    for codec, compress in codecs.items():
+        out.append(_v2(0, compress(plain), len(good), attrs=codec))
+    gz = codecs[1]
+    n = next(n for n in range(1024) if len(plain + _kv_record(42, key(b"pad", 0), bytes(n))) % 1024 == 1022)
+    pad = plain + _kv_record(42, key(b"pad", 0), bytes(n))   # the next record 2 bytes before a 1 KiB piece's end
+    for tail, extra in ((_kv_record(50, key(b"c", 0), value)[:-4], 1), (b"\x00\x00", 0), (b"", 1),
+                        (b"\x80\x80\x80\x80\x80\x00", 1), (b"\x01", 1), (b"\x0c\x00\x00\x00\x01\x01\x01", 1)):
+        out.append(_v2(0, gz(pad + tail), len(good) + 1 + extra, attrs=1))
+    out.append(_v2(0, gz(plain), len(good), attrs=1 | 0x08))                      # LogAppendTime
+    out.append(_v2(0, gz(plain), len(good), attrs=1 | 0x10))                      # transactional
+    out.append(b"\x7f" + b"\xff" * 7 + _v2(0, gz(plain), len(good), attrs=1)[8:])   # offsets past int64
+    return out
+
+
+def _lz4_frame(data: bytes) -> bytes:
+    """Kafka's lz4 frame: 64 KiB blocks, independent, no checksums."""
+    import cramjam
+
+    descriptor = bytes([0x60, 0x40])
+    frame = struct.pack("<I", 0x184D2204) + descriptor + bytes([(orec.compression.xxh32(descriptor) >> 8) & 0xFF])
+    for i in range(0, len(data), 1 << 16):
+        block = bytes(cramjam.lz4.compress_block(data[i:i + (1 << 16)], store_size=False))
+        frame += struct.pack("<I", len(block)) + block
+    return frame + struct.pack("<I", 0)
+
+
 def offsets_fold() -> None:
     s = Seeds("offsets_fold")
+    for seed in compressed_offsets_shapes():
+        s.add(seed)
     for log in sorted((REAL / "broker-dirs").rglob("__consumer_offsets-*/*.log")):
         data = log.read_bytes()
         starts = entry_starts(data)
@@ -238,6 +296,11 @@ def message() -> None:
     _decoder_surface_seeds(s, TARGETS, Encoder, rnd)
     # a TopicRecord whose name is not UTF-8 (C hands it over; Python decodes it as Java does)
     s.add(b"\x00" + bytes([1, 2, 0, 2, 0xFF]) + bytes(range(16)) + b"\x00")
+    # a known tagged field whose declared size is larger than its value (ConsumerGroupMetadataValue v0:
+    # Epoch, then tag 0 MetadataHash, an int64, declared 9 bytes): _cmessage.c's tagged-size check
+    n = next(i for i, (spec, version) in enumerate(TARGETS)
+             if (spec.name, version) == ("ConsumerGroupMetadataValue", 0))
+    s.add(bytes([8]) + struct.pack(">H", n) + struct.pack(">i", 5) + b"\x01\x00\x09" + bytes(9))
     print("message", s.count)
 
 

@@ -184,7 +184,8 @@ def c_index(data: memoryview) -> None:
 
 def c_offsets(data: memoryview) -> None:
     """_coffsets.fold_plain over the input as a __consumer_offsets .log: its stop is a position in
-    the file, and folding in steps of max_bytes stores what one call stores."""
+    the file, and folding in steps of max_bytes stores what one call stores; StreamFold over the
+    input as one batch's decompressed records, in pieces."""
     fd, size = _input_fd(data), len(data)
     store: dict = {}
     stop, _n = _coffsets.fold_plain(fd, 0, size, store, LABEL)
@@ -200,15 +201,38 @@ def c_offsets(data: memoryview) -> None:
         if pos2 == pos or pos2 >= stop:
             break
         pos = pos2
-    _refused_once("c_offsets", lambda: _coffsets.fold_plain(0, 5, 4, {}, LABEL))
+    _refused_once("c_offsets", lambda: _coffsets.fold_plain(0, 5, 4, {}, LABEL),
+                  lambda: _coffsets.fold_plain("fd", 0, 0, {}, LABEL),
+                  lambda: _coffsets.StreamFold(-1, 0, 0, None, {}, False, None),
+                  lambda: _coffsets.StreamFold(0, 0, 0, None, [], False, None),
+                  lambda: _coffsets.StreamFold.__new__(_coffsets.StreamFold).feed(b""),
+                  lambda: _coffsets.StreamFold.__new__(_coffsets.StreamFold).result())
     if paced != store:
         raise Disagreement(f"fold_plain in steps of {step} bytes stored another replay than in one call")
+    # the input after its first byte as one compressed batch's decompressed records (StreamFold), fed
+    # in pieces of 1..64 bytes; the first byte is recordsCount, the length picks LogAppendTime and
+    # transactional
+    raw = bytes(data)
+    count = raw[0] if size else 0
+    stream = _coffsets.StreamFold(count, (1 << 63) - 20 if size % 5 == 0 else 7, 1000, 5 if size % 2 else None, {},
+                                  size % 3 == 0, (LABEL, 0))
+    pos = i = 0
+    while pos < size - 1:
+        n = 1 + raw[i % size] % 64
+        stream.feed(exact_buffer(raw[1 + pos:1 + pos + n]))
+        pos, i = pos + n, i + 1
+    folded, first_bad, more, _first, _last, refused = stream.result()
+    if folded > count or len(first_bad) > 3 or folded < len(first_bad) + more or \
+            (refused is not None and not 0 <= refused[1] <= max(size - 1, 0)):
+        raise Disagreement(f"StreamFold folded {folded} of {count} records, bad keys {first_bad} + {more}, "
+                           f"refused {refused}")
 
 
 def c_keys(data: memoryview) -> None:
     """_ckeys.KeyFold: the production walk (scan_partition_keys with the C fold, whole and
     sampled, as fuzz_key_fold), add_records on the input as one batch's records (exact buffer,
-    both timestamp types), state() and load() (_state_checks), and the argument refusals."""
+    both timestamp types), the same records through records_feed in pieces (with limits), state()
+    and load() (_state_checks), and the argument refusals."""
     raw = bytes(data)
     (scratch() / "native-keys" / "keyfold-0").mkdir(parents=True, exist_ok=True)
     _log(raw, "native-keys/keyfold-0/00000000000000000000.log")
@@ -223,6 +247,19 @@ def c_keys(data: memoryview) -> None:
                              1_700_000_000_000 if len(raw) % 2 else None)
     if added is not None and added[0] > count:
         raise Disagreement(f"add_records added {added[0]} records of {count}")
+    fold.records_begin(count, 7, (1 << 63) - 5000, 1_700_000_000_000 if len(raw) % 2 else None)
+    pos = i = 0
+    while pos < len(raw) - 1:   # the same records in pieces of 1..64 bytes (the key scan's compressed path)
+        n = 1 + raw[i % len(raw)] % 64
+        fold.records_feed(exact_buffer(raw[1 + pos:1 + pos + n]), count if i % 3 else i)
+        pos, i = pos + n, i + 1
+    fed = fold.records_end()
+    if fed[0] > count or fed[3] > max(len(raw) - 1, 0):
+        raise Disagreement(f"records_feed added {fed[0]} records of {count}, the next at {fed[3]}")
+    twin = fold.copy()   # (the key scan's copy before a long stream, swapped back when the stream fails)
+    fold.swap(twin)
+    if _normal(twin.state()) != _normal(fold.state()):
+        raise Disagreement("KeyFold.copy() holds another state than the fold's")
     _state_checks(raw)
     _ckeys.KeyFold.key_id(raw[:300])
     _refusals_once()
@@ -308,7 +345,10 @@ def _refusals_once() -> None:
     fold = KeyStats(**SMALL).c_fold()
     _refused_once("c_keys", lambda: _ckeys.KeyFold(12, 1, 1, 1, 0, 5), lambda: _ckeys.KeyFold(3, 1, 1, 1, 0, len),
                   lambda: fold.__init__(12, 1, 1, 1, 0, len), lambda: fold.add_records(b"", 1, 0, 0, 0, None),
-                  lambda: fold.walk(0, 5, 4, 0), lambda: _ckeys.KeyFold.__new__(_ckeys.KeyFold).state())
+                  lambda: fold.walk(0, 5, 4, 0), lambda: _ckeys.KeyFold.__new__(_ckeys.KeyFold).state(),
+                  lambda: fold.records_feed(b"\x00"), lambda: fold.records_end(),
+                  lambda: fold.records_begin(-1, 0, 0, None), lambda: fold.swap(5),
+                  lambda: _ckeys.KeyFold.__new__(_ckeys.KeyFold).copy())
 
 
 def c_message(data: memoryview) -> None:
