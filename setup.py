@@ -11,7 +11,7 @@ setup(
         Extension(
             "auditor.formats._cwalk",
             sources=["auditor/formats/_cwalk.c"],
-            depends=["auditor/formats/_record_batch.h"],
+            depends=["auditor/formats/_record_batch.h", "auditor/formats/_legacy_message.h"],
             extra_compile_args=["-O2"],
             optional=True,
         ),
@@ -25,7 +25,8 @@ setup(
         Extension(  # key statistics of issue 23 (Python fallback: auditor/keys/sketches.py KeyStats.add)
             "auditor.keys._ckeys",
             sources=["auditor/keys/_ckeys.c"],
-            depends=["auditor/formats/_record_batch.h", "auditor/formats/_record_reading.h"],
+            depends=["auditor/formats/_record_batch.h", "auditor/formats/_record_reading.h",
+                     "auditor/formats/_legacy_message.h"],
             include_dirs=["auditor/formats"],
             extra_compile_args=["-O2"],
             optional=True,

@@ -115,3 +115,42 @@ def test_bad_legacy_entries_are_notes_and_the_rest_is_counted(tmp_path):
     assert any(f"{part / SEGMENT}: byte {at_absurd}" in n and "keyLength" in n for n in notes), notes
     assert any(f"byte {at_wrapper}" in n and "inner message keyLength" in n for n in notes), notes
     assert any(f"byte {len(data) - len(cut_in_key)}" in n and "partial-tail" in n for n in notes), notes
+
+
+def _message_at(offset: int, magic: int, key: bytes | None, value: bytes | None, ts: int, attrs: int = 0) -> bytes:
+    body = struct.pack(">bb", magic, attrs) + (struct.pack(">q", ts) if magic == 1 else b"")
+    body += struct.pack(">i", -1) if key is None else struct.pack(">i", len(key)) + key
+    body += struct.pack(">i", -1) if value is None else struct.pack(">i", len(value)) + value
+    return struct.pack(">qiI", offset, 4 + len(body), zlib.crc32(body)) + body
+
+
+LOG_APPEND_TIME = 0x08
+
+
+def test_compressed_wrappers_are_added_in_c_as_the_python_loop_adds_them(tmp_path, monkeypatch):
+    """KeyFold.add_legacy (the inner set walked in C) gives what the Python loop gives: every key
+    size (empty, null, long), a magic 1 wrapper's relative offsets, one written with offset 0 (old
+    librdkafka), its LogAppendTime taking over the inner timestamps (first seen), magic 0 inner
+    messages in a magic 1 wrapper (timestamp -1); and on the C path the Python loop reads no
+    compressed wrapper at all (only the single messages)."""
+    from auditor.formats.log_reader import LogReader
+
+    def wrapper(last_offset, inner, attrs=GZIP, ts=TS + 777):
+        messages = b"".join(_message_at(i, m, k, v, TS + 10 * i) for i, (m, k, v) in enumerate(inner))
+        return _message_at(last_offset, 1, None, bytes(cramjam.gzip.compress(messages)), ts, attrs=attrs)
+
+    inner = [(1, b"", b"v"), (1, None, b"v"), (1, b"k" * 3000, None), (0, b"old", b"v"), (1, b"a", b"")]
+    entries = [wrapper(4, inner, attrs=GZIP | LOG_APPEND_TIME), wrapper(9, inner), wrapper(0, inner),
+               _message_at(10, 1, b"single", b"v", TS), wrapper(15, [(1, b"k%d" % i, b"v") for i in range(5)])]
+    part = _partition(tmp_path, "wrappers-0", b"".join(entries))
+    read = []
+    records = LogReader.records
+    monkeypatch.setattr(LogReader, "records", lambda self, batch, **kw: read.append(batch.magic) or records(self, batch, **kw))
+    c = scan_partition_keys(part, use_c=True, capacity=64, sample_size=32)
+    assert read == [1], read   # the single message only
+    doc = _both(part)
+    assert doc == c.to_json(100)
+    assert doc["records"] == doc["legacy_records_read"] == 5 * 4 + 1
+    assert doc["null_key_records"] == 3 and doc["empty_key_records"] == 3, doc
+    # the wrapper written with offset 0 adds 0 to its relative offsets: the walk's last offset stays 15
+    assert (doc["first_offset"], doc["last_offset"]) == (0, 15)

@@ -214,6 +214,7 @@ def test_sdist_and_wheels_hold_the_code_the_extensions_and_the_package_data(dist
         in_sdist = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
     for source in ("auditor/formats/_cwalk.c", "auditor/formats/_coffsets.c", "auditor/formats/_cmessage.c",
                    "auditor/keys/_ckeys.c", "auditor/formats/_record_batch.h", "auditor/formats/_record_reading.h",
+                   "auditor/formats/_legacy_message.h",
                    "setup.py", "pyproject.toml", *PACKAGE_DATA):
         assert source in in_sdist, f"{source} missing from the sdist {dists['sdist'].name}"
     for key, with_c in (("wheel", True), ("pure_wheel", False)):

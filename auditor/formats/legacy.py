@@ -289,10 +289,17 @@ def fold_inner(header: BatchHeader, entry_bytes, state: tuple, *, label: str = "
         inner = walk_inner(header, entry_bytes, label=label, max_decompressed_bytes=max_decompressed_bytes)
     if inner is None:
         return None
+    return _cwalk.legacy_fold(inner.data, inner.count, *inner_offsets_and_times(header, inner, label), *state)
+
+
+def inner_offsets_and_times(header: BatchHeader, inner: InnerSet, label: str) -> tuple[int, bool, int | None]:
+    """How iter_records makes a wrapper's inner offsets and timestamps, for the C folds of its set:
+    (base, relative: base is added to each stored offset (magic 1), the wrapper's LogAppendTime
+    that every inner magic 1 message takes, else None). Raises what :func:`_absolute_base` raises."""
     base = _absolute_base(header, inner.magic, inner.count, inner.last, inner.where, label)
     log_append = inner.wrapper_ts if inner.magic == MAGIC_VALUE_V1 and \
         _TS_TYPES[(inner.attrs & TIMESTAMP_TYPE_MASK) >> 3] == "LogAppendTime" else None
-    return _cwalk.legacy_fold(inner.data, inner.count, base or 0, base is not None, log_append, *state)
+    return base or 0, base is not None, log_append
 
 
 def iter_records(header: BatchHeader, entry_bytes, *, label: str = "<bytes>",

@@ -352,6 +352,11 @@ class LogReader:
             raise FormatError(*kept[2])
         return kept[2]
 
+    def legacy_inner(self, header: BatchHeader, data) -> legacy.InnerSet | None:
+        """legacy.walk_inner of the compressed wrapper whose bytes are ``data`` (the walk's own when it
+        already decompressed that wrapper for its base offset): for the C folds of its inner set."""
+        return self._walk_inner(header, data)
+
     # -- deep -----------------------------------------------------------------------------------
     def _read(self, position: int, n: int) -> bytearray:
         """Exactly n bytes at position, read in CHUNK_BYTES preads (OSError if the file shrank)."""

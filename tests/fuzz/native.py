@@ -38,7 +38,7 @@ EXTENSIONS = {
     "auditor.formats._cmessage": FORMATS / "_cmessage.c",
     "auditor.keys._ckeys": ROOT / "auditor" / "keys" / "_ckeys.c",  # includes formats/_record_batch.h (-I)
 }
-DEPENDS = [FORMATS / "_record_batch.h", FORMATS / "_record_reading.h"]
+DEPENDS = [FORMATS / "_record_batch.h", FORMATS / "_record_reading.h", FORMATS / "_legacy_message.h"]
 CLANG = os.environ.get("FUZZ_CLANG", "clang-14")
 COMMON_FLAGS = ["-shared", "-fPIC", "-g", "-fno-omit-frame-pointer", "-Wall", "-Werror=implicit-function-declaration"]
 VARIANT_FLAGS = {
