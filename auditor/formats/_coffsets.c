@@ -345,47 +345,12 @@ static int parse_key_value(const unsigned char *d, int64_t pos, int64_t body_end
     return pos == body_end;
 }
 
-static int grow_append(unsigned char **buf, int64_t *len, int64_t *cap, const unsigned char *b, int64_t n) {
-    if (n == 0) return 0;
-    if (*len + n > *cap) {
-        int64_t c = *cap ? *cap : 4096;
-        while (c < *len + n) c *= 2;
-        unsigned char *grown = realloc(*buf, (size_t)c);
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        *buf = grown;
-        *cap = c;
-    }
-    memcpy(*buf + *len, b, (size_t)n);
-    *len += n;
-    return 0;
-}
-
-/* What the refused record still lacks of the bytes the Python loop reads before it raises: its
- * length varint (up to MAX_VARINT_BYTES), then, when that is a length >= 0, its body (whose reads
- * stay inside it); nothing after recordsCount records (the loop then names the bytes after the last
- * record, and the stream's end, fed, says how many). */
-static int64_t kept_lacks(const StreamFold *self) {
-    if (self->left == 0) return 0;
-    int64_t body = 0, length;
-    if (!read_varint(self->kept, &body, self->kept_len, &length))
-        return self->kept_len < MAX_VARINT_BYTES ? MAX_VARINT_BYTES - self->kept_len : 0;
-    if (length < 0 || body + length <= self->kept_len) return 0;
-    return body + length - self->kept_len;
-}
-
-/* b[0, n) into the refused record's kept bytes, as many as it still lacks: 0, -1 out of memory. */
+/* b[0, n) into the refused record's kept bytes, as many as it still lacks (record_lacks), nothing
+ * after recordsCount records (the loop then names the bytes after the last record, and the stream's
+ * end, fed, says how many): 0, -1 out of memory. */
 static int keep_more(StreamFold *self, const unsigned char *b, int64_t n) {
-    int64_t lacks;
-    while (n > 0 && (lacks = kept_lacks(self)) > 0) {
-        int64_t take = lacks < n ? lacks : n;
-        if (grow_append(&self->kept, &self->kept_len, &self->kept_cap, b, take) < 0) return -1;
-        b += take;
-        n -= take;
-    }
-    return 0;
+    if (self->left == 0) return 0;
+    return keep_record_bytes(&self->kept, &self->kept_len, &self->kept_cap, b, n);
 }
 
 /* The record at stream position `at` is refused; its bytes so far are a[0, a_len) then b[0, b_len)

@@ -6,6 +6,8 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define MAX_VARINT_BYTES 5
@@ -61,6 +63,52 @@ static inline int read_window(int fd, unsigned char *buf, int64_t want, int64_t 
         if (r < 0 && errno == EINTR) continue;
         if (r <= 0) return -1;
         got += r;
+    }
+    return 0;
+}
+
+/* The bytes of a refused v2 record kept for the Python loop's note (the key scan's and the
+ * __consumer_offsets replay's stream folds): appended in pieces as they come. */
+
+/* b[0, n) appended to *buf (of *len bytes, *cap allocated), grown by doubling: 0, -1 out of memory
+ * (exception set). */
+static int grow_append(unsigned char **buf, int64_t *len, int64_t *cap, const unsigned char *b, int64_t n) {
+    if (n == 0) return 0;
+    if (*len + n > *cap) {
+        int64_t c = *cap ? *cap : 4096;
+        while (c < *len + n) c *= 2;
+        unsigned char *grown = realloc(*buf, (size_t)c);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        *buf = grown;
+        *cap = c;
+    }
+    memcpy(*buf + *len, b, (size_t)n);
+    *len += n;
+    return 0;
+}
+
+/* What a refused record, of which kept[0, kept_len) is known, still lacks of the bytes
+ * iter_records reads before it raises: its length varint (up to MAX_VARINT_BYTES), then, when that
+ * is a length >= 0, its body (whose reads stay inside it). */
+static int64_t record_lacks(const unsigned char *kept, int64_t kept_len) {
+    int64_t body = 0, length;
+    if (!read_varint(kept, &body, kept_len, &length))
+        return kept_len < MAX_VARINT_BYTES ? MAX_VARINT_BYTES - kept_len : 0;
+    if (length < 0 || body + length <= kept_len) return 0;
+    return body + length - kept_len;
+}
+
+/* b[0, n) into a refused record's kept bytes, as many as it still lacks: 0, -1 out of memory. */
+static int keep_record_bytes(unsigned char **kept, int64_t *len, int64_t *cap, const unsigned char *b, int64_t n) {
+    int64_t lacks;
+    while (n > 0 && (lacks = record_lacks(*kept, *len)) > 0) {
+        int64_t take = lacks < n ? lacks : n;
+        if (grow_append(kept, len, cap, b, take) < 0) return -1;
+        b += take;
+        n -= take;
     }
     return 0;
 }

@@ -966,60 +966,9 @@ static int64_t stream_carry_lacks(const records_stream_t *st) {
     return body + length - st->carry_len; /* may be 0: complete */
 }
 
-static int stream_carry_append(records_stream_t *st, const unsigned char *b, int64_t n) {
-    if (n == 0) return 0;
-    if (st->carry_len + n > st->carry_cap) {
-        int64_t cap = st->carry_cap ? st->carry_cap : 4096;
-        while (cap < st->carry_len + n) cap *= 2;
-        unsigned char *grown = realloc(st->carry, (size_t)cap);
-        if (grown == NULL) return -1;
-        st->carry = grown;
-        st->carry_cap = cap;
-    }
-    memcpy(st->carry + st->carry_len, b, (size_t)n);
-    st->carry_len += n;
-    return 0;
-}
-
-static int grow_append(unsigned char **buf, int64_t *len, int64_t *cap, const unsigned char *b, int64_t n) {
-    if (n == 0) return 0;
-    if (*len + n > *cap) {
-        int64_t c = *cap ? *cap : 4096;
-        while (c < *len + n) c *= 2;
-        unsigned char *grown = realloc(*buf, (size_t)c);
-        if (grown == NULL) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        *buf = grown;
-        *cap = c;
-    }
-    memcpy(*buf + *len, b, (size_t)n);
-    *len += n;
-    return 0;
-}
-
-/* What the refused record still lacks of the bytes iter_records reads before it raises: its length
- * varint (up to MAX_VARINT_BYTES), then, when that is a length >= 0, its body (whose reads stay inside
- * it). */
-static int64_t kept_lacks(const records_stream_t *st) {
-    int64_t body = 0, length;
-    if (!read_varint(st->kept, &body, st->kept_len, &length))
-        return st->kept_len < MAX_VARINT_BYTES ? MAX_VARINT_BYTES - st->kept_len : 0;
-    if (length < 0 || body + length <= st->kept_len) return 0;
-    return body + length - st->kept_len;
-}
-
 /* b[0, n) into the refused record's kept bytes, as many as it still lacks: 0, -1 out of memory. */
 static int keep_more(records_stream_t *st, const unsigned char *b, int64_t n) {
-    int64_t lacks;
-    while (n > 0 && (lacks = kept_lacks(st)) > 0) {
-        int64_t take = lacks < n ? lacks : n;
-        if (grow_append(&st->kept, &st->kept_len, &st->kept_cap, b, take) < 0) return -1;
-        b += take;
-        n -= take;
-    }
-    return 0;
+    return keep_record_bytes(&st->kept, &st->kept_len, &st->kept_cap, b, n);
 }
 
 /* This reader refuses the record at next_at, whose bytes so far are a[0, a_len) then b[0, b_len)
@@ -1054,10 +1003,7 @@ static int stream_feed(KeyFold *f, records_stream_t *st, const unsigned char *b,
         int64_t lacks = stream_carry_lacks(st);
         if (lacks < 0) return stream_stop(st, st->carry, st->carry_len, b + pos, n - pos);
         int64_t take = lacks < n - pos ? lacks : n - pos;
-        if (stream_carry_append(st, b + pos, take) < 0) {
-            PyErr_NoMemory();
-            return -1;
-        }
+        if (grow_append(&st->carry, &st->carry_len, &st->carry_cap, b + pos, take) < 0) return -1;
         pos += take;
         lacks = stream_carry_lacks(st);
         if (lacks > 0) continue; /* the varint completed, the body still short: take more */
@@ -1080,10 +1026,8 @@ static int stream_feed(KeyFold *f, records_stream_t *st, const unsigned char *b,
         pos = body + length;
         if (stream_add(f, st, b, &r, st->fed + pos) < 0) return -1;
     }
-    if (st->left > 0 && pos < n && stream_carry_append(st, b + pos, n - pos) < 0) {
-        PyErr_NoMemory();
+    if (st->left > 0 && pos < n && grow_append(&st->carry, &st->carry_len, &st->carry_cap, b + pos, n - pos) < 0)
         return -1;
-    }
     return 0;
 }
 
