@@ -27,6 +27,10 @@ file, byte position, field, value found and bound broken.
 
 from __future__ import annotations
 
+# long module: one batch's records read two ways that must agree record for record, the Python
+# reader (iter_key_values) and the replay's fold of the same bytes handed to C (fold_records_into,
+# _fold_compressed, fold_plain_batches, with the bounded bad-key notes): one file to review against
+# _coffsets.c
 import struct
 from typing import Iterator
 
