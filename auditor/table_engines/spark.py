@@ -139,12 +139,18 @@ def _collect_aggregates(partition_stats, dirs: int) -> tuple[ArrowRows, dict]:
 ROWS_PER_COLLECT_SLICE = 100_000
 
 
+#: What names a partition dir in both tables collected in slices (its statistics and the cluster
+#: checks' partition columns): the columns a row's slice is hashed from.
+SLICE_IDENTITY_COLUMNS = ("broker_id", "log_dir", "topic", "partition", "dir_kind")
+
+
 def _collect_table(df, rows: int):
     """A DataFrame of about ``rows`` rows (one per partition dir) on the driver as a compacted
     Arrow table (``auditor.arrow_compact``: repeated strings, topic, log dir, dir kind, cluster id,
     as sorted dictionaries; an all-null column on the zero page), collected in slices of about
     :data:`ROWS_PER_COLLECT_SLICE` rows: a Spark job each, one after the other, a row's slice
-    picked by a hash of its values. The driver JVM holds one slice's Arrow batches at a time (one
+    picked by a hash of its identity (:data:`SLICE_IDENTITY_COLUMNS`). The driver JVM holds one
+    slice's Arrow batches at a time (one
     ``toArrow`` of 500,000 dirs' statistics grew its heap by ~100 MiB, which it kept), and this
     process one slice's plain strings: the slices are compacted as they come and joined without a
     plain copy (``arrow_compact.concat_compacted``). The rows come in slice order (Spark's order
@@ -157,7 +163,10 @@ def _collect_table(df, rows: int):
     slices = max(1, math.ceil(rows / ROWS_PER_COLLECT_SLICE))
     if slices == 1:
         return compact_columns(df.toArrow())
-    which = F.pmod(F.xxhash64(*[F.col(c) for c in df.columns]), F.lit(slices))
+    # the slice from the dir's identity only: a statistic (a double summed in another order when a
+    # lost executor's partition is computed again) could move a row to another slice between jobs
+    identity = [c for c in SLICE_IDENTITY_COLUMNS if c in df.columns] or df.columns
+    which = F.pmod(F.xxhash64(*[F.col(c) for c in identity]), F.lit(slices))
     tables = []
     for i in range(slices):
         tables.append(compact_columns(df.where(which == i).toArrow()))
