@@ -13,11 +13,11 @@ from auditor.cli.common import (
     DEPTH_HELP, FORMATTER, CliError, csv_cell, input_exit_code, progress_printer, require_extra,
     wants_progress, write_json, write_scan_table,
 )
-from auditor.engine import (
+from auditor.engines.spark import (
     LOG_DIR_INFO_KEYS, aggregates, build_spark, parse_conf, read_manifests, rows_to_driver, scan_dataframes,
     write_parquet,
 )
-from auditor.engine.scan_job import driver_order
+from auditor.engines.spark.scan_job import driver_order
 from auditor.scan import ScanResult, scan_log_dirs
 from auditor.schema import DEPTHS, PARTITION_SCHEMA, SEGMENT_FIELDS, SEGMENT_SCHEMA, json_envelope, json_rows_with_utc, to_table
 from auditor.units import iso_utc
