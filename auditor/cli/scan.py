@@ -62,7 +62,7 @@ def register(sub) -> None:
                       help="with --engine spark: read manifests from `kafka-audit collect` "
                            "(a manifest dir, a parent dir or a glob; repeatable) instead of log dirs")
     keys = scan.add_argument_group(
-        "key statistics (issue 23; with --json, local engine)",
+        "key statistics (with --json, local engine; docs/keys.md)",
         "Per partition: null keys, distinct keys (HyperLogLog), the heaviest keys and key sizes, and per\n"
         "topic the partitioner that explains where the keys are. Keys are shown as fingerprints\n"
         "(Kafka's murmur2 of the key, its length, whether printable), never as bytes; values never.")
