@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from auditor import replay
-from auditor.schema import FINDING_FIELDS
 from checks import check_named
 from checks.framework.base import AuditContext, Check, CheckInput, Finding, Severity, error_finding
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 _EPOCH = datetime(1970, 1, 1)
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")

@@ -17,10 +17,10 @@ from auditor.schema import json_envelope
 from auditor.units import iso_utc
 from auditor.nightly import run_history as hist
 from reports.html import render
+from checks.framework.base import SEVERITIES
 from checks.framework.config import INTERNAL_TOPIC_DEFAULTS, KAFKA_DEFAULTS
 
 SCHEMA_VERSION = 3
-SEVERITIES = ("PASS", "INFO", "WARN", "FAIL")
 
 
 def build_document(outcome) -> dict:

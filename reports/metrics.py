@@ -3,7 +3,7 @@
 :func:`render` is pure: the findings document (``reports.document.build_document``, as written to
 the findings JSON, with its ``tables.partition_stats``) in, the Prometheus text exposition format
 (version 0.0.4, what node_exporter's textfile collector reads) out. :func:`render_failure` is the
-file of a run that did not finish. :func:`write_atomic` is the thin writer: a temporary file in
+file of a run that did not finish. :func:`write_textfile` is the thin writer: a temporary file in
 the target's directory, fsync, rename, so the textfile collector never reads half a file.
 docs/metrics.md lists every metric, its labels and the bound on its series.
 
@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditor.atomic import OutputError, atomic_write
+from checks.framework.base import SEVERITIES
 
 PREFIX = "kafka_audit_"
-SEVERITIES = ("PASS", "INFO", "WARN", "FAIL")
-#: Statuses of a finding since the last run (issue 22), as the findings JSON gives them.
+#: Statuses of a finding since the last run, as the findings JSON gives them.
 TRACKED_STATUSES = ("new", "worsened", "persisting")
 ACCEPTED = "accepted"
 """The status label of the document's ``accepted`` findings (accepted, not yet expired)."""
@@ -426,7 +426,7 @@ def check_path(path: str | os.PathLike) -> Path:
     return p
 
 
-def write_atomic(path: str | os.PathLike, text: str) -> Path:
+def write_textfile(path: str | os.PathLike, text: str) -> Path:
     """Writes ``text`` to ``path`` as the textfile collector expects, with :func:`auditor.atomic.atomic_write`:
     into a temporary file in the same directory (a dot name not ending in .prom, so the collector
     skips it), fsynced, then renamed over ``path`` (a scrape sees the old file or the new one),

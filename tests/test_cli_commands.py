@@ -135,8 +135,6 @@ def test_audit_bad_config_is_one_line_and_exit_2(tmp_path):
 def test_top_level_help_from_the_summaries_equals_the_full_parsers_and_imports_no_command():
     """``kafka-audit --help`` is answered from COMMANDS' one-line summaries: the same text as the
     parser every command module registers itself, without importing any of them."""
-    import subprocess
-    import sys
 
     from auditor.cli import COMMANDS, build_parser
     assert build_parser(summary=True).format_help() == build_parser().format_help()

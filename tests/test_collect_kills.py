@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import collections
 import gzip
-import json
 import os
 import random
 import signal

@@ -20,7 +20,6 @@ import crc32c
 import pytest
 
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, offsets_partition_dirs, read_groups
-from auditor.formats import record_batch as v2
 from harness.encoding import zigzag_varint
 from harness.offsets_dump import dump_offsets, latest_offsets
 from realdata import LOG_DIRS

@@ -453,7 +453,6 @@ def test_text_lines_carry_byte_positions(tmp_path, data, encoding):
     character is one byte, else the encoded length of what precedes it."""
     path = _write(tmp_path, "f", data)
     lines = checkpoints._lines(path, encoding)
-    text = data.decode(encoding)
     for number, pos, line in lines:
         assert data[pos:pos + len(line.encode(encoding))] == line.encode(encoding), (number, pos, line)
     assert [n for n, _, _ in lines] == list(range(1, len(lines) + 1)) and len(lines) >= 3

@@ -243,22 +243,22 @@ def test_failure_text_has_the_run_metrics_only():
 
 def test_write_atomic_replaces_the_file_and_leaves_no_temp(tmp_path):
     target = tmp_path / "textfile" / "kafka_audit.prom"
-    metrics.write_atomic(target, "first\n")
+    metrics.write_textfile(target, "first\n")
     old_umask = os.umask(0o022)
     try:
-        metrics.write_atomic(target, "second\n")
+        metrics.write_textfile(target, "second\n")
     finally:
         os.umask(old_umask)
     assert target.read_text() == "second\n"
     assert (target.stat().st_mode & 0o777) == 0o644      # readable by node_exporter's user
     assert [p.name for p in target.parent.iterdir()] == ["kafka_audit.prom"]
     with pytest.raises(TypeError):                         # a failure while writing: the old file stays
-        metrics.write_atomic(target, None)
+        metrics.write_textfile(target, None)
     assert target.read_text() == "second\n"
     assert [p.name for p in target.parent.iterdir()] == ["kafka_audit.prom"]
     for bad in ("metrics.txt", ".prom", "kafka_audit.prom.tmp"):
         with pytest.raises(metrics.MetricsPathError, match=r"\*\.prom"):
-            metrics.write_atomic(tmp_path / bad, "x\n")
+            metrics.write_textfile(tmp_path / bad, "x\n")
 
 
 def test_cli_refuses_a_metrics_path_that_is_no_prom_file(tmp_path, capsys):

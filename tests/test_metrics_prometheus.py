@@ -154,14 +154,14 @@ def test_statuses_and_label_values_survive_node_exporter_and_prometheus(stack):
            "resolved": [{"check": "x.y", "severity": "WARN", "topic": "d", "partition": 0}] * 2,
            "tables": {"partition_stats": [{"dir_kind": "live", "topic": odd, "partition": 3, "size_bytes": 10,
                                            "oldest_record_timestamp_ms": 1_700_000_000_000}]}}
-    metrics.write_atomic(exporter.textfile_dir / "kafka_audit.prom", metrics.render(doc))
+    metrics.write_textfile(exporter.textfile_dir / "kafka_audit.prom", metrics.render(doc))
     wait_for_run(server, 1_700_000_000.123, success=1)
     assert server.scalar("node_textfile_scrape_error") == 0, exporter.metrics_text()[-3000:]
     assert by_labels(server, "kafka_audit_findings > 0", "severity", "status") == {
         ("WARN", "new"): 1.0, ("WARN", "persisting"): 1.0, ("FAIL", "new"): 1.0, ("FAIL", "accepted"): 1.0}
     assert server.scalar('kafka_audit_findings{check="x.y",severity="FAIL",status="worsened"}') == 0
     assert server.scalar('kafka_audit_resolved_findings{check="x.y"}') == 2
-    [series] = server.query(f'kafka_audit_partition_findings{{severity="WARN",topic!="b"}}')
+    [series] = server.query('kafka_audit_partition_findings{severity="WARN",topic!="b"}')
     assert series["metric"]["topic"] == odd and series["metric"]["partition"] == "3"
     assert series["value"][1] == "1"
 

@@ -6,6 +6,8 @@ Exit codes (so scripts can gate on them):
      re-read data or crash a client (replay-check)
   2  usage or configuration error (one clear line on stderr)
   3  done, but something is wrong with the input (e.g. a path that is not a Kafka log dir)
+  4  internal error: the tool failed in a way it does not expect (one line on stderr naming what
+     failed and where the traceback was written; ``--debug`` prints it instead)
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ EXIT_OK = 0
 EXIT_UNSAFE = 1
 EXIT_USAGE = 2
 EXIT_INPUT_PROBLEM = 3
+EXIT_INTERNAL = 4
 
 #: argparse formatter of every command: descriptions and epilogs keep their line breaks.
 FORMATTER = argparse.RawDescriptionHelpFormatter

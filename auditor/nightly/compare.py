@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Callable
 
 from auditor.nightly.accept import AcceptFile, mark_stale, split_accepted
+from checks.framework.base import SEVERITIES
 from auditor.nightly.identity import RANK, Comparison, classify, gate_on_change, history_rows, identity_fields, identity_of, \
     unclassified
 from auditor.nightly.finding_history import Previous
 
-SEVERITIES = ("PASS", "INFO", "WARN", "FAIL")
 
 
 def annotate(doc: dict, previous: Previous | None, accept: AcceptFile | None, fail_on_new: str | None = None,

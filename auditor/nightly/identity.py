@@ -27,10 +27,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 from auditor.units import iso_utc
-from checks.framework.base import Severity
+from checks.framework.base import RANK
 
-#: A severity name -> its order (PASS 0 .. FAIL 3), as ``checks.framework.base.Severity`` defines it.
-RANK = {s.name: int(s) for s in Severity}
 STATUSES = ("new", "worsened", "persisting")
 DEFAULT_IDENTITY = ("topic", "partition", "broker_id", "log_dir")
 SHORT = {"topic": "topic", "partition": "partition", "broker_id": "broker", "log_dir": "log_dir"}

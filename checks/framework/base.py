@@ -27,7 +27,10 @@ import json
 import re
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, Sequence
+
+if TYPE_CHECKING:  # the batch frame (numpy, pandas) is imported where a batch is built
+    from checks.framework.batch import PartitionBatch
 
 DOCSTRING_SECTIONS = ("What it checks", "Why it matters", "Example finding", "How to fix", "Options")
 """The sections of a check's documentation: the module docstring writes the first four; Options
@@ -54,6 +57,12 @@ class Severity(IntEnum):
             return cls[str(value).strip().upper()]
         except KeyError:
             raise ValueError(f"severity {value!r} is not one of {', '.join(s.name for s in cls)}") from None
+
+
+SEVERITIES: tuple[str, ...] = tuple(s.name for s in Severity)
+"""The severity names, least severe first: the one order the JSON, the metrics and the gates use."""
+RANK: dict[str, int] = {s.name: int(s) for s in Severity}
+"""A severity name's place in :data:`SEVERITIES` (PASS 0 .. FAIL 3), for findings read back as JSON."""
 
 
 @dataclass

@@ -11,7 +11,6 @@ with preallocated, zero-tailed indexes.  Returns what it made so tests can compa
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from .kafka import KafkaCluster, KafkaHarnessError

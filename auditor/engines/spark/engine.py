@@ -15,10 +15,14 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from functools import partial
+from typing import TYPE_CHECKING
 
 from auditor.manifest import collect_manifest
 from auditor.engines.base import Progress, TableEngine, TableOutcome, TimelineKeys, read_keys, versions
 from checks.framework.base import AuditContext, Finding
+
+if TYPE_CHECKING:
+    from auditor.engines.local.tables import ArrowRows
 
 #: Segment rows per Spark partition for the checks and the Great Expectations suite.
 ROWS_PER_CHECK_SLICE = 100_000
