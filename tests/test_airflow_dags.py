@@ -1,6 +1,6 @@
 """The Airflow DAGs, run for real: Airflow 3 with a migrated sqlite database in a temp
 AIRFLOW_HOME, the DAG files loaded by a DagBag, and whole runs with ``dag.test()`` against log
-dirs of a real Kafka broker (tests/airflow_runner.py runs each in its own process). The nightly
+dirs of a real Kafka broker (tests/harness/airflow_runner.py runs each in its own process). The nightly
 audit runs both ways: through the Spark provider's SparkSubmitOperator against a real Spark
 standalone cluster, and as the CLI task on Spark local."""
 
@@ -19,8 +19,10 @@ from harness.kafka import free_port
 from harness.scenarios import make_retention_gap
 from harness.spark_standalone import StandaloneSpark
 
+pytestmark = pytest.mark.live
+
 REPO = Path(__file__).resolve().parents[1]
-RUNNER = Path(__file__).parent / "airflow_runner.py"
+RUNNER = Path(__file__).parent / "harness" / "airflow_runner.py"
 DAY = 86_400_000
 
 

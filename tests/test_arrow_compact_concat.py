@@ -14,6 +14,8 @@ import pytest
 
 from auditor.arrow_compact import compact_columns, concat_compacted, is_sorted_dictionary, pandas_values
 
+pytestmark = pytest.mark.unit
+
 SCHEMA = pa.schema([("topic", pa.string()), ("log_dir", pa.string()), ("dir_name", pa.string()),
                     ("topic_id", pa.string()), ("partition", pa.int32()), ("size_bytes", pa.int64()),
                     ("empty", pa.int64())])

@@ -30,7 +30,9 @@ from auditor.engines.local.checks import run_local
 from auditor.engines.spark.checks import run_spark
 from checks.skew.broker_disk import SkewBrokerDisk
 from checks.skew.partition_size import SkewPartitionSize
-from spark_session import spark  # noqa: F401
+from harness.spark_session import spark  # noqa: F401
+
+pytestmark = pytest.mark.live
 
 TOPIC = "clicks"
 EVEN = "even"

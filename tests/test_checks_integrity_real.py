@@ -24,7 +24,9 @@ from checks.framework.base import AuditContext, Severity
 from checks.framework.config import Config
 from auditor.engines.local.checks import run_local
 from harness.kafka import ROLL_TOPIC_CONFIG
-from realdata import RECORD_SETS
+from harness.realdata import RECORD_SETS
+
+pytestmark = pytest.mark.live
 
 MINE = ["retention.overdue", "timestamps.missing", "timestamps.backward", "integrity.index_mismatch",
         "integrity.truncation", "integrity.offset_gap"]

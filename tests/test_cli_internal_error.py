@@ -8,6 +8,7 @@ replaced by one that raises (the failure is forced there; everything around it i
 
 from __future__ import annotations
 
+import pytest
 import json
 import subprocess
 import sys
@@ -15,6 +16,8 @@ from pathlib import Path
 
 from auditor.cli import COMMANDS
 from auditor.cli.common import EXIT_INTERNAL
+
+pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,6 +15,8 @@ from checks import REGISTRY
 from checks.framework.base import CheckInput
 from test_check_cases import CASES, _complete, _time_fields, case_context
 
+pytestmark = pytest.mark.unit
+
 CLUSTER_CASES = [p for p in CASES if any(REGISTRY[n].scope == "cluster" for n in p.values[1].get("checks", [p.values[0]]))]
 
 

@@ -29,8 +29,10 @@ from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
 from auditor.formats.message_codegen import FIXED, in_versions
 from auditor.formats.record_batch import ATTRIBUTES_OFFSET, CRC_OFFSET, RECORDS_COUNT_OFFSET
-from realdata import BROKER_DIRS, REAL, at_least
+from harness.realdata import BROKER_DIRS, REAL, at_least
 from test_metadata_log import _rewrite_record
+
+pytestmark = pytest.mark.recorded
 
 METADATA = REAL / "metadata" / "kraft-transactional" / ml.METADATA_DIR_NAME
 SNAPSHOTS = at_least(sorted(METADATA.glob("*.checkpoint")), 3, "KRaft metadata snapshots")

@@ -44,6 +44,8 @@ from auditor.scan.state import read_state_file
 from harness.forked import Zygote, kill_at_random_moment
 from harness.kafka import KafkaCluster, freeze_broker, thaw_broker, wait_until
 
+pytestmark = pytest.mark.live
+
 KILLS = 50
 DEPTH = "headers"
 SEGMENT_MS = 10_000

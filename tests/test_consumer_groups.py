@@ -26,6 +26,8 @@ from harness.groups import (GROUP_BROKER_CONFIG, build_group_scenario, describe_
 from harness.log_dirs import copy_live_dir
 from harness.offsets_dump import dump_offsets, latest_offsets
 
+pytestmark = pytest.mark.live
+
 
 @pytest.fixture(scope="module")
 def groups_cluster(kafka_cluster_factory):

@@ -22,10 +22,10 @@ import pytest
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, offsets_partition_dirs, read_groups
 from harness.encoding import zigzag_varint
 from harness.offsets_dump import dump_offsets, latest_offsets
-from realdata import LOG_DIRS
+from harness.realdata import LOG_DIRS
 
 # DumpLogSegments on __consumer_offsets: 4 s of CPU at load 12-15; xdist starts the longest files first
-pytestmark = pytest.mark.schedule_first(cpu_s=4)
+pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=4)]
 
 
 def test_real_partitions_equal_dumplogsegments(dump_log_segments):

@@ -18,7 +18,7 @@ from auditor.scan.segment import SegmentFiles, scan_segment
 from harness.encoding import zigzag_varint
 
 # a 256 MiB gzip bomb read twice: 3 s of CPU at load 12-15; xdist starts the longest files first
-pytestmark = pytest.mark.schedule_first(cpu_s=3)
+pytestmark = [pytest.mark.unit, pytest.mark.schedule_first(cpu_s=3)]
 
 GZIP, LOG_APPEND_TIME, TRANSACTIONAL, CONTROL = 1, 0x08, 0x10, 0x20
 #: a record of 6 bytes after its length: attributes 0, timestampDelta 0, offsetDelta 0, null key,

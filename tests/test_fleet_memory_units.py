@@ -5,6 +5,7 @@ into the JSON ``json.dumps`` gives."""
 
 from __future__ import annotations
 
+import pytest
 import io
 import json
 
@@ -14,6 +15,8 @@ from auditor.json_stream import write_document
 from auditor.engines.local.tables import AGGREGATE_SCHEMAS, ArrowRows, aggregate_rows, frames, partition_stats_rows
 from auditor.schema import PARTITION_COLUMNS, PARTITION_SCHEMA, SEGMENT_COLUMNS, SEGMENT_SCHEMA, empty_row
 from reports.document import _column, _totals
+
+pytestmark = pytest.mark.unit
 
 
 def _tables():

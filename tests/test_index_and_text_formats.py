@@ -16,7 +16,9 @@ from auditor.formats.producer_snapshot import read_producer_snapshot_header
 from auditor.formats.time_index import ENTRY_SIZE as TIME_ENTRY, read_time_index
 from auditor.formats.txn_index import ENTRY_SIZE as TXN_ENTRY, read_txn_index
 from harness.expected_txt import read_expected
-from realdata import BROKER_DIRS, REAL, at_least  # raises when ../shared is absent: no silent empty parametrization
+from harness.realdata import BROKER_DIRS, REAL, at_least  # raises when ../shared is absent: no silent empty parametrization
+
+pytestmark = pytest.mark.recorded
 
 REAL_FILES = at_least(sorted(p for p in BROKER_DIRS.rglob("*") if p.is_file()), 54, "files of the broker dirs")
 PREALLOC_INDEX = 10485760

@@ -1,6 +1,6 @@
 """The Spark job gives the in-process scanner's tables, whatever the way in.
 
-(a) real broker dirs (tests/realdata.py): in-process == Spark local == manifests read by Spark;
+(a) real broker dirs (tests/harness/realdata.py): in-process == Spark local == manifests read by Spark;
 (b) a real 3-broker Kafka cluster (RF 3, 2 log dirs each), snapshotted: in-process == Spark
     local == a real Spark standalone cluster (master + worker started here) == per-broker
     manifests (``kafka-audit collect``, checked not to import pyspark) read by Spark;
@@ -30,9 +30,9 @@ from auditor.manifest import LOG_DIRS_FILE, collect_manifest
 from auditor.engines.spark import aggregates, read_manifests, scan_dataframes
 from auditor.scan import scan_log_dirs
 from auditor.schema import DEPTHS, PARTITION_KEY, PARTITION_SCHEMA, SEGMENT_KEY, SEGMENT_SCHEMA, to_table
-from realdata import LOG_DIRS
+from harness.realdata import LOG_DIRS
 from harness.spark_standalone import StandaloneSpark
-from spark_session import spark  # noqa: F401
+from harness.spark_session import spark  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable

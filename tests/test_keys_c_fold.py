@@ -25,11 +25,11 @@ from auditor.keys import sketches
 from auditor.keys.partition_keys import scan_partition_keys
 from auditor.keys.sketches import KeyStats, key_id
 from harness.encoding import zigzag_varint as _varint
-from realdata import BROKER_DIRS, RECORD_SETS
+from harness.realdata import BROKER_DIRS, RECORD_SETS
 from test_offsets_c_fold import _record  # one v2 record's bytes (key, value, headers)
 
 # the key fold cut at every byte, random flips: 8 s of CPU at load 12-15; xdist starts the longest files first
-pytestmark = pytest.mark.schedule_first(cpu_s=8)
+pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=8)]
 
 SEGMENT = "00000000000000000000.log"
 TS = 1_700_000_000_000

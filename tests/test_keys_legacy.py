@@ -4,6 +4,7 @@ known, synthetic segments with exact truth, and damaged legacy entries (a note, 
 
 from __future__ import annotations
 
+import pytest
 import shutil
 import struct
 import zlib
@@ -13,7 +14,9 @@ import cramjam
 
 from auditor.keys.partition_keys import scan_partition_keys
 from auditor.keys.partitioners import murmur2
-from realdata import RECORD_SETS
+from harness.realdata import RECORD_SETS
+
+pytestmark = pytest.mark.recorded
 
 SEGMENT = "00000000000000000000.log"
 TS = 1_700_000_000_000

@@ -38,6 +38,8 @@ import pytest
 from auditor.keys.partitioners import key_partition, murmur2
 from test_report_chromium import ARTIFACTS, browser  # noqa: F401 - the module-scoped headless Chromium fixture
 
+pytestmark = pytest.mark.live
+
 PARTITIONS = 6
 RECORDS = 8000           # keyed records per topic
 NULL_RECORDS = 240       # null-key records per keyed topic

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 # every module parsed, a fresh Python importing the CLI: 1.4 s of CPU at load 12-15; xdist starts the longest files first
-pytestmark = pytest.mark.schedule_first(cpu_s=1.4)
+pytestmark = [pytest.mark.unit, pytest.mark.schedule_first(cpu_s=1.4)]
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("auditor", "checks", "reports", "airflow_dags")

@@ -4,10 +4,13 @@ not say why."""
 
 from __future__ import annotations
 
+import pytest
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -36,8 +36,8 @@ from checks.framework.base import AuditContext
 from checks.framework.config import Config
 from auditor.engines.local.expectations import run_expectations as run_expectations_local
 from auditor.engines.spark.expectations import run_expectations as run_expectations_spark
-from realdata import LOG_DIRS
-from spark_session import spark  # noqa: F401
+from harness.realdata import LOG_DIRS
+from harness.spark_session import spark  # noqa: F401
 
 SORT_KEYS = {"partition_stats": ["broker_id", "log_dir", "dir_name"], "topic_stats": ["topic"],
              "broker_stats": ["broker_id"], "log_dir_stats": ["broker_id", "log_dir"]}

@@ -17,7 +17,9 @@ from auditor.cluster import metadata_log as ml
 from auditor.formats import kafka_message as km
 from auditor.formats import metadata_records as mr
 from harness.metadata_dump import dump_metadata
-from realdata import REAL
+from harness.realdata import REAL
+
+pytestmark = pytest.mark.recorded
 
 REAL_METADATA = REAL / "metadata" / "kraft-transactional"
 REAL_SNAPSHOTS = sorted((REAL_METADATA / ml.METADATA_DIR_NAME).glob("*.checkpoint"))

@@ -30,6 +30,8 @@ from harness.log_dirs import copy_live_dir, describe_log_dirs
 from harness.moves import move_log_dir, reassign, wait_replica_quiet
 from test_metadata_log import assert_equal_to_dump
 
+pytestmark = pytest.mark.live
+
 SNAPSHOT_CONFIG = {
     # a snapshot as soon as a few KiB of records or 2 s have gone by
     "metadata.log.max.record.bytes.between.snapshots": "4096",

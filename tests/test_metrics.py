@@ -19,7 +19,7 @@ from auditor.cli import main
 from harness.prometheus import PROMTOOL_BIN, require
 
 # promtool runs: 1.5 s of CPU at load 12-15; xdist starts the longest files first
-pytestmark = pytest.mark.schedule_first(cpu_s=1.5)
+pytestmark = [pytest.mark.unit, pytest.mark.schedule_first(cpu_s=1.5)]
 
 AUDIT_MS = 1_800_000_000_000
 NAME = re.compile(r"^kafka_audit_[a-z][a-z0-9_]*$")

@@ -22,14 +22,14 @@ import pytest
 from auditor.cluster import offsets_segments
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, fold_partition_dir, offsets_partition_dirs, read_groups
 from auditor.formats import offsets_records as orec
-from realdata import LOG_DIRS
+from harness.realdata import LOG_DIRS
 from harness.encoding import zigzag_varint as _varint
 from test_consumer_groups_real import _commit_key, _commit_value
 from test_record_fold_pieces import _lz4
 
 # 5.9 CPU s with the compressed-batch cases, DumpLogSegments and the bomb at the cap (tests/conftest.py:
 # long files first)
-pytestmark = pytest.mark.schedule_first(cpu_s=6)
+pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=6)]
 
 TS = 1_700_000_000_000
 REAL_2018 = next(d for d in LOG_DIRS if (d / f"{OFFSETS_TOPIC}-28").is_dir()) / f"{OFFSETS_TOPIC}-28" / f"{0:020d}.log"

@@ -4,6 +4,7 @@ found by benchmarks/fleet_spark.py, where Spark named broker 11 and the driver e
 
 from __future__ import annotations
 
+import pytest
 import itertools
 
 import pandas as pd
@@ -11,6 +12,8 @@ import pandas as pd
 from checks.framework.config import Config
 from checks.framework.base import AuditContext, CheckInput
 from checks.skew.partition_size import SkewPartitionSize
+
+pytestmark = pytest.mark.unit
 
 MIB = 1 << 20
 

@@ -18,6 +18,8 @@ from auditor.cli.demo import unpack_demo_sample
 from auditor.units import iso_utc
 from test_report_chromium import _open, browser  # noqa: F401 - the module's browser fixture
 
+pytestmark = pytest.mark.live
+
 REPO = Path(__file__).resolve().parents[1]
 ACCEPT = REPO / "tests" / "cases" / "accept" / "matched.yaml"
 

@@ -17,6 +17,8 @@ import pytest
 from auditor.arrow_compact import compact_columns
 from auditor.engines.local.tables import AGGREGATE_SCHEMAS, ROLLUP_COLUMNS, rollup_rows, rollup_tables
 
+pytestmark = pytest.mark.unit
+
 SCHEMA = pa.schema([AGGREGATE_SCHEMAS["partition_stats"].field(name) for name in ROLLUP_COLUMNS])
 
 

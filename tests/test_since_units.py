@@ -17,6 +17,8 @@ from auditor.nightly.identity import PreviousRow, classify, gate_on_change, hist
 from auditor.nightly import finding_history as fh
 from auditor.nightly.compare import annotate
 
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[1]
 DAY = 86_400_000
 T0 = 1_795_000_000_000  # 2026-11-18

@@ -30,7 +30,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from realdata import BROKER_DIRS
+from harness.realdata import BROKER_DIRS
 
 # live (the slow lane, after the fast tiers): builds an sdist and two wheels, makes a virtualenv and
 # pip-installs from PyPI into it, twice (minutes; a component start, not a fast check)

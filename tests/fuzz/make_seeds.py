@@ -24,7 +24,7 @@ from auditor.formats import metadata_records as mrec  # noqa: E402
 from auditor.formats import offsets_records as orec  # noqa: E402
 from auditor.formats.log_reader import LogReader  # noqa: E402
 from fuzz.common import join  # noqa: E402
-from realdata import REAL  # noqa: E402
+from harness.realdata import REAL  # noqa: E402
 
 CORPUS = HERE / "corpus"
 SEED_BYTES = 16 * 1024
