@@ -28,7 +28,7 @@ LAYER_RULES: dict[int, str] = {
     1: "the foundation: units and times, the tables' schemas declared once, output files whole or absent; no project import but each other",
     2: "pure functions on bytes, one module per on-disk structure; every parse error names file, position, field, value, expectation",
     3: "files to rows, pure Python, read-only; key statistics and partitioners",
-    4: "what the cluster records about itself (metadata log, consumer groups, remote storage), read offline",
+    4: "what the cluster records about itself (metadata log, consumer groups, remote storage), read offline; the reassignment planner (pure: loads in, a plan out)",
     5: "the replay search: the broker's time lookups on segment views, reading segment files when asked",
     6: "manifests: collect on a broker, read, find (the one discovery rule), write whole",
     7: "the rule checks (pure: what needs files is handed in), grouped by family, and their framework",
@@ -52,6 +52,7 @@ LAYERS: list[tuple[str, int]] = [
     ("auditor.scan", 3),
     ("auditor.keys", 3),  # key partitioners and sketches (pure), one partition's keys (reads .log files)
     ("auditor.cluster", 4),
+    ("auditor.plan", 4),  # the reassignment planner: pure, loads in, moves out (no file read)
     ("auditor.replay", 5),
     ("auditor.manifest", 6),
     ("auditor.manifest_write", 6),  # how collect writes a manifest so no reader trusts half of one

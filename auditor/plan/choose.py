@@ -1,0 +1,40 @@
+"""Which replica one step of the planner moves (:mod:`auditor.plan.planner`)."""
+
+from __future__ import annotations
+
+import bisect
+
+EPS = 1e-9
+#: candidates looked at on each side of the ideal size, per log dir and step (bounds the cost)
+SCAN_STEPS = 48
+
+
+def pick(st, lists: list[list[tuple]], want: float, cap: float, gain, valid) -> tuple | None:
+    """The entry to move from ``lists`` (one sorted list per log dir, heaviest dir first): the
+    smallest with ``want <= w <= cap``, else the largest with ``w <= cap``, else the smallest
+    that still gains; each must pass ``valid``; a follower before the leader at equal weight."""
+    below = None
+    for lst in lists:
+        i = bisect.bisect_left(lst, (want,))
+        for e in lst[i:i + SCAN_STEPS]:
+            if e[0] > cap + EPS:
+                break
+            if gain(e[0]) and valid(e[2]):
+                return e
+        j = bisect.bisect_right(lst, (min(want, cap), True, ("\uffff", 1 << 62)))
+        for e in reversed(lst[max(0, j - SCAN_STEPS):j]):
+            if below is not None and e[0] <= below[0]:
+                break
+            if gain(e[0]) and valid(e[2]):
+                below = e if below is None or e[0] > below[0] else below
+                break
+    if below is not None:
+        return below
+    for lst in lists:
+        i = bisect.bisect_left(lst, (cap,))
+        for e in lst[i:i + SCAN_STEPS]:
+            if not gain(e[0]):
+                break
+            if valid(e[2]):
+                return e
+    return None

@@ -1,0 +1,114 @@
+"""A plan as Kafka's tool takes it and as people read it.
+
+* :func:`reassignment` -- the file ``kafka-reassign-partitions --execute --reassignment-json-file``
+  takes: ``{"version": 1, "partitions": [{"topic", "partition", "replicas", "log_dirs"}]}``, an
+  absolute path in ``log_dirs`` where a replica must land in one log dir, ``"any"`` where not;
+* :func:`rollback` -- the same partitions as they are today (their log dirs pinned where a
+  replica moves between log dirs, so a rollback puts it back);
+* :func:`summary` -- bytes and replicas moved, brokers and log dirs before / after, the lower
+  bound, and the throttle: the settings ``kafka-reassign-partitions --throttle`` applies (brokers:
+  ``leader.replication.throttled.rate`` / ``follower.replication.throttled.rate``; topics:
+  ``leader.replication.throttled.replicas`` = every current replica of a moving partition,
+  ``follower.replication.throttled.replicas`` = every new one, as ``partition:broker`` lists) and
+  the time the moves take at that rate (the busiest broker's bytes in or out over the rate).
+"""
+
+from __future__ import annotations
+
+from auditor.plan.model import Plan, PlanInput
+
+
+def reassignment(plan: Plan) -> dict:
+    parts = []
+    for (topic, partition), (replicas, dirs) in sorted(plan.final.items()):
+        parts.append({"topic": topic, "partition": partition, "replicas": replicas,
+                      "log_dirs": [dirs.get(b) or "any" for b in replicas]})
+    return {"version": 1, "partitions": parts}
+
+
+def rollback(plan: Plan, inp: PlanInput) -> dict:
+    parts = []
+    for tp in sorted(plan.final):
+        p = inp.partitions[tp]
+        _, new_dirs = plan.final[tp]
+        pin = {b for b in p.replicas if b in new_dirs and new_dirs[b] is not None}
+        parts.append({"topic": tp[0], "partition": tp[1], "replicas": list(p.replicas),
+                      "log_dirs": [(p.log_dirs.get(b) or "any") if b in pin else "any" for b in p.replicas]})
+    return {"version": 1, "partitions": parts}
+
+
+def throttle(plan: Plan, inp: PlanInput, rate_bytes_s: int | None) -> dict:
+    """The throttle settings and the expected duration at ``rate_bytes_s`` (None: unthrottled)."""
+    leader_replicas: dict[str, set[str]] = {}
+    follower_replicas: dict[str, set[str]] = {}
+    brokers: set[int] = set()
+    into: dict[int, int] = {}
+    out_of: dict[int, int] = {}
+    intra: dict[int, int] = {}
+    for m in plan.moves:
+        p = inp.partitions[(m.topic, m.partition)]
+        if m.kind == "log_dir":
+            intra[m.to_broker] = intra.get(m.to_broker, 0) + m.size_bytes
+            continue
+        new, _ = plan.final[(m.topic, m.partition)]
+        leader_replicas.setdefault(m.topic, set()).update(f"{m.partition}:{b}" for b in p.replicas)
+        follower_replicas.setdefault(m.topic, set()).update(
+            f"{m.partition}:{b}" for b in new if b not in p.replicas)
+        brokers.update(p.replicas)
+        brokers.update(new)
+        into[m.to_broker] = into.get(m.to_broker, 0) + m.size_bytes
+        src = p.leader if p.leader is not None and p.leader >= 0 else m.from_broker
+        out_of[src] = out_of.get(src, 0) + m.size_bytes
+    busiest = max([*into.values(), *out_of.values(), 0])
+    busiest_intra = max([*intra.values(), 0])
+    doc = {
+        "rate_bytes_per_s": rate_bytes_s,
+        "broker_configs": {str(b): ({"leader.replication.throttled.rate": str(rate_bytes_s),
+                                     "follower.replication.throttled.rate": str(rate_bytes_s)}
+                                    if rate_bytes_s else {}) for b in sorted(brokers)},
+        "topic_configs": {t: {"leader.replication.throttled.replicas": ",".join(sorted(leader_replicas[t])),
+                              "follower.replication.throttled.replicas": ",".join(sorted(follower_replicas[t]))}
+                          for t in sorted(leader_replicas)},
+        "busiest_broker_bytes": busiest,
+        "busiest_broker_log_dir_move_bytes": busiest_intra,
+        "log_dir_moves_throttle": "replica.alter.log.dirs.io.max.bytes.per.second "
+                                  "(kafka-reassign-partitions --replica-alter-log-dirs-throttle)",
+    }
+    if rate_bytes_s:
+        doc["expected_duration_s"] = round(max(busiest, busiest_intra) / rate_bytes_s, 1)
+    return doc
+
+
+def summary(plan: Plan, inp: PlanInput, rate_bytes_s: int | None, balance: str = "current") -> dict:
+    mean_b = plan.mean_broker_bytes or 1.0
+    brokers = []
+    for b in sorted(plan.before_brokers):
+        brokers.append({"broker_id": b, "rack": inp.brokers[b].rack, "drained": b in plan.options.drain,
+                        "bytes_before": plan.before_brokers[b], "bytes_after": plan.after_brokers[b],
+                        "ratio_to_mean_before": round(plan.before_brokers[b] / mean_b, 3),
+                        "ratio_to_mean_after": round(plan.after_brokers[b] / mean_b, 3)})
+    dirs = []
+    for (b, d) in sorted(plan.before_dirs):
+        cap = inp.capacities.get((b, d))
+        dirs.append({"broker_id": b, "log_dir": d, "bytes_before": plan.before_dirs[(b, d)],
+                     "bytes_after": plan.after_dirs[(b, d)], "bytes_peak": plan.peak_dirs[(b, d)],
+                     "capacity_bytes": cap,
+                     "peak_fraction": None if not cap else round(plan.peak_dirs[(b, d)] / cap, 4)})
+    o = plan.options
+    moved = plan.bytes_moved
+    return {
+        "balance": balance, "steady_state": None,
+        "tolerance": o.tolerance, "headroom": o.headroom, "capacities_known": plan.capacities_known,
+        "drain_brokers": sorted(o.drain), "exclude_topics": list(o.exclude_topics),
+        "max_moves": o.max_moves, "max_move_bytes": o.max_move_bytes,
+        "target_reached": plan.target_reached, "reasons": plan.reasons, "notes": plan.notes,
+        "bytes_moved": moved, "bytes_moved_between_brokers": plan.bytes_moved_between_brokers,
+        "bytes_moved_between_log_dirs": moved - plan.bytes_moved_between_brokers,
+        "replicas_moved": len(plan.moves), "partitions_changed": len(plan.final),
+        "lower_bound_bytes": plan.lower_bound_bytes,
+        "moved_over_lower_bound": None if not plan.lower_bound_bytes else round(moved / plan.lower_bound_bytes, 3),
+        "mean_broker_bytes": int(plan.mean_broker_bytes),
+        "brokers": brokers, "log_dirs": dirs,
+        "throttle": throttle(plan, inp, rate_bytes_s),
+        "moves": [m.as_dict() for m in plan.moves],
+    }
