@@ -32,6 +32,7 @@ COMMANDS = {
                "consumer groups, their committed offsets and lag, read from __consumer_offsets on disk"),
     "metadata": ("auditor.cli.metadata",
                  "the cluster as its KRaft metadata log (__cluster_metadata) records it, read from disk"),
+    "plan": ("auditor.cli.plan", "from skew to a reassignment plan that kafka-reassign-partitions executes"),
 }
 """Command name -> (its module, with ``register(sub)`` and ``run(args)``; the one-line help the
 module registers), in the order ``--help`` lists them. A module is imported only when its command

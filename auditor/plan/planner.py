@@ -250,6 +250,9 @@ def _reasons(st: _State) -> list[str]:
     if out and st.rejected:
         why = ", ".join(f"{k} ({n} candidate moves)" for k, n in st.rejected.most_common())
         out.append(f"moves refused by: {why}")
+    elif out:
+        out.append("no further single replica move narrows the gap: the replicas that could move are too large for "
+                   "it (a partition moves whole, it is never split) or none is movable")
     return out
 
 

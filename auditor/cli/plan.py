@@ -1,0 +1,150 @@
+"""``kafka-audit plan``: from skew to a reassignment plan that Kafka's own tool executes.
+
+Reads each replica's bytes from the log dirs (or manifests), the replica sets, leaders and racks
+from the KRaft metadata log those dirs hold (or ``--bootstrap-server``), plans with
+:mod:`auditor.plan`, and writes the file ``kafka-reassign-partitions --execute
+--reassignment-json-file`` takes (``--out``), today's assignment (``--rollback``) and a summary
+(``--json``); prints a table. Read-only on the log dirs, like ``scan``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+
+from auditor.atomic import atomic_write
+from auditor.cli.common import EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError
+from auditor.cli.plan_input import (build_input, disk_rows, metadata_from_cluster, metadata_from_disk,
+                                    parse_bytes, parse_capacities)
+from auditor.plan import PlanOptions, plan, reassignment, rollback, summary
+from auditor.units import human_bytes
+
+NEEDS_METADATA = ("kafka-audit plan needs the replica sets: no __cluster_metadata-0 under the given log dirs "
+                  "(give the log dir holding a KRaft node's metadata log, or --bootstrap-server HOST:PORT)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "plan", formatter_class=FORMATTER,
+        help="from skew to a reassignment plan that kafka-reassign-partitions executes",
+        description=(
+            "Plan replica moves that bring every broker, and every log dir of each broker, within\n"
+            "--tolerance of its peers' mean, moving as few bytes as it can; keep the replication\n"
+            "factor, one replica per broker and the racks' spread; never take a log dir above\n"
+            "--headroom of its capacity while the old and the new copy both exist.\n"
+            "Bytes come from the log dirs (or manifests); replica sets, leaders and racks from the\n"
+            "KRaft metadata log among those dirs, or from --bootstrap-server."),
+        epilog=(
+            "examples:\n"
+            "  kafka-audit plan --log-dir /data/b1/d0 --log-dir /data/b1/d1 ... --out plan.json --rollback rollback.json\n"
+            "  kafka-reassign-partitions --bootstrap-server HOST:9092 --reassignment-json-file plan.json \\\n"
+            "      --execute --throttle 50000000\n"
+            "exit codes: 0 the plan reaches the target (or nothing to do), 1 it does not (the summary says\n"
+            "why; the moves it could plan are written), 2 usage error (no metadata log and no\n"
+            "--bootstrap-server, a broker that does not exist), 3 input problem"),
+    )
+    p.add_argument("log_dirs", nargs="*", metavar="LOG_DIR", help="a broker log dir (same as --log-dir)")
+    p.add_argument("--log-dir", dest="log_dir_flags", action="append", default=[], metavar="DIR",
+                   help="a broker log dir (repeatable; every broker's, read-only)")
+    p.add_argument("--manifest", action="append", default=[], metavar="PATH",
+                   help="manifests from `kafka-audit collect` instead of log dirs (repeatable)")
+    p.add_argument("--bootstrap-server", metavar="HOST:PORT",
+                   help="read replica sets, leaders and racks from this cluster instead of the metadata log")
+    p.add_argument("--out", metavar="FILE", help="the reassignment JSON for kafka-reassign-partitions --execute")
+    p.add_argument("--rollback", metavar="FILE", help="today's assignment of the partitions the plan moves")
+    p.add_argument("--json", metavar="FILE", help="the plan's summary (bytes moved, before/after, lower bound, throttle)")
+    p.add_argument("--balance", choices=("current", "steady"), default="current",
+                   help="what to balance: today's bytes (current, the default); steady: the retention steady state")
+    p.add_argument("--tolerance", type=float, default=0.10, help="within this fraction of the mean (default 0.10)")
+    p.add_argument("--headroom", type=float, default=0.85, help="fraction of a log dir's capacity never passed (default 0.85)")
+    p.add_argument("--capacity", action="append", default=[], metavar="[DIR=]BYTES",
+                   help="a log dir's disk size (every log dir's without DIR=); without it headroom is not checked")
+    p.add_argument("--drain-broker", action="append", type=int, default=[], metavar="ID",
+                   help="move every replica off this broker (repeatable)")
+    p.add_argument("--exclude-topic", action="append", default=[], metavar="PATTERN",
+                   help="never move partitions of topics matching this regular expression (repeatable)")
+    p.add_argument("--max-move-bytes", metavar="BYTES", help="stop planning before moving more bytes than this")
+    p.add_argument("--max-moves", type=int, metavar="N", help="stop planning after N replica moves")
+    p.add_argument("--throttle", metavar="BYTES_PER_S", default="50MiB",
+                   help="replication throttle the duration is computed at (default 50MiB)")
+    p.set_defaults(func=run)
+
+
+def options(args, brokers) -> PlanOptions:
+    if not 0 <= args.tolerance < 1:
+        raise CliError(f"--tolerance {args.tolerance}: expected 0 <= value < 1")
+    if not 0 < args.headroom <= 1:
+        raise CliError(f"--headroom {args.headroom}: expected 0 < value <= 1")
+    unknown = sorted(set(args.drain_broker) - set(brokers))
+    if unknown:
+        raise CliError(f"--drain-broker {', '.join(map(str, unknown))}: no such broker (brokers: "
+                       f"{', '.join(map(str, sorted(brokers)))})")
+    for pattern in args.exclude_topic:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise CliError(f"--exclude-topic {pattern}: not a regular expression: {exc}") from None
+    if args.max_moves is not None and args.max_moves < 0:
+        raise CliError(f"--max-moves {args.max_moves}: expected >= 0")
+    return PlanOptions(tolerance=args.tolerance, headroom=args.headroom, drain=frozenset(args.drain_broker),
+                       exclude_topics=tuple(args.exclude_topic),
+                       max_move_bytes=None if args.max_move_bytes is None else parse_bytes(args.max_move_bytes,
+                                                                                             "--max-move-bytes"),
+                       max_moves=args.max_moves)
+
+
+def run(args) -> int:
+    log_dirs = [*args.log_dir_flags, *args.log_dirs]
+    if bool(log_dirs) == bool(args.manifest):
+        raise CliError("give the log dirs (--log-dir DIR, repeatable) or --manifest PATH, not both")
+    if args.balance == "steady":
+        raise CliError("--balance steady needs the retention steady-state projection, not available in this "
+                       "version: use --balance current")
+    rate = parse_bytes(args.throttle, "--throttle")
+    capacities = parse_capacities(args.capacity)
+    meta = (metadata_from_cluster(args.bootstrap_server) if args.bootstrap_server
+            else metadata_from_disk(log_dirs, args.manifest))
+    if meta is None:
+        raise CliError(NEEDS_METADATA)
+    brokers, parts = meta
+    opts = options(args, brokers)
+    rows, dir_brokers, notes = disk_rows(log_dirs, args.manifest)
+    inp = build_input(rows, dir_brokers, brokers, parts, capacities, notes)
+    result = plan(inp, opts)
+    doc = summary(result, inp, rate, args.balance)
+    if args.out:
+        atomic_write(args.out, json.dumps(reassignment(result), indent=1) + "\n")
+    if args.rollback:
+        atomic_write(args.rollback, json.dumps(rollback(result, inp), indent=1) + "\n")
+    if args.json:
+        atomic_write(args.json, json.dumps(doc, indent=1) + "\n")
+    write_table(doc, sys.stdout)
+    return EXIT_OK if result.target_reached else EXIT_UNSAFE
+
+
+def write_table(doc: dict, out) -> None:
+    out.write(f"{'broker':>6} {'rack':<8} {'before':>10} {'x mean':>7} {'after':>10} {'x mean':>7}\n")
+    for b in doc["brokers"]:
+        out.write(f"{b['broker_id']:>6} {b['rack'] or '-':<8} {human_bytes(b['bytes_before']):>10} "
+                  f"{b['ratio_to_mean_before']:>7.2f} {human_bytes(b['bytes_after']):>10} {b['ratio_to_mean_after']:>7.2f}"
+                  f"{'  (drained)' if b['drained'] else ''}\n")
+    out.write(f"\n{'broker':>6} {'log dir':<44} {'before':>10} {'after':>10} {'peak':>10} {'capacity':>10}\n")
+    for d in doc["log_dirs"]:
+        cap = human_bytes(d["capacity_bytes"]) if d["capacity_bytes"] else "-"
+        out.write(f"{d['broker_id']:>6} {d['log_dir'][-44:]:<44} {human_bytes(d['bytes_before']):>10} "
+                  f"{human_bytes(d['bytes_after']):>10} {human_bytes(d['bytes_peak']):>10} {cap:>10}\n")
+    t = doc["throttle"]
+    out.write(f"\n{doc['replicas_moved']} replica moves ({doc['partitions_changed']} partitions): "
+              f"{human_bytes(doc['bytes_moved'])} ({doc['bytes_moved']} bytes; between brokers "
+              f"{human_bytes(doc['bytes_moved_between_brokers'])}, between log dirs "
+              f"{human_bytes(doc['bytes_moved_between_log_dirs'])}); lower bound {human_bytes(doc['lower_bound_bytes'])}"
+              f" ({doc['lower_bound_bytes']} bytes)\n")
+    if t.get("expected_duration_s") is not None:
+        out.write(f"at {human_bytes(t['rate_bytes_per_s'])}/s: about {t['expected_duration_s']:.0f} s "
+                  f"(kafka-reassign-partitions --throttle {t['rate_bytes_per_s']})\n")
+    out.write("target reached\n" if doc["target_reached"] else "target NOT reached:\n")
+    for r in doc["reasons"]:
+        out.write(f"  - {r}\n")
+    for n in doc["notes"]:
+        out.write(f"note: {n}\n")
