@@ -3,8 +3,8 @@
 * :func:`reassignment` -- the file ``kafka-reassign-partitions --execute --reassignment-json-file``
   takes: ``{"version": 1, "partitions": [{"topic", "partition", "replicas", "log_dirs"}]}``, an
   absolute path in ``log_dirs`` where a replica must land in one log dir, ``"any"`` where not;
-* :func:`rollback` -- the same partitions as they are today (their log dirs pinned where a
-  replica moves between log dirs, so a rollback puts it back);
+* :func:`rollback` -- the same partitions as they are today, every replica pinned to the log dir
+  it is in today (where known), so a rollback puts each one back where it was;
 * :func:`summary` -- bytes and replicas moved, brokers and log dirs before / after, the lower
   bound, and the throttle: the settings ``kafka-reassign-partitions --throttle`` applies (brokers:
   ``leader.replication.throttled.rate`` / ``follower.replication.throttled.rate``; topics:
@@ -30,10 +30,8 @@ def rollback(plan: Plan, inp: PlanInput) -> dict:
     parts = []
     for tp in sorted(plan.final):
         p = inp.partitions[tp]
-        _, new_dirs = plan.final[tp]
-        pin = {b for b in p.replicas if b in new_dirs and new_dirs[b] is not None}
         parts.append({"topic": tp[0], "partition": tp[1], "replicas": list(p.replicas),
-                      "log_dirs": [(p.log_dirs.get(b) or "any") if b in pin else "any" for b in p.replicas]})
+                      "log_dirs": [p.log_dirs.get(b) or "any" for b in p.replicas]})
     return {"version": 1, "partitions": parts}
 
 
