@@ -9,8 +9,18 @@ A byte moved leaves exactly one log dir (of one broker) and lands in exactly one
 
     bytes moved >= max(sum_b max(out_b, sum_{d of b} out_d), sum_b max(in_b, sum_{d of b} in_d))
 
-with ``out``/``in`` the excess over the upper / the shortfall under the lower bound. Replicas
-that cannot move (excluded topics, unmovable bytes) count as load like the others.
+with ``out``/``in`` the excess over the upper / the shortfall under the lower bound.
+
+A second, tighter bound where log dirs are skewed inside balanced brokers: every move either
+crosses brokers (it leaves one broker and enters another: half of its bytes charged to each) or
+stays inside one (all its bytes charged there). For one broker ending at ``L'`` after ``out``
+bytes leave and ``in`` arrive, ``intra`` bytes moving between its dirs: the bytes leaving its
+over-full dirs, ``sum_d max(0, s_d - (1+t)L'/k)``, are at most ``out + intra``; the bytes its
+under-full dirs need, ``sum_d max(0, (1-t)L'/k - s_d)``, at most ``in + intra``. Its charge
+``(out + in)/2 + intra`` is piecewise linear in ``L'``, so its least value over ``L'`` in
+``[(1-t)M, (1+t)M]`` is at a breakpoint; the sum of those least charges bounds the bytes moved.
+The plan's figure is the larger of the two bounds. Replicas that cannot move (excluded topics,
+unmovable bytes) count as load like the others.
 """
 
 from __future__ import annotations
@@ -52,4 +62,24 @@ def lower_bound_bytes(inp: PlanInput, opts: PlanOptions) -> int:
         in_d = sum(max(0.0, d_lo - load_d[(b, d)]) for d in dirs)
         out_total += max(max(0.0, load - (1 + t) * mean), out_d)
         in_total += max(max(0.0, (1 - t) * mean - load), in_d)
-    return int(max(out_total, in_total))
+    charged = sum(_least_charge([load_d[(b, d)] for d in spec.log_dirs], mean, t)
+                  for b, spec in inp.brokers.items() if b not in opts.drain and spec.log_dirs)
+    return int(max(out_total, in_total, charged))
+
+
+def _least_charge(dirs: list[float], mean: float, t: float) -> float:
+    """The least ``(out + in)/2 + intra`` of one broker whose log dirs hold ``dirs`` bytes."""
+    k, s = len(dirs), sum(dirs)
+    lo, hi = (1 - t) * mean, (1 + t) * mean
+    points = {lo, hi, min(max(s, lo), hi)}
+    for x in dirs:
+        for f in (1 + t, 1 - t):
+            if f > 0:
+                points.add(min(max(k * x / f, lo), hi))
+
+    def charge(final: float) -> float:
+        out, into = max(0.0, s - final), max(0.0, final - s)
+        leaving = sum(max(0.0, x - (1 + t) * final / k) for x in dirs)
+        arriving = sum(max(0.0, (1 - t) * final / k - x) for x in dirs)
+        return (out + into) / 2 + max(0.0, leaving - out, arriving - into)
+    return min(charge(p) for p in points)

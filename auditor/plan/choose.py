@@ -11,9 +11,9 @@ SCAN_STEPS = 48
 
 def pick(st, lists: list[list[tuple]], want: float, cap: float, gain, valid) -> tuple | None:
     """The entry to move from ``lists`` (one sorted list per log dir, heaviest dir first): the
-    smallest with ``want <= w <= cap``, else the largest with ``w <= cap``, else the smallest
+    smallest with ``want <= w <= cap`` (any dir), else the largest with ``w <= cap`` of the
+    heaviest dir that has one, else the smallest
     that still gains; each must pass ``valid``; a follower before the leader at equal weight."""
-    below = None
     for lst in lists:
         i = bisect.bisect_left(lst, (want,))
         for e in lst[i:i + SCAN_STEPS]:
@@ -21,15 +21,11 @@ def pick(st, lists: list[list[tuple]], want: float, cap: float, gain, valid) -> 
                 break
             if gain(e[0]) and valid(e[2]):
                 return e
+    for lst in lists:       # the heaviest dir that has one: its bytes then fix a log dir too
         j = bisect.bisect_right(lst, (min(want, cap), True, ("\uffff", 1 << 62)))
         for e in reversed(lst[max(0, j - SCAN_STEPS):j]):
-            if below is not None and e[0] <= below[0]:
-                break
             if gain(e[0]) and valid(e[2]):
-                below = e if below is None or e[0] > below[0] else below
-                break
-    if below is not None:
-        return below
+                return e
     for lst in lists:
         i = bisect.bisect_left(lst, (cap,))
         for e in lst[i:i + SCAN_STEPS]:

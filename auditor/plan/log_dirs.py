@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import bisect
 
-from auditor.plan.choose import pick
+from auditor.plan.choose import EPS, SCAN_STEPS, pick
 from auditor.plan.model import Move
 
-EPS = 1e-9
 
 
 def dir_bounds(st, b: int) -> tuple[float, float]:
@@ -25,20 +24,25 @@ def balance_log_dirs(st, b: int) -> None:
     lo, hi = dir_bounds(st, b)
     for _ in range(10 * sum(len(st.entries[(b, d)]) for d in st.dirs[b]) + 10):
         dirs = sorted(st.dirs[b], key=lambda d: st.load_d[(b, d)])
-        light, heavy = dirs[0], dirs[-1]
-        ls, ll = st.load_d[(b, heavy)], st.load_d[(b, light)]
-        if ls <= hi + EPS and ll >= lo - EPS:
+        heavy = dirs[-1]
+        if st.load_d[(b, heavy)] <= hi + EPS and st.load_d[(b, dirs[0])] >= lo - EPS:
             return
-        want = max(ls - hi, lo - ll, 0.0)
-        cap = min(ls - lo, hi - ll)
-        base = _out(ls, lo, hi) + _out(ll, lo, hi)
-
-        def gain(w, ls=ls, ll=ll, base=base):
-            return _out(ls - w, lo, hi) + _out(ll + w, lo, hi) < base - EPS
-
-        if not (_step(st, b, heavy, light, want, cap, gain, free=True)
-                or _step(st, b, heavy, light, want, cap, gain, free=False)):
+        if not any(_pair(st, b, heavy, light, lo, hi, free) for free in (True, False) for light in dirs[:-1]):
             return
+
+
+def _pair(st, b: int, heavy: str, light: str, lo: float, hi: float, free: bool) -> bool:
+    """One move (or swap) from ``heavy`` to ``light`` that lowers their distance outside the bounds."""
+    ls, ll = st.load_d[(b, heavy)], st.load_d[(b, light)]
+    want = max(ls - hi, lo - ll, 0.0)
+    cap = min(ls - lo, hi - ll)
+    base = _out(ls, lo, hi) + _out(ll, lo, hi)
+
+    def gain(w):
+        return _out(ls - w, lo, hi) + _out(ll + w, lo, hi) < base - EPS
+
+    return (_step(st, b, heavy, light, want, cap, gain, free)
+            or _swap(st, b, heavy, light, want, cap, gain, free))
 
 
 def _out(load: float, lo: float, hi: float) -> float:
@@ -61,10 +65,48 @@ def _step(st, b: int, src_dir: str, dst_dir: str, want: float, cap: float, gain,
     e = pick(st, [lst], want, cap, gain, valid)
     if e is None:
         return False
+    if not free and not st.limit_allows(st.size[(e[2], b)]):
+        return False
+    _apply(st, b, e, src_dir, dst_dir)
+    return True
+
+
+def _swap(st, b: int, heavy: str, light: str, want: float, cap: float, gain, free: bool) -> bool:
+    """One replica from the heavy dir to the light one and a smaller one back, when no single
+    move helps (two large replicas in one dir): the net ``w_a - w_b`` within ``[want, cap]``.
+    ``free``: both are replicas step 1 brings (re-pointed, no copy); else any not moved yet."""
+    hl, ll = st.entries[(b, heavy)], st.entries[(b, light)]
+
+    def ok(e, dst_dir) -> bool:
+        key = (e[2], b)
+        arrived = key in st.arrival
+        if (free and not arrived) or (not arrived and key in st.moved):
+            return False
+        return st.headroom_ok((b, dst_dir), st.size[key])
+
+    for ea in reversed(hl[-SCAN_STEPS:]):
+        if not ok(ea, light):
+            continue
+        i = bisect.bisect_left(ll, (ea[0] - cap,))
+        for eb in ll[i:i + SCAN_STEPS]:
+            net = ea[0] - eb[0]
+            if net < want - EPS:
+                break
+            if gain(net) and ok(eb, heavy):
+                cost = sum(st.size[(e[2], b)] for e in (ea, eb) if (e[2], b) not in st.arrival)
+                if cost and not st.limit_allows(cost):
+                    return False
+                _apply(st, b, ea, heavy, light)
+                _apply(st, b, eb, light, heavy)
+                return True
+    return False
+
+
+def _apply(st, b: int, e: tuple, src_dir: str, dst_dir: str) -> None:
     tp = e[2]
     size, w = st.size[(tp, b)], st.weight[(tp, b)]
-    if not free and not st.limit_allows(size):
-        return False
+    free = (tp, b) in st.arrival
+    lst = st.entries[(b, src_dir)]
     lst.pop(bisect.bisect_left(lst, e))
     bisect.insort(st.entries[(b, dst_dir)], e)
     st.load_d[(b, src_dir)] -= w
@@ -80,7 +122,6 @@ def _step(st, b: int, src_dir: str, dst_dir: str, want: float, cap: float, gain,
         st.moved.add((tp, b))
         st.moves.append(Move(tp[0], tp[1], b, src_dir, b, dst_dir, size, b == st.inp.partitions[tp].leader))
         st.bytes_moved += size
-    return True
 
 
 def dir_reasons(st) -> list[str]:

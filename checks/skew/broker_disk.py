@@ -15,8 +15,9 @@ Example finding:
     3 holds 1.2 TiB, 3.1x the mean log dir.
 
 How to fix:
-    Reassign partitions away from the heavy broker (kafka-reassign-partitions, Cruise Control),
-    and between its log dirs (``alterReplicaLogDirs``); look for leftover ``-delete``
+    ``kafka-audit plan`` writes the reassignment that ``kafka-reassign-partitions --execute``
+    runs: replicas away from the heavy broker and between its log dirs (``log_dirs``), fewest
+    bytes, racks and headroom kept; look for leftover ``-delete``
     directories; fix partition skew first if one topic causes it.
 
 Options: generated from ``options`` below (checks.framework.base.options_section).
@@ -69,8 +70,9 @@ class SkewBrokerDisk(Check):
             out.append(self.finding(
                 severity,
                 f"{where} holds {human_bytes(size)}, {ratio:.1f}x the mean of {len(sizes)} {kind}s ({human_bytes(mean)})",
-                "Reassign partitions away from it (kafka-reassign-partitions / Cruise Control, alterReplicaLogDirs "
-                "between log dirs); look for leftover -delete directories; fix partition skew first.",
+                "Run `kafka-audit plan --out plan.json` (same log dirs) and hand plan.json to kafka-reassign-partitions "
+                "--execute: it moves replicas away from it and between log dirs, fewest bytes first; look for leftover "
+                "-delete directories; fix partition skew first.",
                 thresholds={"warn_ratio": opts["warn_ratio"], "fail_ratio": opts["fail_ratio"], "mean_bytes": int(mean)},
                 evidence=[{"kind": kind, "broker_id": k[0], "log_dir": k[1] if len(k) > 1 else None, "size_bytes": v,
                            "ratio_to_mean": round(v / mean, 3)} for k, v in sorted(sizes.items(), key=lambda kv: -kv[1])],
