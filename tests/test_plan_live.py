@@ -159,6 +159,22 @@ def broker_bytes(disk: dict) -> dict[int, int]:
     return out
 
 
+def _save_disk(path: Path, disk: dict) -> None:
+    path.write_text(json.dumps([[*k, v] for k, v in disk.items()]))
+
+
+def _load_disk(path: Path) -> dict:
+    return {tuple(r[:4]): r[4] for r in json.loads(path.read_text())}
+
+
+def dir_bytes(kc, disk: dict) -> dict[tuple[int, str], int]:
+    out = {(b, str(d)): 0 for b, n in kc.nodes.items() for d in n.log_dirs}
+    for (b, d, t, _p), size in disk.items():
+        if t in TOPICS:
+            out[(b, d)] += size
+    return out
+
+
 def max_over_mean(values) -> float:
     values = list(values)
     return max(values) / (sum(values) / len(values))
@@ -220,6 +236,7 @@ def test_plan_executed_by_kafka_balances_the_cluster(skewed):
     print(proc.stdout)
 
     before = disk_replicas(kc)
+    _save_disk(tmp / "before.json", before)
     run_reassignment(kc, out)
     after = disk_replicas(kc)
     measured = bytes_moved(before, after)
@@ -233,18 +250,24 @@ def test_plan_executed_by_kafka_balances_the_cluster(skewed):
     (tmp / "figures-plan.json").write_text(json.dumps({
         "planned": summary["bytes_moved"], "measured": measured, "lower_bound": summary["lower_bound_bytes"],
         "kla002_before": len(findings_before), "kla002_after": len(findings_after),
+        "between_brokers": summary["bytes_moved_between_brokers"],
         "max_over_mean_before": max_over_mean(broker_bytes(before).values()),
-        "max_over_mean_after": max_over_mean(broker_bytes(after).values())}))
+        "max_over_mean_after": max_over_mean(broker_bytes(after).values()),
+        "dirs_max_over_mean_before": max_over_mean(dir_bytes(kc, before).values()),
+        "dirs_max_over_mean_after": max_over_mean(dir_bytes(kc, after).values())}))
 
 
 def test_rollback_then_generate_side_by_side(skewed):
-    """The rollback file puts the cluster back (the same skew); Kafka's --generate then moves far
-    more bytes for a balance by count, not bytes."""
+    """The rollback file puts the cluster back (the same skew: KLA002 again); then Kafka's own
+    --generate (round-robin by partition count, sizes and log dirs ignored) is executed from the
+    same state, and both tools' bytes moved and resulting max/mean are printed side by side."""
     kc, tmp = skewed
     summary = json.loads((tmp / "plan-summary.json").read_text())
     ours = json.loads((tmp / "figures-plan.json").read_text())
     run_reassignment(kc, tmp / "rollback.json")
     reset = disk_replicas(kc)
+    # every replica back on its broker and in its log dir (sizes: the copies hold the same batches)
+    assert {k[:4] for k in reset} == {k[:4] for k in _load_disk(tmp / "before.json")}
     assert kla002(kc, tmp, "audit-reset"), "the rollback should bring the skew back"
 
     topics = tmp / "topics.json"
@@ -256,11 +279,63 @@ def test_rollback_then_generate_side_by_side(skewed):
     run_reassignment(kc, gen_file)
     after = disk_replicas(kc)
     gen_moved = bytes_moved(reset, after)
-    gen_ratio = max_over_mean(broker_bytes(after).values())
-    print(f"\n{'':>24} {'bytes moved':>12} {'max/mean after':>15}\n"
-          f"{'kafka-audit plan':>24} {ours['measured']:>12} {ours['max_over_mean_after']:>15.3f}\n"
-          f"{'kafka-reassign --generate':>24} {gen_moved:>12} {gen_ratio:>15.3f}\n"
-          f"(before: max/mean {ours['max_over_mean_before']:.3f}; plan's lower bound {summary['lower_bound_bytes']})")
-    (tmp / "figures-generate.json").write_text(json.dumps({"generate_moved": gen_moved, "generate_max_over_mean": gen_ratio}))
+    gen_b, gen_d = max_over_mean(broker_bytes(after).values()), max_over_mean(dir_bytes(kc, after).values())
+    gen_findings = kla002(kc, tmp, "audit-generate")
+    print(f"\n{'':<26} {'bytes moved':>12} {'of which between brokers':>25} {'brokers max/mean':>17} "
+          f"{'log dirs max/mean':>18} {'KLA002 after':>13}\n"
+          f"{'kafka-audit plan':<26} {ours['measured']:>12} {ours['between_brokers']:>25} "
+          f"{ours['max_over_mean_after']:>17.3f} {ours['dirs_max_over_mean_after']:>18.3f} {ours['kla002_after']:>13}\n"
+          f"{'kafka-reassign --generate':<26} {gen_moved:>12} {gen_moved:>25} {gen_b:>17.3f} {gen_d:>18.3f} "
+          f"{len(gen_findings):>13}\n"
+          f"(before both: brokers max/mean {ours['max_over_mean_before']:.3f}, log dirs max/mean "
+          f"{ours['dirs_max_over_mean_before']:.3f}, KLA002 {ours['kla002_before']}; the plan's lower bound "
+          f"{summary['lower_bound_bytes']})")
+    (tmp / "figures-generate.json").write_text(json.dumps({"generate_moved": gen_moved, "brokers": gen_b,
+                                                           "dirs": gen_d, "kla002": len(gen_findings)}))
     assert_rf_and_racks(kc)
-    assert ours["measured"] < gen_moved or ours["max_over_mean_after"] <= gen_ratio
+
+
+def plan_cli(kc, tmp: Path, name: str, *extra) -> tuple[subprocess.CompletedProcess, dict, Path]:
+    out, summary_file = tmp / f"{name}.json", tmp / f"{name}-summary.json"
+    proc = kafka_audit("plan", *[a for d in all_log_dirs(kc) for a in ("--log-dir", d)], "--out", out,
+                       "--json", summary_file, "--throttle", THROTTLE, *extra, timeout=300)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    return proc, json.loads(summary_file.read_text()), out
+
+
+def test_drain_broker_3(skewed):
+    kc, tmp = skewed
+    proc, summary, out = plan_cli(kc, tmp, "drain", "--drain-broker", "3")
+    print(proc.stdout)
+    assert {b["broker_id"]: b["bytes_after"] for b in summary["brokers"]}[3] == 0
+    before = disk_replicas(kc)
+    run_reassignment(kc, out)
+    after = disk_replicas(kc)
+    assert not [k for k in after if k[0] == 3 and k[2] in TOPICS], "broker 3 still holds replicas"
+    measured = bytes_moved(before, after)
+    print(f"drain: planned {summary['bytes_moved']} bytes, measured {measured}, lower bound {summary['lower_bound_bytes']}")
+    assert abs(measured - summary["bytes_moved"]) <= 0.05 * summary["bytes_moved"]
+    assert summary["lower_bound_bytes"] <= summary["bytes_moved"]
+    assert_rf_and_racks(kc)
+
+
+def test_headroom_forbids_the_obvious_log_dir(skewed):
+    """Broker 3 is empty after the drain: both its log dirs are the obvious landing places. Its
+    data-0 is declared small (--capacity): no copy may take it over 85%, so the big replicas land
+    in data-1; Kafka puts them exactly there, and data-0 never passes the headroom on disk."""
+    kc, tmp = skewed
+    small = kc.nodes[3].log_dirs[0]
+    cap = 3 * 1024 * 1024
+    proc, summary, out = plan_cli(kc, tmp, "headroom", "--capacity", f"{small}={cap}", "--capacity", "1GiB")
+    print(proc.stdout)
+    assert any(str(small) in n and "headroom" in n for n in summary["notes"]), summary["notes"]
+    peak = {(d["broker_id"], d["log_dir"]): d for d in summary["log_dirs"]}[(3, str(small))]
+    assert peak["bytes_peak"] <= 0.85 * cap
+    landed = [m for m in summary["moves"] if m["to_broker"] == 3]
+    assert landed and any(m["to_dir"] != str(small) for m in landed)
+    run_reassignment(kc, out)
+    on_small = sum(s for k, s in disk_replicas(kc).items() if k[0] == 3 and k[1] == str(small))
+    print(f"headroom: broker 3 {small.name}: {on_small} bytes on disk, plan's peak {peak['bytes_peak']}, "
+          f"85% of the capacity {int(0.85 * cap)}; target reached: {summary['target_reached']}")
+    assert on_small <= 0.85 * cap
+    assert_rf_and_racks(kc)
