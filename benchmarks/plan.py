@@ -163,7 +163,9 @@ def main() -> None:
             print(f"  - {r}")
     lb = p.lower_bound_bytes
     ours = {tp: {b: dirs.get(b) for b in reps} for tp, (reps, dirs) in p.final.items()}
-    print(f"plan: {len(p.moves):,} moves; between brokers {p.bytes_moved_between_brokers / 1e12:.2f} TB, between log dirs "
+    recount = moved_bytes(inp, ours)
+    print(f"plan: {len(p.moves):,} moves ({recount} bytes recounted from its final assignment: "
+          f"{'same' if recount == p.bytes_moved else 'DIFFERENT'}); between brokers {p.bytes_moved_between_brokers / 1e12:.2f} TB, between log dirs "
           f"{(p.bytes_moved - p.bytes_moved_between_brokers) / 1e12:.2f} TB")
     rows = [("kafka-audit plan", p.bytes_moved, ratio(p.after_brokers.values()), ratio(p.after_dirs.values()))]
     for name, assign in (("first-fit decreasing", first_fit_decreasing(inp)), ("--generate (round-robin)",

@@ -61,6 +61,7 @@ class _State:
         self.moves: list[Move] = []
         self.bytes_moved = 0
         self.rejected: Counter = Counter()
+        self.too_few_brokers = 0                            # partitions whose RF exceeds the brokers left
         self.notes: list[str] = []
         self.headroom_examples: list[str] = []
         for tp, p in inp.partitions.items():
@@ -187,6 +188,7 @@ def _check_inputs(st: _State) -> None:
     n = len(st.active)
     for tp, p in st.inp.partitions.items():
         if len(p.replicas) > n:
+            st.too_few_brokers += 1
             st.notes.append(f"{tp[0]}-{tp[1]}: replication factor {len(p.replicas)} > {n} broker(s) "
                             f"{'left after the drain' if st.opts.drain else 'in the cluster'}: it cannot move")
 
@@ -242,15 +244,21 @@ def _reasons(st: _State) -> list[str]:
     out = []
     for b in sorted(st.load_b):
         load = st.load_b[b]
-        if st.outside(b, load) > EPS:
-            target = ("drained" if b in st.opts.drain else
-                      f"{st.lo:.0f}..{st.hi:.0f} bytes (mean {st.mean:.0f} +/- {st.opts.tolerance:.0%})")
-            out.append(f"broker {b} ends at {load:.0f} bytes, outside {target}")
+        if st.outside(b, load) > EPS and b in st.opts.drain:
+            out.append(f"broker {b} (drained) still holds {load - st.fixed_b[b]:.0f} bytes of replicas")
+        elif st.outside(b, load) > EPS:
+            out.append(f"broker {b} ends at {load:.0f} bytes, outside {st.lo:.0f}..{st.hi:.0f} bytes "
+                       f"(mean {st.mean:.0f} +/- {st.opts.tolerance:.0%})")
+    explained = bool(st.rejected)
     out += dir_reasons(st)
     if out and st.rejected:
         why = ", ".join(f"{k} ({n} candidate moves)" for k, n in st.rejected.most_common())
         out.append(f"moves refused by: {why}")
-    elif out:
+    if out and st.too_few_brokers:
+        explained = True
+        out.append(f"{st.too_few_brokers} partition(s) have a replication factor above the {len(st.active)} "
+                   f"broker(s) {'left after the drain' if st.opts.drain else 'of the cluster'}: they cannot move")
+    if out and not explained:
         out.append("no further single replica move narrows the gap: the replicas that could move are too large for "
                    "it (a partition moves whole, it is never split) or none is movable")
     return out

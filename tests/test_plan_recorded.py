@@ -1,0 +1,73 @@
+"""``kafka-audit plan`` on the bundled demo sample (real Kafka 4.2 broker files, 2 brokers x 2 log dirs):
+log dirs and manifests give the same plan, the files are what kafka-reassign-partitions takes,
+and the bad inputs of issue 36 answer with one line or a reason."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from auditor.cli.demo import unpack_demo_sample
+from harness.cli import kafka_audit_in_process
+
+pytestmark = pytest.mark.recorded
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory):
+    log_dirs, _meta = unpack_demo_sample(tmp_path_factory.mktemp("demo"))
+    return sorted(str(p) for p in log_dirs)
+
+
+def dirs_args(dirs):
+    return [a for d in dirs for a in ("--log-dir", d)]
+
+
+def test_plan_files_from_log_dirs_and_from_manifests_agree(sample, tmp_path):
+    out, summ, back = tmp_path / "plan.json", tmp_path / "summary.json", tmp_path / "rollback.json"
+    r = kafka_audit_in_process("plan", *dirs_args(sample), "--out", out, "--json", summ, "--rollback", back)
+    assert r.returncode in (0, 1), r.stderr
+    plan, summary, rollback = (json.loads(p.read_text()) for p in (out, summ, back))
+    assert plan["version"] == 1 and plan["partitions"]
+    for e in plan["partitions"]:
+        assert len(e["replicas"]) == len(set(e["replicas"])) == len(e["log_dirs"])
+        assert all(d == "any" or d in sample for d in e["log_dirs"])
+    assert [(e["topic"], e["partition"]) for e in rollback["partitions"]] == [(e["topic"], e["partition"])
+                                                                              for e in plan["partitions"]]
+    assert summary["bytes_moved"] == sum(m["size_bytes"] for m in summary["moves"])
+    assert summary["capacities_known"] is False
+    assert any("headroom was not checked" in n for n in summary["notes"])
+    assert "replica moves" in r.stdout and "lower bound" in r.stdout
+    if r.returncode == 1:
+        assert summary["reasons"] and "target NOT reached" in r.stdout
+
+    manifests = []
+    for broker in ("broker1", "broker2"):
+        m = tmp_path / f"manifest-{broker}"
+        c = kafka_audit_in_process("collect", *[d for d in sample if f"/{broker}-" in d], "--out", m)
+        assert c.returncode == 0, c.stderr
+        manifests += ["--manifest", m]
+    out2, summ2 = tmp_path / "plan-m.json", tmp_path / "summary-m.json"
+    r2 = kafka_audit_in_process("plan", *manifests, "--out", out2, "--json", summ2)
+    assert r2.returncode == r.returncode, r2.stderr
+    assert json.loads(out2.read_text()) == plan
+
+
+def test_drain_with_rf_equal_to_the_brokers_left_says_why(sample, tmp_path):
+    summ = tmp_path / "s.json"
+    r = kafka_audit_in_process("plan", *dirs_args(sample), "--drain-broker", "2", "--json", summ)
+    s = json.loads(summ.read_text())
+    assert any("orders-0: replication factor 2 > 1 broker(s) left after the drain" in n for n in s["notes"])
+    assert r.returncode == 1 and any(x.startswith("broker 2 (drained) still holds") for x in s["reasons"])
+    assert any("replication factor above the 1 broker(s) left after the drain" in x for x in s["reasons"])
+
+
+def test_unknown_broker_and_missing_metadata_are_one_line(sample, tmp_path):
+    r = kafka_audit_in_process("plan", *dirs_args(sample), "--drain-broker", "9")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no such broker" in r.stderr
+    no_meta = [d for d in sample if "data-1" in d]      # the metadata log is in data-0
+    r = kafka_audit_in_process("plan", *dirs_args(no_meta))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--bootstrap-server" in r.stderr
+    r = kafka_audit_in_process("plan", *dirs_args(sample[:2]))      # broker 1's dirs only
+    assert r.returncode == 3 and "broker(s) 2" in r.stderr
