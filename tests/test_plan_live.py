@@ -339,3 +339,17 @@ def test_headroom_forbids_the_obvious_log_dir(skewed):
           f"85% of the capacity {int(0.85 * cap)}; target reached: {summary['target_reached']}")
     assert on_small <= 0.85 * cap
     assert_rf_and_racks(kc)
+
+
+def test_bootstrap_server_gives_the_plan_the_metadata_log_gives(skewed):
+    """Replica sets, leaders and racks from the live cluster (Metadata, DescribeCluster) instead of
+    the metadata log on disk: the same plan. With neither, exit 2 and one line."""
+    kc, tmp = skewed
+    _, from_disk, out_disk = plan_cli(kc, tmp, "from-disk")
+    _, from_cluster, out_cluster = plan_cli(kc, tmp, "from-cluster", "--bootstrap-server", kc.bootstrap_servers)
+    assert json.loads(out_disk.read_text()) == json.loads(out_cluster.read_text())
+    assert [b["rack"] for b in from_cluster["brokers"]] == [RACKS[b] for b in sorted(RACKS)]
+    assert from_disk["bytes_moved"] == from_cluster["bytes_moved"]
+    no_meta = [str(d) for n in kc.nodes.values() for d in n.log_dirs[1:]]     # metadata.log.dir is data-0
+    proc = kafka_audit("plan", *[a for d in no_meta for a in ("--log-dir", d)], timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--bootstrap-server" in proc.stderr

@@ -29,16 +29,22 @@ def disk_rows(log_dirs: list[str], manifests: list[str]) -> tuple[list[dict], di
             rows += parts.to_pylist()
             for info in infos.to_pylist():
                 dirs[os.path.abspath(info["log_dir"])] = info.get("broker_id")
-                times.append(info.get("collect_started_ms") or info.get("started_ms"))
-        times = [t for t in times if t]
-        if times and max(times) - min(times) > MANIFEST_SPREAD_MS:
-            notes.append(f"the manifests were collected {(max(times) - min(times)) / 60000:.0f} min apart: the sizes "
-                         f"are from different moments")
+                times.append(info.get("collected_at_ms"))
+        notes += moments_note(times)
         return rows, dirs, notes
     from auditor.scan import scan_log_dirs
     result = scan_log_dirs(log_dirs, depth="stat")
     dirs = {os.path.abspath(i["log_dir"]): i["broker_id"] for i in result.log_dirs}
     return result.partitions, dirs, notes
+
+
+def moments_note(times: list[int | None]) -> list[str]:
+    """A note when manifests were collected more than :data:`MANIFEST_SPREAD_MS` apart."""
+    times = [t for t in times if t is not None]
+    if times and max(times) - min(times) > MANIFEST_SPREAD_MS:
+        return [f"the manifests were collected {(max(times) - min(times)) / 60000:.0f} min apart: the sizes are "
+                f"from different moments (replicas written or deleted in between are counted as they were)"]
+    return []
 
 
 def metadata_from_disk(log_dirs: list[str], manifests: list[str]):
