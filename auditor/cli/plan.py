@@ -141,7 +141,7 @@ def write_table(doc: dict, out) -> None:
               f"{human_bytes(doc['bytes_moved_between_log_dirs'])}); lower bound {human_bytes(doc['lower_bound_bytes'])}"
               f" ({doc['lower_bound_bytes']} bytes)\n")
     if t.get("expected_duration_s") is not None:
-        out.write(f"at {human_bytes(t['rate_bytes_per_s'])}/s: about {t['expected_duration_s']:.0f} s "
+        out.write(f"at {human_bytes(t['rate_bytes_per_s'])}/s: about {t['expected_duration_s']:.1f} s "
                   f"(kafka-reassign-partitions --throttle {t['rate_bytes_per_s']})\n")
     out.write("target reached\n" if doc["target_reached"] else "target NOT reached:\n")
     for r in doc["reasons"]:
