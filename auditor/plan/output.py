@@ -81,7 +81,9 @@ def summary(plan: Plan, inp: PlanInput, rate_bytes_s: int | None, balance: str =
     mean_b = plan.mean_broker_bytes or 1.0
     brokers = []
     for b in sorted(plan.before_brokers):
+        fixed = sum(inp.fixed_bytes.get((b, d), 0) for d in inp.brokers[b].log_dirs)
         brokers.append({"broker_id": b, "rack": inp.brokers[b].rack, "drained": b in plan.options.drain,
+                        "unmovable_bytes": fixed,
                         "bytes_before": plan.before_brokers[b], "bytes_after": plan.after_brokers[b],
                         "ratio_to_mean_before": round(plan.before_brokers[b] / mean_b, 3),
                         "ratio_to_mean_after": round(plan.after_brokers[b] / mean_b, 3)})
