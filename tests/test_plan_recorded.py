@@ -37,6 +37,7 @@ def test_plan_files_from_log_dirs_and_from_manifests_agree(sample, tmp_path):
                                                                               for e in plan["partitions"]]
     assert summary["bytes_moved"] == sum(m["size_bytes"] for m in summary["moves"])
     assert summary["capacities_known"] is False
+    assert any(n.startswith("every broker is fenced in the metadata log") for n in summary["notes"])
     assert any("headroom was not checked" in n for n in summary["notes"])
     assert "replica moves" in r.stdout and "lower bound" in r.stdout
     if r.returncode == 1:

@@ -186,3 +186,14 @@ def test_manifests_from_different_moments_are_said():
     from auditor.cli.plan_input import moments_note
     assert moments_note([1_000, 2_000, None]) == []
     assert "collected 60 min apart" in moments_note([0, 3_600_000])[0]
+
+
+def test_fenced_broker_gets_nothing_and_moving_partitions_stay():
+    inp = cluster(racks=0)
+    inp.brokers[6].fenced = True
+    first = next(iter(inp.partitions.values()))
+    first.movable = False
+    p = plan(inp)
+    assert all(m.to_broker != 6 for m in p.moves)
+    assert all((m.topic, m.partition) != first.tp for m in p.moves)
+    assert any("broker 6 is fenced" in n for n in p.notes)

@@ -107,10 +107,10 @@ def run(args) -> int:
             else metadata_from_disk(log_dirs, args.manifest))
     if meta is None:
         raise CliError(NEEDS_METADATA)
-    brokers, parts = meta
+    brokers, parts, meta_notes = meta
     opts = options(args, brokers)
     rows, dir_brokers, notes = disk_rows(log_dirs, args.manifest)
-    inp = build_input(rows, dir_brokers, brokers, parts, capacities, notes)
+    inp = build_input(rows, dir_brokers, brokers, parts, capacities, meta_notes + notes)
     result = plan(inp, opts)
     doc = summary(result, inp, rate, args.balance)
     if args.out:

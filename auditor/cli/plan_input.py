@@ -48,7 +48,8 @@ def moments_note(times: list[int | None]) -> list[str]:
 
 
 def metadata_from_disk(log_dirs: list[str], manifests: list[str]):
-    """(brokers {id: rack}, partitions {(topic, p): (replicas, leader)}) or None when no metadata log."""
+    """(brokers {id: (rack, fenced)}, partitions {(topic, p): (replicas, leader, why it must stay or None)},
+    notes) or None when no metadata log."""
     if manifests:
         from auditor.manifest import read_cluster_metadata
         log, _ = read_cluster_metadata(manifests)
@@ -61,9 +62,20 @@ def metadata_from_disk(log_dirs: list[str], manifests: list[str]):
     if log is None:
         return None
     st = log.state
-    brokers = {b.broker_id: b.rack for b in st.brokers.values()}
-    parts = {(t.name, i): (list(p.replicas), p.leader) for t in st.topics.values() for i, p in t.partitions.items()}
-    return brokers, parts
+    # every broker fenced: a stopped cluster, or a copy of its disks; the plan is for when it runs
+    all_fenced = bool(st.brokers) and all(b.fenced for b in st.brokers.values())
+    brokers = {b.broker_id: (b.rack, b.fenced and not all_fenced) for b in st.brokers.values()}
+    parts = {(t.name, i): (list(p.replicas), p.leader, _moving(p.adding_replicas, p.removing_replicas))
+             for t in st.topics.values() for i, p in t.partitions.items()}
+    notes = ["every broker is fenced in the metadata log (a stopped cluster, or a copy of its disks): planned as "
+             "if all were serving"] if all_fenced else []
+    return brokers, parts, notes
+
+
+def _moving(adding, removing) -> str | None:
+    if not adding and not removing:
+        return None
+    return f"a reassignment is under way (adding {list(adding or [])}, removing {list(removing or [])})"
 
 
 def metadata_from_cluster(bootstrap: str, timeout_s: float = 30.0):
@@ -75,12 +87,12 @@ def metadata_from_cluster(bootstrap: str, timeout_s: float = 30.0):
         nodes = admin.describe_cluster(request_timeout=timeout_s).result(timeout=timeout_s).nodes
     except Exception as exc:  # noqa: BLE001 - any client failure is one line
         raise CliError(f"--bootstrap-server {bootstrap}: {exc}") from None
-    brokers = {n.id: n.rack for n in nodes}
-    parts = {(t, i): (list(p.replicas), p.leader) for t, tm in md.topics.items() for i, p in tm.partitions.items()}
-    return brokers, parts
+    brokers = {n.id: (n.rack, False) for n in nodes}     # DescribeCluster lists the brokers that serve
+    parts = {(t, i): (list(p.replicas), p.leader, None) for t, tm in md.topics.items() for i, p in tm.partitions.items()}
+    return brokers, parts, []
 
 
-def build_input(rows: list[dict], dir_brokers: dict[str, int | None], brokers: dict[int, str | None],
+def build_input(rows: list[dict], dir_brokers: dict[str, int | None], brokers: dict[int, tuple[str | None, bool]],
                 parts: dict, capacities: dict, notes: list[str]) -> PlanInput:
     """The planner's input: live replicas placed and sized; every other byte of a log dir (the
     metadata log, ``-delete`` / ``-future`` dirs, partitions the metadata does not know) fixed."""
@@ -88,11 +100,16 @@ def build_input(rows: list[dict], dir_brokers: dict[str, int | None], brokers: d
     for d, b in sorted(dir_brokers.items()):
         if b is not None:
             dirs_of.setdefault(b, []).append(d)
-    missing = sorted(b for b in brokers if b not in dirs_of)
+    for b in sorted(b for b in brokers if b not in dirs_of and brokers[b][1]):
+        notes.append(f"broker {b} is fenced and none of its log dirs is among the inputs: its replicas stay where they are")
+    missing = sorted(b for b in brokers if b not in dirs_of and not brokers[b][1])
     if missing:
         raise InputProblem(f"no log dir of broker(s) {', '.join(map(str, missing))} among the inputs: give every "
                            f"broker's log dirs (or manifests), the plan needs each replica's bytes")
-    specs = {b: BrokerSpec(b, brokers.get(b), dirs_of[b]) for b in dirs_of}
+    specs = {}
+    for b, dirs in dirs_of.items():
+        rack, fenced = brokers.get(b, (None, False))
+        specs[b] = BrokerSpec(b, rack, dirs, fenced=fenced)
     fixed: dict[tuple[int, str], int] = {}
     where: dict[tuple[str, int, int], tuple[str, int]] = {}
     for r in rows:
@@ -105,7 +122,9 @@ def build_input(rows: list[dict], dir_brokers: dict[str, int | None], brokers: d
         else:
             fixed[(b, d)] = fixed.get((b, d), 0) + int(r["size_bytes"] or 0)
     partitions = {}
-    for (t, i), (replicas, leader) in parts.items():
+    for (t, i), (replicas, leader, moving) in parts.items():
+        if moving:
+            notes.append(f"{t}-{i}: {moving}: not planned")
         found = {b: where[(t, i, b)] for b in replicas if (t, i, b) in where}
         biggest = max((s for _, s in found.values()), default=0)
         for b in replicas:
@@ -113,7 +132,8 @@ def build_input(rows: list[dict], dir_brokers: dict[str, int | None], brokers: d
                 notes.append(f"{t}-{i}: no replica on broker {b}'s log dirs; counted at {biggest} bytes")
         partitions[(t, i)] = PartitionSpec(t, i, list(replicas), leader,
                                            {b: found[b][0] if b in found else None for b in replicas},
-                                           {b: found[b][1] if b in found else biggest for b in replicas})
+                                           {b: found[b][1] if b in found else biggest for b in replicas},
+                                           movable=not moving)
     unknown = sorted({b for p in partitions.values() for b in p.replicas if b not in specs})
     if unknown:
         notes.append(f"replicas on broker(s) {unknown} that are not registered: those replicas are not balanced")

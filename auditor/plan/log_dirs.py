@@ -126,7 +126,7 @@ def _apply(st, b: int, e: tuple, src_dir: str, dst_dir: str) -> None:
 
 def dir_reasons(st) -> list[str]:
     out = []
-    for b in st.active:
+    for b in st.receivers:
         lo, hi = dir_bounds(st, b)
         for d in st.dirs[b]:
             load = st.load_d[(b, d)]

@@ -20,6 +20,7 @@ class BrokerSpec:
     broker_id: int
     rack: str | None
     log_dirs: list[str]              # absolute paths, as the broker's log.dirs names them
+    fenced: bool = False             # not serving (offline, shutting down): no replica is planned onto it
 
 
 @dataclass(slots=True)
@@ -30,6 +31,7 @@ class PartitionSpec:
     leader: int | None
     log_dirs: dict[int, str | None]  # broker -> the log dir holding its replica (None: unknown)
     sizes: dict[int, int]            # broker -> that replica's bytes today
+    movable: bool = True             # False: leave it (e.g. a reassignment of it is under way)
 
     @property
     def tp(self) -> TP:

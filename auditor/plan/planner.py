@@ -45,7 +45,8 @@ class _State:
         self.active = [b for b in sorted(inp.brokers) if b not in opts.drain]
         self.rack = {b: s.rack for b, s in inp.brokers.items()}
         self.use_racks = any(r is not None for r in self.rack.values())
-        self.active_racks = len({self.rack[b] for b in self.active})
+        self.receivers = [b for b in self.active if not inp.brokers[b].fenced]
+        self.active_racks = len({self.rack[b] for b in self.receivers})
         self.dirs = {b: list(s.log_dirs) for b, s in inp.brokers.items()}
         self.load_d: dict[DirKey, float] = {(b, d): float(inp.fixed_bytes.get((b, d), 0))
                                             for b, ds in self.dirs.items() for d in ds}
@@ -65,7 +66,7 @@ class _State:
         self.notes: list[str] = []
         self.headroom_examples: list[str] = []
         for tp, p in inp.partitions.items():
-            movable = not any(rx.fullmatch(tp[0]) for rx in excl)
+            movable = p.movable and not any(rx.fullmatch(tp[0]) for rx in excl)
             self.place[tp] = dict(p.log_dirs)
             for b in p.replicas:
                 size = int(p.sizes.get(b, max(p.sizes.values(), default=0)))
@@ -76,7 +77,7 @@ class _State:
                     continue                                # a broker or dir not given: not balanced
                 self.load_d[(b, d)] += w
                 self.size_d[(b, d)] += size
-                if movable and len(p.replicas) <= len(self.active):
+                if movable and len(p.replicas) <= len(self.receivers):
                     self.entries[(b, d)].append((w, b == p.leader, tp))
         for lst in self.entries.values():
             lst.sort()
@@ -170,7 +171,7 @@ def plan(inp: PlanInput, opts: PlanOptions | None = None) -> Plan:
     _check_inputs(st)
     while _broker_step(st):
         pass
-    for b in st.active:
+    for b in st.receivers:
         balance_log_dirs(st, b)
     reasons = _reasons(st)
     return Plan(moves=st.moves, before_brokers=before_b, after_brokers={b: int(v) for b, v in st.load_b.items()},
@@ -185,7 +186,9 @@ def _capacities_known(st: _State) -> bool:
 
 
 def _check_inputs(st: _State) -> None:
-    n = len(st.active)
+    for b in sorted(set(st.active) - set(st.receivers)):
+        st.notes.append(f"broker {b} is fenced (not serving): no replica is planned onto it")
+    n = len(st.receivers)
     for tp, p in st.inp.partitions.items():
         if len(p.replicas) > n:
             st.too_few_brokers += 1
@@ -197,7 +200,7 @@ def _broker_step(st: _State) -> bool:
     """One move between brokers, or False when none helps."""
     over = sorted((b for b in st.load_b if st.load_b[b] - st.upper(b) > EPS),
                   key=lambda b: st.load_b[b] - st.upper(b), reverse=True)
-    light = sorted(st.active, key=lambda b: st.load_b[b])
+    light = sorted(st.receivers, key=lambda b: st.load_b[b])
     for src in over:
         for dst in [b for b in light if b != src][:DESTINATIONS]:
             if _try_move(st, src, dst):
