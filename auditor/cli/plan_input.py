@@ -8,9 +8,8 @@ from __future__ import annotations
 import os
 
 from auditor.cli.common import CliError, InputProblem
-from auditor.plan import BrokerSpec, PartitionSpec, PlanInput
+from auditor.plan.inputs import MissingBrokers, build_input as plan_input, from_metadata_state
 
-METADATA_TOPIC = "__cluster_metadata"
 #: manifests collected further apart than this are from different moments (a note says so)
 MANIFEST_SPREAD_MS = 15 * 60 * 1000
 
@@ -61,21 +60,7 @@ def metadata_from_disk(log_dirs: list[str], manifests: list[str]):
             log = None
     if log is None:
         return None
-    st = log.state
-    # every broker fenced: a stopped cluster, or a copy of its disks; the plan is for when it runs
-    all_fenced = bool(st.brokers) and all(b.fenced for b in st.brokers.values())
-    brokers = {b.broker_id: (b.rack, b.fenced and not all_fenced) for b in st.brokers.values()}
-    parts = {(t.name, i): (list(p.replicas), p.leader, _moving(p.adding_replicas, p.removing_replicas))
-             for t in st.topics.values() for i, p in t.partitions.items()}
-    notes = ["every broker is fenced in the metadata log (a stopped cluster, or a copy of its disks): planned as "
-             "if all were serving"] if all_fenced else []
-    return brokers, parts, notes
-
-
-def _moving(adding, removing) -> str | None:
-    if not adding and not removing:
-        return None
-    return f"a reassignment is under way (adding {list(adding or [])}, removing {list(removing or [])})"
+    return from_metadata_state(log.state)
 
 
 def metadata_from_cluster(bootstrap: str, timeout_s: float = 30.0):
@@ -90,59 +75,6 @@ def metadata_from_cluster(bootstrap: str, timeout_s: float = 30.0):
     brokers = {n.id: (n.rack, False) for n in nodes}     # DescribeCluster lists the brokers that serve
     parts = {(t, i): (list(p.replicas), p.leader, None) for t, tm in md.topics.items() for i, p in tm.partitions.items()}
     return brokers, parts, []
-
-
-def build_input(rows: list[dict], dir_brokers: dict[str, int | None], brokers: dict[int, tuple[str | None, bool]],
-                parts: dict, capacities: dict, notes: list[str]) -> PlanInput:
-    """The planner's input: live replicas placed and sized; every other byte of a log dir (the
-    metadata log, ``-delete`` / ``-future`` dirs, partitions the metadata does not know) fixed."""
-    dirs_of: dict[int, list[str]] = {}
-    for d, b in sorted(dir_brokers.items()):
-        if b is not None:
-            dirs_of.setdefault(b, []).append(d)
-    for b in sorted(b for b in brokers if b not in dirs_of and brokers[b][1]):
-        notes.append(f"broker {b} is fenced and none of its log dirs is among the inputs: its replicas stay where they are")
-    missing = sorted(b for b in brokers if b not in dirs_of and not brokers[b][1])
-    if missing:
-        raise InputProblem(f"no log dir of broker(s) {', '.join(map(str, missing))} among the inputs: give every "
-                           f"broker's log dirs (or manifests), the plan needs each replica's bytes")
-    specs = {}
-    for b, dirs in dirs_of.items():
-        rack, fenced = brokers.get(b, (None, False))
-        specs[b] = BrokerSpec(b, rack, dirs, fenced=fenced)
-    fixed: dict[tuple[int, str], int] = {}
-    where: dict[tuple[str, int, int], tuple[str, int]] = {}
-    for r in rows:
-        b, d = r["broker_id"], os.path.abspath(r["log_dir"])
-        if b is None:
-            continue
-        key = (r["topic"], r["partition"])
-        if r["dir_kind"] == "live" and r["topic"] != METADATA_TOPIC and key in parts:
-            where[(r["topic"], r["partition"], b)] = (d, int(r["size_bytes"] or 0))
-        else:
-            fixed[(b, d)] = fixed.get((b, d), 0) + int(r["size_bytes"] or 0)
-    partitions = {}
-    for (t, i), (replicas, leader, moving) in parts.items():
-        if moving:
-            notes.append(f"{t}-{i}: {moving}: not planned")
-        found = {b: where[(t, i, b)] for b in replicas if (t, i, b) in where}
-        biggest = max((s for _, s in found.values()), default=0)
-        for b in replicas:
-            if b not in found and b in specs:
-                notes.append(f"{t}-{i}: no replica on broker {b}'s log dirs; counted at {biggest} bytes")
-        partitions[(t, i)] = PartitionSpec(t, i, list(replicas), leader,
-                                           {b: found[b][0] if b in found else None for b in replicas},
-                                           {b: found[b][1] if b in found else biggest for b in replicas},
-                                           movable=not moving)
-    unknown = sorted({b for p in partitions.values() for b in p.replicas if b not in specs})
-    if unknown:
-        notes.append(f"replicas on broker(s) {unknown} that are not registered: those replicas are not balanced")
-    caps = {}
-    for (b, d) in fixed.keys() | {(b, d) for b, s in specs.items() for d in s.log_dirs}:
-        cap = capacities.get(d, capacities.get("*"))
-        if cap is not None:
-            caps[(b, d)] = cap
-    return PlanInput(specs, partitions, fixed, caps, None, notes)
 
 
 def parse_capacities(values: list[str]) -> dict[str, int]:
@@ -170,3 +102,11 @@ def parse_bytes(text: str, flag: str) -> int:
     if unit not in UNITS or not value > 0:
         raise CliError(f"{flag} {text}: expected a size in bytes > 0 (e.g. 500000000, 10MiB, 2GiB)")
     return int(value * UNITS[unit])
+
+
+def build_input(rows, dir_brokers, brokers, parts, capacities, notes):
+    """:func:`auditor.plan.inputs.build_input`; a serving broker without log dirs is an input problem (exit 3)."""
+    try:
+        return plan_input(rows, dir_brokers, brokers, parts, capacities, notes)
+    except MissingBrokers as exc:
+        raise InputProblem(str(exc)) from None
