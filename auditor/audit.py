@@ -10,6 +10,7 @@ implementations); this module never asks which one runs.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -19,6 +20,8 @@ from auditor.live_config import WANTED, fetch_topic_configs
 from auditor.cluster.consumer_groups import commit_rows, read_groups
 from auditor.cluster.metadata_log import MetadataLogNotFound, read_metadata_log
 from auditor.cluster.metadata_audit import PartitionMoves, effective_topic_configs
+from auditor.plan import plan as plan_reassignment, summary as plan_summary
+from auditor.plan.inputs import MissingBrokers, build_input as build_plan_input, from_metadata_state
 from auditor.keys.audit_keys import metadata_partitions
 from auditor.manifest import read_cluster_metadata as read_manifest_metadata
 from auditor.manifest import read_consumer_groups as read_manifest_groups
@@ -129,6 +132,7 @@ def audit_context(req: AuditRequest, progress: Callable[[str], None]) -> AuditCo
     return AuditContext(as_of_ms=req.as_of_ms or int(time.time() * 1000), config=config, topic_configs=topic_configs,
                         replay_at_ms=req.replay_at_ms, replay_topics=tuple(req.replay_topics) if req.replay_topics else None,
                         partition_moves=PartitionMoves.from_log(log) if log is not None else None,
+                        cluster_state=log.state if log is not None else None,
                         topic_config_sources=sources, metadata_notes=notes,
                         key_partitions=metadata_partitions(log))
 
@@ -201,6 +205,9 @@ class AuditOutcome:
     topic_configs: dict = field(default_factory=dict)
     """{topic: {config: value}} as the cluster gave them (live cluster or metadata log), the values
     behind ``topic_config_sources`` (the report's "Topic configs" table)."""
+    plan: dict | None = None
+    """With KLA002 findings and a metadata log: the summary of the reassignment ``kafka-audit plan``
+    would write (``auditor.plan.output.summary``, moves capped), else None."""
 
 
 def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: None) -> AuditOutcome:
@@ -219,4 +226,36 @@ def run_audit(req: AuditRequest, progress: Callable[[str], None] = lambda msg: N
         check_titles={**{name: check.title for name, check in REGISTRY.items()}, GX_CHECK: "segment table"},
         groups=groups, topic_config_sources=ctx.topic_config_sources,
         metadata_notes=ctx.metadata_notes, topic_configs=dict(ctx.topic_configs or {}),
-        keys=ctx.keys)
+        keys=ctx.keys, plan=skew_plan(tables, ctx, progress))
+
+
+#: moves listed in the findings document's plan (the whole list: ``kafka-audit plan --json``)
+PLAN_MOVES_SHOWN = 50
+
+
+def skew_plan(tables: TableOutcome, ctx: AuditContext, progress: Callable[[str], None]) -> dict | None:
+    """The fix for disk skew, when KLA002 found some and the metadata log gives the replica sets:
+    the summary of the plan ``kafka-audit plan`` writes from the same inputs (default options)."""
+    if ctx.cluster_state is None or not any(f.code == "KLA002" and f.severity > Severity.PASS
+                                            for f in tables.findings):
+        return None
+    progress("planning the reassignment that fixes the disk skew")
+    brokers, parts, notes = from_metadata_state(ctx.cluster_state)
+    dirs = {os.path.abspath(i["log_dir"]): i.get("broker_id") for i in tables.log_dirs if i.get("log_dir")}
+    try:
+        inp = build_plan_input(_rows(tables.stats), dirs, brokers, parts, {}, notes)
+    except MissingBrokers as exc:
+        return {"error": str(exc)}
+    result = plan_reassignment(inp)
+    doc = plan_summary(result, inp, None)
+    doc["moves_total"] = len(doc["moves"])
+    doc["moves"] = doc["moves"][:PLAN_MOVES_SHOWN]
+    return doc
+
+
+def _rows(stats) -> list[dict]:
+    if hasattr(stats, "to_pylist"):
+        return stats.to_pylist()
+    if hasattr(stats, "to_dict"):
+        return stats.to_dict("records")
+    return list(stats)

@@ -64,6 +64,7 @@ def _plain_document(outcome) -> dict:
                           {(f.topic, int(e["partition"])) for f in outcome.findings
                            if f.code == "KLA001" and f.severity.name != "PASS" for e in f.evidence}),
         tables={"partition_stats": _stats_rows(tables.stats), "timelines": tables.timelines},
+        plan=getattr(outcome, "plan", None),
     )
 
 

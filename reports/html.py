@@ -230,5 +230,24 @@ def render(doc: dict, history: Sequence[dict] = ()) -> str:
         summary=summary, groups=_groups(doc["findings"], doc.get("check_titles") or {}), replay_rows=_replay_rows(doc["findings"]),
         charts=build_charts(doc), expectations={"gx_version": gx.get("gx_version", ""), "results": gx_results},
         trend_chart=charts.trends(history) if history else None,
-        topic_configs=_config_table(doc), since=_since(doc), keys=_keys_section(doc),
+        topic_configs=_config_table(doc), since=_since(doc), keys=_keys_section(doc), plan=_plan_section(doc),
     )
+
+
+def _plan_section(doc: dict) -> dict | None:
+    """The "fix for disk skew" section from the document's plan (None: no section)."""
+    plan = doc.get("plan")
+    if not plan or plan.get("error"):
+        return plan or None
+    inputs = doc.get("inputs") or {}
+    args = [f"--log-dir {d}" for d in inputs.get("log_dirs") or []] + [f"--manifest {m}" for m in inputs.get("manifests") or []]
+    between = plan["bytes_moved_between_brokers"]
+    return dict(
+        plan, moved_human=human_bytes(plan["bytes_moved"]), between_brokers_human=human_bytes(between),
+        between_dirs_human=human_bytes(plan["bytes_moved"] - between), lower_bound_human=human_bytes(plan["lower_bound_bytes"]),
+        tolerance_pct=f"{plan['tolerance']:.0%}",
+        command="kafka-audit plan " + " ".join(args) + " --out plan.json --rollback rollback.json --json plan-summary.json",
+        broker_rows=[dict(b, before_human=human_bytes(b["bytes_before"]), after_human=human_bytes(b["bytes_after"]))
+                     for b in plan["brokers"]],
+        dir_rows=[dict(d, before_human=human_bytes(d["bytes_before"]), after_human=human_bytes(d["bytes_after"]),
+                       peak_human=human_bytes(d["bytes_peak"])) for d in plan["log_dirs"]])

@@ -5,6 +5,7 @@ and the bad inputs of issue 36 answer with one line or a reason."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -72,3 +73,27 @@ def test_unknown_broker_and_missing_metadata_are_one_line(sample, tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--bootstrap-server" in r.stderr
     r = kafka_audit_in_process("plan", *dirs_args(sample[:2]))      # broker 1's dirs only
     assert r.returncode == 3 and "broker(s) 2" in r.stderr
+
+
+def test_audit_with_disk_skew_carries_the_plan_and_the_report_shows_it(sample, tmp_path):
+    import jsonschema
+
+    from auditor.cli.common import EXIT_OK
+    from harness.cli import kafka_audit
+
+    findings, html = tmp_path / "findings.json", tmp_path / "report.html"
+    r = kafka_audit("audit", *dirs_args(sample), "--json", findings, "--out", html, "--exit-zero", "--no-progress",
+                    "--engine", "local", timeout=600)
+    assert r.returncode == EXIT_OK, r.stderr[-2000:]
+    doc = json.loads(findings.read_text())
+    schema = json.loads((Path(__file__).resolve().parents[1] / "reports" / "findings.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    assert [f for f in doc["findings"] if f["code"] == "KLA002" and f["severity"] != "PASS"]
+    plan = doc["plan"]
+    assert plan["moves"] and plan["moves_total"] == plan["replicas_moved"] >= len(plan["moves"])
+    standalone = tmp_path / "s.json"
+    kafka_audit_in_process("plan", *dirs_args(sample), "--json", standalone)
+    assert plan["bytes_moved"] == json.loads(standalone.read_text())["bytes_moved"]
+    text = html.read_text()
+    assert 'id="plan"' in text and "kafka-audit plan --log-dir" in text and "kafka-reassign-partitions" in text
+    assert any("kafka-audit plan" in f["fix"] for f in doc["findings"] if f["code"] == "KLA002")

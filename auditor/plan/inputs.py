@@ -59,7 +59,7 @@ def build_input(rows: list[dict], dir_brokers: dict[str, int | None], brokers: d
         if b is None:
             continue
         key = (r["topic"], r["partition"])
-        if r["dir_kind"] == "live" and r["topic"] != METADATA_TOPIC and key in parts:
+        if r.get("dir_kind", "live") == "live" and r["topic"] != METADATA_TOPIC and key in parts:
             where[(r["topic"], r["partition"], b)] = (d, int(r["size_bytes"] or 0))
         else:
             fixed[(b, d)] = fixed.get((b, d), 0) + int(r["size_bytes"] or 0)

@@ -354,6 +354,11 @@ class AuditContext:
             return None
         return self.remote_logs.get(topic, partition, topic_id)
 
+    cluster_state: Any = None
+    """The cluster as the KRaft metadata log records it (an
+    ``auditor.cluster.metadata_state.ClusterState``: replica sets, leaders, racks), when one was
+    read; the audit plans the fix for disk skew from it (``auditor.audit.skew_plan``)."""
+
     partition_moves: Any = None
     """The KRaft metadata log's replica-set changes and log-dir moves (an
     ``auditor.cluster.metadata_state.PartitionMoves``), when a metadata log was read; KLA020 names
