@@ -148,7 +148,7 @@ def test_per_dir_tables_collected_in_slices_equal_one_collect(spark, demo, monke
     the same pandas frame as ``toPandas`` gives, whatever the slice size (rows in slice order)."""
     from auditor.arrow_compact import compact_columns, is_sorted_dictionary
     from auditor.engines.local.tables import segment_frame
-    from auditor.engines import spark as spark_engine
+    from auditor.engines.spark import engine as spark_engine
 
     result, _ = demo
     per_dir = aggregates(_spark_df(spark, result.segments, SEGMENT_SCHEMA),
@@ -175,7 +175,7 @@ def test_whole_audit_same_document_on_both_engines(demo, tmp_path, monkeypatch):
     Spark driver collects its per-dir tables in slices of 5 rows here, as it does above 100,000
     dirs (one job each, compacted and joined: ``auditor.engines.spark.engine._collect_table``)."""
     from auditor.audit import AuditRequest, run_audit
-    from auditor.engines import spark as spark_engine
+    from auditor.engines.spark import engine as spark_engine
     from reports.document import build_document
 
     monkeypatch.setattr(spark_engine, "ROWS_PER_COLLECT_SLICE", 5)
