@@ -82,7 +82,7 @@ def test_dagbag_has_both_dags_and_no_import_errors(airflow_env):
 
 
 def test_nightly_spark_submit_publishes_then_fails_on_a_planted_fail(airflow_env, kafka, spark_standalone, tmp_path):
-    """engine spark-submit: the provider's SparkSubmitOperator submits auditor/submit_app.py to a
+    """runner spark-submit: the provider's SparkSubmitOperator submits auditor/submit_app.py to a
     real standalone master (the Airflow connection spark_default); its executors scan the dirs."""
     cluster, _, hot = kafka
     master_host, master_port = spark_standalone.url.rsplit(":", 1)
@@ -96,10 +96,10 @@ def test_nightly_spark_submit_publishes_then_fails_on_a_planted_fail(airflow_env
     apps_before = len(spark_standalone.completed_apps())
     result = run_dag(env, "kafka_audit_nightly", {
         "log_dirs": [str(d) for d in cluster.log_dirs(1)], "config_file": str(config), "output_dir": str(out),
-        "history_dir": str(tmp_path / "history"), "fail_on": "FAIL", "keep": 1, "engine": "spark-submit",
+        "history_dir": str(tmp_path / "history"), "fail_on": "FAIL", "keep": 1, "runner": "spark-submit",
         "state_dir": str(tmp_path / "state"),
         "spark_conf": {"spark.executor.memory": "512m", "spark.cores.max": "1"}})
-    assert result["tasks"] == {"inputs_ready": "success", "plan": "success", "choose_engine": "success",
+    assert result["tasks"] == {"inputs_ready": "success", "plan": "success", "choose_runner": "success",
                                "audit_spark_submit": "success", "audit_cli": "skipped", "audit_result": "success",
                                "publish": "success", "severity_gate": "failed"}, result
     assert result["state"] == "failed"
@@ -114,12 +114,12 @@ def test_nightly_spark_submit_publishes_then_fails_on_a_planted_fail(airflow_env
     assert len(apps) == apps_before + 1 and apps[-1]["name"] == "kafka-log-auditor", spark_standalone.state()
 
 
-def test_nightly_cli_engine_succeeds_below_the_failing_severity(airflow_env, kafka, tmp_path):
+def test_nightly_cli_runner_succeeds_below_the_failing_severity(airflow_env, kafka, tmp_path):
     cluster, _, _ = kafka
     out = tmp_path / "reports"
     result = run_dag(airflow_env, "kafka_audit_nightly", {
         "log_dirs": [str(d) for d in cluster.log_dirs(1)], "output_dir": str(out), "history_dir": str(tmp_path / "h"),
-        "fail_on": "FAIL", "spark_master": "local[2]", "engine": "cli", "state_dir": str(tmp_path / "state"),
+        "fail_on": "FAIL", "spark_master": "local[2]", "runner": "cli", "state_dir": str(tmp_path / "state"),
         "metrics_labels": {"cluster": "nightly"}})
     assert result["state"] == "success", result
     assert result["tasks"]["audit_cli"] == "success" and result["tasks"]["audit_spark_submit"] == "skipped"
@@ -176,7 +176,7 @@ def test_nightly_gate_on_change_mails_only_the_new_fail(airflow_env, kafka, smtp
     config.write_text("checks:\n  skew.partition_size: {min_topic_bytes: 1000, warn_ratio: 2, fail_ratio: 3}\n")
     out = tmp_path / "reports"
     conf = {"log_dirs": [str(d) for d in cluster.log_dirs(1)], "config_file": str(config), "output_dir": str(out),
-            "history_dir": str(tmp_path / "history"), "fail_on_new": "FAIL", "engine": "cli", "spark_master": "",
+            "history_dir": str(tmp_path / "history"), "fail_on_new": "FAIL", "runner": "cli", "spark_master": "",
             "recipients": ["kafka-ops@example.org"]}
     first = run_dag(env, "kafka_audit_nightly", conf)
     assert first["tasks"]["severity_gate"] == "failed", first  # the first night: everything is new
