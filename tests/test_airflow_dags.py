@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.airflow_home import airflow_env, run_dag  # noqa: F401 - the module-scoped Airflow home, the DAG runner
 from harness.kafka import free_port
 from harness.scenarios import make_retention_gap
 from harness.spark_standalone import StandaloneSpark
@@ -22,22 +23,7 @@ from harness.spark_standalone import StandaloneSpark
 pytestmark = pytest.mark.live
 
 REPO = Path(__file__).resolve().parents[1]
-RUNNER = Path(__file__).parent / "harness" / "airflow_runner.py"
 DAY = 86_400_000
-
-
-@pytest.fixture(scope="module")
-def airflow_env(tmp_path_factory):
-    home = tmp_path_factory.mktemp("airflow-home")
-    # spark-submit on the worker's PATH, as a deployment has it (the provider runs it by name)
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    env = dict(os.environ, AIRFLOW_HOME=str(home), AIRFLOW__CORE__LOAD_EXAMPLES="False",
-               AIRFLOW__CORE__DAGS_FOLDER=str(REPO / "airflow_dags"), SPARK_LOCAL_IP="127.0.0.1",
-               PYTHONPATH=str(REPO), PATH=path)
-    airflow = Path(sys.executable).with_name("airflow")
-    proc = subprocess.run([str(airflow), "db", "migrate"], env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -80,15 +66,6 @@ def spark_standalone(tmp_path_factory):
     cluster = StandaloneSpark(tmp_path_factory.mktemp("spark-standalone")).start()
     yield cluster
     cluster.stop()
-
-
-def run_dag(env, dag_id: str, conf: dict) -> dict:
-    proc = subprocess.run([sys.executable, str(RUNNER), dag_id, json.dumps(conf)], env=env, capture_output=True,
-                          text=True, timeout=1200, cwd=REPO)
-    (Path(env["AIRFLOW_HOME"]) / f"{dag_id}.last-run.log").write_text(proc.stdout + proc.stderr)  # for a failing test
-    line = next((l for l in proc.stdout.splitlines() if l.startswith("AIRFLOW_RUNNER_RESULT ")), None)
-    assert line, f"dag.test() of {dag_id} did not finish (exit {proc.returncode}): {proc.stdout[-3000:]} {proc.stderr[-3000:]}"
-    return json.loads(line.split(" ", 1)[1])
 
 
 def test_dagbag_has_both_dags_and_no_import_errors(airflow_env):

@@ -33,9 +33,9 @@ from auditor.formats import remote_log_metadata as rlm
 from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
 from auditor.scan import plan_log_dir, scan_partition_dir
+from harness.airflow_home import airflow_env, run_dag  # noqa: F401 - the module-scoped Airflow home, the DAG runner
 from harness.log_dirs import copy_live_dir
 from tests.harness.rlm_dump import dump_remote_log_metadata
-from test_airflow_dags import airflow_env, run_dag  # noqa: F401 (a module-scoped fixture, the DAG runner)
 from tests.harness.tiered import (OffsetsForTimes, TieredScenario, highest_tiered_offset, local_log_start,
                                   tiered_cluster)
 
