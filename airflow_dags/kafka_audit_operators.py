@@ -215,22 +215,22 @@ def submit_application() -> str:
     return auditor.submit_app.__file__
 
 
-def plan_audit(work_dir: str, engine: str, **audit_args) -> dict:
+def plan_audit(work_dir: str, runner: str, **audit_args) -> dict:
     """Prepares one run's work dir: the audit's arguments written to ``audit-args.json`` (what
     spark-submit's application reads) and any results of an earlier attempt removed, so a
-    result found afterwards is this attempt's. ``engine``: auto, spark-submit or cli."""
+    result found afterwards is this attempt's. ``runner``: auto, spark-submit or cli."""
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
     for stale in ("report.html", "findings.json"):
         (work / stale).unlink(missing_ok=True)
-    if engine == "auto":
-        engine = "spark-submit" if spark_submit_available() else "cli"
-    if engine == "spark-submit":
+    if runner == "auto":
+        runner = "spark-submit" if spark_submit_available() else "cli"
+    if runner == "spark-submit":
         audit_args["spark_master"] = None  # spark-submit's master (the Spark connection) applies
     args = audit_cli_args(str(work), **audit_args)
     args_file = work / "audit-args.json"
     args_file.write_text(json.dumps(args, indent=1))
-    return {"work_dir": str(work), "args": args, "args_file": str(args_file), "engine": engine}
+    return {"work_dir": str(work), "args": args, "args_file": str(args_file), "runner": runner}
 
 
 def read_audit_result(work_dir: str) -> dict:

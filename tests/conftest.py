@@ -14,9 +14,12 @@ import sys
 
 import pytest
 
-from harness import tiers
-from harness.dumplog import DumpLogSegments
-from harness.kafka import KafkaCluster, kafka_classpath
+# the shared helpers of tests/harness/ assert as the tests do: their failures show the values compared
+pytest.register_assert_rewrite("harness")
+
+from harness import tiers  # noqa: E402 - after the rewrite is registered
+from harness.dumplog import DumpLogSegments  # noqa: E402
+from harness.kafka import KafkaCluster, kafka_classpath  # noqa: E402
 
 
 _module_reads_real_files: dict[str, bool] = {}

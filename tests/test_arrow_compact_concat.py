@@ -1,5 +1,5 @@
 """``arrow_compact.concat_compacted``: a table collected in slices and compacted slice by slice (the
-Spark driver's per-partition-dir statistics, ``table_engines.spark``) holds what compacting the
+Spark driver's per-partition-dir statistics, ``auditor.engines.spark.engine``) holds what compacting the
 plain concatenation holds: the same values row for row, each repeated string column one sorted
 dictionary over all the slices, all-null columns still on the zero buffer, and a column that came
 plain in some slices and as a dictionary in others decoded and encoded again as a whole."""

@@ -10,7 +10,7 @@ A case file holds a list of cases::
       topic_config_sources: {t: {retention.ms: 'metadata log: topic config'}}  # optional: where from
       segments: [{base_offset: 0, crc_failures: 1, ...}]      # partial segment rows
       partitions: [{...}]                                      # partial partition rows
-      stats: {partition_stats: [...], topic_stats: [...], broker_stats: [...], log_dir_stats: [...]}
+      stats: {replica_stats: [...], topic_stats: [...], broker_stats: [...], log_dir_stats: [...]}
       expect:                             # the non-PASS findings of the checks named in `checks`
         - {code: KLA050, severity: FAIL, topic: t, partition: 0, base_offset: 0, message: 'fail their CRC'}
       checks: [integrity.crc]             # optional: which checks run (default: the file's check)

@@ -100,7 +100,7 @@ def test_skew_from_a_hot_key_on_spark_and_in_process(cluster, spark):  # noqa: F
     assert finding.evidence[0]["ratio_to_median_bytes"] == pytest.approx(truth_ratio, rel=1e-3)
     assert finding.severity == (Severity.FAIL if truth_ratio >= 10 else Severity.WARN)
 
-    # the in-process engine gives the same findings on the same data
+    # the local engine gives the same findings on the same data
     rows = scan_log_dirs(all_log_dirs(cluster), "headers")
     stats = {k: v.toPandas() for k, v in aggs.items()}
     local = run_local(rows.segments, rows.partitions, ctx, stats=stats)

@@ -27,8 +27,8 @@ from auditor.cluster import metadata_log as ml
 from auditor.formats import kafka_message as km
 from harness.kafka import wait_past_newest_write
 from harness.log_dirs import copy_live_dir, describe_log_dirs
+from harness.metadata_dump import assert_equal_to_dump
 from harness.moves import move_log_dir, reassign, wait_replica_quiet
-from test_metadata_log import assert_equal_to_dump
 
 pytestmark = pytest.mark.live
 

@@ -43,7 +43,7 @@ def document(findings=(), stats=(), **extra) -> dict:
             "totals": {"brokers": 2, "log_dirs": 2, "topics": 2, "partitions": 4, "segments": 40,
                        "size_bytes": 123_456_789},
             "check_titles": {"skew.partition_size": "skew", "groups.time_to_loss": "ttl", "replay.safety": "replay"},
-            "findings": list(findings), "tables": {"partition_stats": list(stats)}, **extra}
+            "findings": list(findings), "tables": {"replica_stats": list(stats)}, **extra}
 
 
 def parse(text: str) -> dict:

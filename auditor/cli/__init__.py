@@ -17,7 +17,7 @@ from pathlib import Path
 from auditor import __version__
 from auditor.atomic import OutputError
 from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, FORMATTER, CliError, InputProblem, \
-    NeedsExtra, require_extra
+    NeedsExtra, merge_log_dirs, require_extra
 
 COMMANDS = {
     "scan": ("auditor.cli.scan", "read log dirs into the segment and partition tables"),
@@ -137,6 +137,7 @@ def _run(argv: list[str]) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return EXIT_USAGE
+    merge_log_dirs(args)
     try:
         return args.func(args)
     except CliError as exc:

@@ -14,7 +14,7 @@ import re
 import sys
 
 from auditor.atomic import atomic_write
-from auditor.cli.common import EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError
+from auditor.cli.common import EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError, add_log_dir_arguments, one_input
 from auditor.cli.plan_input import (build_input, disk_rows, metadata_from_cluster, metadata_from_disk,
                                     parse_bytes, parse_capacities)
 from auditor.plan import PlanOptions, plan, reassignment, rollback, summary
@@ -44,9 +44,7 @@ def register(sub) -> None:
             "why; the moves it could plan are written), 2 usage error (no metadata log and no\n"
             "--bootstrap-server, a broker that does not exist), 3 input problem"),
     )
-    p.add_argument("log_dirs", nargs="*", metavar="LOG_DIR", help="a broker log dir (same as --log-dir)")
-    p.add_argument("--log-dir", dest="log_dir_flags", action="append", default=[], metavar="DIR",
-                   help="a broker log dir (repeatable; every broker's, read-only)")
+    add_log_dir_arguments(p)
     p.add_argument("--manifest", action="append", default=[], metavar="PATH",
                    help="manifests from `kafka-audit collect` instead of log dirs (repeatable)")
     p.add_argument("--bootstrap-server", metavar="HOST:PORT",
@@ -95,9 +93,8 @@ def options(args, brokers) -> PlanOptions:
 
 
 def run(args) -> int:
-    log_dirs = [*args.log_dir_flags, *args.log_dirs]
-    if bool(log_dirs) == bool(args.manifest):
-        raise CliError("give the log dirs (--log-dir DIR, repeatable) or --manifest PATH, not both")
+    one_input(args, "log_dirs", "manifest")
+    log_dirs = list(args.log_dirs)
     if args.balance == "steady":
         raise CliError("--balance steady needs the retention steady-state projection, not available in this "
                        "version: use --balance current")

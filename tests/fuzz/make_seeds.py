@@ -253,7 +253,7 @@ def _batches(path: Path):
 
 def message() -> None:
     from fuzz.fuzz_message import TARGETS
-    from test_cmessage import Encoder
+    from harness.spec_messages import Encoder
     s = Seeds("message")
     seen: dict = {}
     for snap in sorted((REAL / "metadata").rglob("*.checkpoint")):

@@ -1,6 +1,6 @@
 """Runs one of the project's DAGs with ``dag.test()`` in this process and prints the outcome
 as JSON (the run state, each task's state, the replay gate's XCom). Started by
-tests/test_airflow_dags.py in a subprocess, with AIRFLOW_HOME pointing at a migrated sqlite
+run_dag (tests/harness/airflow_home.py) in a subprocess, with AIRFLOW_HOME pointing at a migrated sqlite
 database, so Airflow's configuration and logging stay out of pytest's process.
 
     python tests/harness/airflow_runner.py DAG_ID '{"param": "value"}'

@@ -157,7 +157,7 @@ def populate_conformance_data(cluster: KafkaCluster, prefix: str = "conf",
                     # after cleaning: the latest value of each key (2 of them tombstones)
                     "records_after_cleaning": len(keys) + 1}
 
-    return {"topics": topics, "t0_ms": t0, "now_ms": now, "prefix": prefix,
+    return {"topics": topics, "t0_ms": t0, "as_of_ms": now, "prefix": prefix,
             "elapsed_s": time.monotonic() - start}
 
 

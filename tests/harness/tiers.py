@@ -29,7 +29,7 @@ LIVE_FIXTURES = frozenset({
     "kafka_cluster_factory",  # conftest: real KRaft brokers
     "spark",                  # harness.spark_session: a local[2] SparkSession (a JVM)
     "spark_standalone",       # test_airflow_dags: a standalone Spark master + worker
-    "airflow_env",            # harness.airflow: a migrated Airflow home for dag.test()
+    "airflow_env",            # harness.airflow_home: a migrated Airflow home for dag.test()
     "browser",                # harness.chromium: headless Chromium
     "smtp_server",            # test_airflow_dags: a real SMTP server for the DAG's failure mail
 })
