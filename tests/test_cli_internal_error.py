@@ -46,7 +46,7 @@ ARGS = {  # the least each command's parser takes; the run never starts its work
     "scan": ["/nonexistent"], "collect": ["--out", "/nonexistent/out", "/nonexistent"],
     "audit": ["--log-dir", "/nonexistent"], "report": ["--out", "/nonexistent/r.html", "/nonexistent.json"], "demo": [],
     "replay-check": ["--topic", "t", "--at", "2024-01-01T00:00:00Z", "--log-dir", "/nonexistent"],
-    "groups": ["/nonexistent"], "metadata": ["/nonexistent"],
+    "groups": ["/nonexistent"], "metadata": ["/nonexistent"], "plan": ["--log-dir", "/nonexistent"],
 }
 
 
