@@ -123,10 +123,10 @@ def all_log_dirs(kc) -> list[str]:
     return [str(d) for n in kc.nodes.values() for d in n.log_dirs]
 
 
-def kla002(kc, tmp: Path, name: str) -> list[dict]:
+def kla002(kc, tmp: Path, name: str, html: bool = False) -> list[dict]:
     out = tmp / f"{name}.json"
     args = ["audit", *[a for d in all_log_dirs(kc) for a in ("--log-dir", d)], "--json", out, "--engine", "local",
-            "--depth", "stat", "--exit-zero", "--no-progress"]
+            "--depth", "stat", "--exit-zero", "--no-progress", *(["--out", tmp / f"{name}.html"] if html else [])]
     proc = kafka_audit(*args, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(out.read_text())
@@ -220,7 +220,7 @@ def skewed(kafka_cluster_factory, tmp_path_factory):
 # ---------------------------------------------------------------------------------------------- tests
 def test_plan_executed_by_kafka_balances_the_cluster(skewed):
     kc, tmp = skewed
-    findings_before = kla002(kc, tmp, "audit-before")
+    findings_before = kla002(kc, tmp, "audit-before", html=True)
     kinds = {("broker" if f.get("log_dir") is None else "log dir") for f in findings_before}
     assert kinds == {"broker", "log dir"}, findings_before
 
@@ -233,6 +233,10 @@ def test_plan_executed_by_kafka_balances_the_cluster(skewed):
     assert summary["target_reached"] and summary["bytes_moved"] > 0
     assert summary["lower_bound_bytes"] <= summary["bytes_moved"]
     assert summary["throttle"]["broker_configs"]["1"]["leader.replication.throttled.rate"] == str(THROTTLE)
+    # the audit that found the skew carries the same plan, and its report shows it
+    audit_plan = json.loads((tmp / "audit-before.json").read_text())["plan"]
+    assert audit_plan["bytes_moved"] == summary["bytes_moved"] and audit_plan["target_reached"]
+    assert 'id="plan"' in (tmp / "audit-before.html").read_text()
     print(proc.stdout)
 
     before = disk_replicas(kc)

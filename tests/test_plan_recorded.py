@@ -97,3 +97,18 @@ def test_audit_with_disk_skew_carries_the_plan_and_the_report_shows_it(sample, t
     text = html.read_text()
     assert 'id="plan"' in text and "kafka-audit plan --log-dir" in text and "kafka-reassign-partitions" in text
     assert any("kafka-audit plan" in f["fix"] for f in doc["findings"] if f["code"] == "KLA002")
+
+
+def test_capacity_from_disk_reads_the_file_systems(sample, tmp_path):
+    summ = tmp_path / "s.json"
+    r = kafka_audit_in_process("plan", *dirs_args(sample), "--capacity-from-disk", "--json", summ)
+    assert r.returncode in (0, 1), r.stderr
+    s = json.loads(summ.read_text())
+    assert s["capacities_known"] is True
+    assert sorted(d for fs in s["file_systems"] for d in fs["log_dirs"]) == sorted(sample)
+    for fs in s["file_systems"]:
+        assert fs["capacity_bytes"] > 0 and fs["used_bytes_before"] <= fs["bytes_peak"]
+    r = kafka_audit_in_process("plan", "--manifest", tmp_path, "--capacity-from-disk")
+    assert r.returncode == 2 and r.stderr.count("\n") == 1
+    r = kafka_audit_in_process("plan", "--manifest", tmp_path)       # no manifest there: exit 3, one line
+    assert r.returncode == 3 and r.stderr.count("\n") == 1 and "no manifest" in r.stderr

@@ -197,3 +197,18 @@ def test_fenced_broker_gets_nothing_and_moving_partitions_stay():
     assert all(m.to_broker != 6 for m in p.moves)
     assert all((m.topic, m.partition) != first.tp for m in p.moves)
     assert any("broker 6 is fenced" in n for n in p.notes)
+
+
+def test_log_dirs_on_one_file_system_share_its_headroom():
+    # broker 2's two log dirs sit on one file system that is 80% used: no copy fits under 85%
+    specs = {1: BrokerSpec(1, None, ["/d/1/a"]), 2: BrokerSpec(2, None, ["/d/2/a", "/d/2/b"])}
+    parts = {("t", i): PartitionSpec("t", i, [1], 1, {1: "/d/1/a"}, {1: 10 * MB}) for i in range(6)}
+    inp = PlanInput(specs, parts, disks={(2, "/d/2/a"): "8:1", (2, "/d/2/b"): "8:1", (1, "/d/1/a"): "8:2"},
+                    disk_capacity={"8:1": 100 * MB, "8:2": 1000 * MB}, disk_used={"8:1": 80 * MB, "8:2": 50 * MB})
+    p = plan(inp)
+    assert p.moves == [] and not p.target_reached
+    assert any("file system 8:1" in n for n in p.notes)
+    inp.disk_used["8:1"] = 60 * MB          # balance wants three 10 MB copies there; two fit under 85 MB
+    p = plan(inp)
+    assert p.peak_disks["8:1"] == 80 * MB and len(p.moves) == 2 and not p.target_reached
+    assert summary(p, inp, None)["file_systems"][0]["peak_fraction"] <= 0.85

@@ -10,11 +10,12 @@ from the KRaft metadata log those dirs hold (or ``--bootstrap-server``), plans w
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 
 from auditor.atomic import atomic_write
-from auditor.cli.common import EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError, add_log_dir_arguments, one_input
+from auditor.cli.common import EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError, InputProblem, add_log_dir_arguments, one_input
 from auditor.cli.plan_input import (build_input, disk_rows, metadata_from_cluster, metadata_from_disk,
                                     parse_bytes, parse_capacities)
 from auditor.plan import PlanOptions, plan, reassignment, rollback, summary
@@ -58,6 +59,9 @@ def register(sub) -> None:
     p.add_argument("--headroom", type=float, default=0.85, help="fraction of a log dir's capacity never passed (default 0.85)")
     p.add_argument("--capacity", action="append", default=[], metavar="[DIR=]BYTES",
                    help="a log dir's disk size (every log dir's without DIR=); without it headroom is not checked")
+    p.add_argument("--capacity-from-disk", action="store_true",
+                   help="each log dir's file system (statvfs: size, bytes used by anything) bounds the headroom; "
+                        "log dirs on one file system share it")
     p.add_argument("--drain-broker", action="append", type=int, default=[], metavar="ID",
                    help="move every replica off this broker (repeatable)")
     p.add_argument("--exclude-topic", action="append", default=[], metavar="PATTERN",
@@ -95,6 +99,14 @@ def options(args, brokers) -> PlanOptions:
 def run(args) -> int:
     one_input(args, "log_dirs", "manifest")
     log_dirs = list(args.log_dirs)
+    if args.capacity_from_disk and args.manifest:
+        raise CliError("--capacity-from-disk reads the log dirs' file systems: give --log-dir, not --manifest")
+    if args.manifest:
+        from auditor.manifest import find_manifests
+        try:
+            find_manifests(args.manifest)
+        except FileNotFoundError as exc:
+            raise InputProblem(str(exc)) from None
     if args.balance == "steady":
         raise CliError("--balance steady needs the retention steady-state projection, not available in this "
                        "version: use --balance current")
@@ -108,6 +120,8 @@ def run(args) -> int:
     opts = options(args, brokers)
     rows, dir_brokers, notes = disk_rows(log_dirs, args.manifest)
     inp = build_input(rows, dir_brokers, brokers, parts, capacities, meta_notes + notes)
+    if args.capacity_from_disk:
+        file_systems(inp)
     result = plan(inp, opts)
     doc = summary(result, inp, rate, args.balance)
     if args.out:
@@ -118,6 +132,20 @@ def run(args) -> int:
         atomic_write(args.json, json.dumps(doc, indent=1) + "\n")
     write_table(doc, sys.stdout)
     return EXIT_OK if result.target_reached else EXIT_UNSAFE
+
+
+def file_systems(inp) -> None:
+    """Each log dir's file system (its device), its size and the bytes used on it today (statvfs)."""
+    for b, spec in inp.brokers.items():
+        for d in spec.log_dirs:
+            try:
+                dev, fs = os.stat(d).st_dev, os.statvfs(d)
+            except OSError as exc:
+                raise CliError(f"--capacity-from-disk: {d}: {exc.strerror}") from None
+            disk = f"{os.major(dev)}:{os.minor(dev)}"
+            inp.disks[(b, d)] = disk
+            inp.disk_capacity[disk] = fs.f_blocks * fs.f_frsize
+            inp.disk_used[disk] = (fs.f_blocks - fs.f_bfree) * fs.f_frsize
 
 
 def write_table(doc: dict, out) -> None:

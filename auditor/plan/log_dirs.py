@@ -113,10 +113,10 @@ def _apply(st, b: int, e: tuple, src_dir: str, dst_dir: str) -> None:
     st.load_d[(b, dst_dir)] += w
     st.size_d[(b, src_dir)] -= size
     st.size_d[(b, dst_dir)] += size
-    st.peak_d[(b, dst_dir)] += size
+    st.add_peak((b, dst_dir), size)
     st.place[tp][b] = dst_dir
     if free:
-        st.peak_d[(b, src_dir)] -= size          # the copy never lands there
+        st.add_peak((b, src_dir), -size)         # the copy never lands there
         st.moves[st.arrival[(tp, b)]].to_dir = dst_dir
     else:
         st.moved.add((tp, b))

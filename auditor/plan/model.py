@@ -46,6 +46,9 @@ class PlanInput:
     capacities: dict[DirKey, int] = field(default_factory=dict)    # log dir -> its disk's bytes, when known
     weights: dict[TP, int] | None = None   # per-replica weight to balance; None: today's bytes
     notes: list[str] = field(default_factory=list)
+    disks: dict[DirKey, str] = field(default_factory=dict)         # log dir -> its file system, when known
+    disk_capacity: dict[str, int] = field(default_factory=dict)    # file system -> its size in bytes
+    disk_used: dict[str, int] = field(default_factory=dict)        # file system -> bytes used today (anything)
 
 
 @dataclass
@@ -88,6 +91,7 @@ class Plan:
     before_dirs: dict[DirKey, int]
     after_dirs: dict[DirKey, int]
     peak_dirs: dict[DirKey, int]     # bytes while every new copy and its old one both exist
+    peak_disks: dict[str, int]       # the same per file system (bytes used today + every new copy landing there)
     lower_bound_bytes: int
     target_reached: bool
     reasons: list[str]               # why the target is not reached (empty when it is)

@@ -94,6 +94,11 @@ def summary(plan: Plan, inp: PlanInput, rate_bytes_s: int | None, balance: str =
                      "bytes_after": plan.after_dirs[(b, d)], "bytes_peak": plan.peak_dirs[(b, d)],
                      "capacity_bytes": cap,
                      "peak_fraction": None if not cap else round(plan.peak_dirs[(b, d)] / cap, 4)})
+    disks = [{"file_system": k, "log_dirs": sorted(d for (_b, d), dk in inp.disks.items() if dk == k),
+              "capacity_bytes": inp.disk_capacity.get(k), "used_bytes_before": inp.disk_used.get(k),
+              "bytes_peak": plan.peak_disks.get(k),
+              "peak_fraction": round(plan.peak_disks.get(k, 0) / inp.disk_capacity[k], 4) if inp.disk_capacity.get(k) else None}
+             for k in sorted(set(inp.disks.values()))]
     o = plan.options
     moved = plan.bytes_moved
     return {
@@ -108,7 +113,7 @@ def summary(plan: Plan, inp: PlanInput, rate_bytes_s: int | None, balance: str =
         "lower_bound_bytes": plan.lower_bound_bytes,
         "moved_over_lower_bound": None if not plan.lower_bound_bytes else round(moved / plan.lower_bound_bytes, 3),
         "mean_broker_bytes": int(plan.mean_broker_bytes),
-        "brokers": brokers, "log_dirs": dirs,
+        "brokers": brokers, "log_dirs": dirs, "file_systems": disks,
         "throttle": throttle(plan, inp, rate_bytes_s),
         "moves": [m.as_dict() for m in plan.moves],
     }

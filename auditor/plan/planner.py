@@ -82,6 +82,7 @@ class _State:
         for lst in self.entries.values():
             lst.sort()
         self.peak_d = dict(self.size_d)
+        self.peak_disk = {k: int(v) for k, v in inp.disk_used.items()}
         self.load_b = {b: sum(self.load_d[(b, d)] for d in ds) for b, ds in self.dirs.items()}
         total = sum(self.load_b.values())
         self.mean = total / max(len(self.active), 1)
@@ -109,7 +110,18 @@ class _State:
 
     def headroom_ok(self, key: DirKey, size: int) -> bool:
         cap = self.inp.capacities.get(key)
-        return cap is None or self.peak_d[key] + size <= self.opts.headroom * cap
+        if cap is not None and self.peak_d[key] + size > self.opts.headroom * cap:
+            return False
+        disk = self.inp.disks.get(key)
+        dcap = self.inp.disk_capacity.get(disk)
+        return dcap is None or self.peak_disk.get(disk, 0) + size <= self.opts.headroom * dcap
+
+    def add_peak(self, key: DirKey, size: int) -> None:
+        """A copy lands in (``size`` > 0) or no longer lands in (< 0) the log dir ``key``."""
+        self.peak_d[key] += size
+        disk = self.inp.disks.get(key)
+        if disk is not None:
+            self.peak_disk[disk] = self.peak_disk.get(disk, 0) + size
 
     def landing_dir(self, dst: int, size: int) -> str | None:
         """The lightest log dir of ``dst`` that stays under the headroom with the new copy."""
@@ -117,12 +129,20 @@ class _State:
             if self.headroom_ok((dst, d), size):
                 return d
             if len(self.headroom_examples) < 5:
-                cap = self.inp.capacities[(dst, d)]
-                self.headroom_examples.append(
-                    f"log dir {d} of broker {dst} not used for a {size}-byte copy: it would reach "
-                    f"{(self.peak_d[(dst, d)] + size) / cap:.0%} of its {cap} bytes (headroom {self.opts.headroom:.0%})")
+                self.headroom_examples.append(self._headroom_text(dst, d, size))
         self.rejected["headroom"] += 1
         return None
+
+    def _headroom_text(self, b: int, d: str, size: int) -> str:
+        cap = self.inp.capacities.get((b, d))
+        if cap is not None and self.peak_d[(b, d)] + size > self.opts.headroom * cap:
+            used, what = self.peak_d[(b, d)] + size, f"its {cap} bytes"
+        else:
+            disk = self.inp.disks[(b, d)]
+            cap = self.inp.disk_capacity[disk]
+            used, what = self.peak_disk.get(disk, 0) + size, f"the {cap} bytes of its file system {disk}"
+        return (f"log dir {d} of broker {b} not used for a {size}-byte copy: it would reach {used / cap:.0%} of "
+                f"{what} (headroom {self.opts.headroom:.0%})")
 
     def racks_ok(self, tp: TP, src: int, dst: int) -> bool:
         if not self.use_racks:
@@ -151,7 +171,7 @@ class _State:
         self.load_d[(dst, dst_dir)] += w
         self.size_d[(src, src_dir)] -= size
         self.size_d[(dst, dst_dir)] += size
-        self.peak_d[(dst, dst_dir)] += size
+        self.add_peak((dst, dst_dir), size)
         self.place[tp][dst] = dst_dir
         self.weight[(tp, dst)], self.size[(tp, dst)] = w, size
         self.arrival[(tp, dst)] = len(self.moves)
@@ -176,13 +196,14 @@ def plan(inp: PlanInput, opts: PlanOptions | None = None) -> Plan:
     reasons = _reasons(st)
     return Plan(moves=st.moves, before_brokers=before_b, after_brokers={b: int(v) for b, v in st.load_b.items()},
                 before_dirs=before_d, after_dirs={k: int(v) for k, v in st.load_d.items()},
-                peak_dirs=dict(st.peak_d), lower_bound_bytes=lower_bound_bytes(inp, opts),
+                peak_dirs=dict(st.peak_d), peak_disks=dict(st.peak_disk), lower_bound_bytes=lower_bound_bytes(inp, opts),
                 target_reached=not reasons, reasons=reasons, notes=_notes(st), final=_final(st),
                 options=opts, mean_broker_bytes=st.mean, capacities_known=_capacities_known(st))
 
 
 def _capacities_known(st: _State) -> bool:
-    return all(k in st.inp.capacities for k in st.load_d if k[0] in st.active)
+    inp = st.inp
+    return all(k in inp.capacities or inp.disks.get(k) in inp.disk_capacity for k in st.load_d if k[0] in st.active)
 
 
 def _check_inputs(st: _State) -> None:
@@ -282,7 +303,7 @@ def _notes(st: _State) -> list[str]:
                      f"topic's median replica: moving it relocates its load, it does not split it; if one key makes "
                      f"it large (KLA001), that key stays on one partition until the key or the partitioner changes")
     if not _capacities_known(st):
-        notes.append("log dir capacities unknown (--capacity): the headroom was not checked")
+        notes.append("log dir capacities unknown (--capacity, --capacity-from-disk): the headroom was not checked")
     return notes
 
 
