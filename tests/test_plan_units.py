@@ -212,3 +212,54 @@ def test_log_dirs_on_one_file_system_share_its_headroom():
     p = plan(inp)
     assert p.peak_disks["8:1"] == 80 * MB and len(p.moves) == 2 and not p.target_reached
     assert summary(p, inp, None)["file_systems"][0]["peak_fraction"] <= 0.85
+
+
+def _optimum(sizes, start, brokers, dirs, tol):
+    """Brute force: the fewest bytes any placement (RF 1) reaching the target moves, or None."""
+    import itertools
+    places = [(b, d) for b in brokers for d in dirs]
+    mean = sum(sizes) / len(brokers)
+    best = None
+    for choice in itertools.product(places, repeat=len(sizes)):
+        load_b = {b: 0 for b in brokers}
+        load_d = {p: 0 for p in places}
+        for s, p in zip(sizes, choice):
+            load_b[p[0]] += s
+            load_d[p] += s
+        if any(abs(v - mean) > tol * mean + 1e-6 for v in load_b.values()):
+            continue
+        if any(abs(load_d[(b, d)] - load_b[b] / len(dirs)) > tol * load_b[b] / len(dirs) + 1e-6
+               for b in brokers for d in dirs):
+            continue
+        moved = sum(s for s, p, q in zip(sizes, choice, start) if p != q)
+        best = moved if best is None else min(best, moved)
+    return best
+
+
+BRUTE_LAYOUTS = [(3, 1, 7, 0.2), (2, 2, 6, 0.3)]   # brokers, log dirs each, partitions (RF 1), tolerance
+
+
+@pytest.mark.parametrize("layout", BRUTE_LAYOUTS)
+def test_lower_bound_never_above_the_brute_force_optimum(layout):
+    """On small clusters where every placement can be tried: the lower bound <= the fewest bytes any
+    placement reaching the target moves <= what the plan moves when it reaches it."""
+    nb, nd, n, tol = layout
+    feasible = 0
+    for seed in range(25):
+        rnd = random.Random(seed)
+        brokers, dirs = list(range(1, nb + 1)), ["a", "b"][:nd]
+        sizes = [rnd.randint(1, 20) * MB for _ in range(n)]
+        start = [(rnd.choice([1, 1, 2]), rnd.choice(dirs)) for _ in sizes]
+        specs = {b: BrokerSpec(b, None, [f"/{b}/{d}" for d in dirs]) for b in brokers}
+        parts = {("t", i): PartitionSpec("t", i, [b], b, {b: f"/{b}/{d}"}, {b: s}) for i, (s, (b, d)) in
+                 enumerate(zip(sizes, start))}
+        p = plan(PlanInput(specs, parts), PlanOptions(tolerance=tol))
+        best = _optimum(sizes, start, brokers, dirs, tol)
+        if best is None:
+            assert not p.target_reached
+            continue
+        feasible += 1
+        assert p.lower_bound_bytes <= best, (seed, sizes, start, p.lower_bound_bytes, best)
+        if p.target_reached:
+            assert p.bytes_moved >= best
+    assert feasible >= 15          # the cases mostly have a solution: the bound was really compared
