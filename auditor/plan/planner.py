@@ -30,6 +30,7 @@ from auditor.plan.bounds import broker_bounds, lower_bound_bytes
 from auditor.plan.choose import pick
 from auditor.plan.log_dirs import balance_log_dirs, dir_reasons
 from auditor.plan.model import DirKey, Move, Plan, PlanInput, PlanOptions, TP
+from auditor.plan.swaps import broker_swap_step
 
 EPS = 1e-9
 #: lightest brokers tried as destinations of one heavy broker per step
@@ -150,11 +151,7 @@ class _State:
         others = [self.rack[b] for b in self.place[tp] if b != src]
         before = len(set(others + [self.rack[src]]))
         after = len(set(others + [self.rack[dst]]))
-        if after >= before:
-            return True
         if after >= min(before, self.active_racks):
-            self.notes.append(f"{tp[0]}-{tp[1]}: on {after} racks instead of {before}: the brokers that stay "
-                              f"have {self.active_racks} rack(s)")
             return True
         self.rejected["rack spread"] += 1
         return False
@@ -162,6 +159,12 @@ class _State:
     # ------------------------------------------------------------------ applying
     def apply_broker_move(self, tp: TP, src: int, dst: int, dst_dir: str) -> None:
         w, size = self.weight[(tp, src)], self.size[(tp, src)]
+        if self.use_racks:
+            others = [self.rack[b] for b in self.place[tp] if b != src]
+            before, after = len(set(others + [self.rack[src]])), len(set(others + [self.rack[dst]]))
+            if after < before:
+                self.notes.append(f"{tp[0]}-{tp[1]}: on {after} racks instead of {before}: the brokers that "
+                                  f"stay have {self.active_racks} rack(s)")
         src_dir = self.place[tp].pop(src)
         lst = self.entries[(src, src_dir)]
         lst.pop(bisect.bisect_left(lst, (w, src == self.inp.partitions[tp].leader, tp)))
@@ -232,7 +235,7 @@ def _broker_step(st: _State) -> bool:
         for src in [b for b in heavy if b != dst][:DESTINATIONS]:
             if _try_move(st, src, dst):
                 return True
-    return False
+    return broker_swap_step(st, over, light) or any(broker_swap_step(st, heavy, [dst]) for dst in under[:8])
 
 
 def _try_move(st: _State, src: int, dst: int) -> bool:
