@@ -54,7 +54,8 @@ def register(sub) -> None:
     p.add_argument("--rollback", metavar="FILE", help="today's assignment of the partitions the plan moves")
     p.add_argument("--json", metavar="FILE", help="the plan's summary (bytes moved, before/after, lower bound, throttle)")
     p.add_argument("--balance", choices=("current", "steady"), default="current",
-                   help="what to balance: today's bytes (current, the default); steady: the retention steady state")
+                   help="what to balance: today's bytes (current, the default); steady: the retention steady state "
+                        "(not available yet: exit 2)")
     p.add_argument("--tolerance", type=float, default=0.10, help="within this fraction of the mean (default 0.10)")
     p.add_argument("--headroom", type=float, default=0.85, help="fraction of a log dir's capacity never passed (default 0.85)")
     p.add_argument("--capacity", action="append", default=[], metavar="[DIR=]BYTES",
