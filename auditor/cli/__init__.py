@@ -13,6 +13,7 @@ import sys
 
 from auditor import __version__
 from auditor.atomic import OutputError
+from auditor.object_store import ObjectStoreError
 from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_USAGE, FORMATTER, CliError, InputProblem, NeedsExtra, \
     require_extra
 
@@ -102,7 +103,7 @@ def _run(argv: list[str]) -> int:
     except CliError as exc:
         sys.stderr.write(f"kafka-audit: error: {exc}\n")
         return EXIT_USAGE
-    except (OutputError, InputProblem) as exc:  # an output that cannot be written, an incomplete manifest
+    except (OutputError, InputProblem, ObjectStoreError) as exc:  # an output that cannot be written, an incomplete manifest
         sys.stderr.write(f"kafka-audit: error: {exc}\n")
         return EXIT_INPUT_PROBLEM
     except BrokenPipeError:
