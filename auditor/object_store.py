@@ -302,7 +302,9 @@ def spark_s3a_conf(given: dict[str, str] | None = None) -> dict[str, str]:
             "spark.hadoop.fs.s3a.endpoint.region": s.region,
             "spark.hadoop.fs.s3a.attempts.maximum": str(MAX_ATTEMPTS),
             "spark.hadoop.fs.s3a.retry.limit": str(MAX_ATTEMPTS),
-            "spark.hadoop.fs.s3a.connection.establish.timeout": f"{int(CONNECT_TIMEOUT_S * 1000)}",
+            # (hadoop-aws raises an establish timeout below 15 s to 15 s, with a warning; the driver has
+            # listed and checked every manifest through pyarrow before Spark reads one)
+            "spark.hadoop.fs.s3a.connection.establish.timeout": "15000",
             "spark.hadoop.fs.s3a.connection.timeout": f"{int(REQUEST_TIMEOUT_S * 1000)}"}
     if s.endpoint:
         conf.update({"spark.hadoop.fs.s3a.endpoint": s.endpoint, "spark.hadoop.fs.s3a.path.style.access": "true",

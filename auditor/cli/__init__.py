@@ -103,7 +103,8 @@ def _run(argv: list[str]) -> int:
     except CliError as exc:
         sys.stderr.write(f"kafka-audit: error: {exc}\n")
         return EXIT_USAGE
-    except (OutputError, InputProblem, ObjectStoreError) as exc:  # an output that cannot be written, an incomplete manifest
+    except (OutputError, InputProblem, ObjectStoreError, FileNotFoundError) as exc:
+        # an output that cannot be written, no manifest or an incomplete one, an object store that cannot be used
         sys.stderr.write(f"kafka-audit: error: {exc}\n")
         return EXIT_INPUT_PROBLEM
     except BrokenPipeError:

@@ -38,6 +38,7 @@ LIVE_FIXTURES = frozenset({
     "spark",                  # spark_session: a local[2] SparkSession (a JVM)
     "spark_standalone",       # test_airflow_dags: a standalone Spark master + worker
     "airflow_env",            # test_airflow_dags: a migrated Airflow home for dag.test()
+    "s3_server",              # tests/test_s3_*: a real S3 API server (s3proxy, tests/harness/s3proxy.py)
 })
 # A fixture named after a component (``prometheus_server``, ``broker``, ``groups_cluster``,
 # ``browser``) is live too, unless listed in RECORDED_FIXTURES: a new helper's fixture that starts
