@@ -1,7 +1,10 @@
-"""Only the optional C extension lives here; everything else is in pyproject.toml.
+"""Only the optional C extensions live here; everything else is in pyproject.toml.
 
-``auditor.formats._cwalk`` speeds up the 'headers' and 'index' depths. It is optional: when no C compiler is
-available the build skips it and the scanner uses its pure-Python walker (same rows, slower).
+Four extensions, each optional: when no C compiler is available the build skips them and the pure-Python
+code runs instead (same results, slower). ``auditor.formats._cwalk`` speeds up the 'index', 'headers' and
+'deep' depths; ``auditor.formats._coffsets`` the ``__consumer_offsets`` replay; ``auditor.keys._ckeys`` the
+key statistics; ``auditor.formats._cmessage`` the decoding of Kafka messages (metadata log, coordinator
+records, remote log metadata).
 """
 
 from setuptools import Extension, setup
@@ -22,7 +25,7 @@ setup(
             extra_compile_args=["-O2"],
             optional=True,
         ),
-        Extension(  # key statistics of issue 23 (Python fallback: auditor/keys/sketches.py KeyStats.add)
+        Extension(  # key statistics (Python fallback: auditor/keys/sketches.py KeyStats.add)
             "auditor.keys._ckeys",
             sources=["auditor/keys/_ckeys.c"],
             depends=["auditor/formats/_record_batch.h", "auditor/formats/_record_reading.h",

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from airflow.sdk import DAG, Param, task
 
 from airflow_dags.kafka_audit_operators import ReplayCheckOperator, notify_failure
-from checks.safety import LOOKUP_APIS
+from checks.replay.safety import LOOKUP_APIS
 
 with DAG(
     dag_id="kafka_pre_replay_check",

@@ -4,7 +4,7 @@ Steps, each a function: :func:`audit_context` (config, live topic configs), :fun
 :func:`run_tables` (on the driver or on Spark), then :class:`AuditOutcome`. The findings document
 is built from the outcome by ``reports.document``; printing belongs to ``auditor.cli``.
 
-The table stages are behind one interface (``auditor.table_engines``: the driver's and Spark's
+The table stages are behind one interface (``auditor.engines``: the driver's and Spark's
 implementations); this module never asks which one runs.
 """
 
@@ -24,11 +24,11 @@ from auditor.manifest import read_cluster_metadata as read_manifest_metadata
 from auditor.manifest import read_consumer_groups as read_manifest_groups
 from auditor.manifest import read_remote_logs
 from auditor.schema import MAX_TIMELINE_PARTITIONS
-from auditor.table_engines import TableOutcome, select_engine
+from auditor.engines import TableOutcome, select_engine
 from checks import REGISTRY
-from checks.base import AuditContext, Finding, Severity
-from checks.audit_config import Config
-from checks.expectations import CHECK as GX_CHECK
+from checks.framework.base import AuditContext, Finding, Severity
+from checks.framework.config import Config
+from checks.framework.expectations import CHECK as GX_CHECK
 
 TIMELINE_COLUMNS = ("broker_id", "log_dir", "topic", "partition", "base_offset", "log_mtime_ms", "min_timestamp_ms",
                     "min_batch_timestamp_ms", "max_timestamp_ms", "log_size_bytes", "is_active")
@@ -53,7 +53,7 @@ class AuditRequest:
     parquet_dir: str | None = None
     as_of_ms: int | None = None
     engine: str = "auto"
-    """auto (small inputs on the driver, large ones on Spark: auditor.table_engines), local or spark."""
+    """auto (small inputs on the driver, large ones on Spark: auditor.engines), local or spark."""
     state_dir: str | None = None
     """Incremental scans: the scan state dir (auditor.scan.state); the scan then runs in-process."""
     remote_storage_dir: str | None = None
@@ -164,7 +164,7 @@ def read_remote_storage(req: AuditRequest, ctx: AuditContext, progress: Callable
 
 def run_tables(req: AuditRequest, ctx: AuditContext, progress: Callable[[str], None]) -> TableOutcome:
     """Step 3: scan, aggregates, checks and Great Expectations, on the engine the request picks
-    (``auditor.table_engines``: on the driver or on Spark)."""
+    (``auditor.engines``: on the driver or on Spark)."""
     engine, why = select_engine(req)
     progress(f"engine: {engine.name} ({why})")
     out = engine.run_tables(req, ctx, progress, _timeline_keys, TIMELINE_COLUMNS)

@@ -1,8 +1,8 @@
-"""Runs the registered checks: in-process on pandas, or distributed on Spark.
+"""Runs the registered checks, whatever the engine: the parts both engines share.
 
 Both engines call the same pure checks on the same inputs (anything that needs files, the
 replay search, is done here first and handed in): partition-scope checks on batches of many
-topic-partitions (``Check.run_batch`` on a ``checks.batch.PartitionBatch``: the whole table here,
+topic-partitions (``Check.run_batch`` on a ``checks.framework.batch.PartitionBatch``: the whole table here,
 one bucket of partitions per ``cogroup().applyInPandas`` call on Spark, so the segment table never
 reaches the driver), cluster-scope checks once on the small aggregate tables. The per-partition
 semantics (one ``Check.run`` per topic-partition, :func:`run_local_reference`) stay the reference
@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 from auditor import replay
 from auditor.schema import FINDING_FIELDS
 from checks import check_named
-from checks.base import AuditContext, Check, CheckInput, Finding, Severity, error_finding
+from checks.framework.base import AuditContext, Check, CheckInput, Finding, Severity, error_finding
 
-if TYPE_CHECKING:  # checks.batch (numpy, pandas) is imported where a batch is built: replay-check runs one check on rows
-    from checks.batch import PartitionBatch
+if TYPE_CHECKING:  # checks.framework.batch (numpy, pandas) is imported where a batch is built: replay-check runs one check on rows
+    from checks.framework.batch import PartitionBatch
     import pandas as pd  # imported where used: replay-check runs replay.safety on plain rows, without pandas
 
 GROUP = ["topic", "partition"]
@@ -31,7 +31,7 @@ def _checks(scope: str, names: Sequence[str] | None = None) -> list[type[Check]]
     return [c for n, c in REGISTRY.items() if c.scope == scope and (names is None or n in names)]
 
 
-_error_finding = error_finding  # a check that raises: a FAIL finding naming it (checks.base)
+_error_finding = error_finding  # a check that raises: a FAIL finding naming it (checks.framework.base)
 
 
 def run_partition_checks(segments: pd.DataFrame, partitions: pd.DataFrame, ctx: AuditContext,
@@ -48,7 +48,7 @@ def run_partition_checks(segments: pd.DataFrame, partitions: pd.DataFrame, ctx: 
 
 def run_partition_batch(batch: PartitionBatch, ctx: AuditContext, names: Sequence[str] | None = None,
                         release: Callable[[], None] | None = None) -> list[Finding]:
-    """Partition-scope checks on a batch of many partitions (``checks.batch.PartitionBatch``): each
+    """Partition-scope checks on a batch of many partitions (``checks.framework.batch.PartitionBatch``): each
     check's ``run_batch`` once (a check whose batch code raises falls back to the per-partition
     reference, so a bug there costs time, never findings); replay.safety partition by partition,
     its replay search first (it reads files: only for the partitions the audit asks about).
@@ -156,14 +156,14 @@ def run_cluster_checks(stats: Mapping[str, pd.DataFrame], partitions: pd.DataFra
     """Cluster-scope checks once, on the partition rows and the aggregate tables, each check handed
     only the columns :data:`CLUSTER_PARTITION_COLUMNS` / :data:`CLUSTER_STATS_COLUMNS` (on both
     engines, so a check reading another column fails its cases on the driver too)."""
-    data = CheckInput(partitions=_only(partitions, CLUSTER_PARTITION_COLUMNS),
-                      partition_stats=_only(stats.get("partition_stats"), CLUSTER_STATS_COLUMNS),
+    data = CheckInput(partitions=only_columns(partitions, CLUSTER_PARTITION_COLUMNS),
+                      partition_stats=only_columns(stats.get("partition_stats"), CLUSTER_STATS_COLUMNS),
                       topic_stats=stats.get("topic_stats"), broker_stats=stats.get("broker_stats"),
                       log_dir_stats=stats.get("log_dir_stats"))
     return _run_checks(_checks("cluster", names), data, ctx)
 
 
-def _only(frame, columns: Sequence[str]):
+def only_columns(frame, columns: Sequence[str]):
     """The frame's ``columns`` (those it has: a case may give a partial table), or the frame itself
     when it already has no other column (what the Spark engine collects)."""
     if frame is None or list(frame.columns) == list(columns):
@@ -199,7 +199,7 @@ def as_frame(rows, schema) -> pd.DataFrame:
     return to_table(list(rows), schema).to_pandas()
 
 
-def _groups(frame: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
+def partition_groups(frame: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
     """Rows per (topic, partition), a null key included as its own group (None), as Spark's groupBy
     does: a row without a topic reaches the checks on both engines."""
     import pandas as pd
@@ -210,43 +210,8 @@ def _groups(frame: pd.DataFrame) -> dict[tuple, pd.DataFrame]:
             for key, rows in frame.groupby(GROUP, sort=False, dropna=False)}
 
 
-def _null_first(key: tuple) -> tuple:
+def null_first(key: tuple) -> tuple:
     return tuple((v is not None, v if v is not None else 0) for v in key)
-
-
-def run_local(segments, partitions, ctx: AuditContext, stats: Mapping[str, pd.DataFrame] | None = None,
-              names: Sequence[str] | None = None, segments_sorted: bool = False,
-              release: Callable[[], None] | None = None) -> list[Finding]:
-    """In-process engine: segment/partition rows (dicts or DataFrames) -> findings, sorted.
-    ``segments_sorted``: a segment frame from ``checks.batch.sort_rows_moving`` (used as it is).
-    ``release``: frees memory between the partition checks (:func:`run_partition_batch`)."""
-    from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA  # Arrow: imported by the engines, not replay-check
-
-    seg = as_frame(segments, SEGMENT_SCHEMA)
-    part = as_frame(partitions, PARTITION_SCHEMA)
-    from checks.batch import PartitionBatch
-
-    findings = run_partition_batch(PartitionBatch(seg, part, segments_sorted), ctx, names, release)
-    if stats is not None:
-        findings.extend(run_cluster_checks(stats, part, ctx, names))
-    return with_pass_summaries(findings, names)
-
-
-def run_local_reference(segments, partitions, ctx: AuditContext, stats: Mapping[str, pd.DataFrame] | None = None,
-                        names: Sequence[str] | None = None) -> list[Finding]:
-    """:func:`run_local` with today's per-partition semantics (one ``run`` per check per
-    topic-partition, pandas groupby): the reference the batch path is tested against."""
-    from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
-
-    seg = as_frame(segments, SEGMENT_SCHEMA)
-    part = as_frame(partitions, PARTITION_SCHEMA)
-    findings: list[Finding] = []
-    seg_groups, part_groups = _groups(seg), _groups(part)
-    for key in sorted(set(seg_groups) | set(part_groups), key=_null_first):
-        findings.extend(run_partition_checks(seg_groups.get(key, seg.iloc[0:0]), part_groups.get(key, part.iloc[0:0]), ctx, names))
-    if stats is not None:
-        findings.extend(run_cluster_checks(stats, part, ctx, names))
-    return with_pass_summaries(findings, names)
 
 
 def with_pass_summaries(findings: list[Finding], names: Sequence[str] | None = None) -> list[Finding]:
@@ -259,70 +224,6 @@ def with_pass_summaries(findings: list[Finding], names: Sequence[str] | None = N
             findings.append(Finding(code=check.code, check=name, severity=Severity.PASS,
                                     message=f"{check.title}: nothing found"))
     return sorted(findings, key=Finding.sort_key)
-
-
-def spark_partition_findings(segments_df, partitions_df, ctx: AuditContext, names: Sequence[str] | None = None,
-                             buckets: int | None = None):
-    """Partition-scope checks distributed over Spark: a DataFrame of FINDING_SCHEMA rows.
-
-    Rows are bucketed by a hash of (topic, partition) into ``buckets`` groups (default: the
-    segment table's Spark partitions, at least the default parallelism; the audit slices the table
-    at ~100,000 rows, so a bucket's pandas frames stay that size), and each bucket is one
-    :class:`checks.batch.PartitionBatch`: one Python call per bucket, not one per partition. A
-    partition's rows all land in one bucket, so the findings are those of the driver engine."""
-    import pandas as pd
-    from pyspark.sql import functions as F
-
-    from auditor.schema import FINDING_SCHEMA, spark_schema
-
-    if buckets is None:
-        buckets = max(segments_df.rdd.getNumPartitions(), segments_df.sparkSession.sparkContext.defaultParallelism)
-    buckets = max(1, min(int(buckets), MAX_SPARK_BUCKETS))
-
-    def per_bucket(seg_pdf: pd.DataFrame, part_pdf: pd.DataFrame) -> pd.DataFrame:
-        from checks.batch import PartitionBatch
-
-        batch = PartitionBatch(seg_pdf.drop(columns=[BUCKET]), part_pdf.drop(columns=[BUCKET]))
-        found = run_partition_batch(batch, ctx, names)
-        return pd.DataFrame([f.to_row() for f in found], columns=list(FINDING_FIELDS))
-
-    def bucketed(df):
-        return df.withColumn(BUCKET, F.pmod(F.hash(*GROUP), F.lit(buckets)))
-
-    return (bucketed(segments_df).groupBy(BUCKET).cogroup(bucketed(partitions_df).groupBy(BUCKET))
-            .applyInPandas(per_bucket, schema=spark_schema(FINDING_SCHEMA)))
-
-
-#: The bucket column of :func:`spark_partition_findings` (dropped before the checks see the rows).
-BUCKET = "_check_bucket"
-#: Most buckets the Spark checks use: each is one Python call and one pandas batch.
-MAX_SPARK_BUCKETS = 4096
-
-
-def run_spark(segments_df, partitions_df, stats_dfs: Mapping[str, object], ctx: AuditContext,
-              names: Sequence[str] | None = None, buckets: int | None = None,
-              to_pandas: Callable | None = None) -> list[Finding]:
-    """Spark engine: partition checks on executors (batches of partitions, see
-    :func:`spark_partition_findings`); only findings and the small stats come back.
-    ``stats_dfs``: the aggregates as Spark DataFrames, or already collected (pandas).
-    ``to_pandas``: how a DataFrame of a row per partition dir reaches the driver (default
-    ``DataFrame.toPandas``; the Spark engine's collects it in slices, ``table_engines.spark``)."""
-    to_pandas = to_pandas or (lambda df: df.toPandas())
-    rows = spark_partition_findings(segments_df, partitions_df, ctx, names, buckets).collect()
-    findings = [Finding.from_row(r.asDict()) for r in rows]
-    del rows
-    stats = {k: v if _is_pandas(v) else to_pandas(v.select(*CLUSTER_STATS_COLUMNS) if k == "partition_stats" else v)
-             for k, v in stats_dfs.items()}
-    # one row per partition dir (500,000 at 10,000,000 segments): only the columns the checks read
-    parts = to_pandas(partitions_df.select(*CLUSTER_PARTITION_COLUMNS))
-    findings.extend(run_cluster_checks(stats, parts, ctx, names))
-    return with_pass_summaries(findings, names)
-
-
-def _is_pandas(frame) -> bool:
-    import pandas as pd
-
-    return isinstance(frame, pd.DataFrame)
 
 
 def worst(findings: Iterable[Finding]) -> Severity:

@@ -26,7 +26,7 @@ host, collection start time, log dirs). How the files are written so that a read
 half a manifest (each file whole, a completion marker written last, ``--state`` renamed after
 it): :mod:`auditor.manifest_write`. :func:`find_manifests` is the one rule
 for naming manifests (dirs, parent dirs, globs), used by the engine
-(``auditor.engine.parquet.read_manifests``), ``replay-check`` and the Airflow DAG's input check.
+(``auditor.engines.spark.parquet.read_manifests``), ``replay-check`` and the Airflow DAG's input check.
 """
 
 from __future__ import annotations

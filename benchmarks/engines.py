@@ -7,7 +7,7 @@ For each row count, SYNTHETIC segment rows (``benchmarks/synthetic_rows.py``: re
 and perturbed, ``cluster_id`` SYNTHETIC-<seed>) are written to Parquet, then two fresh processes
 run the stages an audit runs after its scan, and print their wall times:
 
-* ``local``: the rows read with pyarrow, the four aggregate tables (``auditor.local_engine``), the
+* ``local``: the rows read with pyarrow, the four aggregate tables (``auditor.engines.local.tables``), the
   checks (``check_runner.run_local``) and the Great Expectations suite on a pandas DataFrame;
 * ``spark``: a ``local[*]`` session (its start timed apart), the same Parquet read by Spark, the
   Spark aggregates, the checks (``run_spark``: ``applyInPandas`` on executors) and the suite on the
@@ -46,8 +46,8 @@ NOW_MS = 1_700_000_000_000 + 90 * 86_400_000
 
 
 def _ctx():
-    from checks.base import AuditContext
-    from checks.audit_config import Config
+    from checks.framework.base import AuditContext
+    from checks.framework.config import Config
 
     return AuditContext(as_of_ms=NOW_MS, config=Config.load(None))
 
@@ -99,10 +99,10 @@ def tree_cpu_s() -> float:
 def worker_local(data: Path) -> dict:
     import pyarrow.parquet as pq
 
-    from auditor import local_engine
-    from auditor.check_runner import run_local
+    from auditor.engines.local import tables as local_engine
+    from auditor.engines.local.checks import run_local
     from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
-    from checks.expectations import run_expectations
+    from auditor.engines.local.expectations import run_expectations
 
     t = {}
     t0 = time.perf_counter()
@@ -125,10 +125,10 @@ def worker_local(data: Path) -> dict:
 
 
 def worker_spark(data: Path) -> dict:
-    from auditor.check_runner import run_spark
-    from auditor.engine import aggregates, build_spark
+    from auditor.engines.spark.checks import run_spark
+    from auditor.engines.spark import aggregates, build_spark
     from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, spark_schema
-    from checks.expectations import run_expectations
+    from auditor.engines.spark.expectations import run_expectations
 
     t = {}
     t0 = time.perf_counter()

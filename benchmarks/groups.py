@@ -244,8 +244,8 @@ sys.path.insert(0, {root!r})
 t = time.perf_counter()
 from auditor.cli import replay_check as rc
 from auditor.replay import groups as rg, rows as replay_rows
-from checks.base import AuditContext
-from checks.audit_config import Config
+from checks.framework.base import AuditContext
+from checks.framework.config import Config
 out = {{"imports_s": time.perf_counter() - t}}
 now = int(time.time() * 1000)
 t = time.perf_counter(); committed = rg.group_offsets_from_disk([{log_dir!r}], "wide-group").committed

@@ -140,12 +140,12 @@ def child(tree: str, target_ms: int, as_of_ms: int, out: str) -> None:
     """In a fresh process of the code on PYTHONPATH: frames, then replay.safety's search and check."""
     import pyarrow as pa
 
-    from auditor.check_runner import run_local
-    from auditor.local_engine import segment_frame
+    from auditor.engines.local.checks import run_local
+    from auditor.engines.local.tables import segment_frame
     from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
-    from checks.audit_config import Config
-    from checks.base import AuditContext
-    from checks.batch import sort_rows_moving
+    from checks.framework.config import Config
+    from checks.framework.base import AuditContext
+    from checks.framework.batch import sort_rows_moving
 
     seg = pq.read_table(Path(tree) / "segments.parquet", schema=SEGMENT_SCHEMA)
     part = pq.read_table(Path(tree) / "partitions.parquet", schema=PARTITION_SCHEMA).to_pandas()

@@ -28,8 +28,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from auditor.json_stream import write_document  # noqa: E402
-from reports import finding_history as fh  # noqa: E402
-from reports.since_run import annotate  # noqa: E402
+from auditor.nightly import finding_history as fh  # noqa: E402
+from auditor.nightly.compare import annotate  # noqa: E402
 
 CHECKS = [("KLA045", "integrity.offset_gap"), ("KLA050", "integrity.crc"), ("KLA020", "mtime.reset"),
           ("KLA030", "timestamps.bounds"), ("KLA040", "retention.overdue")]

@@ -77,7 +77,7 @@ def in_process(log_dirs, depth, repeat, drop):
 
 
 def spark_local(log_dirs, depth, repeat, drop, master, conf):
-    from auditor.engine import aggregates, build_spark, plan_tasks, scan_dataframes
+    from auditor.engines.spark import aggregates, build_spark, plan_tasks, scan_dataframes
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     out = {"listing": [], "scan": [], "aggregation": [], "fixed": []}
@@ -133,7 +133,7 @@ def main(argv=None) -> int:
     ap.add_argument("--conf", action="append", default=[])
     ap.add_argument("--drop-caches", action="store_true", help="drop the page cache before every run (root)")
     args = ap.parse_args(argv)
-    from auditor.engine import parse_conf
+    from auditor.engines.spark import parse_conf
 
     size = sum(f.stat().st_size for d in args.log_dirs for f in Path(d).rglob("*") if f.is_file() and not f.is_symlink())
     print(f"log dirs: {', '.join(args.log_dirs)} ({size / 2**20:,.1f} MiB), depth {args.depth}, "

@@ -140,7 +140,7 @@ def write(out: Path, segments: pa.Table, partitions: pa.Table, source: str, seed
 def run_aggregation(out: Path, repeat: int, master: str) -> None:
     from _procmem import PeakMemory
 
-    from auditor.engine import aggregates, build_spark
+    from auditor.engines.spark import aggregates, build_spark
     from auditor.schema import spark_schema
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -15,9 +15,9 @@ from auditor.keys.audit_keys import key_document
 from auditor.live_config import WANTED
 from auditor.schema import json_envelope
 from auditor.units import iso_utc
-from reports import history as hist
+from auditor.nightly import run_history as hist
 from reports.html import render
-from checks.audit_config import INTERNAL_TOPIC_DEFAULTS, KAFKA_DEFAULTS
+from checks.framework.config import INTERNAL_TOPIC_DEFAULTS, KAFKA_DEFAULTS
 
 SCHEMA_VERSION = 3
 SEVERITIES = ("PASS", "INFO", "WARN", "FAIL")
@@ -25,8 +25,8 @@ SEVERITIES = ("PASS", "INFO", "WARN", "FAIL")
 
 def build_document(outcome) -> dict:
     """The findings JSON of an ``AuditOutcome`` (schema: findings.schema.json), without a history
-    or accept file (``reports.since_run.annotate`` adds those)."""
-    from reports.since_run import annotate
+    or accept file (``auditor.nightly.compare.annotate`` adds those)."""
+    from auditor.nightly.compare import annotate
 
     return annotate(_plain_document(outcome), None, None)[0]
 
@@ -151,7 +151,7 @@ def _distinct(stats, name: str) -> set:
 def _stats_rows(stats):
     """The per-partition-dir statistics as the document holds them: a list (Spark's collected
     rows) with numpy / Decimal numbers made plain; any other sequence (the driver engine's rows
-    read lazily from Arrow: ``auditor.local_engine.ArrowRows``, plain Python values already) as it
+    read lazily from Arrow: ``auditor.engines.local.tables.ArrowRows``, plain Python values already) as it
     is, so the document never holds 100,000 dicts at once (the JSON writer streams it)."""
     return [_jsonable(s) for s in stats] if isinstance(stats, list) else stats
 

@@ -16,7 +16,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from auditor.replay.evidence_text import gap_text, tier_text
 from auditor.schema import MAX_TIMELINE_PARTITIONS, with_utc
 from auditor.units import human_bytes, iso_utc
-from auditor.since import RANK
+from auditor.nightly.identity import RANK
 from reports import charts
 
 TEMPLATES = Path(__file__).parent / "templates"

@@ -2,7 +2,7 @@
 
     from spark_session import spark  # noqa: F401
 
-local[2] with the job's own defaults (auditor.engine.build_spark): Arrow on, few shuffle partitions.
+local[2] with the job's own defaults (auditor.engines.spark.build_spark): Arrow on, few shuffle partitions.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 @pytest.fixture(scope="session")
 def spark():
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from auditor.engine import build_spark
+    from auditor.engines.spark import build_spark
     from harness.tiers import refuse_in_fast_tiers
 
     refuse_in_fast_tiers("a Spark session")

@@ -27,7 +27,7 @@ from auditor.atomic import TEMP_MARK
 from auditor.scan.state import read_state_file
 from harness.forked import Zygote, kill_at_random_moment
 from realdata import copy_log_dir
-from reports import history as hist
+from auditor.nightly import run_history as hist
 
 # 10 audits in a forked CLI (11 before): 15 s of CPU at load 12-15; xdist starts the longest files first
 pytestmark = pytest.mark.schedule_first(cpu_s=15)

@@ -5,7 +5,7 @@ test_metadata_log_cluster.py::test_audit_topic_config_precedence_on_the_cluster)
 from __future__ import annotations
 
 from auditor.audit import AuditRequest, audit_context, topic_config_layers
-from checks.audit_config import KAFKA_DEFAULTS
+from checks.framework.config import KAFKA_DEFAULTS
 from realdata import REAL
 
 METADATA_PARENT = REAL / "metadata" / "kraft-transactional"

@@ -1,6 +1,6 @@
 """Batch semantics equal the per-partition reference, for every partition-scope check.
 
-``run_local`` hands the checks one :class:`checks.batch.PartitionBatch` (each check's
+``run_local`` hands the checks one :class:`checks.framework.batch.PartitionBatch` (each check's
 ``run_batch``: a vectorized prefilter, then ``run`` on the partitions it names);
 ``run_local_reference`` is today's semantics (one ``run`` per check per topic-partition). The
 findings, PASS summaries included, must be equal item for item, check by check, on: every YAML
@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import pytest
 
-from auditor.check_runner import as_frame, run_local, run_local_reference
+from auditor.check_runner import as_frame
+from auditor.engines.local.checks import run_local, run_local_reference
 from auditor.cli.demo import unpack_demo_sample
 from auditor.scan import scan_log_dirs
 from auditor.schema import PARTITION_COLUMNS, PARTITION_SCHEMA, SEGMENT_COLUMNS, SEGMENT_SCHEMA
 from checks import REGISTRY
-from checks.base import AuditContext
-from checks.batch import PartitionBatch
-from checks.audit_config import Config
+from checks.framework.base import AuditContext
+from checks.framework.batch import PartitionBatch
+from checks.framework.config import Config
 from realdata import LOG_DIRS
 from test_check_cases import CASES, _complete, case_context
 

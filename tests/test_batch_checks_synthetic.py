@@ -17,12 +17,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from auditor.check_runner import as_frame, run_local
+from auditor.check_runner import as_frame
+from auditor.engines.local.checks import run_local
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
 from checks import REGISTRY
-from checks.base import AuditContext, Check
-from checks.batch import PartitionBatch
-from checks.audit_config import Config
+from checks.framework.base import AuditContext, Check
+from checks.framework.batch import PartitionBatch
+from checks.framework.config import Config
 from test_batch_checks import PARTITION_CHECKS, assert_batch_equals_reference, assert_judged_equals_reference
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -151,13 +152,13 @@ def test_batch_keys_and_spans():
 
 
 def test_driver_frame_and_moving_sort_give_the_same_findings():
-    """The driver engine's frame (auditor.local_engine.segment_frame: equal list cells shared) sorted
-    by checks.batch.sort_rows_moving (column by column, the input emptied) is the frame the batch
+    """The driver engine's frame (auditor.engines.local.tables.segment_frame: equal list cells shared) sorted
+    by checks.framework.batch.sort_rows_moving (column by column, the input emptied) is the frame the batch
     sorts itself, and gives the same findings, on SYNTHETIC rows with a null topic and shuffled rows."""
     import pandas as pd
 
-    from auditor.local_engine import segment_frame
-    from checks.batch import _sorted_rows, sort_rows_moving
+    from auditor.engines.local.tables import segment_frame
+    from checks.framework.batch import _sorted_rows, sort_rows_moving
 
     seg, part, ctx = synthetic_tables(6, rows=800)
     seg[5]["topic"] = None
@@ -178,7 +179,7 @@ def test_driver_frame_and_moving_sort_give_the_same_findings():
 def test_synthetic_flagged_partitions_judged_from_the_batch(seed):
     """On SYNTHETIC tables with planted anomalies, in both frames the engines hand the checks (the
     driver's shared-cell frame and Arrow's default conversion)."""
-    from auditor.local_engine import segment_frame
+    from auditor.engines.local.tables import segment_frame
 
     seg, part, ctx = synthetic_tables(seed)
     parts = as_frame(part, PARTITION_SCHEMA)
@@ -216,7 +217,7 @@ def test_records_are_the_partition_frames_rows():
     """``PartitionBatch.records`` (what the replay search of ``audit --at`` is handed) holds, per
     partition, the rows and values ``to_dict("records")`` of the partition's frame gives, in both
     frame kinds, a null topic included."""
-    from auditor.local_engine import segment_frame
+    from auditor.engines.local.tables import segment_frame
 
     seg, part, _ = synthetic_tables(9, rows=500)
     seg[3]["topic"] = None

@@ -36,9 +36,9 @@ import yaml
 
 from auditor.schema import PARTITION_COLUMNS, SEGMENT_COLUMNS, empty_row
 from checks import REGISTRY
-from checks.base import AuditContext, Severity
-from checks.audit_config import Config
-from auditor.check_runner import run_local
+from checks.framework.base import AuditContext, Severity
+from checks.framework.config import Config
+from auditor.engines.local.checks import run_local
 from keycases import key_audit_of
 
 # every YAML case through its check: 3 s of CPU at load 12-15; xdist starts the longest files first
@@ -75,9 +75,10 @@ def _complete(rows, columns):
 
 def _load_cases():
     params = []
-    for path in sorted(CASES_DIR.glob("*.yaml")):
+    for path in sorted(CASES_DIR.glob("*/*.yaml")):  # check_cases/<family>/<rule>.yaml, as checks/<family>/<rule>.py
+        name = f"{path.parent.name}.{path.stem}"
         for case in yaml.safe_load(path.read_text()) or []:
-            params.append(pytest.param(path.stem, case, id=f"{path.stem}::{case['name']}"))
+            params.append(pytest.param(name, case, id=f"{name}::{case['name']}"))
     return params
 
 

@@ -20,15 +20,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from auditor.engine import aggregates, scan_dataframes
+from auditor.engines.spark import aggregates, scan_dataframes
 from auditor.scan import scan_log_dirs
 from auditor.schema import SEGMENT_COLUMNS, SEGMENT_KEY, SEGMENT_SCHEMA, empty_row, spark_schema, to_table
-from checks.base import AuditContext, Severity
-from checks.audit_config import Config
-from checks.expectations import run_expectations
-from auditor.check_runner import run_local, run_spark
-from checks.broker_disk import SkewBrokerDisk
-from checks.partition_size import SkewPartitionSize
+from checks.framework.base import AuditContext, Severity
+from checks.framework.config import Config
+from auditor.engines.spark.expectations import run_expectations
+from auditor.engines.local.checks import run_local
+from auditor.engines.spark.checks import run_spark
+from checks.skew.broker_disk import SkewBrokerDisk
+from checks.skew.partition_size import SkewPartitionSize
 from spark_session import spark  # noqa: F401
 
 TOPIC = "clicks"
@@ -168,7 +169,7 @@ def test_broker_and_log_dir_skew_match_the_disk(skewed, scanned):
 
 
 def pandas_partition_stats(segments: list[dict], partitions: list[dict]) -> pd.DataFrame:
-    """``partition_stats`` built in-process from scan rows, as ``auditor.engine.aggregates`` documents
+    """``partition_stats`` built in-process from scan rows, as ``auditor.engines.spark.aggregates`` documents
     it: one row per partition dir; live segments (no file state, a .log) count; message_count is
     None as soon as one live segment's count is unknown."""
     by_dir: dict[tuple, list[dict]] = {}

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from checks import REGISTRY, module_names
-from checks.base import (CODE_PATTERN, DOCSTRING_SECTIONS, NAME_PATTERN, OPTIONS_POINTER, Check, Finding, Severity,
+from checks import REGISTRY, module_of
+from checks.framework.base import (CODE_PATTERN, DOCSTRING_SECTIONS, NAME_PATTERN, OPTIONS_POINTER, Check, Finding, Severity,
                          capped, documentation)
-from checks.audit_config import Config, ConfigError
+from checks.framework.config import Config, ConfigError
 
 
 def test_registry_is_not_empty():
@@ -30,7 +30,7 @@ def test_check_declares_code_name_scope_and_sections(name):
         f"module docstring must open with '{check.code} {check.name}'"
     # the Options section is generated from the declared options, never written by hand (one fact once)
     assert not re.search(r"^Options:\s*$", module_doc, re.M), \
-        f"{check.__module__}: the Options section is generated (checks.base.options_section); say '{OPTIONS_POINTER}'"
+        f"{check.__module__}: the Options section is generated (checks.framework.base.options_section); say '{OPTIONS_POINTER}'"
     doc = documentation(check)
     missing = [s for s in DOCSTRING_SECTIONS if not re.search(rf"^{re.escape(s)}:\s*$", doc, re.M)]
     assert not missing, f"{check.__module__} lacks docstring sections {missing}"
@@ -51,20 +51,19 @@ def test_one_check_per_module():
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_one_name_everywhere(name):
-    """The module is named after the config key's last part (or the whole key where two modules
-    would read alike: timestamps.missing in checks/timestamps_missing.py), the class after the same
-    words, optionally led by the key's first part: integrity.index_mismatch lives in
-    checks/index_mismatch.py as IntegrityIndexMismatch (groups.time_to_loss: GroupTimeToLoss)."""
+    """The check of config key ``<family>.<rule>`` lives in checks/<family>/<rule>.py, its class is
+    named after the rule's words, optionally led by the family's (integrity.index_mismatch:
+    checks/integrity/index_mismatch.py, IntegrityIndexMismatch; groups.time_to_loss: GroupTimeToLoss),
+    and its cases are in tests/check_cases/<family>/<rule>.yaml."""
     check = REGISTRY[name]
     first, last = name.split(".", 1)[0], name.rsplit(".", 1)[1]
-    expected = [f"checks.{m}" for m in module_names(name)]
-    assert check.__module__ in expected, f"{name}: module {check.__module__}, expected one of {expected}"
+    assert check.__module__ == module_of(name), f"{name}: module {check.__module__}, expected {module_of(name)}"
     stem = "".join(w[:1].upper() + w[1:] for w in last.split("_"))
     lead = check.__name__[: -len(stem)] if check.__name__.endswith(stem) else None
     assert lead is not None and first.lower().startswith(lead.lower()), (
         f"{name}: class {check.__name__}, expected {stem} led by nothing or by {first.capitalize()}")
-    case_file = Path(__file__).parent / "check_cases" / f"{name}.yaml"
-    assert case_file.exists(), f"{name}: no case file {case_file.name}"
+    case_file = Path(__file__).parent / "check_cases" / first / f"{last}.yaml"
+    assert case_file.exists(), f"{name}: no case file {case_file.relative_to(Path(__file__).parent)}"
 
 
 def test_defaults_validate():
@@ -151,7 +150,8 @@ import sys
 import checks
 assert 'REGISTRY' not in vars(checks)
 safety = checks.check_named('replay.safety')
-assert sorted(m for m in sys.modules if m.startswith('checks.')) == ['checks.base', 'checks.safety'], sys.modules
+assert sorted(m for m in sys.modules if m.startswith('checks.')) == [
+    'checks.framework', 'checks.framework.base', 'checks.framework.registry', 'checks.replay', 'checks.replay.safety'], sys.modules
 assert 'REGISTRY' not in vars(checks)
 found = {}
 for name in ('replay.safety', 'integrity.crc', 'mtime.reset', 'skew.partition_size'):

@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 
 from auditor.scan import scan_log_dirs
-from checks.base import AuditContext, Severity
-from checks.audit_config import Config
-from auditor.check_runner import run_local
+from checks.framework.base import AuditContext, Severity
+from checks.framework.config import Config
+from auditor.engines.local.checks import run_local
 from harness.kafka import ROLL_TOPIC_CONFIG
 from realdata import RECORD_SETS
 

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from auditor.engine import aggregates, scan_dataframes
+from auditor.engines.spark import aggregates, scan_dataframes
 from auditor.scan import scan_log_dirs
-from checks.base import AuditContext, Severity
-from checks.audit_config import Config
+from checks.framework.base import AuditContext, Severity
+from checks.framework.config import Config
 from auditor.live_config import LiveConfigError, fetch_topic_configs
-from auditor.check_runner import run_local, run_spark
+from auditor.engines.local.checks import run_local
+from auditor.engines.spark.checks import run_spark
 from harness.kafka import free_port, wait_past_newest_write, wait_until
 from harness.moves import move_log_dir, reassign, wait_replica_quiet
 from spark_session import spark  # noqa: F401

@@ -8,12 +8,11 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from auditor.check_runner import (CLUSTER_PARTITION_COLUMNS, CLUSTER_STATS_COLUMNS, _checks, _run_checks, as_frame,
-                                  run_cluster_checks)
-from auditor.local_engine import AGGREGATE_SCHEMAS
+from auditor.check_runner import CLUSTER_PARTITION_COLUMNS, CLUSTER_STATS_COLUMNS, _checks, _run_checks, as_frame, run_cluster_checks
+from auditor.engines.local.tables import AGGREGATE_SCHEMAS
 from auditor.schema import PARTITION_COLUMNS, PARTITION_SCHEMA
 from checks import REGISTRY
-from checks.base import CheckInput
+from checks.framework.base import CheckInput
 from test_check_cases import CASES, _complete, _time_fields, case_context
 
 CLUSTER_CASES = [p for p in CASES if any(REGISTRY[n].scope == "cluster" for n in p.values[1].get("checks", [p.values[0]]))]

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, offsets_partition_dirs, read_groups
-from checks.base import Severity
+from checks.framework.base import Severity
 from harness.cli import kafka_audit
 from harness.groups import (GROUP_BROKER_CONFIG, build_group_scenario, describe_groups, list_committed_offsets,
                             wait_offsets_cleaned, wait_offsets_settled)
@@ -236,11 +236,11 @@ def test_group_checks_on_the_real_cluster(groups_cluster):
     """KLA060/061/062 over the broker's own files: the scan's rows, the groups read from disk,
     the live topic configs (retention.ms)."""
     import time
-    from auditor.check_runner import run_local
+    from auditor.engines.local.checks import run_local
     from auditor.cluster.consumer_groups import commit_rows
     from auditor.scan import scan_log_dirs
-    from checks.base import AuditContext, Severity
-    from checks.audit_config import Config
+    from checks.framework.base import AuditContext, Severity
+    from checks.framework.config import Config
 
     kc, scenario, _ = groups_cluster
     scan = scan_log_dirs(kc.log_dirs(1), depth="headers")

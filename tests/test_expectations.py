@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from auditor.engine import scan_dataframes
+from auditor.engines.spark import scan_dataframes
 from auditor.schema import SEGMENT_COLUMNS, SEGMENT_KEY, SEGMENT_SCHEMA, empty_row, spark_schema
-from checks.base import AuditContext, Severity
-from checks.audit_config import Config
-from checks.expectations import run_expectations
+from checks.framework.base import AuditContext, Severity
+from checks.framework.config import Config
+from auditor.engines.spark.expectations import run_expectations
 from realdata import LOG_DIRS
 from spark_session import spark  # noqa: F401
 
@@ -112,9 +112,9 @@ GX_IMPORT_PROBE = r"""
 import json, sys, time
 import pandas as pd
 from auditor.schema import SEGMENT_COLUMNS, SEGMENT_SCHEMA, empty_row, to_table
-from checks.base import AuditContext
-from checks.audit_config import Config
-from checks.expectations import run_expectations
+from checks.framework.base import AuditContext
+from checks.framework.config import Config
+from auditor.engines.local.expectations import run_expectations
 row = empty_row(SEGMENT_COLUMNS)
 row.update(broker_id=1, cluster_id="c", log_dir="/d", topic="t", partition=0, dir_kind="live", dir_name="t-0",
            base_offset=0, depth="headers", log_size_bytes=100, log_mtime_ms=1_700_000_000_000, first_offset=0,

@@ -1,5 +1,5 @@
 """The GX suite on pandas, validated part by part (each expectation on a frame of the columns it
-reads: checks.expectations._pandas_parts) gives the results and findings of one validation of the
+reads: checks.framework.expectations._pandas_parts) gives the results and findings of one validation of the
 whole frame (``one_frame=True``), on real broker rows and on planted violations of every kind."""
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ import pytest
 
 from auditor.scan import scan_log_dirs
 from auditor.schema import SEGMENT_COLUMNS, SEGMENT_KEY, SEGMENT_SCHEMA, empty_row, to_table
-from checks.audit_config import Config
-from checks.base import AuditContext
-from checks.expectations import _pandas_parts, run_expectations, suite_spec
+from checks.framework.config import Config
+from checks.framework.base import AuditContext
+from auditor.engines.local.expectations import _pandas_parts, run_expectations
+from checks.framework.expectations import suite_spec
 from realdata import LOG_DIRS
 
 # the parts against whole-frame GX runs, BASIC against SUMMARY: 7.6 s CPU at load 5 (tests/conftest.py: long files first)
@@ -160,9 +161,9 @@ def test_the_drivers_compact_table_gives_the_results_of_its_plain_frame():
 
 @pytest.mark.parametrize("table", ["planted", "columns out of order", "real"])
 def test_the_basic_result_format_gives_the_summarys_entries(monkeypatch, table):
-    """GX's BASIC results (checks.expectations.RESULT_FORMAT) give the entries and findings SUMMARY
+    """GX's BASIC results (checks.framework.expectations.RESULT_FORMAT) give the entries and findings SUMMARY
     gave: counts, percents, partial lists of unexpected values, the table expectation's mismatches."""
-    import checks.expectations as expectations
+    import checks.framework.expectations as expectations
 
     if table == "real":
         frame = to_table(scan_log_dirs(LOG_DIRS, "headers").segments, SEGMENT_SCHEMA)

@@ -11,7 +11,7 @@ import json
 import pyarrow as pa
 
 from auditor.json_stream import write_document
-from auditor.local_engine import AGGREGATE_SCHEMAS, ArrowRows, aggregate_rows, frames, partition_stats_rows
+from auditor.engines.local.tables import AGGREGATE_SCHEMAS, ArrowRows, aggregate_rows, frames, partition_stats_rows
 from auditor.schema import PARTITION_COLUMNS, PARTITION_SCHEMA, SEGMENT_COLUMNS, SEGMENT_SCHEMA, empty_row
 from reports.document import _column, _totals
 
@@ -104,9 +104,9 @@ def test_the_frame_made_in_batch_order_is_the_sorted_frame_of_before():
     the frame of ``sort_rows_moving`` on the plain table's frame, null strings and non-ASCII topics
     included."""
     from auditor.arrow_compact import compact_columns, is_sorted_dictionary
-    from auditor.local_engine import segment_frame
-    from auditor.table_engines.local import batch_order
-    from checks.batch import sort_rows_moving
+    from auditor.engines.local.tables import segment_frame
+    from auditor.engines.local.engine import batch_order
+    from checks.framework.batch import sort_rows_moving
 
     expected, expected_positions = sort_rows_moving(_messy_segments().to_pandas())
     compact = compact_columns(_messy_segments())
@@ -151,7 +151,7 @@ def test_many_check_copies_are_not_kept_from_one_check_to_the_next():
     import numpy as np
 
     from auditor.check_runner import as_frame
-    from checks.batch import PartitionBatch
+    from checks.framework.batch import PartitionBatch
 
     batch = PartitionBatch(_messy_segments().to_pandas(), as_frame([], PARTITION_SCHEMA))
     assert batch.segments["log_size_bytes"].dtype == np.float64 and batch.segments["record_count"].dtype == np.int64
@@ -166,7 +166,7 @@ def test_many_check_copies_are_not_kept_from_one_check_to_the_next():
 def test_partition_chunks_cover_every_row_and_never_split_a_partition():
     import numpy as np
 
-    from checks.reset import _partition_chunks
+    from checks.mtime.reset import _partition_chunks
 
     groups = np.repeat(np.arange(40), np.random.default_rng(3).integers(1, 9, 40))
     for size in (1, 3, 10, 50, len(groups), 10_000):
@@ -180,8 +180,8 @@ def test_partition_chunks_cover_every_row_and_never_split_a_partition():
 def test_mtime_reset_prefilter_in_chunks_picks_the_same_partitions(monkeypatch):
     from auditor.check_runner import as_frame
     from checks import REGISTRY
-    from checks import reset
-    from checks.batch import PartitionBatch
+    from checks.mtime import reset
+    from checks.framework.batch import PartitionBatch
     from test_batch_checks_synthetic import synthetic_tables
 
     for seed in (1, 2):
@@ -224,7 +224,7 @@ def test_replica_ids_are_the_group_by_of_before():
     import numpy as np
 
     from auditor.check_runner import as_frame
-    from checks.batch import PartitionBatch
+    from checks.framework.batch import PartitionBatch
 
     frame = _messy_segments().to_pandas()
     frame.loc[frame.index % 7 == 0, "log_dir"] = np.nan  # NaN and None both null, as pandas may give

@@ -1,4 +1,4 @@
-"""GX imported by ``checks.gx_import.import_gx`` is GX: pydantic's field copies made during its import
+"""GX imported by ``checks.framework.gx_import.import_gx`` is GX: pydantic's field copies made during its import
 (``_fast_field_copies``) and the collector paused (``_collector_paused``) give every GX model the
 fields a plain ``import great_expectations`` gives, and ``copy.deepcopy`` and the collector are as
 they were afterwards."""
@@ -15,7 +15,7 @@ from typing import Dict, List, Optional, Union
 
 import pytest
 
-from checks.gx_import import FIELD_CLASSES, _copied_generically, _copy_slots, _fast_field_copies
+from checks.framework.gx_import import FIELD_CLASSES, _copied_generically, _copy_slots, _fast_field_copies
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,7 @@ PLAIN = sys.argv[1] == "plain"
 if PLAIN:
     import great_expectations
 else:
-    from checks.gx_import import import_gx
+    from checks.framework.gx_import import import_gx
     import_gx()
 def names(vs):
     return [getattr(v, "__qualname__", repr(v)) for v in (vs or [])]
@@ -112,7 +112,7 @@ def _shown(value) -> str:
 def test_the_collector_is_as_it_was():
     import gc
 
-    from checks.gx_import import _collector_paused
+    from checks.framework.gx_import import _collector_paused
 
     assert gc.isenabled()
     with _collector_paused():

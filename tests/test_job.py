@@ -27,7 +27,7 @@ import pytest
 pytestmark = pytest.mark.live
 
 from auditor.manifest import LOG_DIRS_FILE, collect_manifest
-from auditor.engine import aggregates, read_manifests, scan_dataframes
+from auditor.engines.spark import aggregates, read_manifests, scan_dataframes
 from auditor.scan import scan_log_dirs
 from auditor.schema import DEPTHS, PARTITION_KEY, PARTITION_SCHEMA, SEGMENT_KEY, SEGMENT_SCHEMA, to_table
 from realdata import LOG_DIRS

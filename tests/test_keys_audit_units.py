@@ -10,7 +10,7 @@ from auditor.keys.audit_keys import build_key_audit, key_document, key_label, sh
 from auditor.keys.partition_keys import PartitionKeys
 from auditor.keys.partitioners import murmur2
 from auditor.keys.sketches import KeyInfo, KeyStats
-from checks.audit_config import Config, ConfigError
+from checks.framework.config import Config, ConfigError
 
 
 def _stats(records, prefix_bytes=0) -> KeyStats:

@@ -1,30 +1,16 @@
-"""One-way layers (issue 10): an ``ast`` walk of every import in auditor/, checks/, reports/ and
-airflow_dags/ (module-level and inside functions) against the layer order of docs/layers.md.
+"""One-way layers: an ``ast`` walk of every import in auditor/, checks/, reports/ and airflow_dags/
+(module-level and inside functions) against :data:`LAYERS`, the one statement of the order.
 
 Fails on: an import of a higher layer, a cycle between modules, a private ``_name`` imported from
-another package, a module the order does not place. The order, lowest first (a module may import
-its own layer and the ones below):
-
- 1 auditor (the package: __version__), auditor.units, auditor.schema, auditor.json_stream, auditor.atomic,
-   auditor.arrow_compact
- 2 auditor.formats (pure parsing; auditor.formats.specs: generated tables)
- 3 auditor.scan (files -> rows, pure Python), auditor.keys (key statistics and partitioners)
- 4 auditor.cluster (what the cluster records about itself, read offline)
- 5 auditor.replay (the replay search)
- 6 auditor.manifest (collect, read, find manifests), auditor.manifest_write (whole files, the marker)
- 7 auditor.engine (Spark), auditor.local_engine (its in-process twin for small audits)
- 8 checks (pure)
- 9 auditor.check_runner, auditor.live_config, auditor.audit, auditor.table_engines (the pipeline),
-   auditor.since, auditor.accept (findings from night to night)
-10 reports
-11 auditor.cli, auditor.submit_app
-12 airflow_dags
+another package, a module the order does not place, and a docs/layers.md whose table is not the one
+:func:`layers_table` renders from :data:`LAYERS` (``python tests/test_layers.py --write`` writes it).
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +22,23 @@ pytestmark = pytest.mark.schedule_first(cpu_s=1.4)
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("auditor", "checks", "reports", "airflow_dags")
+LAYERS_DOC = ROOT / "docs" / "layers.md"
+
+LAYER_RULES: dict[int, str] = {
+    1: "the foundation: units and times, the tables' schemas declared once, output files whole or absent; no project import but each other",
+    2: "pure functions on bytes, one module per on-disk structure; every parse error names file, position, field, value, expectation",
+    3: "files to rows, pure Python, read-only; key statistics and partitioners",
+    4: "what the cluster records about itself (metadata log, consumer groups, remote storage), read offline",
+    5: "the replay search: the broker's time lookups on segment views, reading segment files when asked",
+    6: "manifests: collect on a broker, read, find (the one discovery rule), write whole",
+    7: "the rule checks (pure: what needs files is handed in), grouped by family, and their framework",
+    8: "the engines behind one interface (local: pyarrow and pandas in this process; spark), each with its aggregates, check runner and Great Expectations path; never print, never parse arguments",
+    9: "the pipeline (engine, checks, a typed outcome) and the nightly (identity, comparison, accepted findings, history)",
+    10: "the outputs: the findings document, HTML, charts, Prometheus text",
+    11: "commands: kafka-audit, one module per command, and the spark-submit entry",
+    12: "the Airflow DAGs and their operators",
+}
+"""What each layer holds and may do (docs/layers.md's table is rendered from this and LAYERS)."""
 
 LAYERS: list[tuple[str, int]] = [
     ("auditor", 1),  # the package itself (its __init__: the version)
@@ -44,6 +47,7 @@ LAYERS: list[tuple[str, int]] = [
     ("auditor.json_stream", 1),  # a streaming JSON encoder: no project import
     ("auditor.atomic", 1),  # output files whole or absent: no project import
     ("auditor.arrow_compact", 1),  # the driver's segment table smaller in memory: no project import
+    ("auditor.object_store", 1),  # s3:// / s3a:// from the AWS environment, one line per failure: no project import
     ("auditor.formats", 2),
     ("auditor.formats.specs", 2),
     ("auditor.scan", 3),
@@ -52,21 +56,44 @@ LAYERS: list[tuple[str, int]] = [
     ("auditor.replay", 5),
     ("auditor.manifest", 6),
     ("auditor.manifest_write", 6),  # how collect writes a manifest so no reader trusts half of one
-    ("auditor.engine", 7),
-    ("auditor.local_engine", 7),
-    ("checks", 8),
-    ("auditor.check_runner", 9),
-    ("auditor.live_config", 9),
+    ("auditor.manifest_remote", 6),  # manifests in object storage: found, checked, read, published marker last
+    ("checks", 7),  # checks.framework and the families' rules
+    ("auditor.check_runner", 8),  # what both engines' check runners share (replay-check runs one check with it)
+    ("auditor.live_config", 8),
+    ("auditor.engines", 8),  # base, choose, local/, spark/
     ("auditor.audit", 9),
-    ("auditor.table_engines", 9),  # the table stages behind one interface: on the driver, on Spark
-    ("auditor.since", 9),  # finding identity and the night-to-night comparison (pure; names from checks)
-    ("auditor.accept", 9),  # accepted findings (the --accept YAML), matched by check and where
+    ("auditor.nightly", 9),  # finding identity, the comparison, accepted findings, the history stores
     ("reports", 10),
-    ("auditor.metrics", 10),  # the findings document as Prometheus text, as reports render it as HTML
     ("auditor.cli", 11),
     ("auditor.submit_app", 11),
     ("airflow_dags", 12),
 ]
+
+
+def module_path(prefix: str) -> str:
+    """Where a LAYERS prefix lives, as docs/layers.md names it (a package as its folder)."""
+    path = ROOT / Path(*prefix.split("."))
+    return f"`{prefix.replace('.', '/')}/`" if path.is_dir() else f"`{prefix.replace('.', '/')}.py`"
+
+
+def layers_table() -> str:
+    """docs/layers.md's table, rendered from LAYERS and LAYER_RULES."""
+    rows = ["| # | modules | what the layer holds |", "|---|---|---|"]
+    for layer, rule in sorted(LAYER_RULES.items()):
+        names = ", ".join(module_path(p) if p != "auditor" else "`auditor/__init__.py`" for p, n in LAYERS if n == layer)
+        rows.append(f"| {layer} | {names} | {rule} |")
+    return "\n".join(rows) + "\n"
+
+
+TABLE_START, TABLE_END = "<!-- layers table: rendered from tests/test_layers.py -->", "<!-- /layers table -->"
+
+
+def test_layers_doc_is_the_rendered_table():
+    text = LAYERS_DOC.read_text()
+    found = re.search(re.escape(TABLE_START) + r"\n(.*?)" + re.escape(TABLE_END), text, re.S)
+    assert found, f"{LAYERS_DOC.name} lacks the markers {TABLE_START} ... {TABLE_END}"
+    assert found.group(1) == layers_table(), \
+        "docs/layers.md's table differs from LAYERS: run `python tests/test_layers.py --write`"
 
 
 def layer_of(module: str) -> int | None:
@@ -204,11 +231,11 @@ def reachable(start: str) -> set[str]:
 
 
 def test_engine_does_not_reach_the_cli_and_replay_check_not_the_engine():
-    engine = [m for m in MODULES if layer_of(m) == 7]
+    engine = [m for m in MODULES if m.startswith("auditor.engines")]
     assert engine, "no engine module found"
     for m in engine:
         assert not {t for t in reachable(m) if t.startswith("auditor.cli")}, m
-    assert not {t for t in reachable("auditor.cli.replay_check") if layer_of(t) == 7}
+    assert not {t for t in reachable("auditor.cli.replay_check") if t.startswith("auditor.engines")}
 
 
 def test_replay_check_runs_without_importing_spark():
@@ -292,3 +319,10 @@ def test_no_function_over_60_lines_without_a_reason():
     found = long_functions()
     assert not found, (f"functions over {MAX_FUNCTION_LINES} lines (split them, or say why in a "
                        "'# long function:' comment):\n" + "\n".join(found))
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
+    doc = LAYERS_DOC.read_text()
+    head, _, rest = doc.partition(TABLE_START + "\n")
+    _, _, tail = rest.partition(TABLE_END)
+    LAYERS_DOC.write_text(head + TABLE_START + "\n" + layers_table() + TABLE_END + tail)

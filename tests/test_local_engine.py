@@ -2,7 +2,7 @@
 
 For each input, the segment and partition rows are handed to both engines: Spark DataFrames
 (aggregates on Spark, checks through ``applyInPandas``, GX on the Spark datasource) and plain rows
-(``auditor.local_engine`` aggregates, ``run_local``, GX on the pandas datasource). The four
+(``auditor.engines.local.tables`` aggregates, ``run_local``, GX on the pandas datasource). The four
 aggregate tables must be equal frame for frame (same columns, dtypes and values), and the
 findings and GX results equal item for item. Inputs: the real broker dirs of the fixtures, the
 demo sample written by real brokers with its planted anomalies (its own config, replay target
@@ -25,15 +25,17 @@ import pytest
 # tier (tests/harness/tiers.py): `kafka-audit` runs on the Spark engine in subprocesses, beside the spark fixture
 pytestmark = pytest.mark.live
 
-from auditor import local_engine
-from auditor.check_runner import run_local, run_spark
+from auditor.engines.local import tables as local_engine
+from auditor.engines.local.checks import run_local
+from auditor.engines.spark.checks import run_spark
 from auditor.cli.demo import unpack_demo_sample
-from auditor.engine import aggregates
+from auditor.engines.spark import aggregates
 from auditor.scan import scan_log_dirs
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, spark_schema, to_table
-from checks.base import AuditContext
-from checks.audit_config import Config
-from checks.expectations import run_expectations
+from checks.framework.base import AuditContext
+from checks.framework.config import Config
+from auditor.engines.local.expectations import run_expectations as run_expectations_local
+from auditor.engines.spark.expectations import run_expectations as run_expectations_spark
 from realdata import LOG_DIRS
 from spark_session import spark  # noqa: F401
 
@@ -60,8 +62,8 @@ def assert_engines_agree(spark, segments, partitions, ctx):  # noqa: F811
     spark_findings = [f.to_dict() for f in run_spark(seg_df, part_df, on_spark, ctx)]
     local_findings = [f.to_dict() for f in run_local(segments, partitions, ctx, local)]
     assert local_findings == spark_findings
-    gx_spark = run_expectations(seg_df, ctx)
-    gx_local = run_expectations(to_table(segments, SEGMENT_SCHEMA).to_pandas(), ctx)
+    gx_spark = run_expectations_spark(seg_df, ctx)
+    gx_local = run_expectations_local(to_table(segments, SEGMENT_SCHEMA).to_pandas(), ctx)
     assert gx_local.results == gx_spark.results
     assert [f.to_dict() for f in gx_local.findings] == [f.to_dict() for f in gx_spark.findings]
     assert (gx_local.success, gx_local.element_count) == (gx_spark.success, gx_spark.element_count)
@@ -108,8 +110,10 @@ def test_more_planted_anomalies(spark, demo):  # noqa: F811
 def test_spark_buckets_equal_driver_batch_and_reference(spark):  # noqa: F811
     """Spark's bucketed batches (3 buckets of many partitions) give the partition checks' findings of
     the driver's batch and of the per-partition reference, on SYNTHETIC rows with planted anomalies."""
-    from auditor.check_runner import run_local_reference, spark_partition_findings, with_pass_summaries
-    from checks.base import Finding
+    from auditor.check_runner import with_pass_summaries
+    from auditor.engines.local.checks import run_local_reference
+    from auditor.engines.spark.checks import spark_partition_findings
+    from checks.framework.base import Finding
     from test_batch_checks import PARTITION_CHECKS
     from test_batch_checks_synthetic import synthetic_tables
 
@@ -143,8 +147,8 @@ def test_per_dir_tables_collected_in_slices_equal_one_collect(spark, demo, monke
     compacts each (``table_engines.spark._collect_table``): the same rows as one ``toArrow``, and
     the same pandas frame as ``toPandas`` gives, whatever the slice size (rows in slice order)."""
     from auditor.arrow_compact import compact_columns, is_sorted_dictionary
-    from auditor.local_engine import segment_frame
-    from auditor.table_engines import spark as spark_engine
+    from auditor.engines.local.tables import segment_frame
+    from auditor.engines import spark as spark_engine
 
     result, _ = demo
     per_dir = aggregates(_spark_df(spark, result.segments, SEGMENT_SCHEMA),
@@ -171,7 +175,7 @@ def test_whole_audit_same_document_on_both_engines(demo, tmp_path, monkeypatch):
     Spark driver collects its per-dir tables in slices of 5 rows here, as it does above 100,000
     dirs (one job each, compacted and joined: ``table_engines.spark._collect_table``)."""
     from auditor.audit import AuditRequest, run_audit
-    from auditor.table_engines import spark as spark_engine
+    from auditor.engines import spark as spark_engine
     from reports.document import build_document
 
     monkeypatch.setattr(spark_engine, "ROWS_PER_COLLECT_SLICE", 5)

@@ -344,10 +344,10 @@ def _produce_spaced_groups(kc, topic: str, groups: int, gap_s: float) -> None:
 def test_kla020_names_the_recorded_reassignment_and_log_dir_move(scenario):
     """KLA020 with the metadata log: 'reassigned from [1] to [1, 2] between T1 and T2' and 'moved
     from log dir X to Y on broker 1 at T', the metadata offset as evidence, T within the move."""
-    from auditor.check_runner import run_local
+    from auditor.engines.local.checks import run_local
     from auditor.scan import scan_log_dirs
-    from checks.base import AuditContext, Severity
-    from checks.audit_config import Config
+    from checks.framework.base import AuditContext, Severity
+    from checks.framework.config import Config
     kc = scenario["kc"]
     seg = {"segment.ms": "2000", "segment.jitter.ms": "0"}
     kc.create_topic("kla020-moved", replica_assignment=[[1]], config=seg)
@@ -409,11 +409,11 @@ def test_stray_dir_check_finds_a_planted_leftover_of_the_deleted_topic(scenario)
     """KLA080 on the real cluster: nothing stray after the reassignment, the move and the
     re-creation; then a copy of the deleted 'gone'-0 planted in broker 2's other log dir is found
     (not assigned to broker 2, old topic ID), and nothing else."""
-    from auditor.check_runner import run_local
+    from auditor.engines.local.checks import run_local
     from auditor.cluster.metadata_audit import PartitionMoves
     from auditor.scan import scan_log_dirs
-    from checks.base import AuditContext, Severity
-    from checks.audit_config import Config
+    from checks.framework.base import AuditContext, Severity
+    from checks.framework.config import Config
     kc = scenario["kc"]
     dirs = _all_log_dirs(kc)
 
@@ -440,11 +440,11 @@ def test_absent_replica_and_wrong_log_dir_checks(scenario, tmp_path):
     """KLA081 / KLA082 on the real cluster: nothing on the live dirs; then on a copy of broker 2's
     two log dirs (and the metadata log), a replica dir moved by hand to the other log dir and one
     deleted are found, and nothing else."""
-    from auditor.check_runner import run_local
+    from auditor.engines.local.checks import run_local
     from auditor.cluster.metadata_audit import PartitionMoves
     from auditor.scan import scan_log_dirs
-    from checks.base import AuditContext, Severity
-    from checks.audit_config import Config
+    from checks.framework.base import AuditContext, Severity
+    from checks.framework.config import Config
     kc = scenario["kc"]
     names = ["metadata.absent_replica", "metadata.wrong_log_dir"]
 
@@ -545,9 +545,9 @@ def test_topic_config_check_on_the_cluster(scenario):
     cluster-wide default set with Kafka's ConfigCommand (log.message.timestamp.after.max.ms) is
     found on every topic, named as the metadata log's cluster default."""
     from auditor.audit import AuditRequest, audit_context
-    from auditor.check_runner import run_local
+    from auditor.engines.local.checks import run_local
     from auditor.scan import scan_log_dirs
-    from checks.base import Severity
+    from checks.framework.base import Severity
     kc = scenario["kc"]
     dirs = _all_log_dirs(kc)
     result = scan_log_dirs(dirs, "stat")

@@ -1,4 +1,4 @@
-"""auditor.metrics, the pure part: names, types, HELP, escaping, statuses, caps, the per-topic
+"""reports.metrics, the pure part: names, types, HELP, escaping, statuses, caps, the per-topic
 gauges, the atomic writer and the CLI's --metrics (no broker, no servers; promtool, the
 Prometheus project's own linter, checks the text). The real scrape is in
 tests/test_metrics_prometheus.py."""
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from auditor import metrics
+from reports import metrics
 from auditor.cli import main
 from harness.prometheus import PROMTOOL_BIN, require
 
@@ -374,12 +374,12 @@ def test_example_alert_rules_parse_and_fire(tmp_path):
 def test_time_to_loss_and_remote_bytes_read_the_checks_own_evidence():
     """The gauges read evidence keys of groups.time_to_loss and replay.safety: run the real
     KLA061 on a lagging group (its first unread segment is due in 3 h), and the replay check's
-    tiered-storage keys are the ones auditor.metrics reads."""
-    from auditor.check_runner import run_local
+    tiered-storage keys are the ones reports.metrics reads."""
+    from auditor.engines.local.checks import run_local
     from auditor.schema import PARTITION_COLUMNS, SEGMENT_COLUMNS, empty_row
-    from checks.base import AuditContext
-    from checks.audit_config import Config
-    from checks.safety import TIER_KEYS
+    from checks.framework.base import AuditContext
+    from checks.framework.config import Config
+    from checks.replay.safety import TIER_KEYS
 
     hour, now = 3_600_000, 1_710_028_800_000          # 2024-03-10T00:00Z
     where = {"broker_id": 1, "cluster_id": "c", "log_dir": "/d", "topic": "t", "partition": 0, "dir_kind": "live",

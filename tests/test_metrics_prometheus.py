@@ -21,7 +21,7 @@ import pytest
 # live: starts Debian's prometheus and prometheus-node-exporter as processes (fixtures the tier rules cannot tell)
 pytestmark = pytest.mark.live
 
-from auditor import metrics
+from reports import metrics
 from auditor.cli.demo import unpack_demo_sample
 from harness.kafka import wait_until
 from harness.prometheus import PROMTOOL_BIN, NodeExporter, Prometheus, require

@@ -8,9 +8,9 @@ import itertools
 
 import pandas as pd
 
-from checks.audit_config import Config
-from checks.base import AuditContext, CheckInput
-from checks.partition_size import SkewPartitionSize
+from checks.framework.config import Config
+from checks.framework.base import AuditContext, CheckInput
+from checks.skew.partition_size import SkewPartitionSize
 
 MIB = 1 << 20
 

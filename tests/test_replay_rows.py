@@ -23,8 +23,8 @@ from auditor.check_runner import GROUP, as_frame, replay_safety_on_rows, run_par
 from auditor.replay import groups as rg, modern as replay_modern, views as replay_views
 from auditor.replay.rows import rows_from_log_dirs
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
-from checks.base import AuditContext
-from checks.audit_config import Config
+from checks.framework.base import AuditContext
+from checks.framework.config import Config
 from realdata import LOG_DIRS
 
 # replay-check subprocesses, pandas path: 9 s of CPU at load 12-15; xdist starts the longest files first
@@ -284,8 +284,9 @@ heavy = sorted({m.split('.')[0] for m in sys.modules} & {'pandas', 'matplotlib',
 if '--log-dir' in sys.argv:  # no Arrow, numpy or crc32c from disk (small indexes are read without numpy)
     heavy += sorted({m.split('.')[0] for m in sys.modules} & {'pyarrow', 'numpy', 'crc32c'})
 # one check runs: its module alone is imported (checks.check_named), not the whole registry
-heavy += sorted(m for m in sys.modules if m.startswith('checks.') and m not in ('checks.base', 'checks.audit_config',
-                                                                              'checks.safety'))
+heavy += sorted(m for m in sys.modules if m.startswith('checks.') and m not in (
+    'checks.framework', 'checks.framework.base', 'checks.framework.config', 'checks.framework.registry',
+    'checks.replay', 'checks.replay.safety'))
 print('HEAVY', heavy)
 sys.exit(10 + rc if heavy else rc)
 """

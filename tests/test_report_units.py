@@ -40,7 +40,7 @@ def test_topic_configs_section_names_every_source(tmp_path):
     defaults row by row, and the defaults with how many topics use each."""
     from types import SimpleNamespace
 
-    from checks.audit_config import Config
+    from checks.framework.config import Config
     from reports.document import topic_config_rows
 
     cfg = tmp_path / "audit.yaml"

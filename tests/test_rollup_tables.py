@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from auditor.arrow_compact import compact_columns
-from auditor.local_engine import AGGREGATE_SCHEMAS, ROLLUP_COLUMNS, rollup_rows, rollup_tables
+from auditor.engines.local.tables import AGGREGATE_SCHEMAS, ROLLUP_COLUMNS, rollup_rows, rollup_tables
 
 SCHEMA = pa.schema([AGGREGATE_SCHEMAS["partition_stats"].field(name) for name in ROLLUP_COLUMNS])
 
@@ -89,7 +89,7 @@ def test_rollups_schema_types(compact):
 def test_document_totals_on_arrow_equal_the_python_sets(seed, rows, null_share, compact):
     """``reports.document._totals`` counts columnar rows (ArrowRows) on Arrow: the same numbers, in
     the same key order, as from the rows one by one (a null topic, partition or broker a value)."""
-    from auditor.local_engine import ArrowRows
+    from auditor.engines.local.tables import ArrowRows
     from reports.document import _totals
 
     table = _per_dir(seed, rows, null_share)
@@ -103,7 +103,7 @@ def test_document_totals_on_arrow_equal_the_python_sets(seed, rows, null_share, 
 
 @pytest.mark.parametrize("compact", [False, True], ids=["plain", "compacted"])
 def test_distinct_topics_on_arrow_equal_the_python_set(compact):
-    from auditor.local_engine import ArrowRows
+    from auditor.engines.local.tables import ArrowRows
     from reports.document import _distinct
 
     table = _per_dir(21, 500, 0.2)

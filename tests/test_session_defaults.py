@@ -1,11 +1,11 @@
-"""The Spark settings an audit starts its session with (``auditor.engine.session.spark_conf``): on a
+"""The Spark settings an audit starts its session with (``auditor.engines.spark.session.spark_conf``): on a
 cluster the driver JVM gets the small-footprint options (issue 19: the driver's RSS), which
 ``--conf spark.driver.extraJavaOptions`` replaces; local mode keeps the JVM's defaults (its JVM
 runs the executors' tasks too)."""
 
 from __future__ import annotations
 
-from auditor.engine.session import CLUSTER_DRIVER_JAVA_OPTIONS, spark_conf
+from auditor.engines.spark.session import CLUSTER_DRIVER_JAVA_OPTIONS, spark_conf
 
 KEY = "spark.driver.extraJavaOptions"
 

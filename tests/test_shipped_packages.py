@@ -1,4 +1,4 @@
-"""What a non-local master's executors get (``auditor.engine.session.package_zip``, shipped with
+"""What a non-local master's executors get (``auditor.engines.spark.session.package_zip``, shipped with
 ``addPyFile``): a fresh interpreter with only that zip on its path (cwd elsewhere, no PYTHONPATH,
 as a remote worker without this checkout) imports the partition checks and runs one batch with
 them, as ``check_runner.spark_partition_findings``' per-bucket function does on an executor."""
@@ -12,7 +12,7 @@ import zipfile
 
 import pytest
 
-from auditor.engine.session import SHIPPED_PACKAGES, package_zip
+from auditor.engines.spark.session import SHIPPED_PACKAGES, package_zip
 
 # a fresh interpreter importing the checks: 3 s at load 2 (tests/conftest.py: long files first)
 pytestmark = pytest.mark.schedule_first(cpu_s=3)
@@ -23,9 +23,9 @@ sys.path.insert(0, sys.argv[1])
 import pandas as pd
 import auditor, checks
 from auditor.check_runner import run_partition_batch
-from checks.batch import PartitionBatch
-from checks.base import AuditContext
-from checks.audit_config import Config
+from checks.framework.batch import PartitionBatch
+from checks.framework.base import AuditContext
+from checks.framework.config import Config
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA, to_table
 assert auditor.__file__.startswith(sys.argv[1]) and checks.__file__.startswith(sys.argv[1]), (auditor.__file__, checks.__file__)
 segments = to_table([], SEGMENT_SCHEMA).to_pandas()
@@ -40,7 +40,7 @@ def test_the_zip_holds_both_packages(tmp_path):
     assert SHIPPED_PACKAGES == ("auditor", "checks")
     for package in SHIPPED_PACKAGES:
         assert f"{package}/__init__.py" in names
-    assert "checks/batch.py" in names and "auditor/check_runner.py" in names
+    assert "checks/framework/batch.py" in names and "auditor/check_runner.py" in names
     assert not [n for n in names if not n.endswith(".py")], "sources only"
 
 

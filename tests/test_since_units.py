@@ -12,10 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from auditor.accept import AcceptFileError, load, mark_stale, split_accepted
-from auditor.since import PreviousRow, classify, gate_on_change, history_rows, identity_line, identity_of
-from reports import finding_history as fh
-from reports.since_run import annotate
+from auditor.nightly.accept import AcceptFileError, load, mark_stale, split_accepted
+from auditor.nightly.identity import PreviousRow, classify, gate_on_change, history_rows, identity_line, identity_of
+from auditor.nightly import finding_history as fh
+from auditor.nightly.compare import annotate
 
 REPO = Path(__file__).resolve().parents[1]
 DAY = 86_400_000

@@ -69,7 +69,7 @@ def test_the_audit_ends_its_driver_jvm_before_the_report(tmp_path):
 
 
 def test_a_session_that_was_there_stays(spark):  # noqa: F811 - the tests' own session
-    from auditor.engine.session import driver_jvm_running, stop_driver_jvm
+    from auditor.engines.spark.session import driver_jvm_running, stop_driver_jvm
 
     assert driver_jvm_running()
     assert stop_driver_jvm() is False  # its context is active: not this call's to end

@@ -84,7 +84,7 @@ def arrow_on_the_c_allocator() -> None:
     pyarrow's import from ``ARROW_DEFAULT_MEMORY_POOL``, and Acero (the driver's aggregates:
     group-bys, the join) allocates from it whatever ``pa.set_memory_pool`` says. With mimalloc
     there, its freed pages stayed resident (~80 MiB after the aggregates at 100,542 rows; glibc's
-    are returned by ``auditor.table_engines.local.release_memory``; benchmarks/fleet.py)."""
+    are returned by ``auditor.engines.local.engine.release_memory``; benchmarks/fleet.py)."""
     if "pyarrow" not in sys.modules:
         os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 

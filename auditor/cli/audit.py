@@ -8,26 +8,26 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from auditor.accept import AcceptFileError, load as load_accept
+from auditor.nightly.accept import AcceptFileError, load as load_accept
 from auditor.atomic import OutputError, check_writable
 from auditor.audit import AuditOutcome, AuditRequest, run_audit
-from auditor.table_engines.base import ENGINES
+from auditor.engines.base import ENGINES
 from auditor.cli.common import (FORMATTER, CliError, InputProblem, keys_sample_bytes, progress_printer, refuse_urls,
                                 wants_progress)
 from auditor.cli.metrics_file import (MetricsFile, add_metrics_options, metrics_file_from_args, write_failure_metrics,
                                       write_run_metrics)
-from auditor.engine import parse_conf
+from auditor.engines.spark import parse_conf
 from auditor.live_config import LiveConfigError
-from auditor.local_engine import LOCAL_MAX_SEGMENT_ROWS
+from auditor.engines.local.tables import LOCAL_MAX_SEGMENT_ROWS
 from auditor.scan.state import StateDirError, check_state_dir
 from auditor.schema import DEPTHS
-from checks.base import Severity
+from checks.framework.base import Severity
 from auditor.units import human_bytes, parse_time
-from checks.audit_config import ConfigError
+from checks.framework.config import ConfigError
 from reports.document import build_document, write_outputs
-from reports.finding_history import append as append_findings, read_previous
+from auditor.nightly.finding_history import append as append_findings, read_previous
 from reports.html import where
-from reports.since_run import annotate
+from auditor.nightly.compare import annotate
 
 
 def register(sub) -> None:

@@ -12,7 +12,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from auditor.audit import AuditRequest
-from auditor.table_engines.base import ENGINES
+from auditor.engines.base import ENGINES
 from auditor.cli.audit import AuditRun, execute
 from auditor.cli.common import FORMATTER
 from auditor.units import iso_utc

@@ -1,5 +1,5 @@
 """``kafka-audit audit --metrics FILE.prom``: the run's metrics for node_exporter's textfile
-collector (auditor.metrics renders them; docs/metrics.md lists them). Written after the report
+collector (reports.metrics renders them; docs/metrics.md lists them). Written after the report
 and JSON; a run that fails writes ``kafka_audit_run_success 0`` where it can."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass, field
 
 from auditor.cli.common import CliError, refuse_urls
-from auditor.metrics import MetricsPathError, check_path, parse_const_label, render, render_failure, write_atomic
+from reports.metrics import MetricsPathError, check_path, parse_const_label, render, render_failure, write_atomic
 
 
 def add_metrics_options(p) -> None:

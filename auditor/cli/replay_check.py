@@ -28,9 +28,9 @@ from auditor.replay.protocol import BrokerAnswers, ask_partitions, resets_from_p
 from auditor.replay.rows import ReplayRows, by_partition, rows_from_log_dirs
 from auditor.schema import json_envelope
 from auditor.units import iso_utc, parse_time
-from checks.base import AuditContext, CheckInput, Finding, Severity
-from checks.audit_config import Config, ConfigError
-from checks.safety import LOOKUP_APIS, ReplaySafety
+from checks.framework.base import AuditContext, CheckInput, Finding, Severity
+from checks.framework.config import Config, ConfigError
+from checks.replay.safety import LOOKUP_APIS, ReplaySafety
 
 #: The --json document's version (reports/replay-check.schema.json has its changelog).
 SCHEMA_VERSION = 2

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from auditor.atomic import atomic_write
 from auditor.cli.common import EXIT_OK, FORMATTER, CliError, refuse_urls
-from reports import history as hist
+from auditor.nightly import run_history as hist
 from reports.html import render
 
 

@@ -13,11 +13,11 @@ from auditor.cli.common import (
     DEPTH_HELP, FORMATTER, CliError, csv_cell, input_exit_code, progress_printer, require_extra,
     wants_progress, write_json, write_scan_table,
 )
-from auditor.engine import (
+from auditor.engines.spark import (
     LOG_DIR_INFO_KEYS, aggregates, build_spark, parse_conf, read_manifests, rows_to_driver, scan_dataframes,
     write_parquet,
 )
-from auditor.engine.scan_job import driver_order
+from auditor.engines.spark.scan_job import driver_order
 from auditor.scan import ScanResult, scan_log_dirs
 from auditor.schema import DEPTHS, PARTITION_SCHEMA, SEGMENT_FIELDS, SEGMENT_SCHEMA, json_envelope, json_rows_with_utc, to_table
 from auditor.units import iso_utc
@@ -62,7 +62,7 @@ def register(sub) -> None:
                       help="with --engine spark: read manifests from `kafka-audit collect` "
                            "(a manifest dir, a parent dir or a glob; repeatable) instead of log dirs")
     keys = scan.add_argument_group(
-        "key statistics (issue 23; with --json, local engine)",
+        "key statistics (with --json, local engine; docs/keys.md)",
         "Per partition: null keys, distinct keys (HyperLogLog), the heaviest keys and key sizes, and per\n"
         "topic the partitioner that explains where the keys are. Keys are shown as fingerprints\n"
         "(Kafka's murmur2 of the key, its length, whether printable), never as bytes; values never.")

@@ -404,7 +404,7 @@ def read_groups(log_dirs: Iterable[str | os.PathLike], decoder: Decoder | None =
 
 def commit_rows(result: GroupsResult) -> tuple[dict, ...]:
     """The live groups' committed offsets as plain dicts (what checks are handed:
-    ``checks.base.AuditContext.group_offsets``)."""
+    ``checks.framework.base.AuditContext.group_offsets``)."""
     rows = []
     for g, grp in sorted(result.live.items()):
         for (topic, part), c in sorted(grp.offsets.items()):

@@ -1,5 +1,5 @@
 """Both answers for one replica (:func:`predict`) and for every live replica of a partition
-(:func:`predict_replicas`: the search the pipeline runs before the checks; checks/safety.py is
+(:func:`predict_replicas`: the search the pipeline runs before the checks; checks/replay/safety.py is
 handed the result and never reads a file)."""
 
 from __future__ import annotations

@@ -1,0 +1,113 @@
+"""KLA031 retention.future_timestamp: a future timestamp keeping segments from time retention.
+
+What it checks:
+    Kafka's time retention (``UnifiedLog.deleteRetentionMsBreachedSegments``) walks a
+    partition's segments from the oldest and deletes each whose ``now - largestTimestamp >
+    retention.ms``, stopping at the first that is not deletable. ``largestTimestamp`` is the
+    largest record timestamp (the ``.log`` mtime when there is none). A segment holding a
+    record stamped in the future is therefore not deletable until ``its timestamp +
+    retention.ms``, and it blocks every later segment. This check runs that walk at the audit
+    time and reports the blocking segment, the bytes it holds back (itself and every later
+    segment already past retention) and when it would become deletable.
+
+Why it matters:
+    Disk fills up although ``retention.ms`` says the data is gone; consumers replaying "the
+    last 7 days" read months; and the broker only logs a warning ("contains future
+    timestamp(s), making it ineligible to be deleted"). One producer with a clock years ahead
+    is enough.
+
+Example finding:
+    FAIL payments-0 (broker 2): segment 1200 holds a record stamped 2031-01-01T00:00:00Z: time
+    retention stops there until 2031-01-08T00:00:00Z; it holds back 14 segments, 12.3 GiB, that
+    are past retention.ms (7.0 d).
+
+How to fix:
+    Delete the records up to the end of the blocking segment with ``kafka-delete-records`` (it
+    moves the log start offset; retention then continues), after checking nobody needs them;
+    or lower ``retention.bytes`` for a while; fix the producer's clock (KLA030) and set
+    ``message.timestamp.after.max.ms`` so it cannot happen again.
+
+Options: generated from ``options`` below (checks.framework.base.options_section).
+"""
+
+from __future__ import annotations
+
+from checks.framework.base import Check, CheckInput, Option, Severity, live_replicas, non_negative, opt_int
+from auditor.units import human_bytes, human_duration, iso_utc
+
+
+
+def largest_timestamp(row) -> int | None:
+    """``LogSegment.largestTimestamp()``: the largest record timestamp, else the mtime."""
+    ts = opt_int(row["max_timestamp_ms"])
+    return ts if ts is not None and ts >= 0 else opt_int(row["log_mtime_ms"])
+
+
+def largest_timestamps(batch):
+    """:func:`largest_timestamp` of every segment row of a batch, as float64 (NaN: unknown)."""
+    import numpy as np
+
+    ts = batch.column("max_timestamp_ms")
+    return np.where(ts >= 0, ts, batch.column("log_mtime_ms"))  # NaN >= 0 is False: the mtime
+
+
+class RetentionFutureTimestamp(Check):
+    code = "KLA031"
+    name = "retention.future_timestamp"
+    title = "Future timestamps blocking time retention"
+    scope = "partition"
+    options = {
+        "tolerance_ms": Option(3_600_000, "timestamps at most this far after the audit time are not reported", int, non_negative, ">= 0"),
+        "fail_after_ms": Option(30 * 86_400_000, "FAIL when the segment becomes deletable this far after the audit "
+                                                 "time (else WARN)", int, non_negative, ">= 0"),
+    }
+
+    def prefilter(self, batch, ctx):
+        """Partitions of time-retained topics with a live segment stamped beyond the tolerance."""
+        tolerance = {}
+        for topic, opts in batch.options(self, ctx).items():
+            retention = ctx.kafka_int(topic, "retention.ms")
+            if retention is not None and retention >= 0 and "delete" in (ctx.kafka_setting(topic, "cleanup.policy") or "delete"):
+                tolerance[topic] = opts["tolerance_ms"]
+        ahead = largest_timestamps(batch) - ctx.as_of_ms
+        return batch.groups_where("segments", batch.live_segments() & (ahead > batch.per_topic("segments", tolerance)))
+
+    def run(self, data: CheckInput, ctx, opts):
+        retention = ctx.kafka_int(data.topic, "retention.ms")
+        policy = ctx.kafka_setting(data.topic, "cleanup.policy") or "delete"
+        if retention is None or retention < 0 or "delete" not in policy:
+            return []
+        now = ctx.as_of_ms
+        out = []
+        for broker, log_dir, rows in live_replicas(data.segments):
+            recs = rows.to_dict("records")
+            for i, r in enumerate(recs):
+                largest = largest_timestamp(r)
+                if largest is None:
+                    break
+                if now - largest > retention:
+                    continue  # deletable: the walk goes on
+                if largest - now <= opts["tolerance_ms"]:
+                    break  # not yet due, and not a future timestamp: the walk stops normally
+                held = [x for x in recs[i + 1:] if (largest_timestamp(x) or now) < now - retention]
+                held_bytes = sum(opt_int(x["log_size_bytes"]) or 0 for x in held)
+                deletable_at = largest + retention
+                severity = Severity.FAIL if deletable_at - now > opts["fail_after_ms"] else Severity.WARN
+                offset = opt_int(r["max_timestamp_offset"])
+                at = f" (offset {offset})" if offset is not None else ""
+                out.append(self.finding(
+                    severity,
+                    f"segment {int(r['base_offset'])} holds a record stamped {iso_utc(largest)}{at}, "
+                    f"{human_duration(largest - now)} after the audit time: time retention stops there until "
+                    f"{iso_utc(deletable_at)}; it holds back {len(held)} later segment(s), {human_bytes(held_bytes)}, "
+                    f"already past retention.ms ({human_duration(retention)})",
+                    "kafka-delete-records up to the end of this segment (after checking nobody needs it), or lower "
+                    "retention.bytes for a while; fix the producer clock and set message.timestamp.after.max.ms.",
+                    thresholds={"retention_ms": retention, "tolerance_ms": opts["tolerance_ms"], "audit_time_ms": now},
+                    evidence=[{"segment": int(r["base_offset"]), "largest_timestamp_ms": largest, "offset": offset,
+                               "deletable_at_ms": deletable_at, "segment_bytes": opt_int(r["log_size_bytes"]),
+                               "held_segments": [int(x["base_offset"]) for x in held], "held_bytes": held_bytes}],
+                    topic=data.topic, partition=data.partition, broker_id=broker, log_dir=log_dir,
+                    base_offset=int(r["base_offset"])))
+                break
+        return out

@@ -1,0 +1,100 @@
+"""KLA040 retention.overdue: segments still on disk long after time retention should have deleted them.
+
+What it checks:
+    Runs the broker's time-retention walk (see KLA031) at the audit time and lists the
+    segments it would delete *now*: the oldest segments with ``now - largestTimestamp >
+    retention.ms``, in order, up to the first that is not deletable, never the active one, and
+    only when they have been due for longer than the broker's check interval plus
+    ``file.delete.delay.ms`` plus the grace period. A walk stopped by a future timestamp is
+    KLA031's finding, not this one. Each replica is judged on its own (every broker runs its
+    own retention). Size retention (``retention.bytes``) is not judged: the files do not tell
+    since when a partition has been over its limit, so "overdue" cannot be told from "just grew".
+
+Why it matters:
+    Overdue segments mean retention is not running for this partition: a stuck or crashed
+    log-cleaner thread, a ``compact``-only policy the operator did not expect, an offline log
+    dir, or a broker that has been down. The disk fills up, and replays see data older than
+    the retention the team relies on (privacy deletion deadlines too).
+
+Example finding:
+    WARN audit-log-0 (broker 1): 8 segment(s), 7.9 GiB, past retention.ms (7.0 d) are still on
+    disk: the oldest (segment 0, largest timestamp 2024-01-01T00:00:00Z) was due 2024-01-08T00:00:00Z.
+
+How to fix:
+    Check the broker log for retention errors and ``LogCleaner`` failures, the topic's
+    ``cleanup.policy`` and ``retention.ms``, and whether the log dir is online; restart the
+    broker if its scheduler is stuck.
+
+Options: generated from ``options`` below (checks.framework.base.options_section).
+"""
+
+from __future__ import annotations
+
+from checks.framework.base import Check, CheckInput, Option, live_replicas, non_negative, opt_int
+from checks.retention.future_timestamp import largest_timestamp, largest_timestamps
+from auditor.units import human_bytes, iso_utc
+
+
+class RetentionOverdue(Check):
+    code = "KLA040"
+    name = "retention.overdue"
+    title = "Segments overdue for time retention"
+    scope = "partition"
+    options = {
+        "grace_ms": Option(3_600_000, "how long past due (after the check interval and delete delay) before reporting", int, non_negative, ">= 0"),
+        "check_interval_ms": Option(300_000, "the broker's log.retention.check.interval.ms", int, non_negative, ">= 0"),
+    }
+
+    def prefilter(self, batch, ctx):
+        """Partitions of time-retained topics with a closed live segment due more than the slack ago."""
+        import numpy as np
+
+        due_after = {}
+        for topic, opts in batch.options(self, ctx).items():
+            retention = ctx.kafka_int(topic, "retention.ms")
+            if retention is None or retention < 0 or "delete" not in (ctx.kafka_setting(topic, "cleanup.policy") or "delete"):
+                continue
+            delay = ctx.kafka_int(topic, "file.delete.delay.ms") or 0
+            due_after[topic] = retention + opts["grace_ms"] + opts["check_interval_ms"] + delay
+        seg = batch.segments
+        if not len(seg):
+            return []
+        closed = ~(seg["is_active"] == True).to_numpy()  # noqa: E712 - a null is not active to the check either
+        with np.errstate(invalid="ignore"):
+            overdue = ctx.as_of_ms - largest_timestamps(batch) > batch.per_topic("segments", due_after)
+        return batch.groups_where("segments", batch.live_segments() & closed & overdue)
+
+    def run(self, data: CheckInput, ctx, opts):
+        retention = ctx.kafka_int(data.topic, "retention.ms")
+        policy = ctx.kafka_setting(data.topic, "cleanup.policy") or "delete"
+        if retention is None or retention < 0 or "delete" not in policy:
+            return []
+        delay = ctx.kafka_int(data.topic, "file.delete.delay.ms") or 0
+        slack = opts["grace_ms"] + opts["check_interval_ms"] + delay
+        now = ctx.as_of_ms
+        out = []
+        for broker, log_dir, rows in live_replicas(data.segments):
+            overdue = []
+            for r in rows.to_dict("records"):
+                largest = largest_timestamp(r)
+                if r["is_active"] or largest is None or now - largest <= retention:
+                    break
+                overdue.append((r, largest))
+            overdue = [(r, t) for r, t in overdue if now - (t + retention) > slack]
+            if not overdue:
+                continue
+            size = sum(opt_int(r["log_size_bytes"]) or 0 for r, _ in overdue)
+            first, first_ts = overdue[0]
+            out.append(self.finding(
+                "WARN",
+                f"{len(overdue)} segment(s), {human_bytes(size)}, past retention.ms ({retention / 86_400_000:.1f} d) "
+                f"are still on disk: the oldest (segment {int(first['base_offset'])}, largest timestamp "
+                f"{iso_utc(first_ts)}) was due {iso_utc(first_ts + retention)}",
+                "Check the broker log for retention and LogCleaner errors, the topic's cleanup.policy and "
+                "retention.ms, and whether the log dir is online.",
+                thresholds={"retention_ms": retention, "slack_ms": slack, "audit_time_ms": now},
+                evidence=[{"segment": int(r["base_offset"]), "largest_timestamp_ms": t, "due_ms": t + retention,
+                           "size_bytes": opt_int(r["log_size_bytes"])} for r, t in overdue],
+                topic=data.topic, partition=data.partition, broker_id=broker, log_dir=log_dir,
+                base_offset=int(first["base_offset"])))
+        return out

@@ -1,0 +1,1 @@
+"""Rule checks of the skew family: bytes unevenly spread: partitions within a topic, brokers and log dirs."""
