@@ -10,6 +10,8 @@ import pytest
 from auditor import object_store as store
 from auditor.cli import main
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("pattern, url, hit", [
     ("s3://b/m/*", "s3://b/m/broker-1", True),

@@ -1,8 +1,8 @@
 """The nightly DAG on manifests in a real S3 server (issue 37), run with ``dag.test()``
 (tests/airflow_runner.py, as tests/test_airflow_dags.py runs it): its ``manifests`` param takes an
 ``s3://`` glob, the input check reads each manifest's age from its ``_complete.json`` there, and
-the audit (the cli engine: Spark local[*], through s3a://) reads them with the worker's AWS
-environment. The spark-submit engine gets hadoop-aws through ``--jars`` from the plan (checked here on the plan itself; the end-to-end
+the audit (the cli runner: Spark local[*], through s3a://) reads them with the worker's AWS
+environment. The spark-submit runner gets hadoop-aws through ``--jars`` from the plan (checked here on the plan itself; the end-to-end
 Spark read through s3a is tests/test_s3_spark.py)."""
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.airflow_home import run_dag
 from harness.cli import kafka_audit
 from harness.s3proxy import S3Proxy
-from realdata import BROKER_DIRS
+from harness.realdata import BROKER_DIRS
 
 pytestmark = pytest.mark.live
 
 REPO = Path(__file__).resolve().parents[1]
-RUNNER = Path(__file__).parent / "airflow_runner.py"
 BROKERS = {"b1": BROKER_DIRS / "kafka-2018-v2" / "kafka-logs",
            "b2": BROKER_DIRS / "kraft-transactional" / "kafka-data"}
 
@@ -52,33 +52,24 @@ def airflow_env(tmp_path_factory, s3_server):
     return env
 
 
-def run_dag(env, dag_id: str, conf: dict) -> dict:
-    proc = subprocess.run([sys.executable, str(RUNNER), dag_id, json.dumps(conf)], env=env, capture_output=True,
-                          text=True, timeout=1200, cwd=REPO)
-    (Path(env["AIRFLOW_HOME"]) / f"{dag_id}.last-run.log").write_text(proc.stdout + proc.stderr)
-    line = next((l for l in proc.stdout.splitlines() if l.startswith("AIRFLOW_RUNNER_RESULT ")), None)
-    assert line, f"dag.test() of {dag_id} did not finish (exit {proc.returncode}): {proc.stdout[-3000:]} {proc.stderr[-3000:]}"
-    return json.loads(line.split(" ", 1)[1])
-
-
 def test_nightly_audits_s3_manifests(airflow_env, tmp_path):
     out = tmp_path / "reports"
     result = run_dag(airflow_env, "kafka_audit_nightly", {
         "manifests": ["s3://audits/m/*"], "output_dir": str(out), "history_dir": str(tmp_path / "h"),
-        "engine": "cli", "state_dir": ""})
+        "runner": "cli", "state_dir": ""})
     assert result["state"] == "success", result
     assert result["tasks"]["inputs_ready"] == "success" and result["tasks"]["audit_cli"] == "success"
     doc = json.loads((out / "kafka-audit-latest.json").read_text())
     assert doc["inputs"]["manifests"] == ["s3://audits/m/*"]
     assert doc["totals"]["brokers"] == 2 and doc["totals"]["segments"] > 0
-    # the cli engine passes --master (the spark_master param, local[*]): Spark read them through s3a://,
+    # the cli runner passes --master (the spark_master param, local[*]): Spark read them through s3a://,
     # hadoop-aws and the AWS settings added by the audit itself
     assert doc["engine"]["name"] == "spark"
 
 
 def test_nightly_refuses_s3_manifests_older_than_allowed(airflow_env, tmp_path):
     result = run_dag(airflow_env, "kafka_audit_nightly", {
-        "manifests": ["s3://audits/m/*"], "output_dir": str(tmp_path / "out"), "engine": "cli",
+        "manifests": ["s3://audits/m/*"], "output_dir": str(tmp_path / "out"), "runner": "cli",
         "max_input_age_hours": 0.00001})
     assert result["tasks"]["inputs_ready"] == "failed" and result["tasks"]["plan"] == "upstream_failed", result
     log = (Path(airflow_env["AIRFLOW_HOME"]) / "kafka_audit_nightly.last-run.log").read_text()

@@ -33,7 +33,7 @@ import pytest
 from auditor.manifest import IncompleteManifest, find_manifests, read_manifest
 from harness.cli import REPO_ROOT, kafka_audit
 from harness.s3proxy import S3Proxy
-from realdata import BROKER_DIRS
+from harness.realdata import BROKER_DIRS
 
 pytestmark = pytest.mark.live
 

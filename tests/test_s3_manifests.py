@@ -22,7 +22,7 @@ import pytest
 
 from harness.cli import kafka_audit
 from harness.s3proxy import S3Proxy
-from realdata import BROKER_DIRS
+from harness.realdata import BROKER_DIRS
 
 pytestmark = pytest.mark.live
 
