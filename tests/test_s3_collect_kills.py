@@ -100,7 +100,9 @@ def run_and_kill(server: S3Proxy, env: dict, log_dir, rng: random.Random, full_r
 
 
 def test_collect_to_s3_killed_at_random_moments(s3_server, tmp_path, monkeypatch):
-    env = s3_server.env()
+    # a killed collect leaves its local staging directory behind (docs/object-storage.md): here, not in /tmp
+    (tmp_path / "staging").mkdir()
+    env = s3_server.env(TMPDIR=str(tmp_path / "staging"))
     for name, value in env.items():
         if name.startswith("AWS_"):
             monkeypatch.setenv(name, value)
