@@ -19,12 +19,14 @@ import pytest
 
 from auditor.check_runner import as_frame
 from auditor.engines.local.checks import run_local
+from auditor.engines.local.tables import segment_frame
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
 from checks import REGISTRY
 from checks.framework.base import AuditContext, Check
 from checks.framework.batch import PartitionBatch
 from checks.framework.config import Config
-from test_batch_checks import PARTITION_CHECKS, assert_batch_equals_reference, assert_judged_equals_reference
+from test_batch_checks import (PARTITION_CHECKS, assert_batch_equals_reference, assert_columnar_equals_reference,
+                               assert_judged_equals_reference)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
@@ -117,6 +119,7 @@ def synthetic_tables(seed: int, rows: int = 900, topics: int = 6):
 def test_synthetic_tables_batch_equals_reference(seed):
     seg, part, ctx = synthetic_tables(seed)
     found = assert_batch_equals_reference(seg, part, ctx)
+    assert_columnar_equals_reference(PartitionBatch(as_frame(seg, SEGMENT_SCHEMA), as_frame(part, PARTITION_SCHEMA)), ctx)
     flagged = {f["check"] for f in found if f["severity"] != "PASS"}
     # the planted anomalies reach most checks (replay.safety runs only with a replay target)
     assert len(flagged) >= 10, sorted(flagged)
@@ -127,6 +130,45 @@ def test_synthetic_tables_batch_equals_reference(seed):
         if type(check).prefilter is not Check.prefilter:
             picked = list(check.prefilter(batch, ctx))
             assert set(picked) <= set(range(len(batch))), name
+
+
+DAY_MS = 86_400_000
+
+
+def on_fire_tables(seed: int, rows: int = 900):
+    """:func:`synthetic_tables` on a bad day, every partition dir flagged (benchmarks/fleet.py's
+    on-fire fleet): retention stopped (the audit 60 days after the newest mtime), each partition's
+    replica on its highest broker re-written at once 20 days in (mtimes packed into 4 minutes),
+    a producer clock 2 days ahead on every active segment."""
+    seg, part, ctx = synthetic_tables(seed, rows)
+    rng = np.random.default_rng(seed)
+    moved_at = ctx.as_of_ms + 20 * DAY_MS
+    ctx.as_of_ms += 60 * DAY_MS
+    highest: dict = {}
+    for s in seg:
+        key = (s["topic"], s["partition"])
+        highest[key] = max(highest.get(key, -1), s["broker_id"])
+    for s in seg:
+        if s["broker_id"] == highest[(s["topic"], s["partition"])]:
+            s["log_mtime_ms"] = moved_at + int(rng.integers(0, 240_000))
+        if s["is_active"]:
+            s["max_timestamp_ms"] = ctx.as_of_ms + 2 * DAY_MS + int(rng.integers(0, 600_000))
+    return seg, part, ctx
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_on_fire_every_partition_flagged_batch_equals_reference(seed):
+    """Every partition dir flagged: the columnar findings, the judged ones and the runner's equal the reference."""
+    seg, part, ctx = on_fire_tables(seed)
+    found = assert_batch_equals_reference(seg, part, ctx)
+    named = {(f["topic"], f["partition"], f["broker_id"], f["log_dir"]) for f in found if f["severity"] != "PASS"}
+    # the live partition dirs with segment rows (synthesize's rows cap leaves some dirs without)
+    dirs = {(s["topic"], s["partition"], s["broker_id"], s["log_dir"]) for s in seg if s["dir_kind"] == "live"}
+    assert dirs <= named, sorted(dirs - named)[:5]
+    for frame in (as_frame(seg, SEGMENT_SCHEMA), segment_frame(pa.Table.from_pylist(seg, schema=SEGMENT_SCHEMA))):
+        batch = PartitionBatch(frame, as_frame(part, PARTITION_SCHEMA))
+        assert assert_columnar_equals_reference(batch, ctx) >= len(dirs)
+        assert_judged_equals_reference(batch, ctx, min_judged=20)
 
 
 def test_synthetic_tables_replay_target_batch_equals_reference():
