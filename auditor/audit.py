@@ -67,11 +67,13 @@ class AuditRequest:
 def _timeline_keys(findings: list[Finding]) -> list[tuple[str, int]]:
     ranked = sorted((f for f in findings if f.check in TIMELINE_CHECKS and f.severity >= Severity.WARN
                      and f.topic is not None and f.partition is not None), key=Finding.sort_key)
-    keys: list[tuple[str, int]] = []
+    # a dict, not a list's `in`: 150,000 findings on a fleet on fire made that quadratic (41 s)
+    keys: dict[tuple[str, int], None] = {}
     for f in ranked:
-        if (f.topic, f.partition) not in keys:
-            keys.append((f.topic, f.partition))
-    return keys[:MAX_TIMELINE_PARTITIONS]
+        keys.setdefault((f.topic, f.partition))
+        if len(keys) == MAX_TIMELINE_PARTITIONS:
+            break
+    return list(keys)
 
 
 def read_cluster_metadata(req: AuditRequest, progress: Callable[[str], None]):

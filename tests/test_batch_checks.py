@@ -67,7 +67,7 @@ def assert_columnar_equals_reference(batch, ctx, min_findings=0):
 
 
 def test_columnar_checks():
-    assert COLUMNAR_CHECKS == ["retention.future_timestamp", "retention.overdue"]
+    assert COLUMNAR_CHECKS == ["retention.future_timestamp", "retention.overdue", "timestamps.bounds"]
 
 
 @pytest.mark.parametrize("check_name,case", CASES)
