@@ -65,19 +65,20 @@ def _groups(findings: Sequence[dict], titles: dict[str, str]) -> list[dict]:
     for f in findings:
         g = groups.setdefault(f["check"], {"check": f["check"], "code": f["code"], "findings": [],
                                            "title": titles.get(f["check"], f["check"])})
-        g["findings"].append({
-            **f, "rank": RANK[f["severity"]], "where": where(f),
+        g["findings"].append((-RANK[f["severity"]], where(f), f))
+    out = []
+    for g in groups.values():
+        ranked = sorted(g["findings"], key=lambda x: x[:2])  # stable: equal ranks and places keep their order
+        g["worst"] = ranked[0][2]["severity"]
+        g["total"] = len(ranked)
+        # the evidence and thresholds as text only for the rows shown (a fleet on fire has 50,000 a check)
+        g["findings"] = [{
+            **f, "rank": -rank, "where": place,
             "evidence_json": "\n".join(json.dumps(_with_times(e), default=str, separators=(", ", ": "))
                                        for e in (f.get("evidence") or [])[:MAX_EVIDENCE_ITEMS]),
             "evidence_shown": min(len(f.get("evidence") or []), MAX_EVIDENCE_ITEMS),
             "thresholds_json": json.dumps(f.get("thresholds") or {}, indent=1, sort_keys=True, default=str),
-        })
-    out = []
-    for g in groups.values():
-        g["findings"].sort(key=lambda x: (-x["rank"], x["where"]))
-        g["worst"] = max(g["findings"], key=lambda x: x["rank"])["severity"]
-        g["total"] = len(g["findings"])
-        g["findings"] = g["findings"][:MAX_ROWS_PER_CHECK]
+        } for rank, place, f in ranked[:MAX_ROWS_PER_CHECK]]
         out.append(g)
     return sorted(out, key=lambda g: (-RANK[g["worst"]], g["code"]))
 

@@ -45,19 +45,26 @@ def assert_batch_equals_reference(segments, partitions, ctx, names=None):
 
 
 COLUMNAR_CHECKS = sorted(n for n in PARTITION_CHECKS if REGISTRY[n].run_batch is not Check.run_batch)
+#: checks whose judge runs per flagged partition on rows cut for all of them at once (checks.framework.columns.judged_batch)
+BULK_JUDGED_CHECKS = sorted(n for n in PARTITION_CHECKS
+                            if REGISTRY[n].replica_columns is not None and n not in COLUMNAR_CHECKS)
 
 
 def assert_columnar_equals_reference(batch, ctx, min_findings=0):
-    """Each check whose findings are built columnar (its own ``run_batch``), called directly (the
-    runner's fallback to the reference cannot hide a raising batch path): its findings equal
+    """Each check whose findings are built columnar (its own ``run_batch``) or judged on rows cut
+    at once (``judged_batch``, strict), called directly (the runner's fallback to the reference
+    cannot hide a raising batch path): its findings equal
     ``run`` on every partition of the batch (``run_each``), finding for finding, in order and as
     JSON text; returns how many findings they made."""
     import json
 
+    from checks.framework.columns import judged_batch
+
     made = 0
-    for name in COLUMNAR_CHECKS:
+    for name in COLUMNAR_CHECKS + BULK_JUDGED_CHECKS:
         check = REGISTRY[name]()
-        got = [f.to_dict() for f in check.run_batch(batch, ctx)]
+        found = check.run_batch(batch, ctx) if name in COLUMNAR_CHECKS else judged_batch(check, batch, ctx, strict=True)
+        got = [f.to_dict() for f in found]
         ref = [f.to_dict() for f in batch.run_each(check, ctx)]
         assert got == ref, name
         assert json.dumps(got, sort_keys=True, default=str) == json.dumps(ref, sort_keys=True, default=str), name
@@ -68,6 +75,7 @@ def assert_columnar_equals_reference(batch, ctx, min_findings=0):
 
 def test_columnar_checks():
     assert COLUMNAR_CHECKS == ["retention.future_timestamp", "retention.overdue", "timestamps.bounds"]
+    assert BULK_JUDGED_CHECKS == ["integrity.index_mismatch", "integrity.offset_gap", "mtime.reset"]
 
 
 @pytest.mark.parametrize("check_name,case", CASES)
