@@ -271,12 +271,10 @@ class Check:
         is a vectorized superset of the partitions that can give a finding returns the same
         findings by construction, at column-operation cost for the partitions without one. A check
         with :attr:`replica_columns` judges those partitions from the batch's columns, all their
-        rows cut at once (:func:`checks.framework.columns.judged_batch`); a check that overrides
+        rows cut at once (:meth:`PartitionBatch.judged`); a check that overrides
         this builds its findings columnar (:mod:`checks.framework.columns`)."""
         if self.replica_columns is not None:
-            from checks.framework.columns import judged_batch
-
-            return judged_batch(self, batch, ctx)
+            return batch.judged(self, ctx)
         return batch.run_each(self, ctx, self.prefilter(batch, ctx))
 
     def judge_extra(self, batch: "PartitionBatch", ctx: "AuditContext") -> "Callable[[int], dict] | None":
