@@ -31,16 +31,16 @@ class ReplicaRows:
         self.batch = batch
         keys = batch.keys
         opts = batch.options(check, ctx)
-        wanted = np.zeros(len(keys), dtype=bool)
-        wanted[list(range(len(keys)) if groups is None else groups)] = True
-        key_ok = np.fromiter((k[0] is not None and k[1] is not None and opts[k[0]].get("enabled", True)
-                              for k in keys), dtype=bool, count=len(keys))
-        null_key = wanted & np.fromiter((k[0] is None or k[1] is None for k in keys), dtype=bool, count=len(keys))
-        enabled = np.fromiter((opts[k[0]].get("enabled", True) for k in keys), dtype=bool, count=len(keys))
-        live = batch.live_segments()
+        # only the partitions asked for are looked at one by one (a clean fleet's prefilter names few)
+        asked = range(len(keys)) if groups is None else groups
+        enabled = [g for g in asked if opts[keys[g][0]].get("enabled", True)]
+        null_key = [g for g in enabled if keys[g][0] is None or keys[g][1] is None]
         #: the partitions asked for that a check judges (a key, the check enabled for its topic)
-        self.judged = np.flatnonzero(wanted & key_ok)
-        rows = np.flatnonzero(live & (wanted & key_ok)[batch.seg_group]) if len(batch.segments) else np.zeros(0, np.int64)
+        self.judged = np.array([g for g in enabled if keys[g][0] is not None and keys[g][1] is not None], dtype=np.int64)
+        judged = np.zeros(len(keys), dtype=bool)
+        judged[self.judged] = True
+        live = batch.live_segments()
+        rows = np.flatnonzero(live & judged[batch.seg_group]) if len(batch.segments) else np.zeros(0, np.int64)
         group = batch.seg_group[rows]
         replica = batch.replica_ids()[rows]
         base = batch.column("base_offset")[rows]
@@ -53,7 +53,7 @@ class ReplicaRows:
         uncertain = np.unique(group[bad])
         keep = ~np.isin(group, uncertain)
         #: partitions (indices into batch.keys) the reference runs on: order not certain, or a null key
-        self.uncertain: list[int] = sorted(set(uncertain.tolist()) | set(np.flatnonzero(null_key & enabled).tolist()))
+        self.uncertain: list[int] = sorted(set(uncertain.tolist()) | set(null_key))
         self.rows = rows[keep]
         self.group = group[keep]
         replica = replica[keep]
