@@ -138,20 +138,24 @@ def _since(doc: dict) -> dict:
         age = f"open for {runs} run{'s' if runs != 1 else ''}, since {f.get('first_seen')}" if runs else ""
         return {**f, "rank": RANK[f["severity"]], "where": where(f), "age": age}
 
-    changed = sorted((row(f) for f in problems if f.get("status") in ("new", "worsened")),
-                     key=lambda r: (r["status"] != "new", -r["rank"], r["where"]))
+    history = doc.get("history") or {}
+    new = sum(f.get("status") == "new" for f in problems)
+    first_run = doc.get("since") is not None and history.get("previous_run_utc") is None
+    # a first run: every finding is new, and the line above the cards says so; its rows would
+    # repeat the findings list (~28,000 rows on a fleet on fire, 18 in the demo)
+    changed = [] if first_run else sorted((row(f) for f in problems if f.get("status") in ("new", "worsened")),
+                                          key=lambda r: (r["status"] != "new", -r["rank"], r["where"]))
     still = sorted((row(f) for f in problems if f.get("status") == "persisting"),
                    key=lambda r: (-(r.get("runs_open") or 0), -r["rank"], r["where"]))
     resolved = [dict(r, where=where(r), rank=RANK[r["severity_before"]],
                      age=f"was open for {r.get('runs_open')} run(s), since {r.get('first_seen')}")
                 for r in doc.get("resolved") or []]
     accepted = sorted((row(f) for f in doc.get("accepted") or []), key=lambda r: (-r["rank"], r["where"]))
-    history = doc.get("history") or {}
     entries = ((doc.get("acceptance") or {}).get("entries")) or []
     return {
         "tracked": doc.get("since") is not None, "previous": history.get("previous_run_utc"),
         "runs": history.get("runs"), "notes": history.get("notes") or [],
-        "counts": {"new": sum(r["status"] == "new" for r in changed), "worsened": sum(r["status"] == "worsened" for r in changed),
+        "counts": {"new": new, "worsened": sum(r["status"] == "worsened" for r in changed),
                    "resolved": len(resolved), "persisting": len(still), "accepted": len(accepted)},
         "changed": changed[:MAX_SINCE_ROWS], "resolved": resolved[:MAX_SINCE_ROWS], "still": still[:MAX_SINCE_ROWS],
         "accepted": accepted[:MAX_SINCE_ROWS], "entries": entries, "acceptance": doc.get("acceptance") is not None,
