@@ -107,24 +107,24 @@ class RetentionFutureTimestamp(Check):
         decides; a finding where it is stamped beyond the tolerance, with the later segments it holds back."""
         import numpy as np
 
-        now = ctx.as_of_ms
+        as_of_ms = ctx.as_of_ms
         retention = rows.per_topic(_time_retention(ctx, rows.opts))  # NaN: a topic the check does not judge
         largest = largest_of_rows(rows)
         with np.errstate(invalid="ignore"):
-            deletable = now - largest > retention
+            deletable = as_of_ms - largest > retention
             stopper = rows.first(~deletable)  # NaN largest: not deletable, stops the walk without a finding
             at = stopper[stopper >= 0]
-            hit = at[~np.isnan(retention[at]) & (largest[at] - now > rows.topic_option("tolerance_ms")[at])]
+            hit = at[~np.isnan(retention[at]) & (largest[at] - as_of_ms > rows.topic_option("tolerance_ms")[at])]
         if not len(hit):
             return []
         # held back: the replica's later segments already past retention (an unknown or 0 largest
-        # timestamp counts as the audit time, as ``largest_timestamp(x) or now`` does)
+        # timestamp counts as the audit time, as ``largest_timestamp(x) or as_of_ms`` does)
         after = np.zeros(len(rows.rows), dtype=bool)
         after[hit] = True
         after = (rows.running(after) > 0) & ~after
-        lead = np.where(np.isnan(largest) | (largest == 0), float(now), largest)
+        lead = np.where(np.isnan(largest) | (largest == 0), float(as_of_ms), largest)
         with np.errstate(invalid="ignore"):
-            held = after & (lead < now - retention)
+            held = after & (lead < as_of_ms - retention)
         bases = rows.ints("base_offset")
         sizes = rows.ints("log_size_bytes")
         held_segments, _ = rows.lists(held, lambda ix: [bases[i] for i in ix.tolist()])
@@ -134,25 +134,25 @@ class RetentionFutureTimestamp(Check):
         offsets = rows.ints("max_timestamp_offset", hit)
         by_topic = _time_retention(ctx, rows.opts)
         return [(g, self._finding(where, bases[i], largest_ms, offset, sizes[i], held_segments[r], int(held_bytes[r]),
-                                  by_topic[where[0]], now, rows.opts[where[0]]))
+                                  by_topic[where[0]], as_of_ms, rows.opts[where[0]]))
                 for i, r, g, where, largest_ms, offset in zip(hit.tolist(), replicas.tolist(), rows.rep_group[replicas].tolist(),
                                                               rows.where(replicas), exact, offsets)]
 
-    def _finding(self, where, base, largest, offset, size, held, held_bytes, retention, now, opts):
+    def _finding(self, where, base, largest, offset, size, held, held_bytes, retention, as_of_ms, opts):
         """One finding of :meth:`run`, from its values."""
         topic, partition, broker, log_dir = where
         deletable_at = largest + retention
-        severity = Severity.FAIL if deletable_at - now > opts["fail_after_ms"] else Severity.WARN
+        severity = Severity.FAIL if deletable_at - as_of_ms > opts["fail_after_ms"] else Severity.WARN
         at = f" (offset {offset})" if offset is not None else ""
         return self.finding(
             severity,
             f"segment {base} holds a record stamped {iso_utc(largest)}{at}, "
-            f"{human_duration(largest - now)} after the audit time: time retention stops there until "
+            f"{human_duration(largest - as_of_ms)} after the audit time: time retention stops there until "
             f"{iso_utc(deletable_at)}; it holds back {len(held)} later segment(s), {human_bytes(held_bytes)}, "
             f"already past retention.ms ({human_duration(retention)})",
             "kafka-delete-records up to the end of this segment (after checking nobody needs it), or lower "
             "retention.bytes for a while; fix the producer clock and set message.timestamp.after.max.ms.",
-            thresholds={"retention_ms": retention, "tolerance_ms": opts["tolerance_ms"], "audit_time_ms": now},
+            thresholds={"retention_ms": retention, "tolerance_ms": opts["tolerance_ms"], "as_of_ms": as_of_ms},
             evidence=[{"segment": base, "largest_timestamp_ms": largest, "offset": offset,
                        "deletable_at_ms": deletable_at, "segment_bytes": size,
                        "held_segments": held, "held_bytes": held_bytes}],
@@ -163,7 +163,7 @@ class RetentionFutureTimestamp(Check):
         policy = ctx.kafka_setting(data.topic, "cleanup.policy") or "delete"
         if retention is None or retention < 0 or "delete" not in policy:
             return []
-        now = ctx.as_of_ms
+        as_of_ms = ctx.as_of_ms
         out = []
         for broker, log_dir, rows in live_replicas(data.segments):
             recs = rows.to_dict("records")
@@ -171,14 +171,14 @@ class RetentionFutureTimestamp(Check):
                 largest = largest_timestamp(r)
                 if largest is None:
                     break
-                if now - largest > retention:
+                if as_of_ms - largest > retention:
                     continue  # deletable: the walk goes on
-                if largest - now <= opts["tolerance_ms"]:
+                if largest - as_of_ms <= opts["tolerance_ms"]:
                     break  # not yet due, and not a future timestamp: the walk stops normally
-                held = [x for x in recs[i + 1:] if (largest_timestamp(x) or now) < now - retention]
+                held = [x for x in recs[i + 1:] if (largest_timestamp(x) or as_of_ms) < as_of_ms - retention]
                 held_bytes = sum(opt_int(x["log_size_bytes"]) or 0 for x in held)
                 out.append(self._finding((data.topic, data.partition, broker, log_dir), int(r["base_offset"]), largest,
                                          opt_int(r["max_timestamp_offset"]), opt_int(r["log_size_bytes"]),
-                                         [int(x["base_offset"]) for x in held], held_bytes, retention, now, opts))
+                                         [int(x["base_offset"]) for x in held], held_bytes, retention, as_of_ms, opts))
                 break
         return out

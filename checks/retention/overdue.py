@@ -74,15 +74,15 @@ class RetentionOverdue(Check):
         of those the ones due more than the slack ago; one finding per replica with any."""
         import numpy as np
 
-        now = ctx.as_of_ms
+        as_of_ms = ctx.as_of_ms
         judged = {t: _retention_and_slack(ctx, t, o) for t, o in rows.opts.items()}
         judged = {t: v for t, v in judged.items() if v is not None}
         retention = rows.per_topic({t: r for t, (r, _) in judged.items()})  # NaN: a topic the check does not judge
         slack = rows.per_topic({t: s for t, (_, s) in judged.items()})
         largest = largest_of_rows(rows)
         with np.errstate(invalid="ignore"):
-            walked = rows.prefix(~rows.truthy("is_active") & (now - largest > retention))
-            overdue = walked & (now - (largest + retention) > slack)
+            walked = rows.prefix(~rows.truthy("is_active") & (as_of_ms - largest > retention))
+            overdue = walked & (as_of_ms - (largest + retention) > slack)
         first = rows.first(overdue)
         found = np.flatnonzero(first >= 0)
         if not len(found):
@@ -93,12 +93,12 @@ class RetentionOverdue(Check):
             {"segment": bases[i], "largest_timestamp_ms": exact[i], "due_ms": exact[i] + judged[t][0], "size_bytes": sizes[i]}
             for i, t in zip(ix.tolist(), (rows.batch.keys[g][0] for g in rows.group[ix].tolist()))], cap=EVIDENCE_CAP)
         size = rows.sums(np.where(overdue, np.nan_to_num(rows.col("log_size_bytes")), 0))
-        return [(g, self._finding(where, judged[where[0]], now, int(counts[r]), int(size[r]), bases[i], exact[i],
+        return [(g, self._finding(where, judged[where[0]], as_of_ms, int(counts[r]), int(size[r]), bases[i], exact[i],
                                   evidence[r]))
                 for r, i, g, where in zip(found.tolist(), first[found].tolist(), rows.rep_group[found].tolist(),
                                           rows.where(found))]
 
-    def _finding(self, where, retention_slack, now, count, size, first, first_ts, evidence):
+    def _finding(self, where, retention_slack, as_of_ms, count, size, first, first_ts, evidence):
         """One finding of :meth:`run`, from its values (``evidence``: the first EVIDENCE_CAP of the
         ``count`` overdue segments)."""
         topic, partition, broker, log_dir = where
@@ -110,7 +110,7 @@ class RetentionOverdue(Check):
             f"{iso_utc(first_ts)}) was due {iso_utc(first_ts + retention)}",
             "Check the broker log for retention and LogCleaner errors, the topic's cleanup.policy and "
             "retention.ms, and whether the log dir is online.",
-            thresholds={"retention_ms": retention, "slack_ms": slack, "audit_time_ms": now},
+            thresholds={"retention_ms": retention, "slack_ms": slack, "as_of_ms": as_of_ms},
             evidence=evidence, topic=topic, partition=partition, broker_id=broker, log_dir=log_dir, base_offset=first)
         found.evidence_count = count
         return found
@@ -120,23 +120,23 @@ class RetentionOverdue(Check):
         if judged is None:
             return []
         retention, slack = judged
-        now = ctx.as_of_ms
+        as_of_ms = ctx.as_of_ms
         out = []
         for broker, log_dir, rows in live_replicas(data.segments):
             overdue = []
             for r in rows.to_dict("records"):
                 largest = largest_timestamp(r)
-                if r["is_active"] or largest is None or now - largest <= retention:
+                if r["is_active"] or largest is None or as_of_ms - largest <= retention:
                     break
                 overdue.append((r, largest))
-            overdue = [(r, t) for r, t in overdue if now - (t + retention) > slack]
+            overdue = [(r, t) for r, t in overdue if as_of_ms - (t + retention) > slack]
             if not overdue:
                 continue
             size = sum(opt_int(r["log_size_bytes"]) or 0 for r, _ in overdue)
             first, first_ts = overdue[0]
             evidence = [{"segment": int(r["base_offset"]), "largest_timestamp_ms": t, "due_ms": t + retention,
                          "size_bytes": opt_int(r["log_size_bytes"])} for r, t in overdue]
-            out.append(self._finding((data.topic, data.partition, broker, log_dir), judged, now, len(overdue), size,
+            out.append(self._finding((data.topic, data.partition, broker, log_dir), judged, as_of_ms, len(overdue), size,
                                      int(first["base_offset"]), first_ts, evidence[:EVIDENCE_CAP]))
         return out
 

@@ -132,7 +132,7 @@ class TimestampsBounds(Check):
                                           trusted[rows.starts[found]].tolist())]
 
     @staticmethod
-    def _bad_rows(rows, at, mtimes, trusted, active, first, now, judged) -> dict:
+    def _bad_rows(rows, at, mtimes, trusted, active, first, as_of_ms, judged) -> dict:
         """replica -> the evidence items of its rows ``at`` (indices into ``rows``) that break a
         limit, in row order (future before past), as :meth:`judge` builds them, on integers."""
         values = [rows.ints(name, at) for name in ("base_offset", "min_timestamp_ms", "min_batch_timestamp_ms",
@@ -144,7 +144,7 @@ class TimestampsBounds(Check):
                 *values):
             before, after = judged[topic]
             lo_ts = lo_batch if lo_ts is None else lo_ts
-            upper = mtimes[i] if is_trusted and not is_active else now
+            upper = mtimes[i] if is_trusted and not is_active else as_of_ms
             lower = mtimes[i - 1] if is_trusted and not is_first else None
             if after is not None and hi_ts is not None and hi_ts - upper > after:
                 bad.setdefault(rep, []).append({"segment": base, "side": "future", "offset": hi_off, "timestamp_ms": hi_ts,
