@@ -174,7 +174,7 @@ def judged_batch(check, batch, ctx, strict: bool = False) -> list[Finding]:
     records = [dict(zip(columns, v)) for v in zip(*values)]
     starts, stops = rows.starts.tolist(), (rows.starts + rows.sizes).tolist()
     by_group: dict[int, list] = {}
-    for r, (topic, partition, broker, log_dir) in enumerate(rows.where(range(len(rows)))):
+    for r, (_, _, broker, log_dir) in enumerate(rows.where(range(len(rows)))):
         by_group.setdefault(int(rows.rep_group[r]), []).append((broker, log_dir, records[starts[r]:stops[r]]))
     uncertain = set(rows.uncertain)
     made: list[tuple[int, Finding]] = []
