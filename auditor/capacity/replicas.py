@@ -214,7 +214,8 @@ def _replica_rules(cols, order, starts, replica, num, active, sizes, row_origin,
     blocked_until = np.where(np.nan_to_num(future_ms, nan=-np.inf) > FUTURE_TOLERANCE_MS,
                              row_origin[starts] + future_ms + r["retention_s"] * 1000.0 if len(starts) else 0.0, np.nan)
     biggest = np.maximum.reduceat(np.where(exists, sizes, 0.0), starts) if len(starts) else np.zeros(0)
-    sigma = np.maximum(np.where(growing, np.minimum(rate * tau, r["segment_bytes"]), 0.0), biggest)
+    with np.errstate(invalid="ignore"):
+        sigma = np.maximum(np.where(growing, np.minimum(rate * tau, r["segment_bytes"]), 0.0), biggest)
     size_rule = r["deletes"] & np.isfinite(r["retention_bytes"])
     cap = np.where(size_rule, r["retention_bytes"] + sigma + rate * (r["check_interval_s"] + r["delete_delay_s"]), np.inf)
     return Replicas(
