@@ -1,0 +1,158 @@
+"""Capacity foresight against a real broker filling a real filesystem (issue 35).
+
+One KRaft broker whose only log dir is a small tmpfs this test mounts (``mount -t tmpfs -o
+size=...``; root is needed, and the test is skipped without it), a producer at a constant rate
+(an absolute schedule: bytes due by time t are sent by then, so a stall is caught up, not lost),
+an audit at t0 (``kafka-audit audit --json``, the CLI as an operator runs it) that predicts
+``seconds_to_full`` for the tmpfs, then a wait on the broker itself, never a sleep: its
+server.log line of the log dir failure (``Error while appending ... in dir``, ``Stopping serving
+logs in dir``, ``Shutdown broker because all log dirs ... have failed``) or its process exiting.
+The prediction must be within 10% of the observed time to full (or one retention check
+interval, whichever is larger; the broker's is set to 5 s so 10% decides).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+
+pytestmark = pytest.mark.live
+
+REPO = Path(__file__).resolve().parents[1]
+TMPFS_BYTES = 32 * 1024 * 1024
+RATE_BYTES_S = 300_000
+RECORD_BYTES = 1000
+CHECK_INTERVAL_MS = 5000
+WARMUP_S = 20.0
+FAILURE_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] \w+ .*(Error while appending records to .* in dir|"
+                          r"Stopping serving logs in dir|Shutdown broker because all log dirs|"
+                          r"No space left on device|has failed)")
+
+
+class PacedProducer(threading.Thread):
+    """Records of RECORD_BYTES at ``rate`` bytes/s on one absolute schedule from its start."""
+
+    def __init__(self, bootstrap: str, topic: str, rate: float):
+        super().__init__(daemon=True)
+        self.topic, self.rate = topic, rate
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "1",
+                                  "compression.type": "none", "message.timeout.ms": 300000,
+                                  "queue.buffering.max.kbytes": 1048576})
+        self.stop_event = threading.Event()
+        self.sent = 0
+        self.started_at = None
+
+    def run(self) -> None:
+        payload = os.urandom(RECORD_BYTES)  # incompressible, and no compression anyway
+        self.started_at = time.monotonic()
+        while not self.stop_event.is_set():
+            due = int((time.monotonic() - self.started_at) * self.rate / RECORD_BYTES)
+            while self.sent < due and not self.stop_event.is_set():
+                try:
+                    self.producer.produce(self.topic, payload)
+                    self.sent += 1
+                except BufferError:
+                    break
+            self.producer.poll(0)
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.join(timeout=10)
+
+
+def _mount_tmpfs(path: Path, size: int) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "kla-capacity-test", str(path)], check=True)
+
+
+def _unmount(path: Path) -> None:
+    if subprocess.run(["umount", str(path)], capture_output=True).returncode != 0:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def _failure(node) -> tuple[float | None, str | None]:
+    """(epoch seconds, line) of the broker's first log-dir failure line, or its exit (now), else (None, None)."""
+    try:
+        text = node.server_log.read_text(errors="replace")
+    except OSError:
+        text = ""
+    for line in text.splitlines():
+        m = FAILURE_LINE.match(line)
+        if m:
+            return datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp(), line[:300]
+    if node.proc is not None and node.proc.poll() is not None:
+        return time.time(), f"broker exited with {node.proc.returncode}"
+    return None, None
+
+
+def _audit(log_dir: Path, out: Path) -> dict:
+    config = out / "audit.yaml"
+    config.write_text(f"kafka:\n  log.retention.check.interval.ms: {CHECK_INTERVAL_MS}\n")
+    cmd = [sys.executable, "-m", "auditor.cli", "audit", "--log-dir", str(log_dir), "--json", str(out / "findings.json"),
+           "--config", str(config), "--engine", "local", "--fail-on", "FAIL"]
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    return json.loads((out / "findings.json").read_text())
+
+
+@pytest.fixture
+def tmpfs_broker(kafka_cluster_factory, tmp_path):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    kc = kafka_cluster_factory(start=False, broker_config={
+        "log.retention.check.interval.ms": CHECK_INTERVAL_MS, "log.segment.bytes": 4 * 1024 * 1024,
+        "offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1"})
+    log_dir = kc.nodes[1].log_dirs[0]
+    _mount_tmpfs(log_dir, TMPFS_BYTES)
+    try:
+        kc.start()
+        yield kc, log_dir
+    finally:
+        kc.stop()
+        _unmount(log_dir)
+
+
+def test_predicted_time_to_full_matches_the_broker(tmpfs_broker, tmp_path):
+    kc, log_dir = tmpfs_broker
+    node = kc.nodes[1]
+    kc.create_topic("fill", partitions=1)
+    producer = PacedProducer(kc.bootstrap_servers, "fill", RATE_BYTES_S)
+    producer.start()
+    try:
+        part = log_dir / "fill-0"
+        deadline = time.monotonic() + WARMUP_S * 3
+        while time.monotonic() < deadline and (time.monotonic() - producer.started_at) < WARMUP_S:
+            time.sleep(0.2)
+        doc = _audit(log_dir, tmp_path)
+        entry = next(e for e in doc["capacity"] if str(log_dir) in e["log_dirs"])
+        predicted_s, as_of_s = entry["seconds_to_full"], doc["as_of_ms"] / 1000.0
+        assert predicted_s is not None, entry
+        timeout = time.monotonic() + max(3 * predicted_s, 120)
+        failed_at, line = None, None
+        while time.monotonic() < timeout and failed_at is None:
+            failed_at, line = _failure(node)
+            if failed_at is None:
+                time.sleep(0.2)
+        assert failed_at is not None, f"the broker never reported its log dir failed; predicted {predicted_s:.1f} s"
+        observed_s = failed_at - as_of_s
+        tolerance = max(0.10 * observed_s, CHECK_INTERVAL_MS / 1000.0)
+        report = (f"predicted {predicted_s:.1f} s, observed {observed_s:.1f} s ({line}); growth "
+                  f"{entry['growth_bytes_per_s']:.0f} B/s (producer {RATE_BYTES_S} B/s of values), "
+                  f"used {entry['used_bytes']} of {entry['usable_bytes']}, kafka {entry['kafka_bytes']}, part {part}")
+        print(report)
+        (Path(os.environ.get("KLA_CAPACITY_REPORT", tmp_path / "capacity-live.txt"))).write_text(report + "\n")
+        assert abs(predicted_s - observed_s) <= tolerance, report
+        assert entry["total_bytes"] == TMPFS_BYTES and entry["mount"] == str(log_dir)
+    finally:
+        producer.stop()
