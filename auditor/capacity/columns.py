@@ -89,6 +89,6 @@ def from_pandas(frame) -> SegmentColumns:
             codes[name], labels[name] = c.astype(np.int64), list(u)
         else:
             codes[name], labels[name] = np.full(n, -1, dtype=np.int64), []
-    active = (frame["is_active"].fillna(False).to_numpy(dtype=bool) if "is_active" in frame.columns and n
+    active = (np.asarray(frame["is_active"] == True, dtype=bool) if "is_active" in frame.columns and n  # noqa: E712 - null: not active
               else np.zeros(n, dtype=bool))
     return SegmentColumns(n, num, codes, labels, active)

@@ -35,12 +35,14 @@ def _config_sources(topic_codes, rule_list) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in sorted(out.items())}
 
 
-def _topic_medians(reps) -> dict[int, float]:
-    out = {}
+def topic_medians(reps) -> dict[int, float]:
+    """Each topic's median ingress rate over its growing replicas (every filesystem), by topic code."""
+    import pandas as pd
+
     growing = reps.rate > 0
-    for t in np.unique(reps.topic[growing]):
-        out[int(t)] = float(np.median(reps.rate[growing & (reps.topic == t)]))
-    return out
+    if not growing.any():
+        return {}
+    return {int(t): float(v) for t, v in pd.Series(reps.rate[growing]).groupby(reps.topic[growing]).median().items()}
 
 
 def _partitions(reps, idx, steady, topics, cols, total_rate) -> list[dict]:
@@ -53,18 +55,14 @@ def _partitions(reps, idx, steady, topics, cols, total_rate) -> list[dict]:
 
 
 def _by_topic(reps, idx, steady, topics) -> list[dict]:
-    rows = {}
-    for r in idx:
-        t = topics[reps.topic[r]] if reps.topic[r] >= 0 else None
-        row = rows.setdefault(t, {"topic": t, "partitions": 0, "growth_bytes_per_s": 0.0, "bytes_now": 0.0,
-                                  "steady_state_bytes": 0.0})
-        row["partitions"] += 1
-        row["growth_bytes_per_s"] += reps.rate[r]
-        row["bytes_now"] += reps.bytes_now[r]
-        row["steady_state_bytes"] += steady[r]
-    out = sorted(rows.values(), key=lambda r: (-r["steady_state_bytes"], -r["growth_bytes_per_s"]))[:TOP * 2]
-    return [{**r, "growth_bytes_per_s": _num(r["growth_bytes_per_s"]), "bytes_now": _int(r["bytes_now"]),
-             "steady_state_bytes": _int(r["steady_state_bytes"])} for r in out]
+    codes, inverse = np.unique(reps.topic[idx], return_inverse=True)
+    sums = {name: np.bincount(inverse, weights=values[idx], minlength=len(codes))
+            for name, values in (("growth", reps.rate), ("now", reps.bytes_now), ("steady", steady))}
+    count = np.bincount(inverse, minlength=len(codes))
+    order = np.lexsort((-sums["growth"], -sums["steady"]))[:TOP * 2]
+    return [{"topic": topics[codes[k]] if codes[k] >= 0 else None, "partitions": int(count[k]),
+             "growth_bytes_per_s": _num(sums["growth"][k]), "bytes_now": _int(sums["now"][k]),
+             "steady_state_bytes": _int(sums["steady"][k])} for k in order]
 
 
 def _causes(m, f, idx, steady, topics, rule_list, steady_total) -> list[dict]:
@@ -90,7 +88,7 @@ def _causes(m, f, idx, steady, topics, rule_list, steady_total) -> list[dict]:
         out.append({"cause": "retention longer than the disk holds",
                     "detail": f"the retention rules keep {human_bytes(int(steady_total))} at steady state, more than "
                               f"the {human_bytes(int(m.fs.capacity[f]))} the filesystem holds"})
-    medians = _topic_medians(reps)
+    medians = m.medians
     for r in growing[np.argsort(-reps.rate[growing])][:3]:
         med = medians.get(int(reps.topic[r]), 0.0)
         peers = int(((reps.topic == reps.topic[r]) & (reps.rate > 0)).sum())

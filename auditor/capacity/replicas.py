@@ -105,7 +105,7 @@ def _rates(num: dict, active: np.ndarray, starts: np.ndarray, origin: np.ndarray
            idle_after_s: float) -> tuple[np.ndarray, np.ndarray]:
     """(bytes/s of log data, state) per replica; ``origin`` per row (ms)."""
     ts_max = num["max_timestamp_ms"]
-    clipped = np.fmin(ts_max, origin)
+    clipped = np.minimum(ts_max, origin)  # NaN stays NaN: no timestamp is not "now"
     with np.errstate(invalid="ignore"):
         newest = np.fmax.reduceat(clipped, starts) if len(starts) else np.zeros(0)
         counts = np.diff(np.append(starts, len(ts_max)))
