@@ -96,9 +96,9 @@ def _failure(node) -> tuple[float | None, str | None]:
     return None, None
 
 
-def _audit(log_dir: Path, out: Path) -> dict:
+def _audit(log_dir: Path, out: Path, check_interval_ms: int = CHECK_INTERVAL_MS) -> dict:
     config = out / "audit.yaml"
-    config.write_text(f"kafka:\n  log.retention.check.interval.ms: {CHECK_INTERVAL_MS}\n")
+    config.write_text(f"kafka:\n  log.retention.check.interval.ms: {check_interval_ms}\n")
     cmd = [sys.executable, "-m", "auditor.cli", "audit", "--log-dir", str(log_dir), "--json", str(out / "findings.json"),
            "--config", str(config), "--engine", "local", "--fail-on", "FAIL"]
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
@@ -107,20 +107,34 @@ def _audit(log_dir: Path, out: Path) -> dict:
 
 
 @pytest.fixture
-def tmpfs_broker(kafka_cluster_factory, tmp_path):
+def tmpfs_broker_factory(kafka_cluster_factory):
+    """``factory(size_bytes, check_interval_ms)`` -> (a started broker whose only log dir is a fresh
+    tmpfs of that size, the log dir); the broker is stopped and the tmpfs unmounted at the end."""
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root")
-    kc = kafka_cluster_factory(start=False, broker_config={
-        "log.retention.check.interval.ms": CHECK_INTERVAL_MS, "log.segment.bytes": 4 * 1024 * 1024,
-        "offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1"})
-    log_dir = kc.nodes[1].log_dirs[0]
-    _mount_tmpfs(log_dir, TMPFS_BYTES)
-    try:
+    made = []
+
+    def factory(size: int, check_interval_ms: int):
+        kc = kafka_cluster_factory(start=False, broker_config={
+            "log.retention.check.interval.ms": check_interval_ms, "log.segment.bytes": 4 * 1024 * 1024,
+            "offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1"})
+        log_dir = kc.nodes[1].log_dirs[0]
+        _mount_tmpfs(log_dir, size)
+        made.append((kc, log_dir))
         kc.start()
-        yield kc, log_dir
-    finally:
-        kc.stop()
-        _unmount(log_dir)
+        return kc, log_dir
+
+    yield factory
+    for kc, log_dir in made:
+        try:
+            kc.stop()
+        finally:
+            _unmount(log_dir)
+
+
+@pytest.fixture
+def tmpfs_broker(tmpfs_broker_factory):
+    return tmpfs_broker_factory(TMPFS_BYTES, CHECK_INTERVAL_MS)
 
 
 def test_predicted_time_to_full_matches_the_broker(tmpfs_broker, tmp_path):
@@ -154,5 +168,55 @@ def test_predicted_time_to_full_matches_the_broker(tmpfs_broker, tmp_path):
         (Path(os.environ.get("KLA_CAPACITY_REPORT", tmp_path / "capacity-live.txt"))).write_text(report + "\n")
         assert abs(predicted_s - observed_s) <= tolerance, report
         assert entry["total_bytes"] == TMPFS_BYTES and entry["mount"] == str(log_dir)
+    finally:
+        producer.stop()
+
+
+STEADY_TMPFS_BYTES = 64 * 1024 * 1024
+STEADY_RATE_BYTES_S = 100_000
+RETENTION_MS, SEGMENT_MS, DELETE_DELAY_MS, STEADY_CHECK_MS = 30_000, 5_000, 5_000, 1_000
+
+
+def _used(path: Path) -> int:
+    st = os.statvfs(path)
+    return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+
+def test_predicted_steady_state_matches_the_bytes_retention_keeps(tmpfs_broker_factory, tmp_path):
+    """A topic with retention.ms 30 s, segment.ms 5 s and file.delete.delay.ms 5 s (from the
+    metadata log) at a constant rate, the broker's retention check every second: the audit, once
+    deletions have begun, predicts the filesystem's steady state (the top of the sawtooth: rate x
+    (retention + a segment's time + the check interval + the delete delay) + the rest held
+    constant); the used bytes observed over three retention periods peak within 10% of it."""
+    kc, log_dir = tmpfs_broker_factory(STEADY_TMPFS_BYTES, STEADY_CHECK_MS)
+    kc.create_topic("window", partitions=1, config={"retention.ms": RETENTION_MS, "segment.ms": SEGMENT_MS,
+                                                    "file.delete.delay.ms": DELETE_DELAY_MS})
+    producer = PacedProducer(kc.bootstrap_servers, "window", STEADY_RATE_BYTES_S)
+    producer.start()
+    try:
+        warmup_s = (RETENTION_MS + 3 * SEGMENT_MS + DELETE_DELAY_MS) / 1000.0
+        wait_deleted = time.monotonic() + 3 * warmup_s
+        while time.monotonic() < wait_deleted and not (
+                time.monotonic() - producer.started_at >= warmup_s and list((log_dir / "window-0").glob("*.log")) and
+                min(int(p.stem) for p in (log_dir / "window-0").glob("*.log")) > 0):
+            time.sleep(0.2)  # until retention has deleted the first segment, and the warm-up is over
+        doc = _audit(log_dir, tmp_path, STEADY_CHECK_MS)
+        entry = next(e for e in doc["capacity"] if str(log_dir) in e["log_dirs"])
+        predicted = entry["steady_state_bytes"]
+        assert predicted is not None and entry["seconds_to_full"] is None, entry
+        assert entry["config_sources"]["retention.ms"] == ["metadata log: topic config"], entry["config_sources"]
+        observed = []
+        until = time.monotonic() + 3 * RETENTION_MS / 1000.0
+        while time.monotonic() < until:
+            assert kc.nodes[1].proc.poll() is None, "the broker died"
+            observed.append(_used(log_dir))
+            time.sleep(0.1)
+        peak, trough = max(observed), min(observed)
+        report = (f"predicted steady state {predicted} B, observed peak {peak} B, trough {trough} B over "
+                  f"{3 * RETENTION_MS / 1000:.0f} s ({len(observed)} samples); growth {entry['growth_bytes_per_s']:.0f} B/s, "
+                  f"other {entry['other_bytes']} B")
+        print(report)
+        assert abs(peak - predicted) <= 0.10 * predicted, report
+        assert trough < peak, report  # the sawtooth: retention deleted while we watched
     finally:
         producer.stop()

@@ -38,6 +38,8 @@ from checks.framework.base import Check, CheckInput, Option, Severity, non_negat
 from auditor.units import human_bytes, human_duration
 
 DAY_S = 86400.0
+UNRECORDED = "capacity unknown: no filesystem recorded"
+"""How ``auditor.capacity.filesystems`` names a log dir whose row carries no filesystem (an older manifest)."""
 
 
 def _pct(value: float) -> bool:
@@ -65,8 +67,18 @@ class CapacityTimeToFull(Check):
         if result is None:
             return []
         out = []
+        unrecorded = [e for e in result.filesystems if e.get("problem", "").startswith(UNRECORDED)]
+        if unrecorded:  # manifests collected before format 4: said once, not per log dir
+            dirs = [d for e in unrecorded for d in e.get("log_dirs") or [] if d]
+            out.append(self.finding(opts["unknown_severity"],
+                                    f"capacity unknown for {len(dirs)} log dir(s) (first: {dirs[0] if dirs else '?'}): "
+                                    "no filesystem recorded (manifests collected before format 4)",
+                                    "Collect the manifests again with this version (kafka-audit collect) to project capacity.",
+                                    evidence=[{"broker_id": e.get("broker_id"), "log_dir": d} for e in unrecorded
+                                              for d in e.get("log_dirs") or []]))
         for entry in result.filesystems:
-            out += self._judge(entry, opts)
+            if entry not in unrecorded:
+                out += self._judge(entry, opts)
         return out
 
     def _judge(self, entry: dict, opts) -> list:
