@@ -52,9 +52,12 @@ class PacedProducer(threading.Thread):
         self.sent = 0
         self.started_at = None
 
+    def start(self) -> None:
+        self.started_at = time.monotonic()
+        super().start()
+
     def run(self) -> None:
         payload = os.urandom(RECORD_BYTES)  # incompressible, and no compression anyway
-        self.started_at = time.monotonic()
         while not self.stop_event.is_set():
             due = int((time.monotonic() - self.started_at) * self.rate / RECORD_BYTES)
             while self.sent < due and not self.stop_event.is_set():
@@ -69,6 +72,11 @@ class PacedProducer(threading.Thread):
     def stop(self) -> None:
         self.stop_event.set()
         self.join(timeout=10)
+        try:
+            self.producer.purge()
+        except Exception:  # noqa: BLE001 - a producer of a dead broker: nothing to keep
+            pass
+        self.producer = None  # librdkafka's threads end with the object (no reconnecting to a stopped broker)
 
 
 def _mount_tmpfs(path: Path, size: int) -> None:
