@@ -9,6 +9,10 @@ server.log line of the log dir failure (``Error while appending ... in dir``, ``
 logs in dir``, ``Shutdown broker because all log dirs ... have failed``) or its process exiting.
 The prediction must be within 10% of the observed time to full (or one retention check
 interval, whichever is larger; the broker's is set to 5 s so 10% decides).
+
+Also: a topic with retention.ms / segment.ms of seconds at a constant rate, whose predicted steady
+state is compared with the used bytes observed over three retention periods; and one record a day
+in the future that stops time retention, after which the disk fills when predicted.
 """
 
 from __future__ import annotations
@@ -226,5 +230,44 @@ def test_predicted_steady_state_matches_the_bytes_retention_keeps(tmpfs_broker_f
         print(report)
         assert abs(peak - predicted) <= 0.10 * predicted, report
         assert trough < peak, report  # the sawtooth: retention deleted while we watched
+    finally:
+        producer.stop()
+
+
+def test_a_future_timestamp_blocks_retention_and_the_disk_fills_when_predicted(tmpfs_broker, tmp_path):
+    """retention.ms 15 s, segment.ms 3 s: at 300,000 B/s retention would hold ~7 MB on the 32 MiB
+    tmpfs for ever; one record a day in the future, written first, stops time retention at its
+    segment and every later one. The audit names that cause and predicts the fill; the broker's
+    log dir failure comes when predicted (within 10%)."""
+    kc, log_dir = tmpfs_broker
+    node = kc.nodes[1]
+    kc.create_topic("blocked", partitions=1, config={"retention.ms": 15_000, "segment.ms": 3_000,
+                                                     "file.delete.delay.ms": 1_000})
+    first = Producer({"bootstrap.servers": kc.bootstrap_servers})
+    first.produce("blocked", b"from the future", timestamp=int(time.time() * 1000) + 86_400_000)
+    assert first.flush(30) == 0
+    producer = PacedProducer(kc.bootstrap_servers, "blocked", RATE_BYTES_S)
+    producer.start()
+    try:
+        while time.monotonic() - producer.started_at < WARMUP_S:
+            time.sleep(0.2)
+        doc = _audit(log_dir, tmp_path)
+        entry = next(e for e in doc["capacity"] if str(log_dir) in e["log_dirs"])
+        predicted_s, as_of_s = entry["seconds_to_full"], doc["as_of_ms"] / 1000.0
+        assert predicted_s is not None, entry
+        assert entry["causes"] and entry["causes"][0]["cause"] == "retention blocked by a future timestamp", entry["causes"]
+        fill = next(f for f in doc["findings"] if f["check"] == "capacity.time_to_full")
+        assert fill["severity"] == "FAIL" and "retention blocked by a future timestamp" in fill["message"], fill
+        timeout = time.monotonic() + max(3 * predicted_s, 120)
+        failed_at, line = None, None
+        while time.monotonic() < timeout and failed_at is None:
+            failed_at, line = _failure(node)
+            if failed_at is None:
+                time.sleep(0.2)
+        assert failed_at is not None, f"the broker never reported its log dir failed; predicted {predicted_s:.1f} s"
+        observed_s = failed_at - as_of_s
+        report = f"blocked: predicted {predicted_s:.1f} s, observed {observed_s:.1f} s ({line})"
+        print(report)
+        assert abs(predicted_s - observed_s) <= max(0.10 * observed_s, CHECK_INTERVAL_MS / 1000.0), report
     finally:
         producer.stop()

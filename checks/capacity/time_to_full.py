@@ -111,7 +111,8 @@ class CapacityTimeToFull(Check):
             message += f"; cause: {causes[0]['cause']} ({causes[0]['detail']})"
         evidence = [{"full_at_utc": entry["full_at_utc"], "headroom_at_utc": entry.get("headroom_at_utc"),
                      "seconds_to_full": seconds, "log_dirs": entry.get("log_dirs"), "mount": entry.get("mount"),
-                     "causes": [c["cause"] for c in causes], "notes": entry.get("notes")}]
+                     "causes": [c["cause"] for c in causes], "notes": entry.get("notes"),
+                     "config_sources": entry.get("config_sources")}]
         evidence += [{"cause": c["cause"], "detail": c["detail"]} for c in causes]
         evidence += [{"topic": p["topic"], "partition": p["partition"], "broker_id": p["broker_id"], "log_dir": p["log_dir"],
                       "growth_bytes_per_s": p["growth_bytes_per_s"], "share_of_growth": p["share_of_growth"],
