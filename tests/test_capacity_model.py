@@ -25,7 +25,7 @@ SEG = 1_000_000  # bytes: 100 s of data a segment
 
 def _fs(log_dir="/d", total=100_000_000, free=80_000_000, device="8:1", **kw) -> dict:
     return {"log_dir": log_dir, "broker_id": 1, "fs_total_bytes": total, "fs_free_bytes": free,
-            "fs_available_bytes": free, "fs_device": device, "fs_mount": "/d", "fs_statted_at_ms": NOW, **kw}
+            "fs_available_bytes": free, "fs_device": device, "fs_mount": kw.pop("mount", log_dir), "fs_statted_at_ms": NOW, **kw}
 
 
 def _partition(topic="a", partition=0, closed=10, log_dir="/d", future_at=None, active_bytes=SEG // 2) -> list[dict]:
@@ -207,3 +207,36 @@ def test_hundred_thousand_rows_in_under_two_seconds():
     spent = time.process_time() - started
     assert len(result.filesystems) == 30 and all(e["growth_bytes_per_s"] > 0 for e in result.filesystems)
     assert spent < 2.0, f"{spent:.2f} s of CPU"
+
+
+def _section() -> list[dict]:
+    rows = _partition() + _partition(topic="b", log_dir="/e")
+    infos = [_fs(), _fs("/e", device="8:2", free=99_000_000), {"log_dir": "/old", "broker_id": 2}]
+    return _project(rows, infos, rules={"b": TopicRules(retention_s=600, segment_bytes=SEG)}).filesystems
+
+
+def test_the_section_follows_the_published_schema():
+    import json
+    from pathlib import Path
+
+    import jsonschema
+
+    schema = json.loads((Path(__file__).resolve().parents[1] / "reports" / "findings.schema.json").read_text())
+    section = json.loads(json.dumps(_section(), default=str))
+    jsonschema.validate(section, schema["properties"]["capacity"])
+    assert [e["seconds_to_full"] is not None for e in section] == [True, False, False]  # soonest first, unknown last
+
+
+def test_metrics_and_report_of_the_section():
+    from reports.capacity_view import capacity_section
+    from reports.metrics import capacity_families, exposition
+
+    section = _section()
+    text = exposition(capacity_families(section))
+    assert 'kafka_audit_log_dir_seconds_to_full{broker="1",mount="/d"} 7' in text
+    assert 'kafka_audit_log_dir_seconds_to_full{broker="1",mount="/d"} +Inf' not in text
+    assert text.count("kafka_audit_log_dir_seconds_to_full{") == 2  # the unknown filesystem has none
+    assert "+Inf" in text  # the filesystem under /e does not fill within the horizon
+    view = capacity_section({"capacity": section, "inputs": {}})
+    assert [r["where"] for r in view["rows"]] == ["/d", "/e", ""] and len(view["charts"]) == 2
+    assert view["rows"][2]["used"] == "unknown"
