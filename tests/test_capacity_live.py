@@ -83,6 +83,50 @@ class PacedProducer(threading.Thread):
         self.producer = None  # librdkafka's threads end with the object (no reconnecting to a stopped broker)
 
 
+def _used(path: Path) -> int:
+    st = os.statvfs(path)
+    return (st.f_blocks - st.f_bfree) * st.f_frsize
+
+
+class UsedSampler(threading.Thread):
+    """The filesystem's used bytes every 0.5 s (statvfs), for benchmarks/capacity.py's recorded series."""
+
+    def __init__(self, path: Path):
+        super().__init__(daemon=True)
+        self.path, self.samples, self.stop_event = path, [], threading.Event()
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            try:
+                self.samples.append((time.time(), _used(self.path)))
+            except OSError:
+                pass
+            self.stop_event.wait(0.5)
+
+    def stop(self) -> list:
+        self.stop_event.set()
+        self.join(timeout=5)
+        return self.samples
+
+
+def _record(name: str, sampler: UsedSampler, log_dir: Path, entry: dict, as_of_s: float, observed_full_s=None,
+            rules: str = "") -> None:
+    """With KLA_CAPACITY_RECORD=DIR: the run's used-bytes series, the model's prediction at the audit
+    and what was observed, as DIR/NAME.json (benchmarks/capacity.py replays them)."""
+    where = os.environ.get("KLA_CAPACITY_RECORD")
+    if not where:
+        return
+    samples = sampler.stop()
+    st = os.statvfs(log_dir)
+    doc = {"name": name, "rules": rules, "usable_bytes": entry["usable_bytes"], "total_bytes": st.f_blocks * st.f_frsize,
+           "samples": [[round(t - as_of_s, 2), u] for t, u in samples],
+           "model": {"at_s": 0.0, "seconds_to_full": entry["seconds_to_full"], "steady_state_bytes": entry["steady_state_bytes"],
+                     "growth_bytes_per_s": entry["growth_bytes_per_s"]},
+           "observed_full_s": observed_full_s}
+    Path(where).mkdir(parents=True, exist_ok=True)
+    (Path(where) / f"{name}.json").write_text(json.dumps(doc, indent=None) + "\n")
+
+
 def _mount_tmpfs(path: Path, size: int) -> None:
     path.mkdir(parents=True, exist_ok=True)
     subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "kla-capacity-test", str(path)], check=True)
@@ -154,6 +198,8 @@ def test_predicted_time_to_full_matches_the_broker(tmpfs_broker, tmp_path):
     node = kc.nodes[1]
     kc.create_topic("fill", partitions=1)
     producer = PacedProducer(kc.bootstrap_servers, "fill", RATE_BYTES_S)
+    sampler = UsedSampler(log_dir)
+    sampler.start()
     producer.start()
     try:
         part = log_dir / "fill-0"
@@ -177,21 +223,17 @@ def test_predicted_time_to_full_matches_the_broker(tmpfs_broker, tmp_path):
                   f"{entry['growth_bytes_per_s']:.0f} B/s (producer {RATE_BYTES_S} B/s of values), "
                   f"used {entry['used_bytes']} of {entry['usable_bytes']}, kafka {entry['kafka_bytes']}, part {part}")
         print(report)
-        (Path(os.environ.get("KLA_CAPACITY_REPORT", tmp_path / "capacity-live.txt"))).write_text(report + "\n")
+        _record("steady-climb", sampler, log_dir, entry, as_of_s, observed_s, "retention.ms 7 d (default), 300,000 B/s")
         assert abs(predicted_s - observed_s) <= tolerance, report
         assert entry["total_bytes"] == TMPFS_BYTES and entry["mount"] == str(log_dir)
     finally:
         producer.stop()
+        sampler.stop()
 
 
 STEADY_TMPFS_BYTES = 64 * 1024 * 1024
 STEADY_RATE_BYTES_S = 100_000
 RETENTION_MS, SEGMENT_MS, DELETE_DELAY_MS, STEADY_CHECK_MS = 30_000, 5_000, 5_000, 1_000
-
-
-def _used(path: Path) -> int:
-    st = os.statvfs(path)
-    return (st.f_blocks - st.f_bfree) * st.f_frsize
 
 
 def test_predicted_steady_state_matches_the_bytes_retention_keeps(tmpfs_broker_factory, tmp_path):
@@ -204,6 +246,8 @@ def test_predicted_steady_state_matches_the_bytes_retention_keeps(tmpfs_broker_f
     kc.create_topic("window", partitions=1, config={"retention.ms": RETENTION_MS, "segment.ms": SEGMENT_MS,
                                                     "file.delete.delay.ms": DELETE_DELAY_MS})
     producer = PacedProducer(kc.bootstrap_servers, "window", STEADY_RATE_BYTES_S)
+    sampler = UsedSampler(log_dir)
+    sampler.start()
     producer.start()
     try:
         warmup_s = (RETENTION_MS + 3 * SEGMENT_MS + DELETE_DELAY_MS) / 1000.0
@@ -228,10 +272,13 @@ def test_predicted_steady_state_matches_the_bytes_retention_keeps(tmpfs_broker_f
                   f"{3 * RETENTION_MS / 1000:.0f} s ({len(observed)} samples); growth {entry['growth_bytes_per_s']:.0f} B/s, "
                   f"other {entry['other_bytes']} B")
         print(report)
+        _record("sawtooth", sampler, log_dir, entry, doc["as_of_ms"] / 1000.0, None,
+                "retention.ms 30 s, segment.ms 5 s, file.delete.delay.ms 5 s, check every 1 s, 100,000 B/s")
         assert abs(peak - predicted) <= 0.10 * predicted, report
         assert trough < peak, report  # the sawtooth: retention deleted while we watched
     finally:
         producer.stop()
+        sampler.stop()
 
 
 def test_a_future_timestamp_blocks_retention_and_the_disk_fills_when_predicted(tmpfs_broker, tmp_path):
@@ -247,6 +294,8 @@ def test_a_future_timestamp_blocks_retention_and_the_disk_fills_when_predicted(t
     first.produce("blocked", b"from the future", timestamp=int(time.time() * 1000) + 86_400_000)
     assert first.flush(30) == 0
     producer = PacedProducer(kc.bootstrap_servers, "blocked", RATE_BYTES_S)
+    sampler = UsedSampler(log_dir)
+    sampler.start()
     producer.start()
     try:
         while time.monotonic() - producer.started_at < WARMUP_S:
@@ -268,6 +317,9 @@ def test_a_future_timestamp_blocks_retention_and_the_disk_fills_when_predicted(t
         observed_s = failed_at - as_of_s
         report = f"blocked: predicted {predicted_s:.1f} s, observed {observed_s:.1f} s ({line})"
         print(report)
+        _record("blocked-retention", sampler, log_dir, entry, as_of_s, observed_s,
+                "retention.ms 15 s, segment.ms 3 s, one record a day ahead first, 300,000 B/s")
         assert abs(predicted_s - observed_s) <= max(0.10 * observed_s, CHECK_INTERVAL_MS / 1000.0), report
     finally:
         producer.stop()
+        sampler.stop()
