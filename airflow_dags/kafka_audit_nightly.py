@@ -3,13 +3,13 @@
 Params (Airflow UI "Trigger DAG w/ config", or Variables through Jinja):
     log_dirs / manifests   broker log dirs readable from the worker, or `kafka-audit collect`
                            manifest locations (a dir or glob per entry)
-    engine                 how the audit runs: spark-submit (a SparkSubmitOperator; master,
+    runner                 how the audit is launched: spark-submit (a SparkSubmitOperator; master,
                            deploy mode and resources from the Airflow connection spark_default),
                            cli (``kafka-audit audit`` as a subprocess whose Spark driver connects
                            to spark_master), or auto: spark-submit when the Spark provider is
                            installed, else cli
-    spark_master           Spark master URL for the cli engine (default local[*])
-    spark_conf             Spark settings for the audit's session, either engine
+    spark_master           Spark master URL for the cli runner (default local[*])
+    spark_conf             Spark settings for the audit's session, either runner
                            (e.g. {"spark.executor.memory": "4g"})
     config_file            audit config (thresholds, per-topic overrides)
     output_dir             where the report and JSON are published (latest + dated copies); each
@@ -76,8 +76,9 @@ with DAG(
     params={
         "log_dirs": Param([], type="array", description="broker log dirs readable from the worker"),
         "manifests": Param([], type="array", description="manifest dirs or globs from `kafka-audit collect`"),
-        "engine": Param("auto", enum=["auto", "spark-submit", "cli"]),
-        "spark_master": Param("local[*]", type="string", description="Spark master of the cli engine"),
+        "runner": Param("auto", enum=["auto", "spark-submit", "cli"],
+                        description="how the audit is launched: spark-submit, the kafka-audit CLI, or auto"),
+        "spark_master": Param("local[*]", type="string", description="Spark master of the cli runner"),
         "spark_conf": Param({}, type="object", description="Spark settings of the audit's session"),
         "config_file": Param("", type="string", description="audit config file (YAML)"),
         "output_dir": Param("/var/lib/kafka-audit/reports", type="string"),
@@ -107,7 +108,7 @@ with DAG(
     @task(retries=0, execution_timeout=timedelta(minutes=5))
     def plan(ready: dict, params=None, run_id=None) -> dict:
         work = f"{params['output_dir']}/runs/{re.sub(r'[^A-Za-z0-9_.-]', '_', run_id)}"
-        return plan_audit(work, params["engine"], log_dirs=ready["log_dirs"], manifests=params["manifests"],
+        return plan_audit(work, params["runner"], log_dirs=ready["log_dirs"], manifests=params["manifests"],
                           spark_master=params["spark_master"], config_file=params["config_file"] or None,
                           history_dir=params["history_dir"], fail_on=params["fail_on"],
                           spark_conf=params["spark_conf"], state_dir=params.get("state_dir") or None,
@@ -116,8 +117,8 @@ with DAG(
                           accept_file=params.get("accept_file") or None, fail_on_new=params.get("fail_on_new") or None)
 
     @task.branch(retries=0)
-    def choose_engine(planned: dict) -> str:
-        return "audit_spark_submit" if planned["engine"] == "spark-submit" else "audit_cli"
+    def choose_runner(planned: dict) -> str:
+        return "audit_spark_submit" if planned["runner"] == "spark-submit" else "audit_cli"
 
     @task(execution_timeout=AUDIT_TIMEOUT)
     def audit_cli(planned: dict) -> dict:
@@ -131,8 +132,8 @@ with DAG(
     else:
         @task(task_id="audit_spark_submit", retries=0)
         def audit_spark_submit_missing() -> None:
-            raise AirflowFailException("engine spark-submit needs apache-airflow-providers-apache-spark (>=5.5,<6) "
-                                       "installed in Airflow's environment; or set engine to cli")
+            raise AirflowFailException("runner spark-submit needs apache-airflow-providers-apache-spark (>=5.5,<6) "
+                                       "installed in Airflow's environment; or set runner to cli")
 
         audit_spark_submit = audit_spark_submit_missing()
 
@@ -149,7 +150,7 @@ with DAG(
         return enforce_severity(result, published)
 
     planned = plan(inputs_ready())
-    branch = choose_engine(planned)
+    branch = choose_runner(planned)
     result = audit_result(planned)
     branch >> [audit_cli(planned), audit_spark_submit] >> result
     severity_gate(result, publish(result))

@@ -31,10 +31,10 @@ from typing import Any, Sequence
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
+from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 from auditor.manifest import SEGMENTS_FILE, IncompleteManifest, find_manifests
 
 #: Exit codes of ``kafka-audit`` (auditor/cli/common.py).
-EXIT_OK, EXIT_UNSAFE, EXIT_USAGE, EXIT_INPUT_PROBLEM = 0, 1, 2, 3
 
 
 def kafka_audit_command() -> list[str]:
@@ -111,7 +111,7 @@ class ReplayCheckOperator(BaseOperator):
         if not sources:
             raise AirflowFailException("ReplayCheckOperator needs log_dirs, manifests or bootstrap_server")
         proc = _run(args, self.log, self.timeout_s)
-        if proc.returncode in (EXIT_USAGE, EXIT_INPUT_PROBLEM) or not proc.stdout.strip():
+        if proc.returncode in (EXIT_USAGE, EXIT_INPUT_PROBLEM, EXIT_INTERNAL) or not proc.stdout.strip():
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
             raise AirflowFailException(f"replay-check could not run (exit {proc.returncode}): {last}")
         doc = json.loads(proc.stdout)
@@ -215,22 +215,22 @@ def submit_application() -> str:
     return auditor.submit_app.__file__
 
 
-def plan_audit(work_dir: str, engine: str, **audit_args) -> dict:
+def plan_audit(work_dir: str, runner: str, **audit_args) -> dict:
     """Prepares one run's work dir: the audit's arguments written to ``audit-args.json`` (what
     spark-submit's application reads) and any results of an earlier attempt removed, so a
-    result found afterwards is this attempt's. ``engine``: auto, spark-submit or cli."""
+    result found afterwards is this attempt's. ``runner``: auto, spark-submit or cli."""
     work = Path(work_dir)
     work.mkdir(parents=True, exist_ok=True)
     for stale in ("report.html", "findings.json"):
         (work / stale).unlink(missing_ok=True)
-    if engine == "auto":
-        engine = "spark-submit" if spark_submit_available() else "cli"
-    if engine == "spark-submit":
+    if runner == "auto":
+        runner = "spark-submit" if spark_submit_available() else "cli"
+    if runner == "spark-submit":
         audit_args["spark_master"] = None  # spark-submit's master (the Spark connection) applies
     args = audit_cli_args(str(work), **audit_args)
     args_file = work / "audit-args.json"
     args_file.write_text(json.dumps(args, indent=1))
-    return {"work_dir": str(work), "args": args, "args_file": str(args_file), "engine": engine}
+    return {"work_dir": str(work), "args": args, "args_file": str(args_file), "runner": runner}
 
 
 def read_audit_result(work_dir: str) -> dict:
@@ -301,7 +301,7 @@ def publish_report(result: dict, output_dir: str, date: str, keep: int = 30) -> 
 def change_lines(doc: dict, limit: int = 20) -> list[str]:
     """The failure mail's body for a gate on change (``fail_on_new``): the new findings at or above
     it (FAILs first), then the worsened ones, each "SEVERITY CODE where: message"."""
-    rank = {"PASS": 0, "INFO": 1, "WARN": 2, "FAIL": 3}
+    from checks.framework.base import RANK as rank
     floor = rank[doc["fail_on_new"]]
     lines = []
     for status in ("new", "worsened"):

@@ -24,7 +24,8 @@ from auditor.manifest import read_cluster_metadata as read_manifest_metadata
 from auditor.manifest import read_consumer_groups as read_manifest_groups
 from auditor.manifest import read_remote_logs
 from auditor.schema import MAX_TIMELINE_PARTITIONS
-from auditor.engines import TableOutcome, select_engine
+from auditor.engines.base import TableOutcome
+from auditor.engines.choose import select_engine
 from checks import REGISTRY
 from checks.framework.base import AuditContext, Finding, Severity
 from checks.framework.config import Config

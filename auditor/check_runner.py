@@ -14,7 +14,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from auditor import replay
-from auditor.schema import FINDING_FIELDS
 from checks import check_named
 from checks.framework.base import AuditContext, Check, CheckInput, Finding, Severity, error_finding
 
@@ -52,7 +51,7 @@ def run_partition_batch(batch: PartitionBatch, ctx: AuditContext, names: Sequenc
     check's ``run_batch`` once (a check whose batch code raises falls back to the per-partition
     reference, so a bug there costs time, never findings); replay.safety partition by partition,
     its replay search first (it reads files: only for the partitions the audit asks about).
-    ``release``: called before the first check and after each (the driver engine hands its
+    ``release``: called before the first check and after each (the local engine hands its
     ``release_memory``, so one check's freed temporaries are not resident under the next's)."""
     if release is not None:
         release()
@@ -147,7 +146,7 @@ def replay_search(data: CheckInput, ctx: AuditContext, checks: Sequence[type[Che
 #: driver collects only these, not the whole partition table; tests/test_cluster_columns.py runs
 #: every cluster check's cases on these against the whole rows).
 CLUSTER_PARTITION_COLUMNS = ("broker_id", "log_dir", "topic", "partition", "dir_kind", "topic_id", "size_bytes")
-#: The ``partition_stats`` columns the cluster-scope checks read.
+#: The ``replica_stats`` columns the cluster-scope checks read.
 CLUSTER_STATS_COLUMNS = ("broker_id", "log_dir", "topic", "partition", "dir_kind", "size_bytes", "message_count")
 
 
@@ -157,7 +156,7 @@ def run_cluster_checks(stats: Mapping[str, pd.DataFrame], partitions: pd.DataFra
     only the columns :data:`CLUSTER_PARTITION_COLUMNS` / :data:`CLUSTER_STATS_COLUMNS` (on both
     engines, so a check reading another column fails its cases on the driver too)."""
     data = CheckInput(partitions=only_columns(partitions, CLUSTER_PARTITION_COLUMNS),
-                      partition_stats=only_columns(stats.get("partition_stats"), CLUSTER_STATS_COLUMNS),
+                      replica_stats=only_columns(stats.get("replica_stats"), CLUSTER_STATS_COLUMNS),
                       topic_stats=stats.get("topic_stats"), broker_stats=stats.get("broker_stats"),
                       log_dir_stats=stats.get("log_dir_stats"))
     return _run_checks(_checks("cluster", names), data, ctx)

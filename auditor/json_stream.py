@@ -72,7 +72,7 @@ def write_items(items: Iterable[Any], out: TextIO, encode: Callable[[Any], str])
 def write_document(doc: Mapping[str, Any], out: TextIO, *, default: Callable[[Any], Any] | None = None) -> None:
     """Writes ``doc`` (a mapping) as JSON to ``out``, its list, sequence or iterator values streamed
     item by item, and so are those of a nested mapping holding one (e.g. ``{"tables":
-    {"partition_stats": rows}}``: no one string of all the rows).
+    {"replica_stats": rows}}``: no one string of all the rows).
 
     Equal to ``json.dumps(doc, default=default)`` once parsed (iterators are consumed once);
     ends with a newline.

@@ -48,5 +48,5 @@ def fetch_topic_configs(bootstrap_servers: str, topics: Iterable[str] | None = N
         return out
     except KafkaException as exc:
         raise LiveConfigError(f"{bootstrap_servers}: cannot read topic configs: {exc.args[0] if exc.args else exc}") from None
-    except Exception as exc:  # timeouts surface as cf.TimeoutError / RuntimeError
+    except Exception as exc:  # noqa: BLE001 - timeouts surface as cf.TimeoutError / RuntimeError
         raise LiveConfigError(f"{bootstrap_servers}: cannot read topic configs: {type(exc).__name__}: {exc}") from None

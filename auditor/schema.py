@@ -293,7 +293,7 @@ partitions (the worst flagged ones, ``auditor.audit``); the report draws a chart
 
 EVIDENCE_INSTANTS = (
     "replay_at_ms", "at_ms", "timestamp_ms", "oldest_timestamp_ms", "newest_timestamp_ms", "modern_timestamp_ms",
-    "largest_timestamp_ms", "commit_timestamp_ms", "audit_time_ms", "as_of_ms", "deletion_time_ms",
+    "largest_timestamp_ms", "commit_timestamp_ms", "as_of_ms", "deletion_time_ms",
     "deletable_at_ms", "due_ms", "appended_before_ms", "appended_after_ms", "mtime_first_ms", "mtime_last_ms",
     "created_timestamp_ms",
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 _EPOCH = datetime(1970, 1, 1)
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
@@ -36,7 +36,7 @@ def human_bytes(size: int | None) -> str:
 _RELATIVE_UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 7 * 86_400_000}
 
 
-def parse_time(text: str, now_ms: int) -> int:
+def parse_time(text: str, as_of_ms: int) -> int:
     """A time as people write it -> epoch ms (UTC).
 
     Accepted: ISO-8601 with a zone (``2024-05-01T12:00:00Z``, ``...+02:00``), epoch
@@ -44,12 +44,12 @@ def parse_time(text: str, now_ms: int) -> int:
     ``now``). A time without a zone is refused rather than guessed."""
     s = text.strip()
     if s == "now":
-        return now_ms
+        return as_of_ms
     if s.lstrip("-").isdigit() and len(s.lstrip("-")) >= 10:
         return int(s)
     if s and s[0] in "+-" and s[-1] in _RELATIVE_UNITS_MS and s[1:-1].replace(".", "", 1).isdigit():
         sign = -1 if s[0] == "-" else 1
-        return now_ms + sign * int(float(s[1:-1]) * _RELATIVE_UNITS_MS[s[-1]])
+        return as_of_ms + sign * int(float(s[1:-1]) * _RELATIVE_UNITS_MS[s[-1]])
     try:
         dt = datetime.fromisoformat(s.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:

@@ -37,7 +37,6 @@ The cases (the smallest record, 7 bytes, so the most records per decompressed by
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import statistics

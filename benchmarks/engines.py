@@ -17,7 +17,7 @@ Wall AND CPU time: on a shared machine wall times are inflated by the other proc
 much less. ``cpu s`` is user + sys of the whole child process tree: for ``local`` the one Python
 process; for ``spark`` the Python driver plus the JVM and the Python workers it forked (read from
 ``/proc`` before the session stops: each live descendant's own and reaped children's times). Spark
-``local[*]`` runs tasks on every core, so its wall time can be below its CPU time; the driver engine
+``local[*]`` runs tasks on every core, so its wall time can be below its CPU time; the local engine
 runs on one core. Peak RSS is each child's ``ru_maxrss`` (for Spark the Python driver only). The
 scan itself is measured by ``benchmarks/scan.py`` (the in-process scanner does ~25,000 segments/s
 at ``index`` and ~5,800/s at ``headers`` on small segments, on one core). Prints figures and the

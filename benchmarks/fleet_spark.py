@@ -1,8 +1,8 @@
 """Fleet scale on a real Spark standalone cluster: whole `kafka-audit audit --manifest --engine spark`
 runs on the SYNTHETIC fleet of ``benchmarks/fleet.py``, against a master + 2 workers (1 core each,
-bounded memory) started here on 127.0.0.1, with the driver engine's findings on the same manifests.
+bounded memory) started here on 127.0.0.1, with the local engine's findings on the same manifests.
 
-    nice -n 5 .venv/bin/python benchmarks/fleet_spark.py --rows 1000000 --local       # + the driver engine
+    nice -n 5 .venv/bin/python benchmarks/fleet_spark.py --rows 1000000 --local       # + the local engine
     nice -n 5 .venv/bin/python benchmarks/fleet_spark.py --rows 10000000 --dirs 500000
 
 The cluster is ``tests/harness/spark_standalone.StandaloneSpark`` (the tests' harness, with two
@@ -11,7 +11,7 @@ launches), its manifests the input (the executors read the Parquet files). Print
 time, the Python driver's CPU, the driver JVM's CPU, the peak RSS of the Python driver, of the JVM
 and of both at once (sampled from /proc every 0.2 s; the Python's own VmHWM too), each stage's wall
 and CPU time (the audit's progress lines), the executors' CPU (the cluster's processes, sampled), the
-load average before and after. With ``--local`` the same manifests go through the driver engine too
+load average before and after. With ``--local`` the same manifests go through the local engine too
 and the two findings lists are compared finding for finding: each finding as canonical JSON (sorted
 keys), the two lists as multisets; the counts, and the first differences, are printed. Asserts nothing.
 """
@@ -124,7 +124,7 @@ def compare(spark: list[dict], local: list[dict]) -> str:
     if a == b:
         return f"IDENTICAL finding for finding ({sum(a.values()):,} findings; same order too: {spark == local})"
     only_spark, only_local = a - b, b - a
-    lines = [f"DIFFERENT: {sum(only_spark.values())} only on Spark, {sum(only_local.values())} only on the driver engine"]
+    lines = [f"DIFFERENT: {sum(only_spark.values())} only on Spark, {sum(only_local.values())} only on the local engine"]
     lines += [f"    spark only: {k[:300]}" for k in list(only_spark)[:5]]
     lines += [f"    local only: {k[:300]}" for k in list(only_local)[:5]]
     return "\n".join(lines)
@@ -152,7 +152,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--dirs", type=int, default=0, help="partition dirs (default: rows / 2, at most 100,000)")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--local", action="store_true", help="also the driver engine on the same manifests; compare findings")
+    ap.add_argument("--local", action="store_true", help="also the local engine on the same manifests; compare findings")
     ap.add_argument("--timeout", type=float, default=None, help="stop the Spark audit after this many seconds "
                     "(its stages so far and the event log are still reported)")
     ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="more Spark settings for the audit")
@@ -195,8 +195,8 @@ def main() -> None:
     if args.local:
         (work / "local").mkdir()
         local = run_audit(REPO, manifests, work / "local", engine="local")
-        print_run("driver engine", local, shape)
-        print(f"  findings, Spark vs the driver engine: {compare(spark['findings_list'], local['findings_list'])}")
+        print_run("local engine", local, shape)
+        print(f"  findings, Spark vs the local engine: {compare(spark['findings_list'], local['findings_list'])}")
     print(f"\nload average at end: {os.getloadavg()}")
     shutil.rmtree(work, ignore_errors=True)
 

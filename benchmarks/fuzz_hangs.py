@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import importlib.util
-import io
 import os
 import random
 import struct

@@ -16,7 +16,6 @@ import io
 import os
 import resource
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -29,7 +29,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from auditor.formats.log_reader import LogReader  # noqa: E402
 from auditor.manifest import collect_cluster_parts  # noqa: E402
 from auditor.scan.pagecache import ReadRate  # noqa: E402
-from realdata import BROKER_DIRS  # noqa: E402
+from harness.realdata import BROKER_DIRS  # noqa: E402
 
 SEGMENT = BROKER_DIRS / "kafka-2018-v2/kafka-logs/__consumer_offsets-28/00000000000000000000.log"
 

@@ -103,7 +103,7 @@ def spark_local(log_dirs, depth, repeat, drop, master, conf):
                 df.write.format("noop").mode("overwrite").save()
             agg_s = time.perf_counter() - t
             segments = scan.segments.count()
-            aggs["partition_stats"].unpersist(blocking=True)
+            aggs["replica_stats"].unpersist(blocking=True)
             scan.unpersist()
             t = time.perf_counter()
             e = scan_dataframes(spark, [empty], depth, num_tasks=scan.timings_s["slices"])

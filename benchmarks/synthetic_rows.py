@@ -159,7 +159,7 @@ def run_aggregation(out: Path, repeat: int, master: str) -> None:
             times.append(time.perf_counter() - t)
             counts = {name: df.count() for name, df in aggs.items()}
             skew = aggs["topic_stats"].selectExpr("max(max_partition_size_bytes / median_partition_size_bytes)").first()[0]
-            aggs["partition_stats"].unpersist(blocking=True)  # the next run starts cold (same plan = cache hit)
+            aggs["replica_stats"].unpersist(blocking=True)  # the next run starts cold (same plan = cache hit)
         spark.stop()
     print(f"aggregation stage over {seg_rows(out):,} SYNTHETIC segment rows, master {master}:")
     print(f"  session start {session_s:.1f} s; per run (read Parquet + 4 aggregates, noop sink): "

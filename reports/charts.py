@@ -120,7 +120,7 @@ def disk_per_broker_and_log_dir(rows: Sequence[dict]) -> tuple[str, str] | None:
     return "Bytes per broker and per log dir", _to_uri(fig)
 
 
-def segment_timeline(topic: str, partition: int, segments: Iterable[dict], now_ms: int | None = None) -> tuple[str, str] | None:
+def segment_timeline(topic: str, partition: int, segments: Iterable[dict], as_of_ms: int | None = None) -> tuple[str, str] | None:
     """Per segment and replica: the record-time range (bar) against the .log mtime (dot).
 
     On a healthy replica each dot sits at the right end of its bar; a reset (reassignment,
@@ -151,8 +151,8 @@ def segment_timeline(topic: str, partition: int, segments: Iterable[dict], now_m
             ax.hlines(*bars, colors=PALETTE[ri % len(PALETTE)], linewidth=5, capstyle="butt")
         ax.plot([_dt(s["log_mtime_ms"]) for s in mine], ticks[len(ticks) - len(mine):], linestyle="none", marker="o",
                 color="black", markersize=4)
-    if now_ms is not None:
-        ax.axvline(_dt(now_ms), color="#C44E52", linestyle="--", linewidth=1, label="audit time")
+    if as_of_ms is not None:
+        ax.axvline(_dt(as_of_ms), color="#C44E52", linestyle="--", linewidth=1, label="audit time")
         ax.legend(fontsize=8, loc="lower right")
     ax.set_yticks(ticks)
     ax.set_yticklabels(labels, fontsize=7)
@@ -165,15 +165,15 @@ def segment_timeline(topic: str, partition: int, segments: Iterable[dict], now_m
 
 def trends(history: Sequence[dict], top: int = 8) -> tuple[str, str] | None:
     """Topic bytes and the worst skew ratio over the audit runs in the history."""
-    runs = sorted({h["run_at_ms"] for h in history})
+    runs = sorted({h["as_of_ms"] for h in history})
     if len(runs) < 2:
         return None
     latest = max(runs)
-    biggest = sorted({h["topic"] for h in history if h["run_at_ms"] == latest},
-                     key=lambda t: -max(h["size_bytes"] for h in history if h["topic"] == t and h["run_at_ms"] == latest))[:top]
+    biggest = sorted({h["topic"] for h in history if h["as_of_ms"] == latest},
+                     key=lambda t: -max(h["size_bytes"] for h in history if h["topic"] == t and h["as_of_ms"] == latest))[:top]
     fig, (a1, a2) = _matplotlib().pyplot.subplots(1, 2, figsize=(10, 3.2))
     for i, topic in enumerate(biggest):
-        pts = sorted((h["run_at_ms"], h["size_bytes"], h.get("skew_ratio")) for h in history if h["topic"] == topic)
+        pts = sorted((h["as_of_ms"], h["size_bytes"], h.get("skew_ratio")) for h in history if h["topic"] == topic)
         a1.plot([_dt(p[0]) for p in pts], [p[1] for p in pts], marker="o", label=topic, color=PALETTE[i % len(PALETTE)])
         a2.plot([_dt(p[0]) for p in pts if p[2] is not None], [p[2] for p in pts if p[2] is not None], marker="o",
                 label=topic, color=PALETTE[i % len(PALETTE)])

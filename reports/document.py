@@ -17,10 +17,10 @@ from auditor.schema import json_envelope
 from auditor.units import iso_utc
 from auditor.nightly import run_history as hist
 from reports.html import render
+from checks.framework.base import SEVERITIES
 from checks.framework.config import INTERNAL_TOPIC_DEFAULTS, KAFKA_DEFAULTS
 
-SCHEMA_VERSION = 3
-SEVERITIES = ("PASS", "INFO", "WARN", "FAIL")
+SCHEMA_VERSION = 4
 
 
 def build_document(outcome) -> dict:
@@ -64,7 +64,7 @@ def _plain_document(outcome) -> dict:
         keys=key_document(getattr(outcome, "keys", None),
                           {(f.topic, int(e["partition"])) for f in outcome.findings
                            if f.code == "KLA001" and f.severity.name != "PASS" for e in f.evidence}),
-        tables={"partition_stats": _stats_rows(tables.stats), "timelines": tables.timelines},
+        tables={"replica_stats": _stats_rows(tables.stats), "timelines": tables.timelines},
         capacity=list(getattr(getattr(outcome, "capacity", None), "filesystems", None) or []),
     )
 
@@ -152,7 +152,7 @@ def _distinct(stats, name: str) -> set:
 
 def _stats_rows(stats):
     """The per-partition-dir statistics as the document holds them: a list (Spark's collected
-    rows) with numpy / Decimal numbers made plain; any other sequence (the driver engine's rows
+    rows) with numpy / Decimal numbers made plain; any other sequence (the local engine's rows
     read lazily from Arrow: ``auditor.engines.local.tables.ArrowRows``, plain Python values already) as it
     is, so the document never holds 100,000 dicts at once (the JSON writer streams it)."""
     return [_jsonable(s) for s in stats] if isinstance(stats, list) else stats
@@ -177,7 +177,7 @@ def write_outputs(doc: dict, out_html: str | None, out_json: str | None, history
         written.append(str(p))
     history_rows: list[dict] = []
     if history_dir:
-        rows = hist.topic_rows(doc["tables"]["partition_stats"], doc["as_of_ms"], doc["verdict"], doc["counts"])
+        rows = hist.topic_rows(doc["tables"]["replica_stats"], doc["as_of_ms"], doc["verdict"], doc["counts"])
         written.append(str(hist.append(history_dir, rows, doc["as_of_ms"])))
         history_rows = hist.read(history_dir)
     if out_html:

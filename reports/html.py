@@ -161,7 +161,7 @@ def _since(doc: dict) -> dict:
 
 def build_charts(doc: dict) -> list[tuple[str, str]]:
     tables = doc.get("tables") or {}
-    stats = tables.get("partition_stats") or []
+    stats = tables.get("replica_stats") or []
     out = []
     skewed = sorted({f["topic"] for f in doc["findings"] if f["check"] == "skew.partition_size" and f["severity"] != "PASS"})
     charted = {topic: [] for topic in skewed[:MAX_SKEW_CHARTS]}

@@ -1,9 +1,9 @@
 """The audit's metrics for the alerting stack: the findings document as Prometheus text.
 
 :func:`render` is pure: the findings document (``reports.document.build_document``, as written to
-the findings JSON, with its ``tables.partition_stats``) in, the Prometheus text exposition format
+the findings JSON, with its ``tables.replica_stats``) in, the Prometheus text exposition format
 (version 0.0.4, what node_exporter's textfile collector reads) out. :func:`render_failure` is the
-file of a run that did not finish. :func:`write_atomic` is the thin writer: a temporary file in
+file of a run that did not finish. :func:`write_textfile` is the thin writer: a temporary file in
 the target's directory, fsync, rename, so the textfile collector never reads half a file.
 docs/metrics.md lists every metric, its labels and the bound on its series.
 
@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditor.atomic import OutputError, atomic_write
+from checks.framework.base import SEVERITIES
 
 PREFIX = "kafka_audit_"
-SEVERITIES = ("PASS", "INFO", "WARN", "FAIL")
-#: Statuses of a finding since the last run (issue 22), as the findings JSON gives them.
+#: Statuses of a finding since the last run, as the findings JSON gives them.
 TRACKED_STATUSES = ("new", "worsened", "persisting")
 ACCEPTED = "accepted"
 """The status label of the document's ``accepted`` findings (accepted, not yet expired)."""
@@ -187,7 +187,7 @@ def families(doc: Mapping, *, max_topics: int = MAX_TOPICS, max_partitions: int 
     out.append(info)
     out += _totals_families(doc.get("totals") or {})
     out += _findings_families(doc, findings, accepted)
-    stats = (doc.get("tables") or {}).get("partition_stats") or []
+    stats = (doc.get("tables") or {}).get("replica_stats") or []
     out += _topic_and_partition_families(doc["as_of_ms"], stats, findings, accepted, max_topics, max_partitions)
     out += capacity_families(doc.get("capacity") or [])
     return out
@@ -353,16 +353,16 @@ class PartitionSizes:
         return cls(largest, dict(by_topic), {t: statistics.median(v) for t, v in by_topic.items()})
 
 
-def _topic_and_partition_families(audit_ms: int, stats: Sequence[Mapping], findings: Sequence[Mapping],
+def _topic_and_partition_families(as_of_ms: int, stats: Sequence[Mapping], findings: Sequence[Mapping],
                                   accepted: Sequence[Mapping], max_topics: int, max_partitions: int) -> list[Family]:
     live = _live_rows(stats)
     sizes = PartitionSizes.of(live)
     judged = [f for f in findings if f.get("severity") in SEVERITIES[1:]]
-    return [*_topic_families(audit_ms, live, sizes, judged, [*findings, *accepted], max_topics),
+    return [*_topic_families(as_of_ms, live, sizes, judged, [*findings, *accepted], max_topics),
             *_partition_families(sizes, judged, max_partitions)]
 
 
-def _topic_families(audit_ms: int, live: Sequence[Mapping], sizes: PartitionSizes, judged: Sequence[Mapping],
+def _topic_families(as_of_ms: int, live: Sequence[Mapping], sizes: PartitionSizes, judged: Sequence[Mapping],
                     facts: Sequence[Mapping], max_topics: int) -> list[Family]:
     """Per topic: skew, oldest record age, time to data loss, bytes by tier; at most ``max_topics``
     topics (those with findings first, then the largest). ``facts``: findings and accepted ones
@@ -398,7 +398,7 @@ def _topic_families(audit_ms: int, live: Sequence[Mapping], sizes: PartitionSize
                 skew.add(ratio, topic=topic)
             tier.add(local_bytes[topic], topic=topic, tier="local")
         if topic in oldest:
-            age.add((audit_ms - oldest[topic]) / 1000, topic=topic)
+            age.add((as_of_ms - oldest[topic]) / 1000, topic=topic)
         if topic in ttl:
             loss.add(ttl[topic], topic=topic)
         if topic in remote:
@@ -458,7 +458,7 @@ def check_path(path: str | os.PathLike) -> Path:
     return p
 
 
-def write_atomic(path: str | os.PathLike, text: str) -> Path:
+def write_textfile(path: str | os.PathLike, text: str) -> Path:
     """Writes ``text`` to ``path`` as the textfile collector expects, with :func:`auditor.atomic.atomic_write`:
     into a temporary file in the same directory (a dot name not ending in .prom, so the collector
     skips it), fsynced, then renamed over ``path`` (a scrape sees the old file or the new one),

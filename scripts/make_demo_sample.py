@@ -53,7 +53,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO))  # tests.harness.tiered imports tests.harness.*
 
-from harness.groups import commit_offsets, consume_and_commit, list_committed_offsets  # noqa: E402
+from harness.groups import commit_offsets, consume_and_commit  # noqa: E402
 from harness.kafka import KafkaCluster, KafkaHarnessError, kafka_classpath, wait_until  # noqa: E402
 from harness.moves import reassign  # noqa: E402
 from harness.tiered import TIERED_TOPIC_CONFIG, produce_groups, remote_storage_dir, tiered_broker_config, \

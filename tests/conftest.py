@@ -11,20 +11,22 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from harness import tiers
-from harness.dumplog import DumpLogSegments
-from harness.kafka import KafkaCluster, kafka_classpath
+# the shared helpers of tests/harness/ assert as the tests do: their failures show the values compared
+pytest.register_assert_rewrite("harness")
+
+from harness import tiers  # noqa: E402 - after the rewrite is registered
+from harness.dumplog import DumpLogSegments  # noqa: E402
+from harness.kafka import KafkaCluster, kafka_classpath  # noqa: E402
 
 
 _module_reads_real_files: dict[str, bool] = {}
 
 
 def _reads_real_files(module) -> bool:
-    """The module imported tests/realdata.py (itself, or a name it defines)."""
+    """The module imported harness/realdata.py (itself, or a name it defines)."""
     if module.__name__ not in _module_reads_real_files:
         rd = sys.modules.get(tiers.RECORDED_MODULE)
         ours = set()
@@ -38,25 +40,27 @@ def _reads_real_files(module) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by these marks
 def pytest_collection_modifyitems(config, items):
-    """Give every test exactly one tier mark (unit, recorded, live): tests/harness/tiers.py."""
+    """Every test's tier is the one its module or its own decorator declares (tests/harness/tiers.py);
+    collection fails on a test declaring none, or one lighter than the fixtures it uses."""
     rank = {t: i for i, t in enumerate(tiers.TIERS)}
     errors = []
     for item in items:
+        declared_all = {m.name for m in item.iter_markers() if m.name in rank}
+        if len(declared_all) != 1:
+            errors.append(f"{item.nodeid}: {'no tier' if not declared_all else 'tiers ' + ', '.join(sorted(declared_all))} "
+                          "declared (one of: pytestmark = pytest.mark.unit|recorded|live, or the test's decorator)")
+            continue
+        declared = declared_all.pop()
         names = set(getattr(item, "fixturenames", ()))
         implied = "unit"
         if names & tiers.RECORDED_FIXTURES or (item.module is not None and _reads_real_files(item.module)):
             implied = "recorded"
-        if names & tiers.LIVE_FIXTURES or any(tiers.LIVE_FIXTURE_NAME.search(n) for n in names - tiers.RECORDED_FIXTURES):
+        if names & tiers.LIVE_FIXTURES:
             implied = "live"
-        explicit = [m.name for m in item.iter_markers() if m.name in rank]
-        heaviest = max(explicit, key=rank.__getitem__, default="unit")
-        if explicit and rank[heaviest] < rank[implied]:
-            errors.append(f"{item.nodeid}: marked {heaviest} but its fixtures make it {implied} ({sorted(names)})")
-        tier = max(heaviest, implied, key=rank.__getitem__)
-        if tier not in explicit:
-            item.add_marker(getattr(pytest.mark, tier))
+        if rank[declared] < rank[implied]:
+            errors.append(f"{item.nodeid}: declared {declared} but its fixtures make it {implied} ({sorted(names)})")
     if errors:
-        raise pytest.UsageError("tier marks lighter than the fixtures used:\n" + "\n".join(errors))
+        raise pytest.UsageError("test tiers (tests/harness/tiers.py):\n" + "\n".join(errors))
 
 
 def pytest_configure(config):

@@ -1,6 +1,6 @@
 """The Airflow DAGs, run for real: Airflow 3 with a migrated sqlite database in a temp
 AIRFLOW_HOME, the DAG files loaded by a DagBag, and whole runs with ``dag.test()`` against log
-dirs of a real Kafka broker (tests/airflow_runner.py runs each in its own process). The nightly
+dirs of a real Kafka broker (tests/harness/airflow_runner.py runs each in its own process). The nightly
 audit runs both ways: through the Spark provider's SparkSubmitOperator against a real Spark
 standalone cluster, and as the CLI task on Spark local."""
 
@@ -15,27 +15,15 @@ from pathlib import Path
 
 import pytest
 
+from harness.airflow_home import airflow_env, run_dag  # noqa: F401 - the module-scoped Airflow home, the DAG runner
 from harness.kafka import free_port
 from harness.scenarios import make_retention_gap
 from harness.spark_standalone import StandaloneSpark
 
+pytestmark = pytest.mark.live
+
 REPO = Path(__file__).resolve().parents[1]
-RUNNER = Path(__file__).parent / "airflow_runner.py"
 DAY = 86_400_000
-
-
-@pytest.fixture(scope="module")
-def airflow_env(tmp_path_factory):
-    home = tmp_path_factory.mktemp("airflow-home")
-    # spark-submit on the worker's PATH, as a deployment has it (the provider runs it by name)
-    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    env = dict(os.environ, AIRFLOW_HOME=str(home), AIRFLOW__CORE__LOAD_EXAMPLES="False",
-               AIRFLOW__CORE__DAGS_FOLDER=str(REPO / "airflow_dags"), SPARK_LOCAL_IP="127.0.0.1",
-               PYTHONPATH=str(REPO), PATH=path)
-    airflow = Path(sys.executable).with_name("airflow")
-    proc = subprocess.run([str(airflow), "db", "migrate"], env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -80,15 +68,6 @@ def spark_standalone(tmp_path_factory):
     cluster.stop()
 
 
-def run_dag(env, dag_id: str, conf: dict) -> dict:
-    proc = subprocess.run([sys.executable, str(RUNNER), dag_id, json.dumps(conf)], env=env, capture_output=True,
-                          text=True, timeout=1200, cwd=REPO)
-    (Path(env["AIRFLOW_HOME"]) / f"{dag_id}.last-run.log").write_text(proc.stdout + proc.stderr)  # for a failing test
-    line = next((l for l in proc.stdout.splitlines() if l.startswith("AIRFLOW_RUNNER_RESULT ")), None)
-    assert line, f"dag.test() of {dag_id} did not finish (exit {proc.returncode}): {proc.stdout[-3000:]} {proc.stderr[-3000:]}"
-    return json.loads(line.split(" ", 1)[1])
-
-
 def test_dagbag_has_both_dags_and_no_import_errors(airflow_env):
     code = ("import json; from airflow.dag_processing.dagbag import DagBag; "
             f"b = DagBag(dag_folder={str(REPO / 'airflow_dags')!r}); "
@@ -103,7 +82,7 @@ def test_dagbag_has_both_dags_and_no_import_errors(airflow_env):
 
 
 def test_nightly_spark_submit_publishes_then_fails_on_a_planted_fail(airflow_env, kafka, spark_standalone, tmp_path):
-    """engine spark-submit: the provider's SparkSubmitOperator submits auditor/submit_app.py to a
+    """runner spark-submit: the provider's SparkSubmitOperator submits auditor/submit_app.py to a
     real standalone master (the Airflow connection spark_default); its executors scan the dirs."""
     cluster, _, hot = kafka
     master_host, master_port = spark_standalone.url.rsplit(":", 1)
@@ -117,10 +96,10 @@ def test_nightly_spark_submit_publishes_then_fails_on_a_planted_fail(airflow_env
     apps_before = len(spark_standalone.completed_apps())
     result = run_dag(env, "kafka_audit_nightly", {
         "log_dirs": [str(d) for d in cluster.log_dirs(1)], "config_file": str(config), "output_dir": str(out),
-        "history_dir": str(tmp_path / "history"), "fail_on": "FAIL", "keep": 1, "engine": "spark-submit",
+        "history_dir": str(tmp_path / "history"), "fail_on": "FAIL", "keep": 1, "runner": "spark-submit",
         "state_dir": str(tmp_path / "state"),
         "spark_conf": {"spark.executor.memory": "512m", "spark.cores.max": "1"}})
-    assert result["tasks"] == {"inputs_ready": "success", "plan": "success", "choose_engine": "success",
+    assert result["tasks"] == {"inputs_ready": "success", "plan": "success", "choose_runner": "success",
                                "audit_spark_submit": "success", "audit_cli": "skipped", "audit_result": "success",
                                "publish": "success", "severity_gate": "failed"}, result
     assert result["state"] == "failed"
@@ -135,12 +114,12 @@ def test_nightly_spark_submit_publishes_then_fails_on_a_planted_fail(airflow_env
     assert len(apps) == apps_before + 1 and apps[-1]["name"] == "kafka-log-auditor", spark_standalone.state()
 
 
-def test_nightly_cli_engine_succeeds_below_the_failing_severity(airflow_env, kafka, tmp_path):
+def test_nightly_cli_runner_succeeds_below_the_failing_severity(airflow_env, kafka, tmp_path):
     cluster, _, _ = kafka
     out = tmp_path / "reports"
     result = run_dag(airflow_env, "kafka_audit_nightly", {
         "log_dirs": [str(d) for d in cluster.log_dirs(1)], "output_dir": str(out), "history_dir": str(tmp_path / "h"),
-        "fail_on": "FAIL", "spark_master": "local[2]", "engine": "cli", "state_dir": str(tmp_path / "state"),
+        "fail_on": "FAIL", "spark_master": "local[2]", "runner": "cli", "state_dir": str(tmp_path / "state"),
         "metrics_labels": {"cluster": "nightly"}})
     assert result["state"] == "success", result
     assert result["tasks"]["audit_cli"] == "success" and result["tasks"]["audit_spark_submit"] == "skipped"
@@ -197,7 +176,7 @@ def test_nightly_gate_on_change_mails_only_the_new_fail(airflow_env, kafka, smtp
     config.write_text("checks:\n  skew.partition_size: {min_topic_bytes: 1000, warn_ratio: 2, fail_ratio: 3}\n")
     out = tmp_path / "reports"
     conf = {"log_dirs": [str(d) for d in cluster.log_dirs(1)], "config_file": str(config), "output_dir": str(out),
-            "history_dir": str(tmp_path / "history"), "fail_on_new": "FAIL", "engine": "cli", "spark_master": "",
+            "history_dir": str(tmp_path / "history"), "fail_on_new": "FAIL", "runner": "cli", "spark_master": "",
             "recipients": ["kafka-ops@example.org"]}
     first = run_dag(env, "kafka_audit_nightly", conf)
     assert first["tasks"]["severity_gate"] == "failed", first  # the first night: everything is new

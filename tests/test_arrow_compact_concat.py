@@ -1,5 +1,5 @@
 """``arrow_compact.concat_compacted``: a table collected in slices and compacted slice by slice (the
-Spark driver's per-partition-dir statistics, ``table_engines.spark``) holds what compacting the
+Spark driver's per-partition-dir statistics, ``auditor.engines.spark.engine``) holds what compacting the
 plain concatenation holds: the same values row for row, each repeated string column one sorted
 dictionary over all the slices, all-null columns still on the zero buffer, and a column that came
 plain in some slices and as a dictionary in others decoded and encoded again as a whole."""
@@ -13,6 +13,8 @@ import pyarrow as pa
 import pytest
 
 from auditor.arrow_compact import compact_columns, concat_compacted, is_sorted_dictionary, pandas_values
+
+pytestmark = pytest.mark.unit
 
 SCHEMA = pa.schema([("topic", pa.string()), ("log_dir", pa.string()), ("dir_name", pa.string()),
                     ("topic_id", pa.string()), ("partition", pa.int32()), ("size_bytes", pa.int64()),

@@ -1,6 +1,6 @@
 """``audit --state`` killed with SIGKILL at seeded random moments (issue 24 item 4; docs/write-faults.md).
 
-The log dir is a private copy of a real broker's (tests/realdata.py). Each run is a real process forked from a Python that has run the audit once (tests/harness/forked.py:
+The log dir is a private copy of a real broker's (tests/harness/realdata.py). Each run is a real process forked from a Python that has run the audit once (tests/harness/forked.py:
 the audit's imports cost seconds), killed either after a random delay within an uninterrupted
 run's duration or as soon as it holds a chosen temporary file open (the state, the findings JSON,
 the HTML report, the history entry) plus 0-2 ms. After each kill: the findings JSON and the report
@@ -26,11 +26,11 @@ import pytest
 from auditor.atomic import TEMP_MARK
 from auditor.scan.state import read_state_file
 from harness.forked import Zygote, kill_at_random_moment
-from realdata import copy_log_dir
+from harness.realdata import copy_log_dir
 from auditor.nightly import run_history as hist
 
 # 10 audits in a forked CLI (11 before): 15 s of CPU at load 12-15; xdist starts the longest files first
-pytestmark = pytest.mark.schedule_first(cpu_s=15)
+pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=15)]
 
 KILLS = 4
 AS_OF = "2026-01-01T00:00:00Z"

@@ -4,9 +4,12 @@ test_metadata_log_cluster.py::test_audit_topic_config_precedence_on_the_cluster)
 
 from __future__ import annotations
 
+import pytest
 from auditor.audit import AuditRequest, audit_context, topic_config_layers
 from checks.framework.config import KAFKA_DEFAULTS
-from realdata import REAL
+from harness.realdata import REAL
+
+pytestmark = pytest.mark.recorded
 
 METADATA_PARENT = REAL / "metadata" / "kraft-transactional"
 KSQL = "_confluent-ksql-default__command_topic"

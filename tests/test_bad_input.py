@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 from auditor.formats.log_reader import LogReader
 from auditor.scan import SegmentFiles, scan_log_dirs, scan_segment
-from realdata import copy_log_dir
+from harness.realdata import copy_log_dir
 
 # hypothesis over every depth: 2.3 s at load 2 (tests/conftest.py: long files first)
-pytestmark = pytest.mark.schedule_first(cpu_s=2)
+pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=2)]
 
 DEPTHS_READING_LOG = ("index", "headers", "deep")
 SEG = "00000000000000000000"

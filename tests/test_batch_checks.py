@@ -24,11 +24,11 @@ from checks import REGISTRY
 from checks.framework.base import AuditContext
 from checks.framework.batch import PartitionBatch
 from checks.framework.config import Config
-from realdata import LOG_DIRS
+from harness.realdata import LOG_DIRS
 from test_check_cases import CASES, _complete, case_context
 
 # YAML cases, the demo sample and the real dirs, both semantics: 7 s of CPU at load 12-15; xdist starts the longest files first
-pytestmark = pytest.mark.schedule_first(cpu_s=7)
+pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=7)]
 
 PARTITION_CHECKS = sorted(n for n, c in REGISTRY.items() if c.scope == "partition")
 

@@ -152,7 +152,7 @@ def test_batch_keys_and_spans():
 
 
 def test_driver_frame_and_moving_sort_give_the_same_findings():
-    """The driver engine's frame (auditor.engines.local.tables.segment_frame: equal list cells shared) sorted
+    """The local engine's frame (auditor.engines.local.tables.segment_frame: equal list cells shared) sorted
     by checks.framework.batch.sort_rows_moving (column by column, the input emptied) is the frame the batch
     sorts itself, and gives the same findings, on SYNTHETIC rows with a null topic and shuffled rows."""
     import pandas as pd

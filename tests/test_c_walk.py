@@ -19,7 +19,9 @@ import pytest
 import auditor.scan.segment as scan_segment_module
 from auditor.formats import log_reader
 from auditor.scan import SegmentFiles, scan_log_dirs, scan_segment
-from realdata import LOG_DIRS, RECORD_SET_FILES, RECORD_SETS
+from harness.realdata import LOG_DIRS, RECORD_SET_FILES, RECORD_SETS
+
+pytestmark = pytest.mark.recorded
 
 IGNORED = {"scanned_at_ms"}
 

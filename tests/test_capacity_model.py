@@ -18,6 +18,8 @@ from auditor.capacity.filesystems import group_filesystems
 from auditor.capacity.replicas import _group_cummax, build_replicas
 from auditor.capacity.rules import rules_for
 
+pytestmark = pytest.mark.unit
+
 NOW = 1_800_000_000_000
 RATE = 10_000.0  # bytes/s of log data
 SEG = 1_000_000  # bytes: 100 s of data a segment

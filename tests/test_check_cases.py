@@ -10,7 +10,7 @@ A case file holds a list of cases::
       topic_config_sources: {t: {retention.ms: 'metadata log: topic config'}}  # optional: where from
       segments: [{base_offset: 0, crc_failures: 1, ...}]      # partial segment rows
       partitions: [{...}]                                      # partial partition rows
-      stats: {partition_stats: [...], topic_stats: [...], broker_stats: [...], log_dir_stats: [...]}
+      stats: {replica_stats: [...], topic_stats: [...], broker_stats: [...], log_dir_stats: [...]}
       expect:                             # the non-PASS findings of the checks named in `checks`
         - {code: KLA050, severity: FAIL, topic: t, partition: 0, base_offset: 0, message: 'fail their CRC'}
       checks: [integrity.crc]             # optional: which checks run (default: the file's check)
@@ -18,7 +18,7 @@ A case file holds a list of cases::
       metadata: {t: {id: TOPICID, partitions: {0: [1, 2]}}}   # optional: the KRaft metadata log's assignment
       metadata_history: [{kind: partition-created, topic: t, partition: 0, offset: 4, timestamp_ms: ...}]  # its changes
       # (replicas as a list, or {broker: directory ID}); metadata_dirs: {ID: [node, path]} the audited dirs
-      keys: {topics: {t: {partitions: 4, produce: [...]}}}   # optional: key statistics (tests/keycases.py)
+      keys: {topics: {t: {partitions: 4, produce: [...]}}}   # optional: key statistics (tests/harness/keycases.py)
       log_dirs: [{log_dir: /data/kafka, fs_total_bytes: ..., fs_statted_at_ms: ...}]  # optional: the capacity projection's input
 
 Partial rows are completed with the column defaults below; ``expect`` must match exactly (same
@@ -40,10 +40,10 @@ from checks import REGISTRY
 from checks.framework.base import AuditContext, Severity
 from checks.framework.config import Config
 from auditor.engines.local.checks import run_local
-from keycases import key_audit_of
+from harness.keycases import key_audit_of
 
 # every YAML case through its check: 3 s of CPU at load 12-15; xdist starts the longest files first
-pytestmark = pytest.mark.schedule_first(cpu_s=3)
+pytestmark = [pytest.mark.unit, pytest.mark.schedule_first(cpu_s=3)]
 
 CASES_DIR = Path(__file__).parent / "check_cases"
 LOCATION_DEFAULTS = {"broker_id": 1, "cluster_id": "test", "log_dir": "/data/kafka", "topic": "t", "partition": 0,

@@ -30,7 +30,9 @@ from auditor.engines.local.checks import run_local
 from auditor.engines.spark.checks import run_spark
 from checks.skew.broker_disk import SkewBrokerDisk
 from checks.skew.partition_size import SkewPartitionSize
-from spark_session import spark  # noqa: F401
+from harness.spark_session import spark  # noqa: F401
+
+pytestmark = pytest.mark.live
 
 TOPIC = "clicks"
 EVEN = "even"
@@ -169,7 +171,7 @@ def test_broker_and_log_dir_skew_match_the_disk(skewed, scanned):
 
 
 def pandas_partition_stats(segments: list[dict], partitions: list[dict]) -> pd.DataFrame:
-    """``partition_stats`` built in-process from scan rows, as ``auditor.engines.spark.aggregates`` documents
+    """``replica_stats`` built in-process from scan rows, as ``auditor.engines.spark.aggregates`` documents
     it: one row per partition dir; live segments (no file state, a .log) count; message_count is
     None as soon as one live segment's count is unknown."""
     by_dir: dict[tuple, list[dict]] = {}
@@ -194,14 +196,14 @@ def test_in_process_engine_gives_the_same_findings(skewed, scanned):
     rows = scan_log_dirs(skewed["all_dirs"], DEPTH)
     stats = pandas_partition_stats(rows.segments, rows.partitions)
     # The hand-built stats agree with the Spark job's on what the skew checks read.
-    spark_stats = aggs["partition_stats"].toPandas()
+    spark_stats = aggs["replica_stats"].toPandas()
     key = ["broker_id", "log_dir", "dir_name"]
     cols = ["topic", "partition", "dir_kind", "size_bytes", "message_count"]
     mine = {tuple(r[k] for k in key): tuple(r[c] for c in cols) for r in stats.to_dict("records")}
     theirs = {tuple(r[k] for k in key): tuple(None if pd.isna(r[c]) else r[c] for c in cols)
               for r in spark_stats.to_dict("records")}
     assert mine == theirs
-    local = run_local(rows.segments, rows.partitions, ctx, stats={"partition_stats": stats})
+    local = run_local(rows.segments, rows.partitions, ctx, stats={"replica_stats": stats})
 
     def view(f):
         return (f.code, f.severity.name, f.topic, f.partition, f.broker_id, f.log_dir, f.base_offset, f.message,

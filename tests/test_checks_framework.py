@@ -13,6 +13,8 @@ from checks.framework.base import (CODE_PATTERN, DOCSTRING_SECTIONS, NAME_PATTER
                          capped, documentation)
 from checks.framework.config import Config, ConfigError
 
+pytestmark = pytest.mark.unit
+
 
 def test_registry_is_not_empty():
     assert REGISTRY, "no check module was discovered"

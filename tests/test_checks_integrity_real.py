@@ -24,7 +24,9 @@ from checks.framework.base import AuditContext, Severity
 from checks.framework.config import Config
 from auditor.engines.local.checks import run_local
 from harness.kafka import ROLL_TOPIC_CONFIG
-from realdata import RECORD_SETS
+from harness.realdata import RECORD_SETS
+
+pytestmark = pytest.mark.live
 
 MINE = ["retention.overdue", "timestamps.missing", "timestamps.backward", "integrity.index_mismatch",
         "integrity.truncation", "integrity.offset_gap"]
@@ -138,12 +140,12 @@ def test_retention_overdue_when_the_topic_retention_is_shorter_than_the_data(bro
     a minute less than the age of the third rolled group (100 s or more: the groups are two minutes
     apart, the transactional segments younger than a minute less) and the broker is down, so nothing
     deleted the first three segments."""
-    audit_ms = int(time.time() * 1000)
+    as_of_ms = int(time.time() * 1000)
     # the fixture's broker stop and the tests before this one take a while on a loaded machine:
     # the retention is measured from the transactional records' age, not assumed from the clock
-    retention = max(100_000, audit_ms - broker["txn_stamped_ms"] + 60_000)
-    assert audit_ms - broker["txn_stamped_ms"] < retention, "the transactional segments must not be due yet"
-    ctx = AuditContext(as_of_ms=audit_ms, config=Config(
+    retention = max(100_000, as_of_ms - broker["txn_stamped_ms"] + 60_000)
+    assert as_of_ms - broker["txn_stamped_ms"] < retention, "the transactional segments must not be due yet"
+    ctx = AuditContext(as_of_ms=as_of_ms, config=Config(
         {"checks": {"retention.overdue": {"grace_ms": 0, "check_interval_ms": 0}}}),
         topic_configs={"txn": {"retention.ms": str(retention), "file.delete.delay.ms": "0"}})
     rows = scan_log_dirs([broker["log_dir"]], "headers")
@@ -151,7 +153,7 @@ def test_retention_overdue_when_the_topic_retention_is_shorter_than_the_data(bro
              if f.severity != Severity.PASS]
     bases = [int(p.stem) for p in segment_files(broker["log_dir"] / "txn-0")]
     # Truth from the producer's own timestamps: the first three segments hold one group each.
-    due = [b for b, largest in zip(bases, broker["rolled_largest_ms"]) if audit_ms - largest > retention]
+    due = [b for b, largest in zip(bases, broker["rolled_largest_ms"]) if as_of_ms - largest > retention]
     assert len(due) == 3, f"the rolled groups are two minutes apart, all older than {retention} ms"
     assert [(f.code, f.topic, f.base_offset) for f in found] == [("KLA040", "txn", 0)], [f.message for f in found]
     assert [e["segment"] for e in found[0].evidence] == due

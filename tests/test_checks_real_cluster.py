@@ -25,7 +25,7 @@ from auditor.engines.local.checks import run_local
 from auditor.engines.spark.checks import run_spark
 from harness.kafka import free_port, wait_past_newest_write, wait_until
 from harness.moves import move_log_dir, reassign, wait_replica_quiet
-from spark_session import spark  # noqa: F401
+from harness.spark_session import spark  # noqa: F401
 
 # its fast test, a CLI subprocess: 3 s at load 2 (tests/conftest.py: long files first)
 pytestmark = pytest.mark.schedule_first(cpu_s=3)
@@ -70,6 +70,7 @@ def produce_spaced_groups(cluster, topic: str, groups: int, gap_s: float, partit
                                f"{topic}-{partition} group {g}")
 
 
+@pytest.mark.live
 def test_skew_from_a_hot_key_on_spark_and_in_process(cluster, spark):  # noqa: F811
     topic = "skewed"
     cluster.create_topic(topic, replica_assignment=[[1], [2], [1], [2]])
@@ -99,7 +100,7 @@ def test_skew_from_a_hot_key_on_spark_and_in_process(cluster, spark):  # noqa: F
     assert finding.evidence[0]["ratio_to_median_bytes"] == pytest.approx(truth_ratio, rel=1e-3)
     assert finding.severity == (Severity.FAIL if truth_ratio >= 10 else Severity.WARN)
 
-    # the in-process engine gives the same findings on the same data
+    # the local engine gives the same findings on the same data
     rows = scan_log_dirs(all_log_dirs(cluster), "headers")
     stats = {k: v.toPandas() for k, v in aggs.items()}
     local = run_local(rows.segments, rows.partitions, ctx, stats=stats)
@@ -111,6 +112,7 @@ def test_skew_from_a_hot_key_on_spark_and_in_process(cluster, spark):  # noqa: F
     scan.unpersist()
 
 
+@pytest.mark.live
 def test_reassignment_detected_as_mtime_reset_naming_both_replicas(cluster):
     topic = "moved"
     cluster.create_topic(topic, replica_assignment=[[1]], config={"segment.ms": "2000", "segment.jitter.ms": "0"})
@@ -131,6 +133,7 @@ def test_reassignment_detected_as_mtime_reset_naming_both_replicas(cluster):
     assert pair["replica_a"].startswith("broker 1 ") and pair["replica_b"].startswith("broker 2 ")
 
 
+@pytest.mark.live
 def test_log_dir_move_detected_as_mtime_reset(cluster):
     topic = "dirmove"
     cluster.create_topic(topic, replica_assignment=[[1, 2]], config={"segment.ms": "2000", "segment.jitter.ms": "0"})
@@ -150,6 +153,7 @@ def test_log_dir_move_detected_as_mtime_reset(cluster):
     assert "broker 2's" in f.message  # compared with the untouched replica
 
 
+@pytest.mark.live
 def test_out_of_bound_timestamps_flagged_and_nothing_else(cluster):
     topic = "stamps"
     # segment.ms of a minute: the future-stamped batch rolls a new segment (record-time roll), so the
@@ -172,6 +176,7 @@ def test_out_of_bound_timestamps_flagged_and_nothing_else(cluster):
     assert flagged[0].thresholds["mtimes_trusted"] is True
 
 
+@pytest.mark.live
 def test_future_timestamp_blocks_the_brokers_own_retention(cluster):
     topic = "blocked"
     cluster.create_topic(topic, replica_assignment=[[1]], config={
@@ -223,6 +228,7 @@ def test_future_timestamp_blocks_the_brokers_own_retention(cluster):
     assert ev["held_bytes"] == sum((pdir / f"{b:020d}.log").stat().st_size for b in ev["held_segments"])
 
 
+@pytest.mark.unit
 def test_live_config_errors_name_the_server():
     port = free_port()
     with pytest.raises(LiveConfigError, match=f"127.0.0.1:{port}: cannot read topic configs"):

@@ -16,7 +16,7 @@ import pytest
 from harness.cli import kafka_audit, kafka_audit_in_process
 from harness.groups import wait_segments_below_log_start_deleted
 from harness.scenarios import make_retention_gap
-from realdata import LOG_DIRS
+from harness.realdata import LOG_DIRS
 
 # subprocess and in-process audits: 11 s of CPU at load 12-15; xdist starts the longest files first
 pytestmark = pytest.mark.schedule_first(cpu_s=11)
@@ -35,6 +35,7 @@ def gap_cluster(kafka_cluster_factory):
     return cluster, now
 
 
+@pytest.mark.live
 def test_replay_check_disk_mode_unsafe_before_the_retained_data(gap_cluster):
     cluster, now = gap_cluster
     proc = kafka_audit("replay-check", "--topic", "history", "--at", now - 5 * DAY, "--log-dir", cluster.log_dirs(1)[0],
@@ -47,6 +48,7 @@ def test_replay_check_disk_mode_unsafe_before_the_retained_data(gap_cluster):
     assert p["evidence"][0]["modern_offset"] == cluster.offsets_for_times("history", 0, now - 5 * DAY) == 70
 
 
+@pytest.mark.live
 def test_replay_check_disk_mode_safe_and_legacy_judged(gap_cluster):
     cluster, now = gap_cluster
     target = now - 2 * DAY + 5
@@ -60,6 +62,7 @@ def test_replay_check_disk_mode_safe_and_legacy_judged(gap_cluster):
     assert "UNSAFE" in both.stdout
 
 
+@pytest.mark.live
 def test_replay_check_protocol_mode(gap_cluster):
     cluster, now = gap_cluster
     unsafe = kafka_audit("replay-check", "--topic", "history", "--at", now - 5 * DAY,
@@ -74,6 +77,7 @@ def test_replay_check_protocol_mode(gap_cluster):
     assert after.returncode == 1 and "the broker answers -1" in after.stdout
 
 
+@pytest.mark.recorded
 def test_replay_check_bad_input_is_one_line():
     for args, text in ((["--at", "2024-05-01T00:00:00"], "has no zone"), (["--at", "yesterday"], "not understood")):
         proc = kafka_audit("replay-check", "--topic", "t", *args, "--log-dir", LOG_DIRS[0])
@@ -82,6 +86,7 @@ def test_replay_check_bad_input_is_one_line():
     assert proc.returncode == 3 and "no partition of no-such-topic" in proc.stderr
 
 
+@pytest.mark.recorded
 def test_replay_check_bad_config_is_one_line_and_exit_2(tmp_path):
     bad = tmp_path / "audit.yaml"
     bad.write_text("checks:\n  nope.check: {}\n")
@@ -91,6 +96,7 @@ def test_replay_check_bad_config_is_one_line_and_exit_2(tmp_path):
             assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and text in proc.stderr, proc.stderr
 
 
+@pytest.mark.recorded
 def test_audit_exit_codes_json_and_rerender(tmp_path):
     config = tmp_path / "audit.yaml"
     config.write_text("fail_on: WARN\nchecks:\n  skew.broker_disk: {min_bytes: 0}\n")
@@ -113,6 +119,7 @@ def test_audit_exit_codes_json_and_rerender(tmp_path):
     assert rerender.returncode == 0 and (tmp_path / "again.html").stat().st_size > 10_000
 
 
+@pytest.mark.recorded
 def test_audit_json_to_stdout(tmp_path):
     """--json -: stdout is the JSON alone (for jq and pipes); the table goes to stderr."""
     proc = kafka_audit("audit", *[a for d in LOG_DIRS for a in ("--log-dir", d)], "--json", "-", "--no-progress")
@@ -122,6 +129,7 @@ def test_audit_json_to_stdout(tmp_path):
     assert f"\nverdict {doc['verdict']} (exit 0, fails at FAIL)" in "\n" + proc.stderr
 
 
+@pytest.mark.recorded
 def test_audit_bad_config_is_one_line_and_exit_2(tmp_path):
     config = tmp_path / "bad.yaml"
     config.write_text("checks:\n  skew.partition_size: {warn_ratio: -1}\n")
@@ -132,11 +140,10 @@ def test_audit_bad_config_is_one_line_and_exit_2(tmp_path):
     assert not (tmp_path / "r.html").exists()
 
 
+@pytest.mark.recorded
 def test_top_level_help_from_the_summaries_equals_the_full_parsers_and_imports_no_command():
     """``kafka-audit --help`` is answered from COMMANDS' one-line summaries: the same text as the
     parser every command module registers itself, without importing any of them."""
-    import subprocess
-    import sys
 
     from auditor.cli import COMMANDS, build_parser
     assert build_parser(summary=True).format_help() == build_parser().format_help()

@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import pytest
 import json
 
 from auditor.cli import main
-from realdata import BROKER_DIRS, REAL
+from harness.realdata import BROKER_DIRS, REAL
+
+pytestmark = pytest.mark.recorded
 
 METADATA_PARENT = REAL / "metadata" / "kraft-transactional"
 DATA_DIR = BROKER_DIRS / "kraft-transactional" / "kafka-data"   # the broker's data log dir (directory.id)

@@ -1,5 +1,5 @@
 """The cluster-scope checks read only ``CLUSTER_PARTITION_COLUMNS`` of the partition rows and
-``CLUSTER_STATS_COLUMNS`` of ``partition_stats`` (the Spark driver collects just those, one row per
+``CLUSTER_STATS_COLUMNS`` of ``replica_stats`` (the Spark driver collects just those, one row per
 partition dir: issue 19): every YAML case of every cluster check (tests/check_cases/) gives the
 same findings, evidence included, from the whole rows as from those columns alone."""
 
@@ -15,12 +15,14 @@ from checks import REGISTRY
 from checks.framework.base import CheckInput
 from test_check_cases import CASES, _complete, _time_fields, case_context
 
+pytestmark = pytest.mark.unit
+
 CLUSTER_CASES = [p for p in CASES if any(REGISTRY[n].scope == "cluster" for n in p.values[1].get("checks", [p.values[0]]))]
 
 
 def test_the_columns_exist():
     assert set(CLUSTER_PARTITION_COLUMNS) <= set(PARTITION_SCHEMA.names)
-    assert set(CLUSTER_STATS_COLUMNS) <= set(AGGREGATE_SCHEMAS["partition_stats"].names)
+    assert set(CLUSTER_STATS_COLUMNS) <= set(AGGREGATE_SCHEMAS["replica_stats"].names)
     assert len(CLUSTER_CASES) >= 20, len(CLUSTER_CASES)
 
 
@@ -30,7 +32,7 @@ def test_cluster_checks_need_no_other_column(check_name, case):
     ctx = case_context(check_name, case)
     stats = {k: pd.DataFrame([_time_fields(r) for r in v]) for k, v in (case.get("stats") or {}).items()}
     partitions = as_frame(_complete(case.get("partitions"), PARTITION_COLUMNS), PARTITION_SCHEMA)
-    whole = CheckInput(partitions=partitions, partition_stats=stats.get("partition_stats"),
+    whole = CheckInput(partitions=partitions, replica_stats=stats.get("replica_stats"),
                        topic_stats=stats.get("topic_stats"), broker_stats=stats.get("broker_stats"),
                        log_dir_stats=stats.get("log_dir_stats"))
     reference = [f.to_dict() for f in _run_checks(_checks("cluster", names), whole, ctx)]

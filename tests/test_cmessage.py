@@ -27,10 +27,12 @@ from auditor.formats import metadata_records as mr
 from auditor.formats import offsets_records as orec
 from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
-from auditor.formats.message_codegen import FIXED, in_versions
 from auditor.formats.record_batch import ATTRIBUTES_OFFSET, CRC_OFFSET, RECORDS_COUNT_OFFSET
-from realdata import BROKER_DIRS, REAL, at_least
-from test_metadata_log import _rewrite_record
+from harness.realdata import BROKER_DIRS, REAL, at_least
+from harness.metadata_records import rewrite_record
+from harness.spec_messages import Encoder
+
+pytestmark = pytest.mark.recorded
 
 METADATA = REAL / "metadata" / "kraft-transactional" / ml.METADATA_DIR_NAME
 SNAPSHOTS = at_least(sorted(METADATA.glob("*.checkpoint")), 3, "KRaft metadata snapshots")
@@ -182,56 +184,6 @@ def uv(n: int) -> bytes:
     return bytes(out)
 
 
-class Encoder:
-    """Random valid messages of one spec at one version, encoded from the spec tables as Kafka's
-    MessageDataGenerator writes them (nulls, tagged fields present or not, unknown tags)."""
-
-    def __init__(self, spec, version, rnd):
-        self.s, self.v, self.rnd = spec, version, rnd
-        self.flexible = in_versions(spec.flexible_versions, version)
-
-    def struct(self, fields) -> bytes:
-        present = [f for f in fields if in_versions(f.get("versions"), self.v)]
-        tagged = [f for f in present if self.flexible and in_versions(f.get("taggedVersions"), self.v)]
-        out = b"".join(self.value(f, False) for f in present if f not in tagged)
-        if not self.flexible:
-            return out
-        items = [(int(f["tag"]), self.value(f, True)) for f in tagged if self.rnd.random() < 0.6]
-        if self.rnd.random() < 0.25:
-            items.append((self.rnd.choice([90, 200, 5000]), self.rnd.randbytes(self.rnd.randint(0, 4))))
-        items.sort(key=lambda t: t[0])
-        return out + uv(len(items)) + b"".join(uv(t) + uv(len(d)) + d for t, d in items)
-
-    def value(self, f, tagged: bool) -> bytes:
-        t, rnd = f["type"], self.rnd
-        nullable = in_versions(f.get("nullableVersions"), self.v)
-        flex = True if tagged else (in_versions(f["flexibleVersions"], self.v) if "flexibleVersions" in f
-                                    else self.flexible)
-        if t.startswith("[]"):
-            if nullable and rnd.random() < 0.15:
-                return uv(0) if flex else struct.pack(">i", -1)
-            n = rnd.choice([0, 1, 2, 3, 33] if t[2:] in FIXED else [0, 1, 2])
-            head = uv(n + 1) if flex else struct.pack(">i", n)
-            return head + b"".join(self.scalar(t[2:], f, flex, False, tagged) for _ in range(n))
-        return self.scalar(t, f, flex, nullable, tagged)
-
-    def scalar(self, t, f, flex, nullable, tagged) -> bytes:
-        rnd = self.rnd
-        if t in FIXED:
-            return bytes([rnd.choice([0, 1, 2])]) if t == "bool" else rnd.randbytes(FIXED[t][1])
-        if t in ("string", "bytes", "records"):
-            width = ">h" if t == "string" else ">i"
-            if nullable and rnd.random() < 0.2:
-                return uv(0) if flex else struct.pack(width, -1)
-            data = (rnd.choice(["", "a", "topic-ü", "€" * 30]).encode() if t == "string"
-                    else rnd.randbytes(rnd.randint(0, 40)))
-            return (uv(len(data) + 1) if flex else struct.pack(width, len(data))) + data
-        body = self.struct(self.s.struct_fields(f))
-        if nullable and not tagged:
-            return b"\xff" if rnd.random() < 0.2 else b"\x01" + body
-        return body
-
-
 def _every_spec_version():
     return [(s, v) for s in km.specs() for v in range(s.valid_versions[0], s.valid_versions[1] + 1)]
 
@@ -308,11 +260,11 @@ def test_damaged_snapshot_same_entries_and_notes_with_and_without_c(tmp_path, mo
     types = {e.offset: e.type for e in ml.read_entries(newest, [])}
     topics = sorted(o for o, t in types.items() if t == "TopicRecord")
     parts = sorted(o for o, t in types.items() if t == "PartitionRecord")
-    _rewrite_record(newest, topics[0], lambda v: v[:1] + bytes([99]) + v[2:])      # unknown api key 99
-    _rewrite_record(newest, parts[0], lambda v: v[:2] + bytes([9]) + v[3:])        # PartitionRecord v9
-    _rewrite_record(newest, parts[1], lambda v: v[:23] + b"\x7f" + v[24:])         # Replicas: past the end
-    _rewrite_record(newest, parts[2], lambda v: v[:-1] + b"\x01")                  # a tagged field past the end
-    _rewrite_record(newest, topics[1], lambda v: v[:4] + b"\xff" + v[5:])          # name: invalid UTF-8
+    rewrite_record(newest, topics[0], lambda v: v[:1] + bytes([99]) + v[2:])      # unknown api key 99
+    rewrite_record(newest, parts[0], lambda v: v[:2] + bytes([9]) + v[3:])        # PartitionRecord v9
+    rewrite_record(newest, parts[1], lambda v: v[:23] + b"\x7f" + v[24:])         # Replicas: past the end
+    rewrite_record(newest, parts[2], lambda v: v[:-1] + b"\x01")                  # a tagged field past the end
+    rewrite_record(newest, topics[1], lambda v: v[:4] + b"\xff" + v[5:])          # name: invalid UTF-8
     entries, notes = assert_same_both_ways(newest, monkeypatch)
     assert len(notes) == 4 and len(entries) == 171 - 4, notes
     assert "unknown metadata record type: api key 99" in notes[0] and "version 9 is newer" in notes[1]

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import collections
 import gzip
-import json
 import os
 import random
 import signal
@@ -44,6 +43,8 @@ from auditor.manifest import (COMPLETE_FILE, LOG_DIRS_FILE, PARTITIONS_FILE, SEG
 from auditor.scan.state import read_state_file
 from harness.forked import Zygote, kill_at_random_moment
 from harness.kafka import KafkaCluster, freeze_broker, thaw_broker, wait_until
+
+pytestmark = pytest.mark.live
 
 KILLS = 50
 DEPTH = "headers"

@@ -32,7 +32,7 @@ from auditor.scan import SegmentFiles, scan_segment
 from harness.log_dirs import copy_live_dir
 from harness.record_contents import dumped_record_line, legacy_contents, v2_contents
 from harness.scenarios import populate_conformance_data
-from realdata import BROKER_DIRS, RECORD_SET_FILES, RECORD_SETS, at_least
+from harness.realdata import BROKER_DIRS, RECORD_SET_FILES, RECORD_SETS, at_least
 
 # DumpLogSegments (a JVM) on every record set: 5 s of CPU at load 12-15; xdist starts the longest files first
 pytestmark = pytest.mark.schedule_first(cpu_s=5)
@@ -227,6 +227,7 @@ def shared_dumps(dump_log_segments):
     return dump_log_segments.dump(SHARED_FILES, extra_args=DATA_LOG)
 
 
+@pytest.mark.recorded
 @pytest.mark.parametrize("path", SHARED_FILES, ids=lambda p: str(p.relative_to(BROKER_DIRS)))
 def test_real_broker_files_equal_dumplogsegments(shared_dumps, path):
     compare_file(path, shared_dumps[str(path)])
@@ -238,6 +239,7 @@ def record_set_dumps(dump_log_segments):
                                                                                    extra_args=DATA_LOG)))
 
 
+@pytest.mark.recorded
 @pytest.mark.parametrize("path", RECORD_SET_FILES, ids=lambda p: str(p.relative_to(RECORD_SETS)))
 def test_real_record_sets_equal_dumplogsegments(record_set_dumps, path):
     dumped = record_set_dumps[str(path)]
@@ -259,6 +261,7 @@ def broker_snapshot(kafka_cluster_factory, tmp_path_factory):
     return snapshot, made
 
 
+@pytest.mark.live
 def test_broker_written_files_equal_dumplogsegments(broker_snapshot, dump_log_segments):
     snapshot, made = broker_snapshot
     files = _segment_files(snapshot)
@@ -290,6 +293,7 @@ def test_broker_written_files_equal_dumplogsegments(broker_snapshot, dump_log_se
     COUNTS["broker-written files"] += len(files)
 
 
+@pytest.mark.recorded
 def test_conformance_totals(capsys):
     """Runs last in this module: says how much was compared (quoted in the issue note)."""
     with capsys.disabled():

@@ -25,6 +25,9 @@ from harness.groups import (GROUP_BROKER_CONFIG, build_group_scenario, describe_
                             wait_offsets_cleaned, wait_offsets_settled)
 from harness.log_dirs import copy_live_dir
 from harness.offsets_dump import dump_offsets, latest_offsets
+from harness.offsets_replay import assert_same_both_ways
+
+pytestmark = pytest.mark.live
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +120,6 @@ def test_c_and_python_replays_agree_on_the_real_broker(groups_cluster, monkeypat
     # the broker's multi-partition commit batches, KIP-848 records, transactions and cleaned
     # segments: the C replay of plain batches (auditor/formats/_coffsets.c) and the pure-Python
     # one give the same stores, open transactions, notes and groups
-    from test_offsets_c_fold import assert_same_both_ways
     kc, _, _ = groups_cluster
     (folds, groups, notes, records), c_records = assert_same_both_ways(kc.log_dirs(1), monkeypatch)
     assert len(folds) == 3 and len(groups) >= 20 and notes == []

@@ -20,13 +20,13 @@ import crc32c
 import pytest
 
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, offsets_partition_dirs, read_groups
-from auditor.formats import record_batch as v2
 from harness.encoding import zigzag_varint
+from harness.offsets_commits import commit_key, commit_value
 from harness.offsets_dump import dump_offsets, latest_offsets
-from realdata import LOG_DIRS
+from harness.realdata import LOG_DIRS
 
 # DumpLogSegments on __consumer_offsets: 4 s of CPU at load 12-15; xdist starts the longest files first
-pytestmark = pytest.mark.schedule_first(cpu_s=4)
+pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=4)]
 
 
 def test_real_partitions_equal_dumplogsegments(dump_log_segments):
@@ -69,29 +69,17 @@ def _batch(base_offset: int, records: list[tuple[bytes | None, bytes | None]], t
     return struct.pack(">qiibI", base_offset, length, 0, 2, crc) + after_crc
 
 
-def _s(text: bytes) -> bytes:
-    return struct.pack(">h", len(text)) + text
-
-
-def _commit_key(group: bytes, topic: bytes, partition: int, version: int = 1) -> bytes:
-    return struct.pack(">h", version) + _s(group) + _s(topic) + struct.pack(">i", partition)
-
-
-def _commit_value(offset: int, ts: int = 1_700_000_000_000) -> bytes:
-    return struct.pack(">hqi", 3, offset, -1) + _s(b"") + struct.pack(">q", ts)
-
-
 def test_bad_records_become_notes(tmp_path):
     pdir = tmp_path / "logs" / f"{OFFSETS_TOPIC}-0"
     pdir.mkdir(parents=True)
-    good1 = (_commit_key(b"good", b"t", 0), _commit_value(41))
+    good1 = (commit_key(b"good", b"t", 0), commit_value(41))
     unknown = (struct.pack(">h", 999) + b"whatever", b"\x00\x00value")
-    truncated = (_commit_key(b"cut", b"t", 0), _commit_value(7)[:-3])
-    not_utf8 = (_commit_key(b"caf\xe9-\xff", b"t", 1), _commit_value(9))
-    good2 = (_commit_key(b"good", b"t", 1), _commit_value(42))
-    v0_key = (_commit_key(b"old", b"t", 0, version=0), _commit_value(5))
+    truncated = (commit_key(b"cut", b"t", 0), commit_value(7)[:-3])
+    not_utf8 = (commit_key(b"caf\xe9-\xff", b"t", 1), commit_value(9))
+    good2 = (commit_key(b"good", b"t", 1), commit_value(42))
+    v0_key = (commit_key(b"old", b"t", 0, version=0), commit_value(5))
     data = _batch(0, [good1, unknown]) + _batch(2, [truncated]) + _batch(3, [not_utf8, good2, v0_key])
-    cut_batch = _batch(6, [(_commit_key(b"late", b"t", 0), _commit_value(1))])
+    cut_batch = _batch(6, [(commit_key(b"late", b"t", 0), commit_value(1))])
     log = pdir / f"{0:020d}.log"
     log.write_bytes(data + cut_batch[: len(cut_batch) // 2])
     result = read_groups([tmp_path / "logs"])

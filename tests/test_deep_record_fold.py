@@ -8,40 +8,18 @@ from __future__ import annotations
 import struct
 import zlib
 
-import crc32c
 import pytest
 
-import auditor.scan.segment as segment
 from auditor.formats import compression
 from auditor.formats.errors import FormatError
-from auditor.scan.segment import SegmentFiles, scan_segment
 from harness.encoding import zigzag_varint
+from harness.record_fold import deep_row
+from harness.records import TINY_RECORD, v2_batch, v2_record
 
 # a 256 MiB gzip bomb read twice: 3 s of CPU at load 12-15; xdist starts the longest files first
-pytestmark = pytest.mark.schedule_first(cpu_s=3)
+pytestmark = [pytest.mark.unit, pytest.mark.schedule_first(cpu_s=3)]
 
 GZIP, LOG_APPEND_TIME, TRANSACTIONAL, CONTROL = 1, 0x08, 0x10, 0x20
-#: a record of 6 bytes after its length: attributes 0, timestampDelta 0, offsetDelta 0, null key,
-#: null value, no headers (the bomb's unit: 7 bytes)
-TINY_RECORD = bytes([0x0C, 0, 0, 0, 1, 1, 0])
-
-
-def _record(ts_delta: int, off_delta: int, key: bytes | None = None, value: bytes | None = b"v",
-            headers=()) -> bytes:
-    body = b"\x00" + zigzag_varint(ts_delta) + zigzag_varint(off_delta)
-    body += zigzag_varint(-1) if key is None else zigzag_varint(len(key)) + key
-    body += zigzag_varint(-1) if value is None else zigzag_varint(len(value)) + value
-    body += zigzag_varint(len(headers)) + b"".join(zigzag_varint(len(k)) + k + zigzag_varint(len(v)) + v
-                                                  for k, v in headers)
-    return zigzag_varint(len(body)) + body
-
-
-def _batch(base_offset: int, records: bytes, count: int, *, attributes: int = 0, base_ts: int = 1_000,
-           max_ts: int = 5_000, producer_id: int = -1) -> bytes:
-    after_crc = struct.pack(">hiqqqhii", attributes, max(count - 1, 0), base_ts, max_ts, producer_id,
-                            0 if producer_id >= 0 else -1, -1, count) + records
-    return (struct.pack(">qiibI", base_offset, 4 + 1 + 4 + len(after_crc), 0, 2, crc32c.crc32c(after_crc))
-            + after_crc)
 
 
 def _gzip(data: bytes) -> bytes:
@@ -49,44 +27,33 @@ def _gzip(data: bytes) -> bytes:
     return c.compress(data) + c.flush()
 
 
-def _deep(path, use_c: bool) -> dict:
-    segment.USE_C_RECORDS = use_c
-    try:
-        row = scan_segment(SegmentFiles(0, None, {"log": str(path)}), "deep", is_active=False, location={},
-                           indexes=False)
-    finally:
-        segment.USE_C_RECORDS = True
-    row.pop("scanned_at_ms")
-    return row
-
-
 def _shapes() -> dict[str, bytes]:
-    recs = [_record(0, 0), _record(-900, 1), _record(3_000, 2, key=b"k", headers=[(b"h", b"x"), (b"", b"")]),
-            _record(-1_001, 3), _record(2_500, 4, value=None)]   # ts 1000, 100, 4000, -1 (no timestamp), 3500
+    recs = [v2_record(0, 0), v2_record(-900, 1), v2_record(3_000, 2, key=b"k", headers=[(b"h", b"x"), (b"", b"")]),
+            v2_record(-1_001, 3), v2_record(2_500, 4, value=None)]   # ts 1000, 100, 4000, -1 (no timestamp), 3500
     plain = b"".join(recs)
-    marker = _record(0, 0, key=struct.pack(">hh", 0, 1), value=struct.pack(">hi", 0, 3))
-    abort = _record(0, 0, key=struct.pack(">hh", 0, 0), value=struct.pack(">hi", 0, 3))
+    marker = v2_record(0, 0, key=struct.pack(">hh", 0, 1), value=struct.pack(">hi", 0, 3))
+    abort = v2_record(0, 0, key=struct.pack(">hh", 0, 0), value=struct.pack(">hi", 0, 3))
     return {
-        "plain": _batch(0, plain, 5),
-        "gzip": _batch(0, plain, 5, attributes=GZIP) + _batch(5, _gzip(plain), 5, attributes=GZIP),
-        "log append time": _batch(0, plain, 5, attributes=LOG_APPEND_TIME, max_ts=-7),
-        "markers": (_batch(0, plain, 5, attributes=TRANSACTIONAL, producer_id=3)
-                    + _batch(5, marker, 1, attributes=TRANSACTIONAL | CONTROL, producer_id=3)
-                    + _batch(6, abort + marker, 2, attributes=TRANSACTIONAL | CONTROL, producer_id=3)),
-        "offsets and timestamps beyond int64": _batch(2**63 - 2, plain, 5, base_ts=2**63 - 2000),
-        "step back beyond int64 (the Python fold's big int)": (_batch(0, _record(0, 0), 1, base_ts=2**62 * 2 - 1)
-                                                               + _batch(1, _record(0, 0), 1, base_ts=-2**63)),
-        "5-byte varint with high bits (Kafka keeps 32)": _batch(
+        "plain": v2_batch(0, plain, 5),
+        "gzip": v2_batch(0, plain, 5, attributes=GZIP) + v2_batch(5, _gzip(plain), 5, attributes=GZIP),
+        "log append time": v2_batch(0, plain, 5, attributes=LOG_APPEND_TIME, max_ts=-7),
+        "markers": (v2_batch(0, plain, 5, attributes=TRANSACTIONAL, producer_id=3)
+                    + v2_batch(5, marker, 1, attributes=TRANSACTIONAL | CONTROL, producer_id=3)
+                    + v2_batch(6, abort + marker, 2, attributes=TRANSACTIONAL | CONTROL, producer_id=3)),
+        "offsets and timestamps beyond int64": v2_batch(2**63 - 2, plain, 5, base_ts=2**63 - 2000),
+        "step back beyond int64 (the Python fold's big int)": (v2_batch(0, v2_record(0, 0), 1, base_ts=2**62 * 2 - 1)
+                                                               + v2_batch(1, v2_record(0, 0), 1, base_ts=-2**63)),
+        "5-byte varint with high bits (Kafka keeps 32)": v2_batch(
             0, zigzag_varint(7) + b"\x00\x00" + b"\x80\x80\x80\x80\x70" + b"\x01\x01\x00", 1),
-        "varint of 6 bytes": _batch(0, zigzag_varint(8) + b"\x00\x00" + b"\x80\x80\x80\x80\x80\x00" + b"\x01\x01", 1),
-        "bytes after the last record": _batch(0, plain + b"\x00", 5),
-        "fewer records than recordsCount": _batch(0, plain, 6),
-        "record length past the batch": _batch(0, zigzag_varint(100) + b"\x00\x00", 1),
-        "negative header key length": _batch(0, zigzag_varint(8) + bytes([0, 0, 0, 1, 1, 2, 1, 0]), 1),
-        "key length past its record": _batch(0, zigzag_varint(6) + bytes([0, 0, 0, 40, 1, 0]), 1),
-        "control key under 4 bytes": _batch(0, _record(0, 0, key=b"\x00\x00\x01"), 1, attributes=CONTROL),
-        "corrupt gzip": _batch(0, b"\x1f\x8b\x08\x00garbage", 1, attributes=GZIP),
-        "earlier batches folded, then a broken one": _batch(0, plain, 5) + _batch(5, plain[:-3], 5),
+        "varint of 6 bytes": v2_batch(0, zigzag_varint(8) + b"\x00\x00" + b"\x80\x80\x80\x80\x80\x00" + b"\x01\x01", 1),
+        "bytes after the last record": v2_batch(0, plain + b"\x00", 5),
+        "fewer records than recordsCount": v2_batch(0, plain, 6),
+        "record length past the batch": v2_batch(0, zigzag_varint(100) + b"\x00\x00", 1),
+        "negative header key length": v2_batch(0, zigzag_varint(8) + bytes([0, 0, 0, 1, 1, 2, 1, 0]), 1),
+        "key length past its record": v2_batch(0, zigzag_varint(6) + bytes([0, 0, 0, 40, 1, 0]), 1),
+        "control key under 4 bytes": v2_batch(0, v2_record(0, 0, key=b"\x00\x00\x01"), 1, attributes=CONTROL),
+        "corrupt gzip": v2_batch(0, b"\x1f\x8b\x08\x00garbage", 1, attributes=GZIP),
+        "earlier batches folded, then a broken one": v2_batch(0, plain, 5) + v2_batch(5, plain[:-3], 5),
     }
 
 
@@ -94,7 +61,7 @@ def _shapes() -> dict[str, bytes]:
 def test_c_record_fold_gives_the_python_loops_row_and_notes(tmp_path, name):
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(_shapes()[name])
-    with_c, pure = _deep(path, True), _deep(path, False)
+    with_c, pure = deep_row(path, True), deep_row(path, False)
     assert with_c == pure
     assert with_c["record_count"] is not None or with_c["notes"], "a broken batch is a note"
 
@@ -105,7 +72,7 @@ def test_c_record_fold_values_on_a_known_batch(tmp_path):
     abort, commit). Smallest 100 at 1, running max 4000 at 2, largest step back 4000 - 1000 at 5."""
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(_shapes()["plain"] + _shapes()["markers"][len(_shapes()["plain"]):])
-    row = _deep(path, True)
+    row = deep_row(path, True)
     assert (row["record_count"], row["min_timestamp_ms"], row["min_timestamp_offset"], row["max_timestamp_offset"],
             row["max_backward_jump_ms"], row["max_backward_jump_offset"], row["commit_markers"],
             row["abort_markers"]) == (8, 100, 1, 2, 3000, 5, 2, 1)
@@ -121,7 +88,7 @@ def _bombs(records: int) -> list[tuple[bytes, int]]:
     one_more = c.copy()
     out = []
     for n, tail in ((records, c.flush()), (records + 1, one_more.compress(TINY_RECORD) + one_more.flush())):
-        out.append((_batch(0, stream + tail, n, attributes=GZIP, base_ts=0, max_ts=0), n * len(TINY_RECORD)))
+        out.append((v2_batch(0, stream + tail, n, attributes=GZIP, base_ts=0, max_ts=0), n * len(TINY_RECORD)))
     return out
 
 
@@ -137,8 +104,8 @@ def test_gzip_bomb_at_the_cap_is_read_and_one_record_beyond_it_is_a_note(tmp_pat
         assert (size <= cap) == readable and len(batch) < 400_000, (size, len(batch))
         path = tmp_path / f"{records}" / "00000000000000000000.log"
         path.parent.mkdir()
-        path.write_bytes(_batch(100, TINY_RECORD, 1) + batch)    # the bomb at byte 68
-        row = _deep(path, True)
+        path.write_bytes(v2_batch(100, TINY_RECORD, 1) + batch)    # the bomb at byte 68
+        row = deep_row(path, True)
         notes = [n for n in row["notes"] if "beside it" not in n]   # not about the missing .index / .timeindex
         assert row["record_count"] == records + 1     # read (at the cap) or as the headers declare (beyond)
         if readable:

@@ -13,8 +13,8 @@ from auditor.schema import SEGMENT_COLUMNS, SEGMENT_KEY, SEGMENT_SCHEMA, empty_r
 from checks.framework.base import AuditContext, Severity
 from checks.framework.config import Config
 from auditor.engines.spark.expectations import run_expectations
-from realdata import LOG_DIRS
-from spark_session import spark  # noqa: F401
+from harness.realdata import LOG_DIRS
+from harness.spark_session import spark  # noqa: F401
 
 # a fresh Python importing Great Expectations: 6 s of CPU at load 12-15; xdist starts the longest files first
 pytestmark = pytest.mark.schedule_first(cpu_s=6)
@@ -24,6 +24,7 @@ def _ctx():
     return AuditContext(as_of_ms=int(time.time() * 1000), config=Config.load(None))
 
 
+@pytest.mark.live
 def test_real_broker_table_meets_every_expectation(spark):  # noqa: F811
     scan = scan_dataframes(spark, LOG_DIRS, "headers")
     res = run_expectations(scan.segments, _ctx())
@@ -44,6 +45,7 @@ def _row(**values):
     return row
 
 
+@pytest.mark.live
 def test_planted_violations_are_each_reported(spark):  # noqa: F811
     rows = [
         _row(base_offset=0),
@@ -78,6 +80,7 @@ def test_planted_violations_are_each_reported(spark):  # noqa: F811
     assert len(res.findings) == sum(1 for r in res.results if not r["success"])
 
 
+@pytest.mark.live
 @pytest.mark.parametrize("segment_bytes", [1 << 20])
 def test_size_bound_follows_segment_bytes(spark, segment_bytes):  # noqa: F811
     cfg = Config({"kafka": {"segment.bytes": segment_bytes}})
@@ -90,6 +93,7 @@ def test_size_bound_follows_segment_bytes(spark, segment_bytes):  # noqa: F811
         ("expect_column_values_to_be_between", "log_size_bytes", 1)]
 
 
+@pytest.mark.live
 def test_schema_drift_is_one_finding_and_the_size_bound_is_the_largest_segment_bytes(spark):  # noqa: F811
     # A manifest from another version (a column missing) and topics with their own segment.bytes:
     # one row-wise bound cannot follow each topic, so it is the largest configured value.
@@ -136,6 +140,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.recorded
 def test_gx_is_imported_without_what_the_suite_does_not_use():
     """In a fresh process, as the CLI runs it: the pandas validation works and finds the planted
     fault, GX's import left scipy.stats and altair as stand-ins (not loaded) and did not import

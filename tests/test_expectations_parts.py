@@ -16,10 +16,10 @@ from checks.framework.config import Config
 from checks.framework.base import AuditContext
 from auditor.engines.local.expectations import _pandas_parts, run_expectations
 from checks.framework.expectations import suite_spec
-from realdata import LOG_DIRS
+from harness.realdata import LOG_DIRS
 
 # the parts against whole-frame GX runs, BASIC against SUMMARY: 7.6 s CPU at load 5 (tests/conftest.py: long files first)
-pytestmark = pytest.mark.schedule_first(cpu_s=7.5)
+pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=7.5)]
 
 
 def _ctx():

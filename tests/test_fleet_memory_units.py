@@ -1,10 +1,11 @@
-"""What keeps the driver engine's memory by the row at fleet scale (issue 19), on synthetic rows:
+"""What keeps the local engine's memory by the row at fleet scale (issue 19), on synthetic rows:
 the partition-dir statistics read lazily from Arrow (``ArrowRows``) are the dicts the engine made
 before, and the findings document streams them (``json_stream``: nested sequences item by item)
 into the JSON ``json.dumps`` gives."""
 
 from __future__ import annotations
 
+import pytest
 import io
 import json
 
@@ -14,6 +15,8 @@ from auditor.json_stream import write_document
 from auditor.engines.local.tables import AGGREGATE_SCHEMAS, ArrowRows, aggregate_rows, frames, partition_stats_rows
 from auditor.schema import PARTITION_COLUMNS, PARTITION_SCHEMA, SEGMENT_COLUMNS, SEGMENT_SCHEMA, empty_row
 from reports.document import _column, _totals
+
+pytestmark = pytest.mark.unit
 
 
 def _tables():
@@ -41,7 +44,7 @@ def _tables():
 def test_arrow_rows_are_the_dicts_of_before():
     segs, parts = _tables()
     rows = aggregate_rows(segs, parts)
-    stats = rows["partition_stats"]
+    stats = rows["replica_stats"]
     before = partition_stats_rows(segs, parts)
     assert isinstance(stats, ArrowRows) and stats == before and list(stats) == before and len(stats) == 7
     assert stats[0] == before[0] and stats[-1] == before[-1] and stats[2:5] == before[2:5]
@@ -53,7 +56,7 @@ def test_arrow_rows_are_the_dicts_of_before():
         ArrowRows.BATCH_ROWS = saved
     # the rollups and frames are those of the dicts
     framed = frames(rows)
-    assert framed["partition_stats"].equals(pa.Table.from_pylist(before, schema=AGGREGATE_SCHEMAS["partition_stats"]).to_pandas())
+    assert framed["replica_stats"].equals(pa.Table.from_pylist(before, schema=AGGREGATE_SCHEMAS["replica_stats"]).to_pandas())
     assert [r["broker_id"] for r in rows["broker_stats"]] == [1, 2]
     assert _totals(stats, [], None) == _totals(before, [], None)
     assert _column(stats, "topic") == _column(before, "topic")
@@ -61,14 +64,14 @@ def test_arrow_rows_are_the_dicts_of_before():
 
 def test_nested_sequences_are_streamed_into_the_same_json():
     segs, parts = _tables()
-    stats = aggregate_rows(segs, parts)["partition_stats"]
+    stats = aggregate_rows(segs, parts)["replica_stats"]
     plain = list(stats)
     doc = {"schema_version": 3, "findings": [{"code": "KLA001"}], "config": {"a": [1, 2], "b": {"c": []}},
-           "tables": {"partition_stats": stats, "timelines": {"t-0": [{"x": 1}]}}, "empty": {}}
+           "tables": {"replica_stats": stats, "timelines": {"t-0": [{"x": 1}]}}, "empty": {}}
     out = io.StringIO()
     write_document(doc, out)
     text = out.getvalue()
-    expected = dict(doc, tables={"partition_stats": plain, "timelines": {"t-0": [{"x": 1}]}})
+    expected = dict(doc, tables={"replica_stats": plain, "timelines": {"t-0": [{"x": 1}]}})
     assert json.loads(text) == json.loads(json.dumps(expected))
     # one partition dir a line: the rows were written one by one, not as one string
     lines = text.splitlines()
@@ -141,7 +144,7 @@ def test_the_compact_table_has_the_same_values_and_aggregates():
     assert compact.nbytes < plain.nbytes
     _, parts = _tables()
     segs = pa.Table.from_pylist(plain.to_pylist() + _tables()[0].to_pylist(), schema=SEGMENT_SCHEMA)
-    assert aggregate_rows(compact_columns(segs), parts)["partition_stats"] == partition_stats_rows(segs, parts)
+    assert aggregate_rows(compact_columns(segs), parts)["replica_stats"] == partition_stats_rows(segs, parts)
     assert aggregate_rows(compact_columns(segs), parts)["topic_stats"] == aggregate_rows(segs, parts)["topic_stats"]
 
 

@@ -4,12 +4,15 @@ inputs through their harnesses; these tests state what each finding broke, at th
 
 from __future__ import annotations
 
+import pytest
 import struct
 from pathlib import Path
 
 from auditor.formats import _cwalk
 from auditor.formats.log_reader import LogReader
 from auditor.manifest import collect_manifest, read_manifest
+
+pytestmark = pytest.mark.unit
 
 REGRESSIONS = Path(__file__).resolve().parent / "fuzz" / "regressions"
 

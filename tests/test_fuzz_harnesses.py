@@ -80,7 +80,7 @@ def _no_aslr() -> list[str]:
     prefix = ["setarch", platform.machine(), "-R"]
     if subprocess.run([*prefix, "true"], capture_output=True).returncode == 0:
         return prefix
-    warnings.warn("setarch -R refused: the fuzz runs keep address randomization (less repeatable)")
+    warnings.warn("setarch -R refused: the fuzz runs keep address randomization (less repeatable)", stacklevel=2)
     return []
 
 

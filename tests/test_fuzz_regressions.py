@@ -14,6 +14,8 @@ import pytest
 from auditor.formats import log_reader, message_program, offsets_records
 from fuzz import targets
 
+pytestmark = pytest.mark.unit
+
 FUZZ = Path(__file__).resolve().parent / "fuzz"
 REGRESSIONS = sorted(p for p in (FUZZ / "regressions").rglob("*") if p.is_file() and p.suffix != ".md")
 

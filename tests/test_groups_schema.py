@@ -15,7 +15,9 @@ import jsonschema
 import pytest
 
 from auditor.cli import main
-from realdata import REAL, at_least
+from harness.realdata import REAL, at_least
+
+pytestmark = pytest.mark.recorded
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "reports" / "groups.schema.json").read_text())
 DIRS = sorted(p.parent for p in (REAL / "broker-dirs").glob("*/*/__consumer_offsets-*"))

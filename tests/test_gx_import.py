@@ -20,7 +20,7 @@ from checks.framework.gx_import import FIELD_CLASSES, _copied_generically, _copy
 REPO = Path(__file__).resolve().parents[1]
 
 # two fresh interpreters importing GX: 7.5 s CPU at load 5 (tests/conftest.py: long files first)
-pytestmark = pytest.mark.schedule_first(cpu_s=7.5)
+pytestmark = [pytest.mark.unit, pytest.mark.schedule_first(cpu_s=7.5)]
 
 # Every pydantic v1 model's fields after the import, described by what pydantic reads of them (the
 # field, its FieldInfo, validators by name, sub-fields, config, alias, shape, types); addresses masked.

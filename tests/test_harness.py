@@ -17,7 +17,7 @@ import pytest
 
 from harness.kafka import REPO_ROOT, ROLL_TOPIC_CONFIG, KafkaHarnessError, wait_until
 from harness.scenarios import CODECS, populate_conformance_data
-from realdata import BROKER_DIRS, REAL, RECORD_SETS
+from harness.realdata import BROKER_DIRS, REAL, RECORD_SETS
 
 # DumpLogSegments on record sets and broker dirs: 5 s of CPU at load 12-15; xdist starts the longest files first
 pytestmark = pytest.mark.schedule_first(cpu_s=5)
@@ -41,6 +41,7 @@ def _tree_state(root: Path) -> dict[str, tuple[int, int, str]]:
 
 
 # --------------------------------------------------------------------------- jars
+@pytest.mark.recorded
 def test_kafka_jars_script_is_idempotent_and_complete(kafka_classpath):
     jars = {Path(j).name for j in kafka_classpath.split(":")}
     assert "kafka_2.13-4.2.1.jar" in jars and "kafka-clients-4.2.1.jar" in jars
@@ -65,6 +66,7 @@ def single(kafka_cluster_factory):
     return kafka_cluster_factory(brokers=1, log_dirs_per_broker=2, broker_config=KEEP_OLD_RECORDS)
 
 
+@pytest.mark.live
 def test_single_broker_layout_and_logging(single):
     dirs = single.log_dirs(1)
     assert len(dirs) == 2
@@ -83,6 +85,7 @@ def test_single_broker_layout_and_logging(single):
     assert (single.nodes[1].dir / "stdout.log").stat().st_size < 10_000
 
 
+@pytest.mark.live
 def test_round_trip_every_codec_across_log_dirs(single):
     single.create_topic("rt", partitions=4)
     placed = {single.partition_dir("rt", p).parent for p in range(4)}
@@ -96,6 +99,7 @@ def test_round_trip_every_codec_across_log_dirs(single):
     assert sorted((m.key().decode(), m.value().decode(), m.timestamp()[1]) for m in got) == sorted(sent)
 
 
+@pytest.mark.live
 def test_offsets_for_times_is_the_brokers_answer(single):
     single.create_topic("oft", partitions=1)
     single.produce("oft", [(None, f"v{i}", T0 + i * 1000) for i in range(5)], partition=0)
@@ -107,6 +111,7 @@ def test_offsets_for_times_is_the_brokers_answer(single):
     assert single.list_offsets("oft", 0, "latest")[0] == 5
 
 
+@pytest.mark.live
 def test_dumplog_on_live_segments_is_read_only_and_parsed(single, dump_log_segments):
     single.create_topic("live", partitions=1, config={"index.interval.bytes": "256"})
     # Recent timestamps: the control batches carry the broker's clock, and a batch more than
@@ -170,6 +175,7 @@ def test_dumplog_on_live_segments_is_read_only_and_parsed(single, dump_log_segme
     assert ts == sorted(set(ts))
 
 
+@pytest.mark.live
 def test_many_segments_recipe(single, dump_log_segments):
     single.create_topic("rolled", partitions=1, config=ROLL_TOPIC_CONFIG)
     firsts = single.roll_segments("rolled", 0, segments=15, records_per_segment=4,
@@ -184,6 +190,7 @@ def test_many_segments_recipe(single, dump_log_segments):
 
 
 # ----------------------------------------------------------------- three brokers
+@pytest.mark.live
 def test_three_broker_cluster_replicates_and_restarts(kafka_cluster_factory):
     kc = kafka_cluster_factory(brokers=3, broker_config=KEEP_OLD_RECORDS)
     md = kc.admin().list_topics(timeout=10)
@@ -211,6 +218,7 @@ def test_three_broker_cluster_replicates_and_restarts(kafka_cluster_factory):
 
 
 # ----------------------------------------------------------------- conformance data
+@pytest.mark.live
 def test_conformance_scenarios(kafka_cluster_factory, dump_log_segments):
     kc = kafka_cluster_factory(brokers=1, log_dirs_per_broker=2)
     t = time.monotonic()  # the data, not the JVM's start (slow on a loaded machine)
@@ -254,6 +262,7 @@ def test_conformance_scenarios(kafka_cluster_factory, dump_log_segments):
     assert active.with_suffix(".index").stat().st_size == 10 * 1024 * 1024
 
 
+@pytest.mark.live
 def test_dumplog_zero_entry_artefact_on_active_index(single, dump_log_segments):
     """An active segment with data but no index entries yet: DumpLogSegments prints the
     all-zero entry 0 of the preallocated index and flags it; the harness marks it."""
@@ -310,6 +319,7 @@ def _agrees(f, exp: dict, rel: str) -> None:
         assert max(x.last_offset for x in b) == exp["offs"][1], rel
 
 
+@pytest.mark.recorded
 def test_dumplog_parses_real_broker_dirs_in_place(dump_log_segments):
     before = _tree_state(BROKER_DIRS)
     files = sorted(p for p in BROKER_DIRS.rglob("*") if p.is_file()
@@ -332,6 +342,7 @@ def test_dumplog_parses_real_broker_dirs_in_place(dump_log_segments):
     assert len(tco.time_index_entries) == 258
 
 
+@pytest.mark.recorded
 def test_dumplog_parses_real_record_sets(dump_log_segments):
     expected = _expected()
     bins = sorted(RECORD_SETS.rglob("*.bin"))
@@ -356,6 +367,7 @@ def test_dumplog_parses_real_record_sets(dump_log_segments):
     assert len(rust.records) == 42 and all(r.timestamp == -1 and r.is_valid for r in rust.records)
 
 
+@pytest.mark.recorded
 def test_dumplog_never_creates_a_missing_index(tmp_path, dump_log_segments):
     """Kafka's AbstractIndex calls createNewFile() on the .index while dumping a .timeindex;
     the harness stages such files elsewhere so nothing appears in the dumped directory."""
@@ -370,6 +382,7 @@ def test_dumplog_never_creates_a_missing_index(tmp_path, dump_log_segments):
     assert f.error is None and len(f.time_index_entries) == 2
 
 
+@pytest.mark.recorded
 def test_class_data_archive_changes_no_byte_of_the_tools_output(kafka_classpath_str):
     """DumpLogSegments started from the class-data archive (harness/jvm.py) prints what a plain JVM
     prints, stdout and stderr byte for byte, on real segments with --deep-iteration --print-data-log;

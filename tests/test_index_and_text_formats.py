@@ -16,7 +16,9 @@ from auditor.formats.producer_snapshot import read_producer_snapshot_header
 from auditor.formats.time_index import ENTRY_SIZE as TIME_ENTRY, read_time_index
 from auditor.formats.txn_index import ENTRY_SIZE as TXN_ENTRY, read_txn_index
 from harness.expected_txt import read_expected
-from realdata import BROKER_DIRS, REAL, at_least  # raises when ../shared is absent: no silent empty parametrization
+from harness.realdata import BROKER_DIRS, REAL, at_least  # raises when ../shared is absent: no silent empty parametrization
+
+pytestmark = pytest.mark.recorded
 
 REAL_FILES = at_least(sorted(p for p in BROKER_DIRS.rglob("*") if p.is_file()), 54, "files of the broker dirs")
 PREALLOC_INDEX = 10485760
@@ -453,7 +455,6 @@ def test_text_lines_carry_byte_positions(tmp_path, data, encoding):
     character is one byte, else the encoded length of what precedes it."""
     path = _write(tmp_path, "f", data)
     lines = checkpoints._lines(path, encoding)
-    text = data.decode(encoding)
     for number, pos, line in lines:
         assert data[pos:pos + len(line.encode(encoding))] == line.encode(encoding), (number, pos, line)
     assert [n for n, _, _ in lines] == list(range(1, len(lines) + 1)) and len(lines) >= 3

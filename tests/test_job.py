@@ -1,6 +1,6 @@
 """The Spark job gives the in-process scanner's tables, whatever the way in.
 
-(a) real broker dirs (tests/realdata.py): in-process == Spark local == manifests read by Spark;
+(a) real broker dirs (tests/harness/realdata.py): in-process == Spark local == manifests read by Spark;
 (b) a real 3-broker Kafka cluster (RF 3, 2 log dirs each), snapshotted: in-process == Spark
     local == a real Spark standalone cluster (master + worker started here) == per-broker
     manifests (``kafka-audit collect``, checked not to import pyspark) read by Spark;
@@ -30,9 +30,9 @@ from auditor.manifest import LOG_DIRS_FILE, collect_manifest
 from auditor.engines.spark import aggregates, read_manifests, scan_dataframes
 from auditor.scan import scan_log_dirs
 from auditor.schema import DEPTHS, PARTITION_KEY, PARTITION_SCHEMA, SEGMENT_KEY, SEGMENT_SCHEMA, to_table
-from realdata import LOG_DIRS
+from harness.realdata import LOG_DIRS
 from harness.spark_standalone import StandaloneSpark
-from spark_session import spark  # noqa: F401
+from harness.spark_session import spark  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -168,13 +168,13 @@ def expected_aggregates(segments: list[dict], partitions: list[dict]) -> dict[st
         brokers[b] = {**rollup(rows), "broker_id": b, "log_dirs": len({r["log_dir"] for r in rows})}
     log_dirs = {k: {**rollup(rows), "broker_id": k[0], "log_dir": k[1]}
                 for k, rows in group(per_dir.values(), lambda r: (r["broker_id"], r["log_dir"])).items()}
-    return {"partition_stats": per_dir, "topic_stats": topics, "broker_stats": brokers, "log_dir_stats": log_dirs}
+    return {"replica_stats": per_dir, "topic_stats": topics, "broker_stats": brokers, "log_dir_stats": log_dirs}
 
 
 def check_aggregates(seg_df, part_df, segments: list[dict], partitions: list[dict]) -> None:
     want = expected_aggregates(segments, partitions)
     got = aggregates(seg_df, part_df)
-    keys = {"partition_stats": lambda r: (r["broker_id"], r["log_dir"], r["dir_name"]), "topic_stats": lambda r: r["topic"],
+    keys = {"replica_stats": lambda r: (r["broker_id"], r["log_dir"], r["dir_name"]), "topic_stats": lambda r: r["topic"],
             "broker_stats": lambda r: r["broker_id"], "log_dir_stats": lambda r: (r["broker_id"], r["log_dir"])}
     for name, expected in want.items():
         rows = {keys[name](r): r for r in spark_rows(got[name])}
@@ -241,7 +241,8 @@ def test_cli_spark_engine_json_equals_local(tmp_path):
         assert proc.returncode == 0, proc.stderr[-3000:]
         docs[engine] = json.loads(proc.stdout)
     for doc in docs.values():
-        doc.pop("generated_at_utc")
+        doc.pop("as_of_ms")
+        doc.pop("as_of_utc")
         doc.pop("engine", None)
         for s in doc["segments"]:
             s.pop("scanned_at_ms")

@@ -24,6 +24,8 @@ from auditor.formats.errors import FormatError
 from auditor.formats.specs import kafka_metadata
 from harness.encoding import uvarint
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -269,7 +271,7 @@ def test_every_message_and_version_compiles():
 def test_real_metadata_snapshots_decode_every_record():
     """The three real snapshots: every record frame decodes at its version (no error), and the
     newest holds the 9 topics and 139 partitions the cluster had."""
-    from realdata import REAL
+    from harness.realdata import REAL
     from auditor.formats import offsets_records
     from auditor.formats.log_reader import LogReader
 

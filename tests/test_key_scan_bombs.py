@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import random
-import resource
 import subprocess
 import sys
 import zlib
@@ -25,9 +24,8 @@ import pytest
 from auditor.formats import compression
 from auditor.keys import partition_keys
 from auditor.keys.partition_keys import scan_partition_keys
-from test_deep_record_fold import _batch, _record
-from test_record_fold_pieces import COMPRESS
-from test_record_fold_refused import BROKEN, TINY_RECORD, PythonRecords
+from harness.record_fold import PythonRecords
+from harness.records import BROKEN, COMPRESS, TINY_RECORD, v2_batch, v2_record
 
 # 7 CPU s (two bombs at the cap built and scanned, one in a child): tests/conftest.py runs long files first
 pytestmark = [pytest.mark.unit, pytest.mark.schedule_first(cpu_s=7)]
@@ -41,15 +39,15 @@ def _keyed(n: int, seed: int) -> bytes:
     """n records of varied keys (null, empty, repeated, long), values and headers."""
     rnd = random.Random(seed)
     keys = [None, b"", b"a", b"bb"] + [rnd.randbytes(rnd.choice((3, 40, 200))) for _ in range(60)]
-    return b"".join(_record(rnd.randint(-3000, 3000), i, key=rnd.choice(keys), value=rnd.randbytes(rnd.randint(0, 90)),
-                            headers=[(b"h", b"x")] * rnd.randint(0, 2)) for i in range(n))
+    return b"".join(v2_record(rnd.randint(-3000, 3000), i, key=rnd.choice(keys), value=rnd.randbytes(rnd.randint(0, 90)),
+                              headers=[(b"h", b"x")] * rnd.randint(0, 2)) for i in range(n))
 
 
 def _log(tmp_path, name: str, records: bytes, count: int, codec: int) -> Path:
     path = tmp_path / name / "00000000000000000000.log"
     path.parent.mkdir()
-    path.write_bytes(_batch(50, _record(5, 0, key=b"first"), 1)
-                     + _batch(100, COMPRESS[codec](records), count, attributes=codec, base_ts=7, max_ts=9))
+    path.write_bytes(v2_batch(50, v2_record(5, 0, key=b"first"), 1)
+                     + v2_batch(100, COMPRESS[codec](records), count, attributes=codec, base_ts=7, max_ts=9))
     return path.parent
 
 
@@ -91,7 +89,7 @@ def _gzip_cut_at(records: bytes, keep: int) -> bytes:
 
 
 def _lz4_bad_block_at(records: bytes, good_blocks: int) -> bytes:
-    """Kafka's lz4 frame of ``records`` (test_record_fold_pieces._lz4: 64 KiB blocks) whose block
+    """Kafka's lz4 frame of ``records`` (harness.records.lz4_frame: 64 KiB blocks) whose block
     after ``good_blocks`` declares a size past the frame's block maximum."""
     frame = COMPRESS[LZ4](records)
     pos = 7   # magic, FLG, BD, HC
@@ -115,8 +113,8 @@ def test_a_stream_failing_after_records_were_added_adds_none(tmp_path, monkeypat
     path = tmp_path / "d" / "00000000000000000000.log"
     path.parent.mkdir()
     codec = GZIP if damage.startswith("gzip") else LZ4
-    path.write_bytes(_batch(50, _record(5, 0, key=b"first"), 1)
-                     + _batch(100, payload, 3000, attributes=codec, base_ts=7, max_ts=9))
+    path.write_bytes(v2_batch(50, v2_record(5, 0, key=b"first"), 1)
+                     + v2_batch(100, payload, 3000, attributes=codec, base_ts=7, max_ts=9))
     calls = []
     original = partition_keys._fold_stream
 
@@ -157,7 +155,7 @@ def _bomb(tmp_path) -> Path:
     count = CAP // len(TINY_RECORD)
     path = tmp_path / "bomb" / "00000000000000000000.log"
     path.parent.mkdir()
-    path.write_bytes(_batch(0, _tiny_gzip(count), count, attributes=GZIP, base_ts=7, max_ts=7))
+    path.write_bytes(v2_batch(0, _tiny_gzip(count), count, attributes=GZIP, base_ts=7, max_ts=7))
     return path.parent
 
 

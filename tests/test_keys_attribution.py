@@ -11,7 +11,7 @@ from auditor.keys.partitioners import FAMILY_BY_NAME, key_partition, murmur2
 from auditor.keys.sketches import KeyStats
 
 # partitioner attribution over many keys: 1.5 s of CPU at load 12-15; xdist starts the longest files first
-pytestmark = pytest.mark.schedule_first(cpu_s=1.5)
+pytestmark = [pytest.mark.unit, pytest.mark.schedule_first(cpu_s=1.5)]
 
 
 def topic_stats(keys_and_partitions) -> dict[int, KeyStats]:

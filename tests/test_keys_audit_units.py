@@ -12,6 +12,8 @@ from auditor.keys.partitioners import murmur2
 from auditor.keys.sketches import KeyInfo, KeyStats
 from checks.framework.config import Config, ConfigError
 
+pytestmark = pytest.mark.unit
+
 
 def _stats(records, prefix_bytes=0) -> KeyStats:
     stats = KeyStats(prefix_bytes=prefix_bytes)

@@ -17,25 +17,20 @@ import shutil
 import struct
 from pathlib import Path
 
-import cramjam
-import crc32c
 import pytest
 
 from auditor.keys import sketches
 from auditor.keys.partition_keys import scan_partition_keys
 from auditor.keys.sketches import KeyStats, key_id
 from harness.encoding import zigzag_varint as _varint
-from realdata import BROKER_DIRS, RECORD_SETS
-from test_offsets_c_fold import _record  # one v2 record's bytes (key, value, headers)
+from harness.realdata import BROKER_DIRS, RECORD_SETS
+from harness.records import CODECS, keyed_batch, keyed_segment, numbered_record
 
 # the key fold cut at every byte, random flips: 8 s of CPU at load 12-15; xdist starts the longest files first
-pytestmark = pytest.mark.schedule_first(cpu_s=8)
+pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=8)]
 
 SEGMENT = "00000000000000000000.log"
 TS = 1_700_000_000_000
-CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-
-
 def test_extension_is_built():
     """CI builds the extension (pip install -e . / setup.py build_ext): without it every other
     test here would compare the Python path with itself."""
@@ -136,52 +131,6 @@ def test_large_keys_fold_on_the_pending_bytes_bound():
 
 
 # ------------------------------------------------------------------------------- segments
-def _compress(codec: str, data: bytes) -> bytes:
-    if codec == "gzip":
-        return bytes(cramjam.gzip.compress(data))
-    if codec == "snappy":
-        return bytes(cramjam.snappy.compress_raw(data))
-    if codec == "lz4":
-        return bytes(cramjam.lz4.compress(data))
-    if codec == "zstd":
-        return bytes(cramjam.zstd.compress(data))
-    return data
-
-
-LOG_APPEND_TIME = 0x08  # the attributes' timestamp-type bit
-
-
-def _batch(base: int, records: list[tuple], *, codec: str = "none", control: bool = False, log_append: bool = False,
-           base_ts: int = TS, max_ts: int | None = None) -> bytes:
-    """One v2 batch; record i's timestampDelta is 10 i (test_offsets_c_fold._record)."""
-    recs = _compress(codec, b"".join(_record(i, *r) for i, r in enumerate(records)))
-    n = len(records)
-    attrs = CODECS[codec] | (0x20 if control else 0) | (LOG_APPEND_TIME if log_append else 0)
-    max_ts = min(base_ts + 10 * n, (1 << 63) - 1) if max_ts is None else max_ts
-    after_crc = struct.pack(">hiqqqhii", attrs, max(n - 1, 0), base_ts, max_ts, -1, -1, -1, n) + recs
-    return struct.pack(">qiibI", base, 4 + 1 + 4 + len(after_crc), 0, 2, crc32c.crc32c(after_crc)) + after_crc
-
-
-def _keyed_segment(seed: int, batches: int = 60) -> bytes:
-    rnd = random.Random(seed)
-    out, offset = [], 0
-    for b in range(batches):
-        codec = list(CODECS)[b % len(CODECS)]
-        if b % 17 == 5:
-            out.append(_batch(offset, [(struct.pack(">hh", 0, 1), struct.pack(">hi", 0, 3))], control=True))
-            offset += 1
-            continue
-        records = []
-        for _ in range(rnd.choice((1, 3, 40, 200))):
-            key = rnd.choice((None, b"", b"hot", b"user-%d" % rnd.randrange(300), rnd.randbytes(rnd.randrange(1, 200))))
-            value = None if rnd.random() < 0.1 else rnd.randbytes(rnd.randrange(0, 300))
-            headers = [(b"h", b"v" * rnd.randrange(0, 3))] if rnd.random() < 0.2 else []
-            records.append((key, value, headers))
-        out.append(_batch(offset, records, codec=codec))
-        offset += len(records)
-    return b"".join(out)
-
-
 def _partition(tmp_path: Path, name: str, data: bytes) -> Path:
     part = tmp_path / name
     part.mkdir()
@@ -232,7 +181,7 @@ def test_every_real_record_set_both_paths(tmp_path):
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_synthetic_keyed_segments_of_every_codec(tmp_path, seed):
-    data = _keyed_segment(seed)
+    data = keyed_segment(seed)
     part = _partition(tmp_path, "keyed-0", data)
     doc = _both(part)
     assert doc["records"] > 1000 and doc["null_key_records"] > 0 and doc["empty_key_records"] > 0
@@ -253,7 +202,7 @@ def test_first_seen_of_log_append_time_and_wrapping_timestamps(tmp_path):
         codec = list(CODECS)[b % len(CODECS)]
         records = [(b"k%d" % ((b * 5 + i) % 37), b"v" * i, []) for i in range(6)]
         log_append = b % 2 == 1
-        batches.append(_batch(offset, records, codec=codec, log_append=log_append, base_ts=near_max,
+        batches.append(keyed_batch(offset, records, codec=codec, log_append=log_append, base_ts=near_max,
                               max_ts=TS + b if log_append else None))
         offset += len(records)
     part = _partition(tmp_path, "times-0", b"".join(batches))
@@ -282,7 +231,7 @@ def test_cuts_at_every_byte_of_a_batch(tmp_path):
     """The segment cut inside its fourth batch (every byte of the header and first records: inside
     a key, a varint, the header; then every 31st byte): the same notes and sketches both ways, and
     the batches before still counted."""
-    data = _keyed_segment(4, batches=8)
+    data = keyed_segment(4, batches=8)
     starts = _batch_starts(data)
     begin, end = starts[3], starts[4]
     assert end - begin > 300
@@ -297,16 +246,16 @@ def test_cuts_at_every_byte_of_a_batch(tmp_path):
 
 def test_absurd_key_lengths_are_notes_and_the_rest_is_counted(tmp_path):
     records = [(b"k%d" % i, b"v" * 10, []) for i in range(5)]
-    good = _batch(0, records)
-    bad = bytearray(_batch(5, records))
+    good = keyed_batch(0, records)
+    bad = bytearray(keyed_batch(5, records))
     # record 2's keyLength varint: 2**31 - 1 (a 5-byte varint), then -5 (negative: Kafka reads a null key)
-    rec2 = 61 + len(_record(0, *records[0])) + len(_record(1, *records[1]))
+    rec2 = 61 + len(numbered_record(0, *records[0])) + len(numbered_record(1, *records[1]))
     key_len_at = rec2 + 1 + 1 + 1 + 1
     absurd = bytes(bad[:key_len_at]) + _varint(2**31 - 1) + bytes(bad[key_len_at + 1:])
     absurd = absurd[:8] + struct.pack(">i", len(absurd) - 12) + absurd[12:]
     negative = bytes(bad[:key_len_at]) + _varint(-5) + bytes(bad[key_len_at + 1:])
     for name, middle in (("absurd", absurd), ("negative", negative)):
-        part = _partition(tmp_path, f"{name}-0", good + middle + _batch(10, records))
+        part = _partition(tmp_path, f"{name}-0", good + middle + keyed_batch(10, records))
         doc = _both(part)
         if name == "absurd":
             assert doc["unreadable_batches"] == 1 and doc["records"] == 5 + 2 + 5
@@ -318,7 +267,7 @@ def test_absurd_key_lengths_are_notes_and_the_rest_is_counted(tmp_path):
 
 
 def test_random_byte_flips(tmp_path):
-    data = _keyed_segment(6, batches=12)
+    data = keyed_segment(6, batches=12)
     rnd = random.Random(11)
     for i in range(150):
         damaged = bytearray(data)
@@ -344,10 +293,10 @@ def test_a_key_larger_than_the_c_window_and_the_pending_bound(tmp_path):
     ones, and enough 90 KiB keys to pass the 8 MiB pending-bytes bound: same sketches both ways."""
     rnd = random.Random(12)
     big = rnd.randbytes(1536 * 1024)
-    batches = [_batch(0, [(b"small", b"v", [])] * 3), _batch(3, [(big, b"v", []), (b"small", None, [])])]
+    batches = [keyed_batch(0, [(b"small", b"v", [])] * 3), keyed_batch(3, [(big, b"v", []), (b"small", None, [])])]
     offset = 5
     for i in range(100):
-        batches.append(_batch(offset, [(rnd.randbytes(90 * 1024), b"v", [])]))
+        batches.append(keyed_batch(offset, [(rnd.randbytes(90 * 1024), b"v", [])]))
         offset += 1
     # few keys kept (their KeyInfo hashes are Python's work: 90 KiB each)
     doc = _both(_partition(tmp_path, "bigkeys-0", b"".join(batches)), capacity=4, sample_size=2)
@@ -373,7 +322,7 @@ def test_a_compressed_batch_larger_than_the_c_walk_reads(tmp_path):
     reads and decompresses it, the C fold takes its records: the same as the pure-Python path."""
     rnd = random.Random(13)
     records = [(b"big-%d" % (i % 3), rnd.randbytes(1 << 20), []) for i in range(17)]
-    data = _batch(0, [(b"a", b"v", [])]) + _batch(1, records, codec="snappy") + _batch(18, [(b"a", b"v", [])])
+    data = keyed_batch(0, [(b"a", b"v", [])]) + keyed_batch(1, records, codec="snappy") + keyed_batch(18, [(b"a", b"v", [])])
     assert len(data) > 17 << 20
     doc = _both(_partition(tmp_path, "huge-0", data))
     assert doc["records"] == 19 and doc["notes"] == [] and doc["scanned_bytes"] == len(data)

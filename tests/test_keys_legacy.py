@@ -4,6 +4,7 @@ known, synthetic segments with exact truth, and damaged legacy entries (a note, 
 
 from __future__ import annotations
 
+import pytest
 import shutil
 import struct
 import zlib
@@ -13,25 +14,14 @@ import cramjam
 
 from auditor.keys.partition_keys import scan_partition_keys
 from auditor.keys.partitioners import murmur2
-from realdata import RECORD_SETS
+from harness.legacy_messages import gzip_wrapper, legacy_message
+from harness.realdata import RECORD_SETS
+
+pytestmark = pytest.mark.recorded
 
 SEGMENT = "00000000000000000000.log"
 TS = 1_700_000_000_000
 GZIP = 1
-
-
-def _message(offset: int, magic: int, key: bytes | None, value: bytes | None, attrs: int = 0) -> bytes:
-    body = struct.pack(">bb", magic, attrs) + (struct.pack(">q", TS) if magic == 1 else b"")
-    body += struct.pack(">i", -1) if key is None else struct.pack(">i", len(key)) + key
-    body += struct.pack(">i", -1) if value is None else struct.pack(">i", len(value)) + value
-    return struct.pack(">qiI", offset, 4 + len(body), zlib.crc32(body)) + body
-
-
-def _wrapper(last_offset: int, magic: int, inner: list[tuple[bytes | None, bytes | None]]) -> bytes:
-    """A gzip wrapper; magic 1 inner offsets are relative (0..n-1), magic 0 absolute."""
-    first = last_offset - len(inner) + 1
-    messages = b"".join(_message(i if magic == 1 else first + i, magic, k, v) for i, (k, v) in enumerate(inner))
-    return _message(last_offset, magic, None, bytes(cramjam.gzip.compress(messages)), attrs=GZIP)
 
 
 def _both(part: Path) -> dict:
@@ -87,9 +77,9 @@ def test_synthetic_legacy_segment_exact_counts(tmp_path):
             else:
                 truth[murmur2(key)] = truth.get(murmur2(key), 0) + 1
         if i % 3:
-            entries.append(_wrapper(offset + len(inner) - 1, magic, inner))
+            entries.append(gzip_wrapper(offset + len(inner) - 1, magic, inner))
         else:
-            entries += [_message(offset + j, magic, k, v) for j, (k, v) in enumerate(inner)]
+            entries += [legacy_message(offset + j, magic, k, v) for j, (k, v) in enumerate(inner)]
         offset += len(inner)
     doc = _both(_partition(tmp_path, "legacy-0", b"".join(entries)))
     assert doc["records"] == doc["legacy_records_read"] == offset
@@ -98,14 +88,14 @@ def test_synthetic_legacy_segment_exact_counts(tmp_path):
 
 
 def test_bad_legacy_entries_are_notes_and_the_rest_is_counted(tmp_path):
-    good = _message(0, 1, b"a", b"x") + _wrapper(3, 1, [(b"b", b"y"), (b"c", b"y"), (b"d", b"y")])
-    after = _message(4, 0, b"e", b"z")
-    absurd = bytearray(_message(5, 1, b"key", b"v"))
+    good = legacy_message(0, 1, b"a", b"x") + gzip_wrapper(3, 1, [(b"b", b"y"), (b"c", b"y"), (b"d", b"y")])
+    after = legacy_message(4, 0, b"e", b"z")
+    absurd = bytearray(legacy_message(5, 1, b"key", b"v"))
     struct.pack_into(">i", absurd, 12 + 14, 2**31 - 1)  # keyLength far past the message
-    inner_absurd = bytearray(_message(0, 1, b"key", b"v"))
+    inner_absurd = bytearray(legacy_message(0, 1, b"key", b"v"))
     struct.pack_into(">i", inner_absurd, 12 + 14, 10_000)
-    wrapper = _message(6, 1, None, bytes(cramjam.gzip.compress(bytes(inner_absurd))), attrs=GZIP)
-    cut_in_key = _message(7, 1, b"a-long-key-cut-in-its-middle", b"v")[:12 + 14 + 4 + 10]
+    wrapper = legacy_message(6, 1, None, bytes(cramjam.gzip.compress(bytes(inner_absurd))), attrs=GZIP)
+    cut_in_key = legacy_message(7, 1, b"a-long-key-cut-in-its-middle", b"v")[:12 + 14 + 4 + 10]
     data = good + bytes(absurd) + after + wrapper + after + cut_in_key
     part = _partition(tmp_path, "bad-0", data)
     doc = _both(part)

@@ -36,7 +36,9 @@ from pathlib import Path
 import pytest
 
 from auditor.keys.partitioners import key_partition, murmur2
-from test_report_chromium import ARTIFACTS, browser  # noqa: F401 - the module-scoped headless Chromium fixture
+from harness.chromium import ARTIFACTS, browser, open_page  # noqa: F401 - the module-scoped headless Chromium fixture
+
+pytestmark = pytest.mark.live
 
 PARTITIONS = 6
 RECORDS = 8000           # keyed records per topic
@@ -437,12 +439,10 @@ def test_the_report_shows_the_hot_partitions_keys_and_never_a_key(audited, writt
 
 def test_the_keys_section_in_chromium(audited, written, browser, tmp_path):
     """The report as a person sees it: the hot partitions' key charts load and show, the key table
-    reads, no console error (Debian's headless Chromium, as tests/test_report_chromium.py opens it)."""
-    from test_report_chromium import _open
-
+    reads, no console error (Debian's headless Chromium, as tests/harness/chromium.py opens it)."""
     report = tmp_path / "keys-report.html"
     report.write_text(audited["local"][1])
-    page, problems = _open(browser, report, "keys-report")
+    page, problems = open_page(browser, report, "keys-report")
     section = page.locator("h2#keys")
     section.scroll_into_view_if_needed()
     charts = page.eval_on_selector_all(

@@ -13,17 +13,17 @@ import pytest
 from auditor.keys.manifest_part import KEYS_FILE, read_keys_parts
 from auditor.keys.partition_keys import scan_partition_keys
 from auditor.manifest import find_manifests
-from realdata import BROKER_DIRS
+from harness.realdata import BROKER_DIRS
 
 # collect and audit runs: 3 s of CPU at load 12-15; xdist starts the longest files first
-pytestmark = pytest.mark.schedule_first(cpu_s=3)
+pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=3)]
 
 
 def read_key_stats(paths):
     return read_keys_parts(find_manifests(paths))
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = BROKER_DIRS / "kafka-2018-v2" / "kafka-logs"  # ../shared beside the repo (tests/realdata.py)
+REAL = BROKER_DIRS / "kafka-2018-v2" / "kafka-logs"  # ../shared beside the repo (tests/harness/realdata.py)
 
 
 def collect(out: Path, *extra: str) -> subprocess.CompletedProcess:

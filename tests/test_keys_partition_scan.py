@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import pytest
 import shutil
 from pathlib import Path
 
 from auditor.formats.log_reader import LogReader
 from auditor.keys.partition_keys import scan_partition_keys
 from auditor.keys.sketches import key_id
-from realdata import BROKER_DIRS
+from harness.realdata import BROKER_DIRS
 
-REAL = BROKER_DIRS / "kafka-2018-v2" / "kafka-logs"  # ../shared beside the repo (tests/realdata.py)
+pytestmark = pytest.mark.recorded
+
+REAL = BROKER_DIRS / "kafka-2018-v2" / "kafka-logs"  # ../shared beside the repo (tests/harness/realdata.py)
 OFFSETS = REAL / "__consumer_offsets-28"   # 8,202 one-record batches, 1,066,451 bytes (EXPECTED.txt)
 DEBUG = REAL / "debug_topic-0"             # 40 records in 3 batches, 883 bytes
 

@@ -12,6 +12,8 @@ from auditor.keys.partitioners import (FAMILIES, KeyHashes, crc32, fnv1a32, fnv1
                                        fnv1a_reference_partition, key_partition, murmur2, murmur2_partition,
                                        null_key_partition, partition_for, to_int32)
 
+pytestmark = pytest.mark.unit
+
 # Apache Kafka, clients/src/test/java/org/apache/kafka/common/utils/UtilsTest.java, testMurmur2:
 # Utils.murmur2(bytes) as a signed int.
 KAFKA_UTILS_TEST_MURMUR2 = [

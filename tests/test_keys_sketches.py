@@ -16,7 +16,7 @@ from auditor.keys.partitioners import murmur2
 from auditor.keys.sketches import HeavyHitters, HyperLogLog, KeySample, KeyStats, key_id
 
 # sketches over 200,000 keys: 1.6 s of CPU at load 12-15; xdist starts the longest files first
-pytestmark = pytest.mark.schedule_first(cpu_s=1.6)
+pytestmark = [pytest.mark.unit, pytest.mark.schedule_first(cpu_s=1.6)]
 
 CAPACITY = 8
 SAMPLE = 16

@@ -36,10 +36,10 @@ from checks.framework.base import AuditContext
 from checks.framework.config import Config
 from auditor.engines.local.expectations import run_expectations as run_expectations_local
 from auditor.engines.spark.expectations import run_expectations as run_expectations_spark
-from realdata import LOG_DIRS
-from spark_session import spark  # noqa: F401
+from harness.realdata import LOG_DIRS
+from harness.spark_session import spark  # noqa: F401
 
-SORT_KEYS = {"partition_stats": ["broker_id", "log_dir", "dir_name"], "topic_stats": ["topic"],
+SORT_KEYS = {"replica_stats": ["broker_id", "log_dir", "dir_name"], "topic_stats": ["topic"],
              "broker_stats": ["broker_id"], "log_dir_stats": ["broker_id", "log_dir"]}
 
 
@@ -144,18 +144,18 @@ def test_live_broker_dirs(spark, kafka_cluster_factory):  # noqa: F811
 
 def test_per_dir_tables_collected_in_slices_equal_one_collect(spark, demo, monkeypatch):  # noqa: F811
     """The Spark driver collects a table of a row per partition dir in slices (one job each) and
-    compacts each (``table_engines.spark._collect_table``): the same rows as one ``toArrow``, and
+    compacts each (``auditor.engines.spark.engine._collect_table``): the same rows as one ``toArrow``, and
     the same pandas frame as ``toPandas`` gives, whatever the slice size (rows in slice order)."""
     from auditor.arrow_compact import compact_columns, is_sorted_dictionary
     from auditor.engines.local.tables import segment_frame
-    from auditor.engines import spark as spark_engine
+    from auditor.engines.spark import engine as spark_engine
 
     result, _ = demo
     per_dir = aggregates(_spark_df(spark, result.segments, SEGMENT_SCHEMA),
-                         _spark_df(spark, result.partitions, PARTITION_SCHEMA))["partition_stats"]
+                         _spark_df(spark, result.partitions, PARTITION_SCHEMA))["replica_stats"]
     rows = per_dir.count()
     whole = compact_columns(per_dir.toArrow())
-    key = SORT_KEYS["partition_stats"]
+    key = SORT_KEYS["replica_stats"]
     for per_slice in (7, 1, rows + 1):
         monkeypatch.setattr(spark_engine, "ROWS_PER_COLLECT_SLICE", per_slice)
         got = spark_engine._collect_table(per_dir, rows)
@@ -171,11 +171,11 @@ def test_per_dir_tables_collected_in_slices_equal_one_collect(spark, demo, monke
 
 def test_whole_audit_same_document_on_both_engines(demo, tmp_path, monkeypatch):
     """run_audit end to end on the demo sample: the local engine's document equals Spark's but for
-    the engine, the versions and the elapsed time (the order of partition_stats rows aside). The
+    the engine, the versions and the elapsed time (the order of replica_stats rows aside). The
     Spark driver collects its per-dir tables in slices of 5 rows here, as it does above 100,000
-    dirs (one job each, compacted and joined: ``table_engines.spark._collect_table``)."""
+    dirs (one job each, compacted and joined: ``auditor.engines.spark.engine._collect_table``)."""
     from auditor.audit import AuditRequest, run_audit
-    from auditor.engines import spark as spark_engine
+    from auditor.engines.spark import engine as spark_engine
     from reports.document import build_document
 
     monkeypatch.setattr(spark_engine, "ROWS_PER_COLLECT_SLICE", 5)
@@ -190,7 +190,7 @@ def test_whole_audit_same_document_on_both_engines(demo, tmp_path, monkeypatch):
         for key in ("versions", "elapsed_s"):
             doc.pop(key)
         doc["tables"] = dict(doc["tables"])
-        doc["tables"]["partition_stats"] = sorted(doc["tables"]["partition_stats"],
+        doc["tables"]["replica_stats"] = sorted(doc["tables"]["replica_stats"],
                                                   key=lambda r: (r["broker_id"], r["log_dir"], r["dir_name"]))
         doc["tables"]["timelines"] = {k: sorted(v, key=lambda r: (r["broker_id"], r["log_dir"], r["base_offset"]))
                                       for k, v in doc["tables"]["timelines"].items()}

@@ -23,7 +23,9 @@ from auditor.cluster.remote_storage import RemoteLogMetadata, RemotePartition, R
 from auditor.manifest import (CLUSTER_METADATA_FILE, COMPLETE_FILE, REMOTE_LOG_METADATA_FILE, collect_manifest,
                               finish_manifest, read_cluster_metadata, read_remote_log_metadata)
 from auditor.scan.pagecache import file_residency
-from realdata import LOG_DIRS, REAL
+from harness.realdata import LOG_DIRS, REAL
+
+pytestmark = pytest.mark.recorded
 
 REAL_METADATA = REAL / "metadata" / "kraft-transactional"
 

@@ -8,47 +8,19 @@ snapshot) is in test_metadata_log_cluster.py.
 from __future__ import annotations
 
 import shutil
-import struct
 from pathlib import Path
 
 import pytest
 
 from auditor.cluster import metadata_log as ml
-from auditor.formats import kafka_message as km
-from auditor.formats import metadata_records as mr
-from harness.metadata_dump import dump_metadata
-from realdata import REAL
+from harness.metadata_dump import assert_equal_to_dump
+from harness.metadata_records import rewrite_record
+from harness.realdata import REAL
+
+pytestmark = pytest.mark.recorded
 
 REAL_METADATA = REAL / "metadata" / "kraft-transactional"
 REAL_SNAPSHOTS = sorted((REAL_METADATA / ml.METADATA_DIR_NAME).glob("*.checkpoint"))
-
-
-def ours_as_dumped(entry: ml.MetadataEntry) -> tuple:
-    """(offset, type, version, data) of one of our entries, the way DumpLogSegments prints it."""
-    if entry.control:
-        spec = km.spec(entry.type, "kafka_clients")
-        ctype = {v: k for k, v in mr.CONTROL_SPECS.items()}[entry.type]
-        return entry.offset, mr.CONTROL_DUMP_LABELS[ctype], None, spec.to_json(entry.version, entry.data)
-    spec = km.spec(entry.type, "kafka_metadata")
-    return entry.offset, mr.record_type_name(entry.type), entry.version, spec.to_json(entry.version, entry.data)
-
-
-def assert_equal_to_dump(files, dump_log_segments):
-    """Every record of every file equals DumpLogSegments' decoding: offset, type, version, every field."""
-    dumped = dump_metadata(dump_log_segments, files)
-    total = 0
-    for path in files:
-        dfile, drecs = dumped[Path(path).absolute()]
-        assert dfile.error is None and not dfile.unparsed, (path, dfile.error, dfile.unparsed[:3])
-        notes: list[ml.Note] = []
-        ours = [ours_as_dumped(e) for e in ml.read_entries(path, notes)]
-        assert notes == [], [str(n) for n in notes]
-        theirs = [(r.offset, r.type, r.version, r.data) for r in drecs]
-        assert len(ours) == len(theirs), path
-        for a, b in zip(ours, theirs):
-            assert a == b, f"{path}: offset {a[0]}:\n ours   {a}\n kafka's {b}"
-        total += len(ours)
-    return total
 
 
 def test_real_snapshots_equal_kafkas_decoder(dump_log_segments):
@@ -102,32 +74,6 @@ def test_truncated_newest_snapshot_falls_back_to_the_older_one(tmp_path):
     assert any(str(newest) in m and "reading stopped (partial-tail)" in m for m in msgs), msgs
 
 
-def _rewrite_record(path: Path, offset: int, mutate) -> None:
-    """Rewrite the value of the record at ``offset`` in an uncompressed snapshot (same length),
-    fixing the batch CRC so only the record's content is wrong."""
-    from auditor.formats import offsets_records as orec
-    from auditor.formats.log_reader import LogReader
-    from auditor.formats.record_batch import ATTRIBUTES_OFFSET, CRC_OFFSET
-    import crc32c
-
-    data = bytearray(path.read_bytes())
-    reader = LogReader(path)
-    for batch in reader.batches():
-        if batch.base_offset <= offset <= batch.last_offset:
-            raw = bytes(reader.read_batch_bytes(batch))
-            for off, _ts, _k, value in orec.iter_key_values(batch, raw):
-                if off == offset:
-                    i = raw.index(value)
-                    new = mutate(bytes(value))
-                    assert len(new) == len(value)
-                    start = batch.position + i
-                    data[start:start + len(new)] = new
-                    crc = crc32c.crc32c(bytes(data[batch.position + ATTRIBUTES_OFFSET: batch.position + batch.size_bytes]))
-                    struct.pack_into(">I", data, batch.position + CRC_OFFSET, crc)
-    reader.close()
-    path.write_bytes(bytes(data))
-
-
 def test_unknown_api_key_newer_version_and_short_body_are_notes_and_reading_goes_on(tmp_path):
     d = _copy(tmp_path)
     newest = d / REAL_SNAPSHOTS[-1].name
@@ -135,10 +81,10 @@ def test_unknown_api_key_newer_version_and_short_body_are_notes_and_reading_goes
     topic = min(o for o, t in types.items() if t == "TopicRecord")
     parts = sorted(o for o, t in types.items() if t == "PartitionRecord")
     # frame: frameVersion apiKey version (one byte each here), then the body
-    _rewrite_record(newest, topic, lambda v: v[:1] + bytes([99]) + v[2:])        # api key 99
-    _rewrite_record(newest, parts[0], lambda v: v[:2] + bytes([9]) + v[3:])      # PartitionRecord v9
+    rewrite_record(newest, topic, lambda v: v[:1] + bytes([99]) + v[2:])        # api key 99
+    rewrite_record(newest, parts[0], lambda v: v[:2] + bytes([9]) + v[3:])      # PartitionRecord v9
     # PartitionRecord body: partitionId(4) topicId(16) then the Replicas length: 126 elements
-    _rewrite_record(newest, parts[1], lambda v: v[:23] + b"\x7f" + v[24:])
+    rewrite_record(newest, parts[1], lambda v: v[:23] + b"\x7f" + v[24:])
     notes: list[ml.Note] = []
     entries = list(ml.read_entries(newest, notes))
     assert len(entries) == 171 - 3

@@ -27,8 +27,10 @@ from auditor.cluster import metadata_log as ml
 from auditor.formats import kafka_message as km
 from harness.kafka import wait_past_newest_write
 from harness.log_dirs import copy_live_dir, describe_log_dirs
+from harness.metadata_dump import assert_equal_to_dump
 from harness.moves import move_log_dir, reassign, wait_replica_quiet
-from test_metadata_log import assert_equal_to_dump
+
+pytestmark = pytest.mark.live
 
 SNAPSHOT_CONFIG = {
     # a snapshot as soon as a few KiB of records or 2 s have gone by
@@ -248,7 +250,8 @@ def test_history_names_the_moves_and_changes(scenario):
     log_start = ml.metadata_files(log.metadata_dir)[1][0][0]
     assert log.base_offset == log_start and (log.base_snapshot is None) == (log_start == 0)
     fast = ml.read_metadata_log(_all_log_dirs(kc))
-    summary = lambda st: ({t.topic_id: (t.name, {i: (p.replicas, p.isr, p.leader, p.leader_epoch, p.directories)
+    def summary(st):
+        return ({t.topic_id: (t.name, {i: (p.replicas, p.isr, p.leader, p.leader_epoch, p.directories)
                                                   for i, p in t.partitions.items()}) for t in st.topics.values()},
                           {b.broker_id: b.log_dirs for b in st.brokers.values()}, st.configs, st.features)
     # the same state whether replayed from offset 0 or loaded from the newest snapshot (compare
@@ -273,7 +276,6 @@ def test_history_names_the_moves_and_changes(scenario):
     for i, c in enumerate(moves):
         assert (log.dir_path(c.before), log.dir_path(c.after)) == (
             (str(src), str(target)) if i % 2 == 0 else (str(target), str(src))), moves
-    m = moves[-1]
     # the first placements of new replicas are told apart from moves
     assert any(c.kind == "directory-assigned" and c.topic == "events" and c.partition == 1 and c.broker == 2
                and ml.RESERVED_DIRS.get(c.before) == "UNASSIGNED" for c in h)

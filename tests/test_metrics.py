@@ -19,7 +19,7 @@ from auditor.cli import main
 from harness.prometheus import PROMTOOL_BIN, require
 
 # promtool runs: 1.5 s of CPU at load 12-15; xdist starts the longest files first
-pytestmark = pytest.mark.schedule_first(cpu_s=1.5)
+pytestmark = [pytest.mark.unit, pytest.mark.schedule_first(cpu_s=1.5)]
 
 AUDIT_MS = 1_800_000_000_000
 NAME = re.compile(r"^kafka_audit_[a-z][a-z0-9_]*$")
@@ -43,7 +43,7 @@ def document(findings=(), stats=(), **extra) -> dict:
             "totals": {"brokers": 2, "log_dirs": 2, "topics": 2, "partitions": 4, "segments": 40,
                        "size_bytes": 123_456_789},
             "check_titles": {"skew.partition_size": "skew", "groups.time_to_loss": "ttl", "replay.safety": "replay"},
-            "findings": list(findings), "tables": {"partition_stats": list(stats)}, **extra}
+            "findings": list(findings), "tables": {"replica_stats": list(stats)}, **extra}
 
 
 def parse(text: str) -> dict:
@@ -243,22 +243,22 @@ def test_failure_text_has_the_run_metrics_only():
 
 def test_write_atomic_replaces_the_file_and_leaves_no_temp(tmp_path):
     target = tmp_path / "textfile" / "kafka_audit.prom"
-    metrics.write_atomic(target, "first\n")
+    metrics.write_textfile(target, "first\n")
     old_umask = os.umask(0o022)
     try:
-        metrics.write_atomic(target, "second\n")
+        metrics.write_textfile(target, "second\n")
     finally:
         os.umask(old_umask)
     assert target.read_text() == "second\n"
     assert (target.stat().st_mode & 0o777) == 0o644      # readable by node_exporter's user
     assert [p.name for p in target.parent.iterdir()] == ["kafka_audit.prom"]
     with pytest.raises(TypeError):                         # a failure while writing: the old file stays
-        metrics.write_atomic(target, None)
+        metrics.write_textfile(target, None)
     assert target.read_text() == "second\n"
     assert [p.name for p in target.parent.iterdir()] == ["kafka_audit.prom"]
     for bad in ("metrics.txt", ".prom", "kafka_audit.prom.tmp"):
         with pytest.raises(metrics.MetricsPathError, match=r"\*\.prom"):
-            metrics.write_atomic(tmp_path / bad, "x\n")
+            metrics.write_textfile(tmp_path / bad, "x\n")
 
 
 def test_cli_refuses_a_metrics_path_that_is_no_prom_file(tmp_path, capsys):

@@ -2,7 +2,7 @@
 the file with its textfile collector, a real Prometheus scrapes it every second, and the series
 Prometheus answers on its HTTP API equal the findings JSON of the same run.
 
-The audit is a real ``kafka-audit audit`` (a subprocess, the driver engine) of the bundled demo
+The audit is a real ``kafka-audit audit`` (a subprocess, the local engine) of the bundled demo
 sample, log dirs written by real Kafka 4.2 brokers with planted anomalies (auditor/samples). No
 broker and no Spark: the module's wall time is the two servers' start (seconds) and three audits.
 """
@@ -125,7 +125,7 @@ def test_audit_metrics_in_prometheus_equal_the_findings_json(stack, demo, tmp_pa
     assert set(by_labels(server, "kafka_audit_partition_size_bytes", "topic", "partition")) == flagged
 
     # per topic: the oldest record's age and the local bytes, from the JSON's partition table
-    live = [s for s in doc["tables"]["partition_stats"] if s["dir_kind"] == "live"]
+    live = [s for s in doc["tables"]["replica_stats"] if s["dir_kind"] == "live"]
     ages = by_labels(server, "kafka_audit_topic_oldest_record_age_seconds", "topic")
     local = by_labels(server, 'kafka_audit_topic_size_bytes{tier="local"}', "topic")
     assert set(local) == {(s["topic"],) for s in live}
@@ -152,16 +152,16 @@ def test_statuses_and_label_values_survive_node_exporter_and_prometheus(stack):
                         {"check": "x.y", "severity": "FAIL", "topic": "b", "partition": 1, "status": "new"}],
            "accepted": [{"check": "x.y", "severity": "FAIL", "topic": "c", "partition": 0, "acceptance": {}}],
            "resolved": [{"check": "x.y", "severity": "WARN", "topic": "d", "partition": 0}] * 2,
-           "tables": {"partition_stats": [{"dir_kind": "live", "topic": odd, "partition": 3, "size_bytes": 10,
+           "tables": {"replica_stats": [{"dir_kind": "live", "topic": odd, "partition": 3, "size_bytes": 10,
                                            "oldest_record_timestamp_ms": 1_700_000_000_000}]}}
-    metrics.write_atomic(exporter.textfile_dir / "kafka_audit.prom", metrics.render(doc))
+    metrics.write_textfile(exporter.textfile_dir / "kafka_audit.prom", metrics.render(doc))
     wait_for_run(server, 1_700_000_000.123, success=1)
     assert server.scalar("node_textfile_scrape_error") == 0, exporter.metrics_text()[-3000:]
     assert by_labels(server, "kafka_audit_findings > 0", "severity", "status") == {
         ("WARN", "new"): 1.0, ("WARN", "persisting"): 1.0, ("FAIL", "new"): 1.0, ("FAIL", "accepted"): 1.0}
     assert server.scalar('kafka_audit_findings{check="x.y",severity="FAIL",status="worsened"}') == 0
     assert server.scalar('kafka_audit_resolved_findings{check="x.y"}') == 2
-    [series] = server.query(f'kafka_audit_partition_findings{{severity="WARN",topic!="b"}}')
+    [series] = server.query('kafka_audit_partition_findings{severity="WARN",topic!="b"}')
     assert series["metric"]["topic"] == odd and series["metric"]["partition"] == "3"
     assert series["value"][1] == "1"
 

@@ -20,16 +20,16 @@ import crc32c
 import pytest
 
 from auditor.cluster import offsets_segments
-from auditor.cluster.consumer_groups import OFFSETS_TOPIC, fold_partition_dir, offsets_partition_dirs, read_groups
+from auditor.cluster.consumer_groups import OFFSETS_TOPIC, fold_partition_dir, read_groups
 from auditor.formats import offsets_records as orec
-from realdata import LOG_DIRS
-from harness.encoding import zigzag_varint as _varint
-from test_consumer_groups_real import _commit_key, _commit_value
-from test_record_fold_pieces import _lz4
+from harness.realdata import LOG_DIRS
+from harness.offsets_commits import commit_key, commit_value
+from harness.offsets_replay import assert_same_both_ways
+from harness.records import lz4_frame, numbered_record
 
 # 5.9 CPU s with the compressed-batch cases, DumpLogSegments and the bomb at the cap (tests/conftest.py:
 # long files first)
-pytestmark = pytest.mark.schedule_first(cpu_s=6)
+pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=6)]
 
 TS = 1_700_000_000_000
 REAL_2018 = next(d for d in LOG_DIRS if (d / f"{OFFSETS_TOPIC}-28").is_dir()) / f"{OFFSETS_TOPIC}-28" / f"{0:020d}.log"
@@ -43,39 +43,6 @@ def test_extension_is_built():
 # --------------------------------------------------------------------------------- the comparison
 
 
-def _replay(log_dirs, monkeypatch, use_c: bool) -> tuple:
-    """Per replica dir: (store, pending, notes, records); then the groups and notes of read_groups."""
-    monkeypatch.setattr(offsets_segments, "USE_C_FOLD", use_c)
-    monkeypatch.setattr(orec, "USE_C_STREAM", use_c)
-    folds = {}
-    for part, dirs in sorted(offsets_partition_dirs(log_dirs).items()):
-        for d in dirs:
-            f = fold_partition_dir(d, part)
-            folds[str(d)] = (f.store, f.pending, f.notes, f.records)
-    result = read_groups(log_dirs)
-    return folds, {g: grp.to_dict() for g, grp in result.groups.items()}, result.notes, result.records
-
-
-def assert_same_both_ways(log_dirs, monkeypatch) -> tuple[tuple, int]:
-    """Both replays equal; returns the result and how many records the C calls folded."""
-    folded = []
-    real = orec.fold_plain_batches
-
-    def counting(*args):
-        out = real(*args)
-        folded.append(out[1])
-        return out
-
-    monkeypatch.setattr(orec, "fold_plain_batches", counting)
-    with_c = _replay(log_dirs, monkeypatch, True)
-    calls = len(folded)
-    pure = _replay(log_dirs, monkeypatch, False)
-    assert len(folded) == calls     # the pure-Python run made no C call
-    assert with_c[0] == pure[0]
-    assert with_c[1:] == pure[1:]
-    return with_c, sum(folded)
-
-
 def test_real_fixture_partitions(monkeypatch):
     (folds, groups, notes, records), c_records = assert_same_both_ways(LOG_DIRS, monkeypatch)
     assert len(folds) >= 2 and records >= 8202 and notes == []
@@ -84,27 +51,19 @@ def test_real_fixture_partitions(monkeypatch):
 
 
 def test_c_call_stores_a_batch_whole_or_not_at_all(tmp_path):
-    good = _batch(0, [(_commit_key(b"g", b"t", 0), _commit_value(1))])
-    bad = _batch(1, [(_commit_key(b"g", b"t", 1), _commit_value(2)), (b"\x00", b"x")])   # a short key: a note
+    good = _batch(0, [(commit_key(b"g", b"t", 0), commit_value(1))])
+    bad = _batch(1, [(commit_key(b"g", b"t", 1), commit_value(2)), (b"\x00", b"x")])   # a short key: a note
     log = tmp_path / "x.log"
     log.write_bytes(good + bad + good)
     store: dict = {}
     with open(log, "rb") as f:
         stop, n = orec.fold_plain_batches(f.fileno(), 0, len(good + bad + good), store, str(log))
     assert (stop, n) == (len(good), 1)
-    assert list(store) == [_commit_key(b"g", b"t", 0)]
-    assert store[_commit_key(b"g", b"t", 0)] == (0, TS, _commit_value(1), False, (str(log), 0))
+    assert list(store) == [commit_key(b"g", b"t", 0)]
+    assert store[commit_key(b"g", b"t", 0)] == (0, TS, commit_value(1), False, (str(log), 0))
 
 
 # ------------------------------------------------------------------------------- damaged copies
-
-
-def _record(offset_delta: int, key: bytes | None, value: bytes | None, headers=()) -> bytes:
-    body = b"\x00" + _varint(offset_delta * 10) + _varint(offset_delta)
-    body += _varint(-1) if key is None else _varint(len(key)) + key
-    body += _varint(-1) if value is None else _varint(len(value)) + value
-    body += _varint(len(headers)) + b"".join(_varint(len(k)) + k + _varint(len(v)) + v for k, v in headers)
-    return _varint(len(body)) + body
 
 
 COMPRESS = {1: lambda d: bytes(cramjam.gzip.compress(d)), 2: lambda d: bytes(cramjam.snappy.compress_raw(d)),
@@ -114,9 +73,9 @@ COMPRESS = {1: lambda d: bytes(cramjam.gzip.compress(d)), 2: lambda d: bytes(cra
 def _batch(base: int, records: list[tuple], *, attrs: int = 0, pid: int = -1, count: int | None = None,
            tail: bytes = b"", base_ts: int = TS, raw: bytes | None = None) -> bytes:
     """One v2 batch (``raw``: these record bytes instead of ``records``', with ``count``)."""
-    recs = b"".join(_record(i, *r) for i, r in enumerate(records)) + tail if raw is None else raw
+    recs = b"".join(numbered_record(i, *r) for i, r in enumerate(records)) + tail if raw is None else raw
     if attrs & 0x07:
-        recs = COMPRESS[attrs & 0x07](recs) if attrs & 0x07 != 3 else _lz4(recs)
+        recs = COMPRESS[attrs & 0x07](recs) if attrs & 0x07 != 3 else lz4_frame(recs)
     n = len(records)
     max_ts = min(base_ts + 10 * n, 2**63 - 1)
     after_crc = struct.pack(">hiqqqhii", attrs, max(n - 1, 0), base_ts, max_ts, pid, 0 if pid >= 0 else -1, -1,
@@ -173,7 +132,7 @@ def _with_key_version(batch: bytes, version: int) -> bytes:
 def _damaged(name: str) -> list[bytes]:
     real = _real_batches()
     k = len(real) // 2
-    ck, cv = _commit_key, _commit_value
+    ck, cv = commit_key, commit_value
     mid = {
         "cut-batch": lambda: [real[k][: len(real[k]) // 2]],
         "unknown-key-version": lambda: [_with_key_version(real[k], 999)],
@@ -309,15 +268,15 @@ def _mixed(n: int, seed: int, bad_every: int = 3) -> list[tuple]:
     out = []
     for i in range(n):
         if i % bad_every == 1:
-            out.append((rnd.choice((None, b"", b"\x00")), _commit_value(i)))
+            out.append((rnd.choice((None, b"", b"\x00")), commit_value(i)))
         else:
-            out.append((_commit_key(b"g%d" % rnd.randrange(4), b"t", rnd.randrange(5), version=rnd.choice((0, 1))),
-                        None if rnd.random() < 0.1 else _commit_value(i)))
+            out.append((commit_key(b"g%d" % rnd.randrange(4), b"t", rnd.randrange(5), version=rnd.choice((0, 1))),
+                        None if rnd.random() < 0.1 else commit_value(i)))
     return out
 
 
 def _compressed(name: str) -> list[bytes]:
-    ck, cv = _commit_key, _commit_value
+    ck, cv = commit_key, commit_value
     real = _real_batches(60)
     nulls = [(None, cv(i)) for i in range(1000)]
     shapes = {
@@ -334,12 +293,12 @@ def _compressed(name: str) -> list[bytes]:
         "gzip, offset overflow": lambda: [b"\x7f" + b"\xff" * 7 + _batch(0, _mixed(9, 6), attrs=GZIP)[8:]],
         "gzip, timestamp overflow": lambda: [_batch(0, _mixed(9, 7), attrs=GZIP, base_ts=2**63 - 5)],
         "gzip, record cut short": lambda: [_batch(0, _mixed(30, 8), attrs=GZIP, count=31,
-                                                  tail=_record(30, ck(b"c", b"t", 0), cv(1))[:-3])],
+                                                  tail=numbered_record(30, ck(b"c", b"t", 0), cv(1))[:-3])],
         "gzip, bytes after the last record": lambda: [_batch(0, _mixed(30, 9), attrs=GZIP, tail=b"\x00\x00")],
         "gzip, count too high": lambda: [_batch(0, _mixed(30, 10), attrs=GZIP, count=31)],
         "gzip, count too low": lambda: [_batch(0, _mixed(30, 11), attrs=GZIP, count=29)],
         "gzip, negative headers count": lambda: [_batch(0, [], attrs=GZIP, count=2,
-                                                        raw=_record(0, ck(b"n", b"t", 0), cv(1))
+                                                        raw=numbered_record(0, ck(b"n", b"t", 0), cv(1))
                                                         + bytes([0x0C, 0, 0, 2, 1, 1, 1]))],
         "gzip, corrupt stream": lambda: [_batch(0, [], attrs=GZIP, count=3, raw=b"\x1f\x8b\x08\x00" + bytes(20))],
         "gzip, transactional, committed": lambda: [_batch(0, _mixed(40, 12), attrs=GZIP | 0x10, pid=7),
@@ -394,7 +353,7 @@ def test_compressed_batches_folded_in_c(shape, tmp_path, monkeypatch):
 
 def test_offsets_c_stream_summary_note_names_the_rest(tmp_path, monkeypatch):
     """The summary note of a batch's many bad keys: its file and byte, how many, the first and last offset."""
-    nulls = [(None, _commit_value(i)) for i in range(10)]
+    nulls = [(None, commit_value(i)) for i in range(10)]
     data = _batch(100, nulls, attrs=GZIP)
     root = _write(tmp_path, data)
     fold = fold_partition_dir(root / f"{OFFSETS_TOPIC}-28", 28)
@@ -414,7 +373,7 @@ def test_a_compressed_stream_failing_after_records_were_stored_stores_none(damag
     decompresses before reading any record)."""
     monkeypatch.setattr(orec.compression, "CHUNK_BYTES", 4096)
     monkeypatch.setattr(orec, "KEEP_DECOMPRESSED_BYTES", 8192)
-    records = b"".join(_record(i, *r) for i, r in enumerate(_mixed(3000, 14)))
+    records = b"".join(numbered_record(i, *r) for i, r in enumerate(_mixed(3000, 14)))
     if damage.startswith("gzip"):
         stream = bytearray(cramjam.gzip.compress(records))
         for i in range(len(stream) * 2 // 3, len(stream) * 2 // 3 + 64):
@@ -422,7 +381,7 @@ def test_a_compressed_stream_failing_after_records_were_stored_stores_none(damag
         batch = _batch(0, [], attrs=0, count=3000, raw=bytes(stream))
         batch = batch[:21] + struct.pack(">h", GZIP) + batch[23:]
     else:
-        frame = _lz4(records)
+        frame = lz4_frame(records)
         pos = 7   # after the frame's first 64 KiB block (records ~120 KB: two blocks)
         pos += 4 + (int.from_bytes(frame[pos:pos + 4], "little") & 0x7FFFFFFF)
         frame = frame[:pos] + (0x7FFF0000).to_bytes(4, "little") + frame[pos + 4:]
@@ -480,8 +439,8 @@ def test_compressed_batches_equal_dumplogsegments(dump_log_segments, tmp_path, m
 
     def commits(n: int) -> list[tuple]:
         # (version 1 keys: Kafka's decoder refuses a version 0 key with a version 3 value)
-        return [(_commit_key(b"grp-%d" % rnd.randrange(3), b"topic", rnd.randrange(6)),
-                 None if rnd.random() < 0.1 else _commit_value(rnd.randrange(10**6), TS + i)) for i in range(n)]
+        return [(commit_key(b"grp-%d" % rnd.randrange(3), b"topic", rnd.randrange(6)),
+                 None if rnd.random() < 0.1 else commit_value(rnd.randrange(10**6), TS + i)) for i in range(n)]
     entries = [_batch(0, commits(400), attrs=GZIP), _batch(0, commits(3000), attrs=LZ4),
                _batch(0, commits(300), attrs=ZSTD), _batch(0, commits(300), attrs=SNAPPY),
                _batch(0, commits(50), attrs=GZIP | 0x08),
@@ -506,15 +465,15 @@ def test_stream_fold_equals_the_python_fold_in_any_pieces(monkeypatch):
     kept of it alone."""
     from auditor.formats import record_batch as v2
     rnd = random.Random(16)
-    tails = [b"", _record(0, _commit_key(b"z", b"t", 0), _commit_value(1))[:-2], b"\x80\x80\x80\x80\x80\x00", b"\x01",
+    tails = [b"", numbered_record(0, commit_key(b"z", b"t", 0), commit_value(1))[:-2], b"\x80\x80\x80\x80\x80\x00", b"\x01",
              bytes([0x0C, 0, 0, 0, 40, 1, 0]), bytes([0x0C, 0, 0, 0, 1, 1, 1]), bytes([0x10, 0, 0, 0, 4, 0, 1, 1, 2])]
     for case in range(200):
         records = _mixed(rnd.randint(0, 40), case, bad_every=rnd.choice((2, 3, 7)))
         if rnd.random() < 0.3:
-            records.append((_commit_key(b"h", b"t", 0), _commit_value(2), [(b"k", b"v" * rnd.randint(0, 300))]))
+            records.append((commit_key(b"h", b"t", 0), commit_value(2), [(b"k", b"v" * rnd.randint(0, 300))]))
         tail = rnd.choice(tails)
         count = len(records) + (tail != b"") + rnd.choice((0, 0, 0, 1, -1))
-        raw = b"".join(_record(i, *r) for i, r in enumerate(records)) + tail
+        raw = b"".join(numbered_record(i, *r) for i, r in enumerate(records)) + tail
         batch = _batch(rnd.randrange(1000), [], attrs=GZIP | rnd.choice((0, 0x08)), count=max(count, 0), raw=raw)
         header = v2.parse_v2_header(batch, 0, 0)
         monkeypatch.setattr(orec.compression, "CHUNK_BYTES", rnd.choice((1, 2, 7, 64, 4096)))

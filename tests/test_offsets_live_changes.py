@@ -9,6 +9,7 @@ the swap, reads again when a segment it read was replaced, and says so when the 
 
 from __future__ import annotations
 
+import pytest
 import os
 import shutil
 import threading
@@ -17,7 +18,9 @@ import time
 from auditor.cluster import offsets_segments
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, fold_partition_dir
 from auditor.formats.log_reader import LogReader
-from realdata import LOG_DIRS
+from harness.realdata import LOG_DIRS
+
+pytestmark = pytest.mark.recorded
 
 REAL_DIR = next(d for d in LOG_DIRS if (d / f"{OFFSETS_TOPIC}-28").is_dir()) / f"{OFFSETS_TOPIC}-28"
 SEGMENT = f"{0:020d}.log"

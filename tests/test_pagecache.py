@@ -15,7 +15,9 @@ import pytest
 from auditor.manifest import collect_manifest
 from auditor.scan import scan_log_dirs
 from auditor.scan.pagecache import AVAILABLE, PAGE, PageCacheCare, ReadRate, cold_ranges, file_residency
-from realdata import copy_log_dir
+from harness.realdata import copy_log_dir
+
+pytestmark = pytest.mark.recorded
 
 if not AVAILABLE:  # fail loudly: the feature is Linux-only and this suite runs on Linux
     raise RuntimeError("mincore/posix_fadvise not available: page-cache care cannot be tested here")

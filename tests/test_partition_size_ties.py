@@ -1,9 +1,10 @@
 """skew.partition_size names the same replica whatever the order of the stats rows: among
 replicas of equal size, the lowest broker id (the engines hand the rows in different orders;
-found by benchmarks/fleet_spark.py, where Spark named broker 11 and the driver engine broker 1)."""
+found by benchmarks/fleet_spark.py, where Spark named broker 11 and the local engine broker 1)."""
 
 from __future__ import annotations
 
+import pytest
 import itertools
 
 import pandas as pd
@@ -11,6 +12,8 @@ import pandas as pd
 from checks.framework.config import Config
 from checks.framework.base import AuditContext, CheckInput
 from checks.skew.partition_size import SkewPartitionSize
+
+pytestmark = pytest.mark.unit
 
 MIB = 1 << 20
 
@@ -29,7 +32,7 @@ def test_equal_replicas_name_the_lowest_broker_in_every_order():
     check = SkewPartitionSize()
     named = set()
     for order in itertools.permutations([21, 1, 11]):
-        found = check.run(CheckInput(partition_stats=_stats(order)), ctx, ctx.options(SkewPartitionSize, "t"))
+        found = check.run(CheckInput(replica_stats=_stats(order)), ctx, ctx.options(SkewPartitionSize, "t"))
         assert len(found) == 1 and found[0].partition == 0, found
         named.add((found[0].broker_id, found[0].evidence[0]["largest_replica_broker"]))
     assert named == {(1, 1)}
@@ -39,6 +42,6 @@ def test_a_larger_replica_wins_over_a_lower_broker():
     ctx = AuditContext(as_of_ms=0, config=Config({}, source="test"))
     stats = _stats([21, 1, 11])
     stats.loc[(stats.partition == 0) & (stats.broker_id == 21), "size_bytes"] = 8 * MIB + 1
-    found = SkewPartitionSize().run(CheckInput(partition_stats=stats),
+    found = SkewPartitionSize().run(CheckInput(replica_stats=stats),
                                     ctx, ctx.options(SkewPartitionSize, "t"))
     assert [f.broker_id for f in found] == [21]

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import pytest
 import hashlib
 import os
 import threading
@@ -23,6 +24,8 @@ from auditor.formats import filenames
 from auditor.scan import scan_log_dirs
 from auditor.schema import DEPTHS
 from harness.kafka import freeze_broker, thaw_broker, wait_until
+
+pytestmark = pytest.mark.live
 
 TOPIC = "live-writes"
 PARTITIONS = 4

@@ -10,7 +10,6 @@ import random
 import struct
 import zlib
 
-import cramjam
 import pytest
 
 import auditor.scan.segment as segment
@@ -20,14 +19,13 @@ from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
 from auditor.scan.segment import SegmentFiles, scan_segment
 from harness.encoding import zigzag_varint
-from test_deep_record_fold import _batch, _record
+from harness.records import COMPRESS, TINY_RECORD, gzip_compress, v2_batch, v2_record
 
 pytestmark = pytest.mark.unit
 
 GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
 CONTROL, TRANSACTIONAL = 0x20, 0x10
 STATE = (None,) * 6
-TINY_RECORD = bytes([0x0C, 0, 0, 0, 1, 1, 0])
 
 
 def _records(seed: int, n: int) -> bytes:
@@ -39,33 +37,9 @@ def _records(seed: int, n: int) -> bytes:
         size = rnd.choice((0, 1, 10, 200, 5000))
         if i == n // 2:
             size = compression.CHUNK_BYTES + 12345
-        out.append(_record(rnd.randint(-5000, 5000), i, key=rnd.randbytes(rnd.randint(0, 3)),
-                           value=rnd.randbytes(size), headers=[(b"h", b"x")] * rnd.randint(0, 2)))
+        out.append(v2_record(rnd.randint(-5000, 5000), i, key=rnd.randbytes(rnd.randint(0, 3)),
+                             value=rnd.randbytes(size), headers=[(b"h", b"x")] * rnd.randint(0, 2)))
     return b"".join(out)
-
-
-def _gzip(data: bytes, level: int = 6) -> bytes:
-    c = zlib.compressobj(level, zlib.DEFLATED, 31)
-    return c.compress(data) + c.flush()
-
-
-def _lz4(data: bytes, block: int = 1 << 16) -> bytes:
-    """Kafka's lz4 frame (BD 64 KiB blocks, independent, no checksums; a block lz4 does not shrink is
-    stored, flagged uncompressed, as Kafka's writer does)."""
-    descriptor = bytes([0x60, 0x40])
-    frame = struct.pack("<I", compression.LZ4_FRAME_MAGIC) + descriptor + bytes([(compression.xxh32(descriptor) >> 8) & 0xFF])
-    for i in range(0, len(data), block):
-        raw = data[i:i + block]
-        piece = bytes(cramjam.lz4.compress_block(raw, store_size=False))
-        word = len(piece)
-        if len(piece) >= len(raw):
-            piece, word = raw, len(raw) | compression.LZ4_BLOCK_UNCOMPRESSED_MASK
-        frame += struct.pack("<I", word) + piece
-    return frame + struct.pack("<I", 0)
-
-
-COMPRESS = {GZIP: _gzip, SNAPPY: lambda d: bytes(cramjam.snappy.compress_raw(d)), LZ4: _lz4,
-            ZSTD: lambda d: bytes(cramjam.zstd.compress(d))}
 
 
 def _before(reader: LogReader, batch, state=STATE):
@@ -112,11 +86,11 @@ def test_pieces_fold_as_the_whole_payload_did(tmp_path, codec):
     """~1.4 MiB of records with one over CHUNK_BYTES, and a control batch: the same tuple as one buffer,
     and the same row as the Python record loop."""
     plain = _records(codec, 300)
-    marker = _record(0, 0, key=struct.pack(">hh", 0, 1), value=struct.pack(">hi", 0, 3))
+    marker = v2_record(0, 0, key=struct.pack(">hh", 0, 1), value=struct.pack(">hi", 0, 3))
     path = tmp_path / "00000000000000000000.log"
-    path.write_bytes(_batch(0, COMPRESS[codec](plain), 300, attributes=codec)
-                     + _batch(300, COMPRESS[codec](marker * 3), 3, attributes=codec | CONTROL | TRANSACTIONAL,
-                              producer_id=3))
+    path.write_bytes(v2_batch(0, COMPRESS[codec](plain), 300, attributes=codec)
+                     + v2_batch(300, COMPRESS[codec](marker * 3), 3, attributes=codec | CONTROL | TRANSACTIONAL,
+                                producer_id=3))
     now, before = _both(path)
     assert now == before and now[0] is not None and now[0][6] == 300 and now[1][8] == 3, now   # 300 records; 3 commit markers
     rows = []
@@ -139,7 +113,7 @@ def test_at_the_cap_and_one_byte_past_it(tmp_path, codec):
     cap = records * len(TINY_RECORD)
     for n, readable in ((records, True), (records + 1, False)):
         path = tmp_path / f"{n}.log"
-        path.write_bytes(_batch(0, COMPRESS[codec](TINY_RECORD * n), n, attributes=codec, base_ts=0, max_ts=0))
+        path.write_bytes(v2_batch(0, COMPRESS[codec](TINY_RECORD * n), n, attributes=codec, base_ts=0, max_ts=0))
         now, before = _both(path, cap)
         assert now == before, (n, now, before)
         assert (isinstance(now[0], tuple) and now[0][6] == n) if readable else "decompressed size" in now[0], now
@@ -147,12 +121,12 @@ def test_at_the_cap_and_one_byte_past_it(tmp_path, codec):
 
 def _broken_gzip() -> dict[str, bytes]:
     data = TINY_RECORD * 50_000
-    one = _gzip(data)
+    one = gzip_compress(data)
     hcrc = bytearray(one[:10])
     hcrc[3] |= 0x02
     hcrc += struct.pack("<H", zlib.crc32(bytes(hcrc)) & 0xFFFF)
     return {
-        "two members": _gzip(data[:7000]) + _gzip(data[7000:]),
+        "two members": gzip_compress(data[:7000]) + gzip_compress(data[7000:]),
         "trailing zeros": one + bytes(8),
         "trailing garbage": one + b"garbage",
         "cut in the deflate data": one[:len(one) // 2],
@@ -164,7 +138,7 @@ def _broken_gzip() -> dict[str, bytes]:
         "reserved flag bit": one[:3] + bytes([0x20]) + one[4:],
         "not deflate (CM 7)": one[:2] + b"\x07" + one[3:],
         "a flipped bit in the deflate data": one[:40] + bytes([one[40] ^ 0x10]) + one[41:],
-        "empty member then one": _gzip(b"") + one,
+        "empty member then one": gzip_compress(b"") + one,
         "file name field": one[:3] + b"\x08" + one[4:10] + b"records.bin\x00" + one[10:],
     }
 
@@ -174,7 +148,7 @@ def test_gzip_streams_zlib_and_cramjam_might_read_apart(tmp_path, name):
     """Irregular gzip streams: the outcome (tuple, or the FormatError's text) is cramjam's as before;
     zlib reads only what it cannot read otherwise (the rest goes back to compression.decompress)."""
     path = tmp_path / "00000000000000000000.log"
-    path.write_bytes(_batch(0, _broken_gzip()[name], 50_000, attributes=GZIP, base_ts=0, max_ts=0))
+    path.write_bytes(v2_batch(0, _broken_gzip()[name], 50_000, attributes=GZIP, base_ts=0, max_ts=0))
     now, before = _both(path)
     assert now == before
 
@@ -183,7 +157,7 @@ def test_record_fold_in_any_pieces_equals_fold_records():
     """RecordFold fed the same bytes cut anywhere (1-byte pieces, cuts inside the length varint, the
     body, after the last record) gives fold_records' tuple, or None where it gives None."""
     rnd = random.Random(24)
-    good = b"".join(_record(rnd.randint(-9, 9), i, value=rnd.randbytes(rnd.choice((0, 3, 200))))
+    good = b"".join(v2_record(rnd.randint(-9, 9), i, value=rnd.randbytes(rnd.choice((0, 3, 200))))
                     for i in range(40))
     long_varint = zigzag_varint(300) + b"\x00" + b"\x00\x00\x01\x01" + bytes(295) + b"\x00"
     cases = {"good": (good, 40), "one record short": (good, 41), "one record more": (good, 39),

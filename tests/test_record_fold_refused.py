@@ -19,44 +19,15 @@ from auditor.formats import record_batch as v2
 from auditor.formats.errors import FormatError
 from auditor.keys.partition_keys import scan_partition_keys
 from harness.encoding import zigzag_varint
-from test_deep_record_fold import _batch, _deep, _record
-from test_record_fold_pieces import COMPRESS
+from harness.record_fold import PythonRecords, deep_row
+from harness.records import BROKEN, COMPRESS, TINY_RECORD, v2_batch, v2_record
 
 pytestmark = pytest.mark.unit
 
 GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
 STATE = (None,) * 6
-#: length 6: attributes, timestampDelta 0, offsetDelta 0, null key, null value, no headers
-TINY_RECORD = bytes([0x0C, 0, 0, 0, 1, 1, 0])
-#: (the broken record's bytes, records declared beyond the good ones)
-BROKEN = {
-    "cut short": (TINY_RECORD[:-1], 1),
-    "negative headersCount": (bytes([0x0C, 0, 0, 0, 1, 1, 1]), 1),
-    "key length past its record": (bytes([0x0C, 0, 0, 0, 40, 1, 0]), 1),
-    "length varint of 6 bytes": (b"\x80\x80\x80\x80\x80\x00", 1),
-    "negative length": (b"\x01", 1),
-    "one record missing": (b"", 1),
-    "a byte after the last record": (b"\x00", 0),
-}
 #: a batch of one record (offset 100, timestamp 1005) before the broken batch
-FIRST_BATCH = _batch(100, _record(5, 0), 1)
-
-
-class PythonRecords:
-    """Counts what the Python record loop (record_batch.iter_records) does: whole-batch loops
-    started, and records it yields, while installed."""
-
-    def __init__(self, monkeypatch):
-        self.loops = self.records = 0
-        original = v2.iter_records
-
-        def counting(*args, **kwargs):
-            if kwargs.get("resume") is None:
-                self.loops += 1
-            for record in original(*args, **kwargs):
-                self.records += 1
-                yield record
-        monkeypatch.setattr(v2, "iter_records", counting)
+FIRST_BATCH = v2_batch(100, v2_record(5, 0), 1)
 
 
 def _log(tmp_path, name: str, good: int, broken: str, codec: int) -> str:
@@ -65,8 +36,8 @@ def _log(tmp_path, name: str, good: int, broken: str, codec: int) -> str:
     payload = COMPRESS[codec](records) if codec else records
     path = tmp_path / name / "00000000000000000000.log"
     path.parent.mkdir()
-    path.write_bytes(FIRST_BATCH + _batch(0, payload, good + extra, attributes=codec,
-                                                             base_ts=7, max_ts=7))
+    path.write_bytes(FIRST_BATCH + v2_batch(0, payload, good + extra, attributes=codec,
+                                            base_ts=7, max_ts=7))
     return str(path)
 
 
@@ -76,9 +47,9 @@ def test_a_broken_last_record_is_named_from_that_record_alone(tmp_path, monkeypa
     """3,000 good records then a broken one (or none where one is declared, or a byte too many): the
     row and the note of the pure-Python loop; with the C fold, no record is read by the Python loop."""
     path = _log(tmp_path, "b", 3000, broken, codec)
-    pure = _deep(path, False)
+    pure = deep_row(path, False)
     counted = PythonRecords(monkeypatch)
-    with_c = _deep(path, True)
+    with_c = deep_row(path, True)
     assert with_c == pure
     assert (counted.loops, counted.records) == (0, 0)
     assert any("records unreadable" in n for n in with_c["notes"]), with_c["notes"]
@@ -103,10 +74,10 @@ def test_a_million_records_then_a_broken_one(tmp_path, monkeypatch, broken):
     the Python loop reads none of them (it read all 38 million of a batch at the cap again: 263 s).
     The note's text is _note's, which the pure-Python loop gives on 3,000 records."""
     small = _log(tmp_path, "small", 3000, broken, GZIP)
-    assert [n for n in _deep(small, False)["notes"] if "unreadable" in n] == [_note(small, 3000, broken)]
+    assert [n for n in deep_row(small, False)["notes"] if "unreadable" in n] == [_note(small, 3000, broken)]
     path = _log(tmp_path, "big", 1_500_000, broken, GZIP)
     counted = PythonRecords(monkeypatch)
-    row = _deep(path, True)
+    row = deep_row(path, True)
     assert (counted.loops, counted.records) == (0, 0)
     assert [n for n in row["notes"] if "unreadable" in n] == [_note(path, 1_500_000, broken)]
     # a batch whose records are unreadable counts as its header declares (as with the Python loop); the
@@ -120,12 +91,12 @@ def test_record_fold_refuses_in_any_pieces_where_the_whole_fold_does():
     fold_records' over the whole (the same refused (index, position)), and the error read from
     refused_bytes() alone is the whole payload's iter_records error."""
     rnd = random.Random(2024)
-    header = v2.parse_v2_header(_batch(10, b"", 0, base_ts=1000), 0, 0)
+    header = v2.parse_v2_header(v2_batch(10, b"", 0, base_ts=1000), 0, 0)
     for case in range(300):
-        good = [_record(rnd.randint(-9, 9), i, value=rnd.randbytes(rnd.choice((0, 3, 200, 5000))))
+        good = [v2_record(rnd.randint(-9, 9), i, value=rnd.randbytes(rnd.choice((0, 3, 200, 5000))))
                 for i in range(rnd.randint(0, 30))]
-        tail, extra = rnd.choice(list(BROKEN.values()) + [(_record(0, 0, value=bytes(300))[:-7], 1),
-                                                          (zigzag_varint(8) + bytes([0, 0, 0, 1, 1, 2, 1, 0]), 1)])
+        tail, extra = rnd.choice(list(BROKEN.values()) + [(v2_record(0, 0, value=bytes(300))[:-7], 1),
+                                                            (zigzag_varint(8) + bytes([0, 0, 0, 1, 1, 2, 1, 0]), 1)])
         payload = b"".join(good) + tail
         count = len(good) + extra
         whole = _cwalk.fold_records(payload, 0, count, 10, 1000, None, False, *STATE)

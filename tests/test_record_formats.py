@@ -30,7 +30,9 @@ from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
 from auditor.formats.varint import encode_varint, read_varint, read_varlong
 from harness.expected_txt import read_expected
-from realdata import BROKER_DIRS, REAL, RECORD_SETS, at_least
+from harness.realdata import BROKER_DIRS, REAL, RECORD_SETS, at_least
+
+pytestmark = pytest.mark.recorded
 
 EXPECTED_FILE = REAL / "EXPECTED.txt"
 # Fixtures README: its header says codec none but the records are not v2 records; Kafka's deep

@@ -14,6 +14,8 @@ from auditor.cluster import remote_lookup as rl
 from auditor.cluster import remote_storage as rs
 from auditor.formats import remote_log_metadata as rlm
 
+pytestmark = pytest.mark.unit
+
 MURMUR2 = [
     ('21', -973932308),
     ('foobar', -790332482),

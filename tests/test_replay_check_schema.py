@@ -13,7 +13,9 @@ import jsonschema
 import pytest
 
 from auditor.cli import main
-from realdata import LOG_DIRS
+from harness.realdata import LOG_DIRS
+
+pytestmark = pytest.mark.recorded
 
 SCHEMA = json.loads((Path(__file__).resolve().parents[1] / "reports" / "replay-check.schema.json").read_text())
 LOG_DIR = next(p for p in LOG_DIRS if p.parent.name == "kafka-2018-v2")

@@ -22,7 +22,7 @@ from auditor.formats.time_index import read_time_index
 from auditor.replay import index_search, search_segment, segment_views
 from auditor.replay.modern import _time_index_lookup, offset_index_lookup
 from auditor.scan import scan_log_dirs
-from realdata import BROKER_DIRS
+from harness.realdata import BROKER_DIRS
 
 # 3 s at load 2, most of it one test (tests/conftest.py: long files first)
 pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=3)]

@@ -10,6 +10,8 @@ import pytest
 
 from auditor import replay
 
+pytestmark = pytest.mark.unit
+
 
 def seg(base, mtime=1_000, size=10):
     return replay.SegmentView(base_offset=base, largest_timestamp_ms=mtime, log_mtime_ms=mtime, log_size_bytes=size)

@@ -25,10 +25,10 @@ from auditor.replay.rows import rows_from_log_dirs
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
 from checks.framework.base import AuditContext
 from checks.framework.config import Config
-from realdata import LOG_DIRS
+from harness.realdata import LOG_DIRS
 
 # replay-check subprocesses, pandas path: 9 s of CPU at load 12-15; xdist starts the longest files first
-pytestmark = pytest.mark.schedule_first(cpu_s=9)
+pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=9)]
 
 ROOT = Path(__file__).resolve().parents[1]
 NOW_MS = 1_900_000_000_000
@@ -222,7 +222,7 @@ def test_rows_without_index_files_give_the_same_findings(log_dir):
 def test_rows_without_damaged_index_files_give_the_same_findings(tmp_path):
     """The same with index files the full scan notes as broken (out of order, odd size, entries
     past the log): the notes are the scan's; the search reads the searched segment's files itself."""
-    from realdata import copy_log_dir
+    from harness.realdata import copy_log_dir
 
     log_dir = copy_log_dir("kafka-2018-v2", tmp_path)
     damaged = 0
@@ -395,7 +395,7 @@ def test_offset_positions_equal_one_lookup_per_offset(tmp_path):
     once (one index read, one reader per segment): equal to the lookup per offset it replaced, for
     every offset of every real partition (and around them), and with the files damaged: an index
     pointing past the .log, a .log cut mid-batch, a missing .index, a missing .log."""
-    from realdata import copy_log_dir
+    from harness.realdata import copy_log_dir
 
     copies = [copy_log_dir(p.parent.name, tmp_path / "a") for p in LOG_DIRS]
     damaged = [copy_log_dir(p.parent.name, tmp_path / "b") for p in LOG_DIRS]

@@ -4,7 +4,10 @@ brokers no longer serve (KIP-896), follows ``UnifiedLog.legacyFetchOffsetsBefore
 
 from __future__ import annotations
 
+import pytest
 from auditor.replay import SegmentView, bytes_between, choose_segment, predict_legacy
+
+pytestmark = pytest.mark.unit
 
 
 def seg(base, mtime, size=1000, largest=None, first=None, last=None, min_ts=None):

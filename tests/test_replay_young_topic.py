@@ -26,6 +26,8 @@ from harness.groups import cleaner_pending
 from harness.kafka import wait_past_newest_write
 from harness.scenarios import read_cleaner_checkpoint
 
+pytestmark = pytest.mark.live
+
 MINUTE = 60_000
 DELETE_BEFORE = 12
 APIS_MODERN = ("--api", "modern")

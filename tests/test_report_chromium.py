@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,14 +14,12 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from harness.chromium import ARTIFACTS, browser, open_page  # noqa: F401 - the module-scoped headless Chromium fixture
+
 # tier (tests/harness/tiers.py): headless Chromium (Playwright) and `kafka-audit demo` on Spark
 pytestmark = pytest.mark.live
 
 REPO = Path(__file__).resolve().parents[1]
-ARTIFACTS = REPO / "artifacts"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module")
@@ -35,32 +32,6 @@ def demo(tmp_path_factory):
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert f"report: {out / 'report.html'}" in proc.stdout
     return out, proc
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"Debian's chromium is required at {CHROMIUM} (scripts/test.sh installs it)", pytrace=False)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-def _open(browser, path: Path, name: str):
-    page = browser.new_page(viewport={"width": 1280, "height": 1000})
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
-    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.on("dialog", lambda d: (problems.append(f"dialog: {d.message}"), d.dismiss()))
-    page.on("request", lambda r: problems.append(f"network request: {r.url}") if not r.url.startswith(("file:", "data:")) else None)
-    page.goto(path.as_uri())
-    page.wait_for_load_state("load")
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=False)
-    return page, problems
 
 
 def test_demo_json_is_valid_against_the_published_schema(demo):
@@ -87,7 +58,7 @@ def test_demo_report_in_chromium(demo, browser):
     report = out / "report.html"
     html = report.read_text()
     assert "http://" not in html.replace("http://www.w3.org", "") and "https://" not in html  # no external resource
-    page, problems = _open(browser, report, "demo-report-summary")
+    page, problems = open_page(browser, report, "demo-report-summary")
     assert page.inner_text("#verdict") == "FAIL"
     images = page.eval_on_selector_all(
         "img", "imgs => imgs.map(i => ({ok: i.complete && i.naturalWidth > 0, w: i.getBoundingClientRect().width,"
@@ -102,7 +73,7 @@ def test_demo_report_in_chromium(demo, browser):
 
 def test_findings_filter_and_sort(demo, browser):
     out, _ = demo
-    page, problems = _open(browser, out / "report.html", "demo-report-filter")
+    page, problems = open_page(browser, out / "report.html", "demo-report-filter")
     visible = "() => Array.from(document.querySelectorAll('tr.finding')).filter(r => r.offsetParent !== null).length"
     all_rows = page.eval_on_selector_all("tr.finding", "rows => rows.length")
     shown = page.evaluate(visible)
@@ -142,7 +113,7 @@ def test_strings_from_the_data_are_escaped(demo, browser, tmp_path):
     path = tmp_path / "escaped.html"
     path.write_text(render(doc))
     assert evil not in path.read_text()
-    page, problems = _open(browser, path, "escaped")
+    page, problems = open_page(browser, path, "escaped")
     assert page.locator("text=<script>alert('x')</script>").count() >= 1  # shown as text
     assert page.locator("#injected").count() == 0 and page.locator("img[src=x]").count() == 0
     assert not problems, problems  # no dialog fired, no request to "x"
@@ -158,7 +129,7 @@ def test_topic_configs_section_in_chromium(demo, browser):
                    for r in doc["inputs"]["topic_configs"] if r["source"] != "Kafka default")
     assert len(given) >= 5 and {s for *_, s in given} == {"metadata log: topic config"}, given
     assert ("payments", "retention.ms", "3600000", "metadata log: topic config") in given
-    page, problems = _open(browser, out / "report.html", "demo-report-topic-configs")
+    page, problems = open_page(browser, out / "report.html", "demo-report-topic-configs")
     table = page.locator("#topic-config-table")
     table.scroll_into_view_if_needed()
     assert table.is_visible() and page.locator("#topic-configs").is_visible()
@@ -218,7 +189,7 @@ def test_group_and_tiered_sections_in_chromium(demo, browser):
     group checks' sections (below the log start, a deleted topic's offsets) and the replay row of
     the tiered topic with its local and remote ranges."""
     out, _ = demo
-    page, problems = _open(browser, out / "report.html", "demo-report-groups")
+    page, problems = open_page(browser, out / "report.html", "demo-report-groups")
     below = page.locator("section.check-group[data-check='groups.below_log_start'] tr.finding[data-severity=FAIL]")
     assert below.count() == 1 and "audit-archiver" in below.first.inner_text()
     assert below.first.is_visible()

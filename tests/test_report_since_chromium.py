@@ -16,7 +16,9 @@ import pytest
 
 from auditor.cli.demo import unpack_demo_sample
 from auditor.units import iso_utc
-from test_report_chromium import _open, browser  # noqa: F401 - the module's browser fixture
+from harness.chromium import browser, open_page  # noqa: F401 - the module-scoped headless Chromium fixture
+
+pytestmark = pytest.mark.live
 
 REPO = Path(__file__).resolve().parents[1]
 ACCEPT = REPO / "tests" / "cases" / "accept" / "matched.yaml"
@@ -44,7 +46,7 @@ def two_nights(tmp_path_factory):
 def test_since_section_in_chromium(two_nights, browser):  # noqa: F811
     out, doc, night1 = two_nights
     assert doc["since"]["resolved"] >= 1 and doc["since"]["persisting"] >= 1 and doc["accepted"]
-    page, problems = _open(browser, out / "n2.html", "since-previous-run")
+    page, problems = open_page(browser, out / "n2.html", "since-previous-run")
     try:
         assert page.locator("h2").first.inner_text() == "Since the previous run"
         assert page.locator("#since").is_visible()

@@ -3,9 +3,12 @@ lists the worst findings per check up to a cap and says how many more the JSON h
 
 from __future__ import annotations
 
+import pytest
 import re
 
 from reports.html import MAX_EVIDENCE_ITEMS, MAX_ROWS_PER_CHECK, render
+
+pytestmark = pytest.mark.unit
 
 
 def _doc(n: int) -> dict:

@@ -1,6 +1,6 @@
-"""The topic, broker and log-dir rollups on Arrow columns (``local_engine.rollup_tables``, what both
+"""The topic, broker and log-dir rollups on Arrow columns (``auditor.engines.local.tables.rollup_tables``, what both
 engines now use: no dict per partition dir on the driver) equal the dict reference
-(``local_engine.rollup_rows``) row for row, on random per-partition-dir tables with null keys,
+(``auditor.engines.local.tables.rollup_rows``) row for row, on random per-partition-dir tables with null keys,
 null sizes, unknown message counts, one-replica and even-count topics (the median's two middles);
 and so do the rollups of the same tables compacted (``auditor.arrow_compact``: the Spark driver's
 per-dir table, its strings as sorted dictionaries). tests/test_local_engine.py holds the same
@@ -17,7 +17,9 @@ import pytest
 from auditor.arrow_compact import compact_columns
 from auditor.engines.local.tables import AGGREGATE_SCHEMAS, ROLLUP_COLUMNS, rollup_rows, rollup_tables
 
-SCHEMA = pa.schema([AGGREGATE_SCHEMAS["partition_stats"].field(name) for name in ROLLUP_COLUMNS])
+pytestmark = pytest.mark.unit
+
+SCHEMA = pa.schema([AGGREGATE_SCHEMAS["replica_stats"].field(name) for name in ROLLUP_COLUMNS])
 
 
 def _maybe(rng: random.Random, value, null_share: float):

@@ -12,10 +12,10 @@ import pytest
 from auditor.scan import scan_log_dirs
 from auditor.schema import DEPTHS, PARTITION_SCHEMA, SEGMENT_FIELDS, SEGMENT_SCHEMA, to_table
 from harness.expected_txt import read_expected
-from realdata import BROKER_DIRS, LOG_DIRS, REAL
+from harness.realdata import BROKER_DIRS, LOG_DIRS, REAL
 
 # scans of every real log dir: 3 s at load 2 (tests/conftest.py: long files first)
-pytestmark = pytest.mark.schedule_first(cpu_s=3)
+pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=3)]
 
 EXPECTED = {k: v for k, v in read_expected(REAL / "EXPECTED.txt").items() if k.startswith("broker-dirs/")}
 

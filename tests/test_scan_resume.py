@@ -23,6 +23,8 @@ import auditor.scan.state as state_module
 from auditor.scan import scan_log_dirs
 from auditor.scan.state import LogDirState
 
+pytestmark = pytest.mark.unit
+
 FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "real" / "broker-dirs" / "kafka-2018-v2" / "kafka-logs"
 DEPTH = "headers"
 
@@ -181,7 +183,7 @@ def test_other_depths_never_continue(tmp_path):
 
 def test_segment_proof_in_c_equals_python(tmp_path):
     """The C proof (one call, three lstats) is the Python proof's text, or None where it is None."""
-    from realdata import LOG_DIRS
+    from harness.realdata import LOG_DIRS
 
     from auditor.formats.log_reader import c_segment_proof
     from auditor.scan.segment import SegmentFiles
@@ -212,7 +214,7 @@ def test_state_rows_keep_the_scan_rows_column_order(tmp_path):
     """Rows from the state are the scan's rows: same columns, same order, same values."""
     from auditor.schema import SEGMENT_FIELDS
 
-    from realdata import LOG_DIRS
+    from harness.realdata import LOG_DIRS
 
     state = tmp_path / "state"
     first = scan_log_dirs(LOG_DIRS, DEPTH, state_dir=state)
@@ -306,7 +308,7 @@ def test_a_partition_gone_or_new_rewrites_the_state(tmp_path):
 def test_quiet_facts_in_c_equals_python(tmp_path):
     """The active segment's quiet check in one C call gives the Python check's tuple, or None where
     it is None: real segments at several positions, and damaged files."""
-    from realdata import LOG_DIRS
+    from harness.realdata import LOG_DIRS
 
     from auditor.scan.resume import c_quiet_facts
     from auditor.scan.resume import INDEX_COLUMNS, QUIET_FIELDS, quiet_facts_py

@@ -33,6 +33,8 @@ from harness.kafka import wait_topic_config_applied, wait_until
 from harness.moves import move_log_dir
 from harness.scenarios import read_cleaner_checkpoint
 
+pytestmark = pytest.mark.live
+
 DEPTH = "headers"
 ROLL = {"segment.ms": "60000", "segment.jitter.ms": "0"}
 BROKER_CONFIG = {"log.retention.check.interval.ms": "500", "log.segment.delete.delay.ms": "200",

@@ -5,7 +5,10 @@ runs the executors' tasks too)."""
 
 from __future__ import annotations
 
+import pytest
 from auditor.engines.spark.session import CLUSTER_DRIVER_JAVA_OPTIONS, spark_conf
+
+pytestmark = pytest.mark.unit
 
 KEY = "spark.driver.extraJavaOptions"
 

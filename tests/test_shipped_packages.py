@@ -15,7 +15,7 @@ import pytest
 from auditor.engines.spark.session import SHIPPED_PACKAGES, package_zip
 
 # a fresh interpreter importing the checks: 3 s at load 2 (tests/conftest.py: long files first)
-pytestmark = pytest.mark.schedule_first(cpu_s=3)
+pytestmark = [pytest.mark.unit, pytest.mark.schedule_first(cpu_s=3)]
 
 PROBE = """
 import sys

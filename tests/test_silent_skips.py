@@ -13,6 +13,8 @@ from auditor.cluster import metadata_log as ml
 from auditor.formats import kafka_message as km
 from harness.encoding import uvarint, zigzag_varint
 
+pytestmark = pytest.mark.unit
+
 TS = 1_700_000_000_000
 TOPIC_RECORD = (2, 0)          # TopicRecord: api key 2, version 0
 

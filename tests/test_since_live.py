@@ -18,6 +18,8 @@ import pytest
 
 from auditor.units import iso_utc
 
+pytestmark = pytest.mark.live
+
 REPO = Path(__file__).resolve().parents[1]
 DAY = 86_400_000
 CONFIG = "checks:\n  skew.partition_size:\n    min_topic_bytes: 10000\n"  # warn 3x, fail 10x the median (defaults)

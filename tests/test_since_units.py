@@ -17,6 +17,8 @@ from auditor.nightly.identity import PreviousRow, classify, gate_on_change, hist
 from auditor.nightly import finding_history as fh
 from auditor.nightly.compare import annotate
 
+pytestmark = pytest.mark.unit
+
 REPO = Path(__file__).resolve().parents[1]
 DAY = 86_400_000
 T0 = 1_795_000_000_000  # 2026-11-18
@@ -183,7 +185,7 @@ def test_history_round_trip_and_two_runs(tmp_path):
     assert doc["since"] == {"new": 2, "worsened": 0, "persisting": 0, "resolved": 0} and doc["exit_code"] == 1
     fh.append(hd, T0, rows, entries)
     previous = fh.read_previous(hd, T0 + DAY)
-    assert previous.run_at_ms == T0 and previous.runs == 1 and len(previous.findings) == 2
+    assert previous.as_of_ms == T0 and previous.runs == 1 and len(previous.findings) == 2
     doc, rows, _ = annotate(_doc([f(), f(partition=2)], at=T0 + DAY), previous, None, fail_on_new="WARN", lookup=lookup)
     assert doc["since"] == {"new": 1, "worsened": 0, "persisting": 1, "resolved": 1}
     assert [r["partition"] for r in doc["resolved"]] == [1]
@@ -228,7 +230,7 @@ def test_a_history_file_of_format_1_still_reads():
     later version must read it (add a file per new format beside it)."""
     cases = REPO / "tests" / "cases" / "history"
     previous = fh.read_previous(cases, T0 + DAY)
-    assert previous.notes == [] and previous.run_at_ms == T0 and previous.runs == 1
+    assert previous.notes == [] and previous.as_of_ms == T0 and previous.runs == 1
     assert previous.findings["KLA045 topic=orders partition=3 broker=1 log_dir=/data/k1"].severity == "WARN"
     assert previous.findings["KLA001 topic=clicks"].first_seen_ms == T0
     assert previous.unmatched == {"KLA050 topic=payments partition=* broker=*": 2}

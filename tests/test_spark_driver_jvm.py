@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import REPO_ROOT
-from realdata import LOG_DIRS
-from spark_session import spark  # noqa: F401
+from harness.realdata import LOG_DIRS
+from harness.spark_session import spark  # noqa: F401
 
 pytestmark = pytest.mark.live  # the audit's subprocess starts Spark (local[1])
 

@@ -33,9 +33,9 @@ from auditor.formats import remote_log_metadata as rlm
 from auditor.formats.errors import FormatError
 from auditor.formats.log_reader import LogReader
 from auditor.scan import plan_log_dir, scan_partition_dir
+from harness.airflow_home import airflow_env, run_dag  # noqa: F401 - the module-scoped Airflow home, the DAG runner
 from harness.log_dirs import copy_live_dir
 from tests.harness.rlm_dump import dump_remote_log_metadata
-from test_airflow_dags import airflow_env, run_dag  # noqa: F401 (a module-scoped fixture, the DAG runner)
 from tests.harness.tiered import (OffsetsForTimes, TieredScenario, highest_tiered_offset, local_log_start,
                                   tiered_cluster)
 
@@ -349,7 +349,7 @@ def test_values_cut_short_or_unknown_are_errors_not_crashes(tiered):
 
 
 def test_audit_at_agrees_and_the_report_shows_local_and_remote(tiered, tmp_path):
-    """audit --at (the pipeline, in-process engine) on the same log dir: the replay verdicts of the
+    """audit --at (the pipeline, local engine) on the same log dir: the replay verdicts of the
     tiered partitions equal replay-check's (no gap for remote data, the broker's answer), and the
     HTML report's replay table says per partition which range is local and which remote, and
     whether anything was ever deleted."""
@@ -524,7 +524,7 @@ def test_pre_replay_dag_passes_the_remote_storage_dir(tiered, tiered_manifest, a
 
 
 def test_audit_at_from_the_manifest_equals_the_log_dir_audit(tiered, tiered_manifest, tmp_path):
-    """audit --at (the pipeline, driver engine) from the manifest and from the log dir: the same
+    """audit --at (the pipeline, local engine) from the manifest and from the log dir: the same
     replay findings for the tiered partitions (remote-range target: PASS, exact, the broker's
     answer), with and without --remote-storage-dir."""
     from auditor.audit import AuditRequest, run_audit

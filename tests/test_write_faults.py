@@ -7,7 +7,7 @@ no CAP_SYS_ADMIN) fails these tests under CI=true, saying why, and skips them el
 reason. Each case checks what the user sees (exit code 3, one line on stderr naming the path) and
 what is left: no manifest that reads as complete (``find_manifests`` refuses it), the state file
 byte for byte as it was, no temporary file left in the output dir, nothing changed under the log dir.
-The log dir is a private copy of a real broker's (tests/realdata.py).
+The log dir is a private copy of a real broker's (tests/harness/realdata.py).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from auditor.atomic import TEMP_MARK, OutputError, atomic_write, remove_stale_te
 from auditor.cli import main
 from auditor.manifest import (COMPLETE_FILE, SEGMENTS_FILE, IncompleteManifest, check_manifest_complete,
                               collect_manifest, find_manifests, manifest_completeness)
-from realdata import copy_log_dir
+from harness.realdata import copy_log_dir
 
 # CLI runs on full and read-only outputs: 3 s at load 2 (tests/conftest.py: long files first)
-pytestmark = pytest.mark.schedule_first(cpu_s=3)
+pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=3)]
 
 DEPTH = "headers"
 EXIT_INPUT_PROBLEM = 3

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tools/fuzz.sh [SECONDS_PER_HARNESS] [harness...]: coverage-guided fuzzing of the decoders (issue 24).
+# tools/fuzz.sh [SECONDS_PER_HARNESS] [harness...]: coverage-guided fuzzing of the decoders.
 #
 # Builds the C extensions with clang + ASan + UBSan + libFuzzer's coverage (build/fuzz/asan) and
 # with clang's source-based coverage (build/fuzz/cov), never touching the in-place build; then,
@@ -30,6 +30,9 @@ shift || true
 ALL=$($PY -c 'from fuzz import targets; print(" ".join([*targets.HARNESSES, *targets.NATIVE]))') || exit 2
 HARNESSES=${*:-$ALL}
 OUT=$ROOT/build/fuzz
+# a coverage-instrumented binary run without it writes default.profraw into the working directory
+# (the repo root); tests/fuzz/coverage.py sets its own for the profiles it reads
+export LLVM_PROFILE_FILE=${LLVM_PROFILE_FILE:-$OUT/profiles-stray/%p-%m.profraw}
 $PY -c 'from fuzz import native; native.build("asan"); native.build("cov"); native.build_native(); native.sanitizer_runtime()' || exit 2
 
 status=0

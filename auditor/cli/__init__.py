@@ -1,6 +1,6 @@
 """kafka-audit: the command line. One module per command; shared helpers in :mod:`auditor.cli.common`.
 
-Exit codes: 0 ok/safe, 1 unsafe, 2 usage or config error, 3 input problem (see
+Exit codes: 0 ok/safe, 1 unsafe, 2 usage or config error, 3 input problem, 4 internal error (see
 :mod:`auditor.cli.common`). ``python -m auditor.cli`` runs :func:`main` (``__main__.py``).
 """
 
@@ -10,11 +10,14 @@ import argparse
 import importlib
 import os
 import sys
+import tempfile
+import traceback
+from pathlib import Path
 
 from auditor import __version__
 from auditor.atomic import OutputError
-from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_USAGE, FORMATTER, CliError, InputProblem, NeedsExtra, \
-    require_extra
+from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, FORMATTER, CliError, InputProblem, \
+    NeedsExtra, merge_log_dirs, require_extra
 
 COMMANDS = {
     "scan": ("auditor.cli.scan", "read log dirs into the segment and partition tables"),
@@ -33,8 +36,8 @@ COMMANDS = {
 """Command name -> (its module, with ``register(sub)`` and ``run(args)``; the one-line help the
 module registers), in the order ``--help`` lists them. A module is imported only when its command
 runs: replay-check must not pay for pandas, the audit stack or Spark (tests/test_layers.py), and the
-top-level ``--help`` lists the commands from these lines alone (tests/test_cli.py proves they equal
-the modules' own)."""
+top-level ``--help`` lists the commands from these lines alone (tests/test_cli_commands.py proves they
+equal the modules' own)."""
 
 NEEDS_EXTRA = {"audit": "audit", "report": "audit", "demo": "audit"}
 """Command -> the optional extra it needs (pyproject.toml); checked before its module is imported,
@@ -53,9 +56,13 @@ def build_parser(only: str | None = None, *, summary: bool = False) -> argparse.
             "Audit Apache Kafka log directories, read-only: segment sizes, mtimes, record\n"
             "timestamps, partition skew, replay safety. Never writes under a log dir."
         ),
-        epilog="exit codes: 0 ok/safe, 1 unsafe (findings at the failing severity, unsafe replay), 2 usage or config error, 3 input problem (e.g. not a Kafka log dir)",
+        epilog="exit codes: 0 ok/safe, 1 unsafe (findings at the failing severity, unsafe replay), 2 usage or config error, "
+               "3 input problem (e.g. not a Kafka log dir), 4 internal error (the tool's own failure: the traceback "
+               "is written to a file the error line names, or printed with --debug)",
     )
     parser.add_argument("--version", action="version", version=f"kafka-log-auditor {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="on an internal error (exit 4), print the traceback instead of writing it to a file")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module, one_line) in COMMANDS.items():
         if summary:
@@ -67,6 +74,9 @@ def build_parser(only: str | None = None, *, summary: bool = False) -> argparse.
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    debug = "--debug" in argv[: _command_index(argv)]  # kafka-audit --debug COMMAND ...
+    if debug:
+        argv.remove("--debug")
     arrow_on_the_c_allocator()
     try:
         if argv and argv[0] in NEEDS_EXTRA:
@@ -75,6 +85,35 @@ def main(argv: list[str] | None = None) -> int:
     except NeedsExtra as exc:
         sys.stderr.write(f"{exc}\n")
         return EXIT_USAGE
+    except Exception as exc:  # noqa: BLE001 - an unexpected failure must not read as a verdict (exit 1)
+        return internal_error(exc, argv[0] if argv else "kafka-audit", debug)
+
+
+def _command_index(argv: list[str]) -> int:
+    return next((i for i, word in enumerate(argv) if word in COMMANDS), len(argv))
+
+
+def internal_error(exc: BaseException, command: str, debug: bool) -> int:
+    """EXIT_INTERNAL, one line on stderr naming the exception and the code line that raised it, and
+    the traceback either printed (``--debug``) or written to a file the line names: a crash never
+    leaves as Python's exit 1, which means "findings at the failing severity" to a nightly gate."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    text = "".join(traceback.format_exception(exc))
+    first_line = str(exc).splitlines()[0] if str(exc) else ""
+    if debug:
+        sys.stderr.write(text)
+        sys.stderr.write(f"kafka-audit: internal error in {command}: {type(exc).__name__}: {first_line}{where}\n")
+        return EXIT_INTERNAL
+    try:
+        with tempfile.NamedTemporaryFile("w", prefix="kafka-audit-traceback-", suffix=".txt", delete=False) as f:
+            f.write(text)
+        kept = f"; traceback in {f.name}"
+    except OSError:
+        kept = "; run with --debug for the traceback"
+    sys.stderr.write(f"kafka-audit: internal error in {command}: {type(exc).__name__}: {first_line}{where}{kept} "
+                     f"(exit 4: the tool's own failure, not a verdict on the input)\n")
+    return EXIT_INTERNAL
 
 
 def arrow_on_the_c_allocator() -> None:
@@ -97,6 +136,7 @@ def _run(argv: list[str]) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help()
         return EXIT_USAGE
+    merge_log_dirs(args)
     try:
         return args.func(args)
     except CliError as exc:

@@ -12,7 +12,7 @@ from auditor.nightly.accept import AcceptFileError, load as load_accept
 from auditor.atomic import OutputError, check_writable
 from auditor.audit import AuditOutcome, AuditRequest, run_audit
 from auditor.engines.base import ENGINES
-from auditor.cli.common import FORMATTER, CliError, InputProblem, keys_sample_bytes, progress_printer, wants_progress
+from auditor.cli.common import add_log_dir_arguments, one_input, FORMATTER, CliError, InputProblem, keys_sample_bytes, progress_printer, wants_progress
 from auditor.cli.metrics_file import (MetricsFile, add_metrics_options, metrics_file_from_args, write_failure_metrics,
                                       write_run_metrics)
 from auditor.engines.spark import parse_conf
@@ -55,8 +55,8 @@ def register(sub) -> None:
             "worsened finding at or above it), 1 otherwise, 2 usage or config error, 3 input problem"
         ),
     )
-    src = audit.add_mutually_exclusive_group(required=True)
-    src.add_argument("--log-dir", action="append", metavar="DIR", help="a broker log dir (repeatable)")
+    src = audit.add_mutually_exclusive_group()
+    add_log_dir_arguments(audit, src)
     src.add_argument("--manifest", action="append", metavar="PATH", help="manifests from `kafka-audit collect` (repeatable)")
     add_audit_options(audit)
     audit.set_defaults(func=run)
@@ -139,14 +139,15 @@ def request_from_args(args) -> AuditRequest:
         raise CliError(str(exc)) from None
     if args.topic and at is None:
         raise CliError("--topic needs --at (the replay target time)")
-    for d in args.log_dir or []:
+    one_input(args, "log_dirs", "manifest")
+    for d in args.log_dirs or []:
         if not Path(d).is_dir():
             raise CliError(f"{d}: not a directory")
     if args.state:
-        if not args.log_dir:
+        if not args.log_dirs:
             raise CliError("--state needs --log-dir (manifests carry their own state on the brokers)")
         try:
-            check_state_dir(args.state, args.log_dir)
+            check_state_dir(args.state, args.log_dirs)
         except StateDirError as exc:
             raise CliError(str(exc)) from None
     # outputs that cannot be written fail now (exit 3), not after the scan (and before a --state moves on)
@@ -156,7 +157,7 @@ def request_from_args(args) -> AuditRequest:
             check_writable(path, is_dir)
     topics = [t for chunk in (args.topic or []) for t in chunk.split(",") if t] or None
     sample = keys_sample_bytes(args.keys_sample_mib)
-    return AuditRequest(log_dirs=args.log_dir or [], manifests=args.manifest or [], depth=args.depth,
+    return AuditRequest(log_dirs=args.log_dirs or [], manifests=args.manifest or [], depth=args.depth,
                         config_path=args.config, fail_on=args.fail_on, replay_at_ms=at, replay_topics=topics, master=args.master,
                         spark_conf=conf, bootstrap_server=args.bootstrap_server, parquet_dir=args.parquet, as_of_ms=as_of,
                         engine=args.engine, state_dir=args.state, remote_storage_dir=args.remote_storage_dir,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from auditor.cli.common import (DEPTH_HELP, FORMATTER, CliError, input_exit_code, keys_sample_bytes, progress_printer,
+from auditor.cli.common import (add_log_dir_arguments, one_input, DEPTH_HELP, FORMATTER, CliError, input_exit_code, keys_sample_bytes, progress_printer,
                                 wants_progress)
 from auditor.scan.pagecache import NICE_READ_RATE_MIB_S
 from auditor.scan.state import StateDirError
@@ -31,10 +31,11 @@ def register(sub) -> None:
         ),
         epilog="example:\n  kafka-audit collect --nice --out /tmp/manifest-$(hostname) /var/lib/kafka/data",
     )
-    collect.add_argument("log_dirs", nargs="+", metavar="LOGDIR", help="a Kafka log dir")
+    add_log_dir_arguments(collect)
     collect.add_argument("--out", required=True, metavar="PATH",
                          help="manifest directory to write (refused inside a scanned log dir)")
-    collect.add_argument("--depth", choices=DEPTHS, default="index", help="see above (default: index)")
+    collect.add_argument("--depth", choices=DEPTHS, default="headers",
+                         help="see above (default: headers, as scan and audit: every check has its facts)")
     collect.add_argument("--nice", action="store_true",
                          help="lowest CPU priority (nice 19) and idle I/O class (Linux ioprio); also leaves the "
                               "page cache as found and reads at most --max-read-rate (default with --nice: "
@@ -65,6 +66,7 @@ def run(args) -> int:
     # decoders (half its start-up on a broker; benchmarks/startup.py)
     from auditor.manifest import CollectError, collect_manifest
 
+    one_input(args, "log_dirs")
     for path in args.log_dirs:
         if not Path(path).is_dir():
             raise CliError(f"log dir {path!r} is not a directory")

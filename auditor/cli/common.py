@@ -6,6 +6,8 @@ Exit codes (so scripts can gate on them):
      re-read data or crash a client (replay-check)
   2  usage or configuration error (one clear line on stderr)
   3  done, but something is wrong with the input (e.g. a path that is not a Kafka log dir)
+  4  internal error: the tool failed in a way it does not expect (one line on stderr naming what
+     failed and where the traceback was written; ``--debug`` prints it instead)
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ EXIT_OK = 0
 EXIT_UNSAFE = 1
 EXIT_USAGE = 2
 EXIT_INPUT_PROBLEM = 3
+EXIT_INTERNAL = 4
 
 #: argparse formatter of every command: descriptions and epilogs keep their line breaks.
 FORMATTER = argparse.RawDescriptionHelpFormatter
@@ -31,8 +34,9 @@ DEPTH_HELP = """\
 how much of each segment to read (cost grows with depth):
   stat     names, sizes, mtimes only (one lstat per file)
   index    + first batch header, .index/.timeindex tails and the batches after the
-           last index entry: constant work per segment (default)
-  headers  + every batch header: exact offsets, counts, max timestamps, codecs
+           last index entry: constant work per segment
+  headers  + every batch header: exact offsets, counts, max timestamps, codecs (default
+           of scan, collect and audit: every check has its facts)
   deep     + every record: decompression, per-record timestamps, CRC checks"""
 
 
@@ -58,6 +62,37 @@ class NeedsExtra(Exception):
     def __init__(self, what: str, extra: str, missing: list[str]):
         super().__init__(f"kafka-audit {what}: needs the [{extra}] extra: "
                          f"pip install 'kafka-log-auditor[{extra}]' (not installed here: {', '.join(missing)})")
+
+
+def add_log_dir_arguments(parser, flag_group=None) -> None:
+    """Log dirs, given the same way on every command: ``--log-dir DIR`` (repeatable; the preferred
+    form, beside ``--manifest`` and ``--bootstrap-server``) or as words after the options (the form
+    scan, collect, groups and metadata took first). Both may be mixed; :func:`merge_log_dirs` makes
+    ``args.log_dirs`` of them, flags first. ``flag_group``: where ``--log-dir`` goes (a mutually
+    exclusive group of input sources)."""
+    (flag_group or parser).add_argument(
+        "--log-dir", dest="log_dir_flags", action="append", default=[], metavar="DIR",
+        help="a broker log dir, the broker's log.dirs entry (repeatable; read-only)")
+    parser.add_argument("log_dir_words", nargs="*", metavar="LOG_DIR",
+                        help="a broker log dir, the same as --log-dir DIR (which is preferred)")
+
+
+def merge_log_dirs(args) -> None:
+    """``args.log_dirs``: every log dir given, as ``--log-dir`` then as words (:func:`add_log_dir_arguments`)."""
+    if hasattr(args, "log_dir_words"):
+        args.log_dirs = [*args.log_dir_flags, *args.log_dir_words]
+
+
+def one_input(args, *sources: str) -> None:
+    """CliError unless exactly one of the input ``sources`` (``log_dirs``, ``manifest``,
+    ``bootstrap_server``) is given: log dirs as words cannot be put in argparse's exclusive group."""
+    flags = {"log_dirs": "--log-dir", "manifest": "--manifest", "bootstrap_server": "--bootstrap-server"}
+    given = [flags[s] for s in sources if getattr(args, s, None)]
+    if len(given) != 1:
+        if len(sources) == 1:
+            raise CliError("give at least one log dir: --log-dir DIR (repeatable), or the dirs as words")
+        wanted = ", ".join(flags[s] for s in sources[:-1]) + " or " + flags[sources[-1]]
+        raise CliError(f"give exactly one input: {wanted}" + (f" (got {' and '.join(given)})" if given else ""))
 
 
 def require_extra(what: str, extra: str) -> None:

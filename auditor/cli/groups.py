@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, FORMATTER, CliError, write_json
+from auditor.cli.common import add_log_dir_arguments, EXIT_INPUT_PROBLEM, EXIT_OK, FORMATTER, CliError, write_json
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, GroupsResult, read_groups
 from auditor.formats import filenames
 from auditor.manifest import find_manifests, read_consumer_groups, read_manifest
@@ -48,7 +48,7 @@ def register(sub) -> None:
             "exit codes: 0 done, 2 usage error, 3 input problem (no __consumer_offsets under the log dirs)"
         ),
     )
-    p.add_argument("log_dirs", nargs="*", metavar="LOG_DIR", help="a broker log dir (read-only)")
+    add_log_dir_arguments(p)
     p.add_argument("--manifest", action="append", metavar="PATH",
                    help="instead of log dirs: `kafka-audit collect` manifests (repeatable); the committed offsets "
                         "from the groups they carry (older manifests: from the __consumer_offsets files at the "

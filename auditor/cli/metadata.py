@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, FORMATTER, CliError, write_json
+from auditor.cli.common import add_log_dir_arguments, one_input, EXIT_INPUT_PROBLEM, EXIT_OK, FORMATTER, CliError, write_json
 from auditor.cluster.metadata_log import (MetadataLog, MetadataLogNotFound, describe_change,
                                           read_metadata_log)
 from auditor.cluster.metadata_state import CONFIG_RESOURCE_TYPES, RESERVED_DIRS
@@ -50,7 +50,7 @@ def register(sub) -> None:
             "a ZooKeeper-mode broker, or not the log dir holding the metadata log)"
         ),
     )
-    p.add_argument("log_dirs", nargs="+", metavar="LOG_DIR", help="a broker log dir (read-only)")
+    add_log_dir_arguments(p)
     p.add_argument("--history", action="store_true", help="also list every change the log on disk records")
     p.add_argument("--json", action="store_true", help="print JSON (epoch ms beside UTC times)")
     p.set_defaults(func=run)
@@ -136,6 +136,7 @@ def print_table(log: MetadataLog, out=None) -> None:
 
 
 def run(args) -> int:
+    one_input(args, "log_dirs")
     for d in args.log_dirs:
         if not Path(d).is_dir():
             raise CliError(f"{d}: not a directory")

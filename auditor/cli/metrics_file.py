@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass, field
 
 from auditor.cli.common import CliError
-from reports.metrics import MetricsPathError, check_path, parse_const_label, render, render_failure, write_atomic
+from reports.metrics import MetricsPathError, check_path, parse_const_label, render, render_failure, write_textfile
 
 
 def add_metrics_options(p) -> None:
@@ -48,7 +48,7 @@ def metrics_file_from_args(args) -> MetricsFile | None:
 
 def write_run_metrics(metrics: MetricsFile, doc: dict) -> str:
     """The findings document's metrics written to --metrics; returns the path."""
-    return str(write_atomic(metrics.path, render(doc, const_labels=metrics.labels)))
+    return str(write_textfile(metrics.path, render(doc, const_labels=metrics.labels)))
 
 
 def write_failure_metrics(metrics: MetricsFile, started_s: float, duration_s: float, exc: BaseException) -> None:
@@ -57,7 +57,7 @@ def write_failure_metrics(metrics: MetricsFile, started_s: float, duration_s: fl
     try:
         text = render_failure(started_s, duration_s, 2 if isinstance(exc, CliError) else None,
                               const_labels=metrics.labels)
-        write_atomic(metrics.path, text)
+        write_textfile(metrics.path, text)
         sys.stderr.write(f"wrote {metrics.path} (kafka_audit_run_success 0)\n")
     except (OSError, CliError) as write_exc:
         sys.stderr.write(f"kafka-audit: could not write the metrics file {metrics.path}: {write_exc}\n")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from auditor.check_runner import replay_safety_on_rows
-from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError, write_json
+from auditor.cli.common import add_log_dir_arguments, one_input, EXIT_INPUT_PROBLEM, EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError, write_json
 from auditor.replay.evidence_text import gap_text, log_start_text, tier_text
 from auditor.replay.groups import GroupCommits, GroupNotFound, GroupReset, group_facts, group_offsets_from_disk, \
     resets_from_rows
@@ -68,8 +68,8 @@ def register(sub) -> None:
                    help="a consumer group rewound with kafka-consumer-groups --reset-offsets --to-datetime: its "
                         "committed partitions, what the reset sets, records and bytes re-read or skipped")
     p.add_argument("--at", required=True, metavar="TIME", help="the replay's target time")
-    src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--log-dir", action="append", metavar="DIR", help="a broker log dir (repeatable)")
+    src = p.add_mutually_exclusive_group()
+    add_log_dir_arguments(p, src)
     src.add_argument("--manifest", action="append", metavar="PATH", help="a collect manifest dir (repeatable)")
     src.add_argument("--bootstrap-server", metavar="HOST:PORT", help="ask the cluster (protocol only)")
     p.add_argument("--remote-storage-dir", metavar="DIR",
@@ -110,7 +110,7 @@ def _remote_logs(args, ctx) -> list[str]:
     as the audit reads it); its notes. Here: --group never reads it."""
     from auditor.manifest import read_remote_logs
 
-    ctx.remote_logs, notes = read_remote_logs(args.log_dir or [], args.manifest or [])
+    ctx.remote_logs, notes = read_remote_logs(args.log_dirs or [], args.manifest or [])
     ctx.remote_storage_dir = args.remote_storage_dir
     return notes
 
@@ -171,6 +171,7 @@ def _protocol_findings(rows: list[BrokerAnswers], ctx) -> list[Finding]:
 
 
 def run(args) -> int:
+    one_input(args, "log_dirs", "manifest", "bootstrap_server")
     now = int(time.time() * 1000)
     try:
         target = parse_time(args.at, now)
@@ -196,11 +197,11 @@ def run(args) -> int:
         findings = _protocol_findings(rows, ctx)
         mode = "protocol"
     else:
-        for d in args.log_dir or args.manifest:
+        for d in args.log_dirs or args.manifest:
             if not Path(d).exists():
                 raise CliError(f"{d}: does not exist")
-        if args.log_dir:
-            rows = rows_from_log_dirs(args.log_dir, set(topics))
+        if args.log_dirs:
+            rows = rows_from_log_dirs(args.log_dirs, set(topics))
             problems = rows.problems + _remote_logs(args, ctx)
         else:
             rows = _rows_from_manifests(args.manifest, set(topics))
@@ -209,10 +210,10 @@ def run(args) -> int:
         missing = [t for t in topics if t not in found]
         if missing:
             sys.stderr.write(f"kafka-audit: error: no partition of {', '.join(missing)} under the given "
-                             f"{'log dirs' if args.log_dir else 'manifests'}\n")
+                             f"{'log dirs' if args.log_dirs else 'manifests'}\n")
             return EXIT_INPUT_PROBLEM
         findings = _disk_findings(rows.segments, rows.partitions, ctx, args.legacy_max_offsets)
-        mode = "disk" if args.log_dir else "manifest"
+        mode = "disk" if args.log_dirs else "manifest"
     findings.sort(key=lambda f: (f.topic, f.partition))
     worst = max((f.severity for f in findings), default=Severity.PASS)
     unsafe = worst >= fail_on
@@ -270,12 +271,12 @@ def _group_from_protocol(args, target: int, now: int, config) -> GroupReplay:
 def _group_from_files(args, target: int, now: int, config) -> GroupReplay:
     """--group with --log-dir or --manifest: committed offsets from __consumer_offsets files."""
     only = set(_topics(args)) if args.topic else None
-    for d in args.log_dir or args.manifest:
+    for d in args.log_dirs or args.manifest:
         if not Path(d).exists():
             raise CliError(f"{d}: does not exist")
     group = _carried_group(args.manifest, args.group) if args.manifest else None
     if group is None:
-        dirs = args.log_dir
+        dirs = args.log_dirs
         if not dirs:  # a manifest without the groups part: the __consumer_offsets files at the recorded paths
             offsets_rows = _rows_from_manifests(args.manifest, {"__consumer_offsets"}).segments
             dirs = sorted({r["log_dir"] for r in offsets_rows if r.get("log_dir") and Path(r["log_dir"]).is_dir()})
@@ -285,8 +286,8 @@ def _group_from_files(args, target: int, now: int, config) -> GroupReplay:
         group = group_offsets_from_disk(dirs, args.group)
     committed = {k: v for k, v in group.committed.items() if only is None or k[0] in only}
     topics = sorted({t for t, _ in committed})
-    if args.log_dir:
-        rows = rows_from_log_dirs(args.log_dir, set(topics))
+    if args.log_dirs:
+        rows = rows_from_log_dirs(args.log_dirs, set(topics))
     else:
         rows = _rows_from_manifests(args.manifest, set(topics))
     rows = rows.only(committed)
@@ -296,7 +297,7 @@ def _group_from_files(args, target: int, now: int, config) -> GroupReplay:
     # the resets use the same lookup where it read the files: each partition's files searched once
     searched = {k: v for k, v in searches.items() if v and ctx.options(ReplaySafety, k[0])["read_files"]}
     resets = resets_from_rows(rows.segments, rows.partitions, committed, target, now, searched)
-    return GroupReplay(resets, group.facts, findings, "disk" if args.log_dir else "manifest",
+    return GroupReplay(resets, group.facts, findings, "disk" if args.log_dirs else "manifest",
                        group.notes + rows.problems)
 
 

@@ -27,6 +27,9 @@ def run(args) -> int:
         doc = json.loads(Path(args.findings_json).read_text())
     except (OSError, ValueError) as exc:
         raise CliError(f"{args.findings_json}: cannot read the findings JSON: {exc}") from None
+    tables = doc.get("tables") or {}
+    if "partition_stats" in tables and "replica_stats" not in tables:  # written before schema v4
+        tables["replica_stats"] = tables.pop("partition_stats")
     atomic_write(args.out, render(doc, hist.read(args.history)))  # whole or not at all
     sys.stderr.write(f"wrote {args.out}\n")
     return EXIT_OK

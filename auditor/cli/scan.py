@@ -11,8 +11,9 @@ import pyarrow.parquet as pq
 
 from auditor.cli.common import (
     DEPTH_HELP, FORMATTER, CliError, csv_cell, input_exit_code, progress_printer, require_extra,
-    wants_progress, write_json, write_scan_table,
+    add_log_dir_arguments, wants_progress, write_json, write_scan_table,
 )
+from auditor.engines.base import ENGINES
 from auditor.engines.spark import (
     LOG_DIR_INFO_KEYS, aggregates, build_spark, parse_conf, read_manifests, rows_to_driver, scan_dataframes,
     write_parquet,
@@ -42,8 +43,9 @@ def register(sub) -> None:
             "JSON keeps exact bytes and epoch milliseconds and adds a *_utc ISO-8601 twin for each time."
         ),
     )
-    scan.add_argument("log_dirs", nargs="*", metavar="LOGDIR", help="a Kafka log dir (the broker's log.dirs entry)")
-    scan.add_argument("--depth", choices=DEPTHS, default="index", help="see above (default: index)")
+    add_log_dir_arguments(scan)
+    scan.add_argument("--depth", choices=DEPTHS, default="headers",
+                      help="see above (default: headers, as collect and audit)")
     fmt = scan.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print log dirs, partitions and segments as JSON")
     fmt.add_argument("--csv", action="store_true", help="print the segment table as CSV")
@@ -51,8 +53,9 @@ def register(sub) -> None:
     scan.add_argument("--progress", dest="progress", action="store_true", default=None,
                       help="show progress on stderr (default: when stderr is a terminal)")
     scan.add_argument("--no-progress", dest="progress", action="store_false")
-    scan.add_argument("--engine", choices=("local", "spark"), default="local",
-                      help="local: in-process (default); spark: distributed scan, same output "
+    scan.add_argument("--engine", choices=ENGINES, default="auto",
+                      help="auto (default): spark when --manifest, --master or --conf is given, else local; "
+                           "local: in this process; spark: a distributed scan, the same output "
                            "(with --parquet the segment table never reaches the driver; --json and "
                            "the table view collect it, for small outputs)")
     scan.add_argument("--master", help="Spark master for --engine spark (default local[*])")
@@ -94,13 +97,15 @@ def positive_integer(text: str) -> int:
 
 
 def run(args) -> int:
+    if args.engine == "auto":
+        args.engine = "spark" if (args.manifest or args.master or args.conf) else "local"
     for path in args.log_dirs:
         if not Path(path).exists():
             raise CliError(f"log dir {path!r} does not exist")
     if args.manifest and args.engine != "spark":
-        raise CliError("--manifest needs --engine spark")
+        raise CliError("--manifest is read on Spark: --engine spark or auto, not local")
     if not args.log_dirs and not args.manifest:
-        raise CliError("give at least one LOGDIR (or --manifest with --engine spark)")
+        raise CliError("give at least one log dir (--log-dir DIR) or --manifest")
     want_keys = args.keys or args.keys_sample_mib is not None
     if want_keys and (args.engine != "local" or not args.json):
         raise CliError("--keys / --keys-sample-mib need --json and the local engine")
@@ -134,12 +139,19 @@ def run(args) -> int:
     return input_exit_code(result.log_dirs)
 
 
+SCAN_SCHEMA_VERSION = 2
+"""``scan --json``'s format. Changelog: v2 adds ``schema_version`` and names the time of the scan as
+the findings JSON names the audit time: ``generated_at_utc`` -> ``as_of_ms`` and ``as_of_utc``.
+v1: no ``schema_version``."""
+
+
 def scan_document(depth: str, engine: str | None, log_dirs: list[dict], partitions: list[dict],
                   segments: list[dict], **extra) -> dict:
     """``scan --json``: the log-dir rows, then partition and segment rows with a UTC twin of every instant
     (``extra``: more top-level members, e.g. ``key_partitioners``)."""
-    head = {"depth": depth, **({"engine": engine} if engine else {}),
-            "generated_at_utc": iso_utc(time.time_ns() // 1_000_000)}
+    as_of_ms = time.time_ns() // 1_000_000
+    head = {"schema_version": SCAN_SCHEMA_VERSION, "depth": depth, **({"engine": engine} if engine else {}),
+            "as_of_ms": as_of_ms, "as_of_utc": iso_utc(as_of_ms)}
     # rows encoded with their UTC twins as they are written (auditor.json_stream streams them)
     return json_envelope(**head, log_dirs=log_dirs, partitions=json_rows_with_utc(partitions, default=str),
                          segments=json_rows_with_utc(segments, default=str), **extra)
@@ -183,7 +195,7 @@ def write_csv(rows) -> None:
 
 
 def run_spark(args) -> int:
-    """``kafka-audit scan --engine spark``: same outputs as the in-process engine.
+    """``kafka-audit scan --engine spark``: same outputs as the local engine.
 
     ``--parquet DIR`` is the scalable path: the segment table goes from executors to Parquet,
     the driver only sees aggregates. ``--json`` and the default table view collect both tables

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Iterable
 
 # OFFSETS_TOPIC, live_segments and offsets_partition_dirs are this module's names too (their callers import them here)
-from auditor.cluster.offsets_segments import (MAX_READS, OFFSETS_TOPIC, live_segments, offsets_partition_dirs,
+from auditor.cluster.offsets_segments import (MAX_READS, OFFSETS_TOPIC, offsets_partition_dirs,
                                               replay_partition_dir, segments_identity, settled_segments)
 from auditor.formats import offsets_records as orec
 from auditor.formats.errors import FormatError

@@ -44,7 +44,6 @@ from auditor.cluster.metadata_state import (BROKER_RESOURCE, CONFIG_RESOURCE_TYP
                                             Replayer, Topic, describe_change)
 from auditor.formats import kafka_message as km
 from auditor.formats import metadata_records as mr
-from auditor.formats import offsets_records as orec
 from auditor.formats.checkpoints import read_meta_properties
 from auditor.formats.errors import FormatError
 from auditor.formats.filenames import parse_metadata_snapshot_file, parse_segment_file

@@ -4,8 +4,8 @@
 the aggregate tables, run the checks and the Great Expectations suite, hand back a
 :class:`TableOutcome`. Two implementations: :class:`auditor.engines.local.engine.LocalEngine`
 (pyarrow and pandas in this process; no JVM) and :class:`auditor.engines.spark.engine.SparkEngine`
-(a Spark session started and stopped here). :func:`select_engine` picks one from the request alone
-(nothing is scanned; see :func:`choose_engine`), so the pipeline never asks which it runs on.
+(a Spark session started and stopped here). :func:`auditor.engines.choose.select_engine` picks one from the request alone
+(nothing is scanned; see :func:`auditor.engines.choose.choose_engine`), so the pipeline never asks which it runs on.
 
 ``--engine local|spark`` says which outright; ``auto`` (the default) picks Spark for any
 ``--master``/``--conf``/``--parquet``, under ``spark-submit``, for remote manifests, and when the
@@ -13,9 +13,7 @@ input holds more than ``LOCAL_MAX_SEGMENT_ROWS`` segments (counted from the list
 ``scandir`` per partition dir, stopping as soon as the limit is passed; for manifests, the Parquet
 footers' row counts). ``tests/test_local_engine.py`` proves both engines' findings equal on the
 same inputs; ``benchmarks/engines.py`` and ``benchmarks/fleet.py`` measure them.
+
+This package's own import loads nothing: ``auditor.engines.spark`` (what ``scan --engine spark``
+uses) must not pull the local engine's pandas into a broker's base install.
 """
-
-from auditor.engines.base import ENGINES, TableEngine, TableOutcome, versions
-from auditor.engines.choose import choose_engine, select_engine
-
-__all__ = ["ENGINES", "TableEngine", "TableOutcome", "choose_engine", "select_engine", "versions"]

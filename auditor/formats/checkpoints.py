@@ -112,7 +112,7 @@ def _read_checkpoint(path, version: int, fields: int, what: str) -> list[tuple[i
             raise FormatError(path, pos, f"line {number}: entry", text, f"{fields} whitespace-separated fields ({what})")
         entries.append((number, pos, parts))
     if len(entries) != count:
-        raise FormatError(path, lines[1][1], f"line 2: entry count", count,
+        raise FormatError(path, lines[1][1], "line 2: entry count", count,
                           f"the number of entry lines, {len(entries)}")
     return entries
 

@@ -216,7 +216,7 @@ def _grow_into(fn, data, max_bytes: int, label, position, codec: str, size_hint:
         out = mmap.mmap(-1, size) if view and size == max_bytes and size > _MIN_INITIAL_BYTES else bytearray(size)
         try:
             n = fn(data, out)
-        except Exception as exc:  # cramjam.DecompressionError, or OSError from the codec
+        except Exception as exc:  # noqa: BLE001 - cramjam.DecompressionError, or OSError from the codec: re-raised named
             if _BUFFER_FULL not in str(exc):
                 raise FormatError(label, position, f"{codec} stream", type(exc).__name__ + ": " + str(exc),
                                   f"a valid {codec} stream") from None
@@ -233,14 +233,14 @@ def _grow_into(fn, data, max_bytes: int, label, position, codec: str, size_hint:
 def _snappy_block(block, max_bytes: int, label, position) -> bytes:
     try:
         n = cramjam.snappy.decompress_raw_len(block)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any codec failure becomes a FormatError naming file and position
         raise FormatError(label, position, "snappy block length", bytes(block[:5]).hex(),
                           f"a valid snappy block header ({exc})") from None
     if n > max_bytes:
         raise _cap_error(label, position, "snappy", max_bytes, len(block))
     try:
         return bytes(cramjam.snappy.decompress_raw(block))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any codec failure becomes a FormatError naming file and position
         raise FormatError(label, position, "snappy block", type(exc).__name__ + ": " + str(exc),
                           "a valid raw snappy block") from None
 
@@ -330,7 +330,7 @@ def _lz4_blocks(data, magic: int, max_bytes: int, label, position) -> Iterator:
                 # decompress_block_into reports the real length
                 got = cramjam.lz4.decompress_block_into(block, scratch)
                 out = view[:got]
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - any codec failure becomes a FormatError naming file and position
                 raise FormatError(label, position + pos, "lz4 block", type(exc).__name__ + ": " + str(exc),
                                   "a valid lz4 block (decoded independently, as Kafka does)") from None
         total += len(out)

@@ -160,7 +160,7 @@ class LogReader:
     def __del__(self):  # a forgotten close() must not leak the descriptor
         try:
             self.close()
-        except Exception:
+        except Exception:  # noqa: BLE001 - a finalizer must not raise
             pass
 
     # -- shallow walk -------------------------------------------------------------------------

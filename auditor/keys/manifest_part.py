@@ -62,7 +62,7 @@ def _iter_keys(source: IO[bytes], label: str) -> Iterator[tuple[dict, PartitionK
             header = json.loads(text.readline() or "null")
             if not isinstance(header, dict) or header.get("format") != KEYS_FORMAT:
                 raise KeysPartError(f"{label}: first line = {header!r}, expected {{'format': {KEYS_FORMAT!r}}}")
-            for number, raw in enumerate(text, start=2):
+            for raw in text:
                 line = json.loads(raw)
                 found = PartitionKeys(KeyStats.from_dict(line["stats"]), line["mode"], line["sample_bytes"],
                                       line["log_bytes"], line["scanned_bytes"], line["first_offset"],

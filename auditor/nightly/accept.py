@@ -205,8 +205,8 @@ class Split:
     notes: list[str]
 
 
-def split_accepted(findings: Sequence[dict], accept: AcceptFile | None, now_ms: int) -> Split:
-    """Findings matched by an entry in force at ``now_ms`` move to ``accepted`` (with their
+def split_accepted(findings: Sequence[dict], accept: AcceptFile | None, as_of_ms: int) -> Split:
+    """Findings matched by an entry in force at ``as_of_ms`` move to ``accepted`` (with their
     ``acceptance``); those matched by an expired entry stay, with ``acceptance_expired`` and a note."""
     if accept is None:
         return Split(list(findings), [], [], [])
@@ -219,15 +219,15 @@ def split_accepted(findings: Sequence[dict], accept: AcceptFile | None, now_ms: 
             continue
         matched[entry.where] += 1
         info = {"reason": entry.reason, "owner": entry.owner, "expires": entry.expires.isoformat(), "entry": entry.where}
-        if now_ms < entry.expires_ms:
+        if as_of_ms < entry.expires_ms:
             accepted.append({**f, "acceptance": info})
         else:
             kept.append({**f, "acceptance_expired": info})
     for e in accept.entries:
-        if now_ms >= e.expires_ms and matched[e.where]:
+        if as_of_ms >= e.expires_ms and matched[e.where]:
             notes.append(f"accept entry {e.where} ({e.key}, owner {e.owner}) expired on {e.expires.isoformat()}: "
                          f"its {matched[e.where]} finding(s) count again")
-    entries = [dict(e.to_dict(), matched=matched[e.where], expired=now_ms >= e.expires_ms) for e in accept.entries]
+    entries = [dict(e.to_dict(), matched=matched[e.where], expired=as_of_ms >= e.expires_ms) for e in accept.entries]
     return Split(kept, accepted, entries, notes)
 
 

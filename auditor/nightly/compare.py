@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Callable
 
 from auditor.nightly.accept import AcceptFile, mark_stale, split_accepted
+from checks.framework.base import SEVERITIES
 from auditor.nightly.identity import RANK, Comparison, classify, gate_on_change, history_rows, identity_fields, identity_of, \
     unclassified
 from auditor.nightly.finding_history import Previous
 
-SEVERITIES = ("PASS", "INFO", "WARN", "FAIL")
 
 
 def annotate(doc: dict, previous: Previous | None, accept: AcceptFile | None, fail_on_new: str | None = None,
@@ -23,20 +23,20 @@ def annotate(doc: dict, previous: Previous | None, accept: AcceptFile | None, fa
     ``resolved``, ``accepted``, ``acceptance`` and ``history`` at the top, and the counts, verdict
     and exit code over the findings that are not accepted. ``previous`` None: the run has no
     ``--history`` (statuses null). Returns (document, history rows, accept entries) for the history."""
-    now_ms = doc["as_of_ms"]
+    as_of_ms = doc["as_of_ms"]
     fields: dict[str, tuple[str, ...]] = {}
     findings = []
     for f in doc["findings"]:
         if f["check"] not in fields:
             fields[f["check"]] = identity_fields(f["check"], lookup)
         findings.append({**f, "identity": identity_of(f, fields[f["check"]])})
-    split = split_accepted(findings, accept, now_ms)
+    split = split_accepted(findings, accept, as_of_ms)
     notes = list(previous.notes) if previous is not None else []
     if previous is None:
-        kept, accepted = unclassified(split.findings, now_ms), unclassified(split.accepted, now_ms)
+        kept, accepted = unclassified(split.findings, as_of_ms), unclassified(split.accepted, as_of_ms)
         comparison = Comparison([])
     else:
-        comparison = classify(split.findings + split.accepted, previous.findings, now_ms)
+        comparison = classify(split.findings + split.accepted, previous.findings, as_of_ms)
         n = len(split.findings)
         kept, accepted = comparison.findings[:n], comparison.findings[n:]
     notes += split.notes
@@ -59,8 +59,8 @@ def annotate(doc: dict, previous: Previous | None, accept: AcceptFile | None, fa
         acceptance=({"file": accept.path, "stale_after_runs": accept.stale_after_runs, "entries": split.entries}
                     if accept is not None else None),
         since=(Comparison(kept, comparison.resolved).counts() if previous is not None else None),
-        history={"previous_run_utc": _iso(previous.run_at_ms) if previous is not None else None,
-                 "previous_run_ms": previous.run_at_ms if previous is not None else None,
+        history={"previous_run_utc": _iso(previous.as_of_ms) if previous is not None else None,
+                 "previous_run_ms": previous.as_of_ms if previous is not None else None,
                  "runs": (previous.runs + 1) if previous is not None else 0, "notes": notes},
     )
     rows = history_rows(kept, accepted) if previous is not None else []

@@ -30,7 +30,7 @@ KNOWN_OTHER = re.compile(r"^(run-.*\.parquet|\..*\.tmp(-\d+)?)$")  # the trend f
 
 SCHEMA = pa.schema([
     ("kind", pa.string()),  # "finding" or "accept_entry"
-    ("run_at_ms", pa.int64()), ("identity", pa.string()), ("check", pa.string()), ("code", pa.string()),
+    ("as_of_ms", pa.int64()), ("identity", pa.string()), ("check", pa.string()), ("code", pa.string()),
     ("severity", pa.string()), ("topic", pa.string()), ("partition", pa.int64()), ("broker_id", pa.int64()),
     ("log_dir", pa.string()), ("first_seen_ms", pa.int64()), ("runs_open", pa.int64()), ("message", pa.string()),
     ("accepted", pa.bool_()), ("runs_unmatched", pa.int64()),
@@ -38,8 +38,8 @@ SCHEMA = pa.schema([
 NEEDED = {"kind", "identity", "severity", "first_seen_ms", "runs_open"}
 
 
-def _stamp(run_at_ms: int) -> str:
-    return iso_utc(run_at_ms).replace("-", "").replace(":", "")
+def _stamp(as_of_ms: int) -> str:
+    return iso_utc(as_of_ms).replace("-", "").replace(":", "")
 
 
 def _run_ms(name: str) -> int | None:
@@ -56,7 +56,7 @@ def _run_ms(name: str) -> int | None:
 class Previous:
     """What the history says about the run before this one."""
 
-    run_at_ms: int | None = None
+    as_of_ms: int | None = None
     findings: dict[str, PreviousRow] | None = None
     """None: no previous run to compare with (first run, or the history could not say)"""
     unmatched: dict[str, int] = field(default_factory=dict)
@@ -66,8 +66,8 @@ class Previous:
     notes: list[str] = field(default_factory=list)
 
 
-def _earlier_runs(d: Path, now_ms: int, out: Previous) -> list[tuple[int, Path]]:
-    """The history's findings files before ``now_ms`` as (run time, path); notes into ``out``."""
+def _earlier_runs(d: Path, as_of_ms: int, out: Previous) -> list[tuple[int, Path]]:
+    """The history's findings files before ``as_of_ms`` as (run time, path); notes into ``out``."""
     if not d.is_dir():
         out.notes.append(f"history dir {d} does not exist yet: this is its first run, every finding is new")
         return []
@@ -82,7 +82,7 @@ def _earlier_runs(d: Path, now_ms: int, out: Previous) -> list[tuple[int, Path]]
         if t is None:
             if p.name.startswith(PREFIX) or not KNOWN_OTHER.match(p.name):
                 foreign.append(p.name)
-        elif t < now_ms:
+        elif t < as_of_ms:
             runs.append((t, p))
         else:
             later += 1
@@ -90,18 +90,18 @@ def _earlier_runs(d: Path, now_ms: int, out: Previous) -> list[tuple[int, Path]]
         out.notes.append(f"history dir {d}: {len(foreign)} file(s) it does not know, ignored: "
                          + ", ".join(foreign[:5]) + (" ..." if len(foreign) > 5 else ""))
     if later:
-        out.notes.append(f"history dir {d}: {later} run(s) at or after this audit time ({iso_utc(now_ms)}), ignored")
+        out.notes.append(f"history dir {d}: {later} run(s) at or after this audit time ({iso_utc(as_of_ms)}), ignored")
     out.runs = len(runs)
     if not runs:
         out.notes.append(f"history dir {d} holds no earlier run's findings: every finding is new")
     return runs
 
 
-def read_previous(history_dir: str | Path, now_ms: int) -> Previous:
-    """The newest run before ``now_ms`` in the history dir; anything it cannot trust is a note and
+def read_previous(history_dir: str | Path, as_of_ms: int) -> Previous:
+    """The newest run before ``as_of_ms`` in the history dir; anything it cannot trust is a note and
     no previous run (never a guess that would mark findings resolved)."""
     out = Previous()
-    runs = _earlier_runs(Path(history_dir), now_ms, out)
+    runs = _earlier_runs(Path(history_dir), as_of_ms, out)
     if not runs:
         return out
     t, path = max(runs)
@@ -131,7 +131,7 @@ def read_previous(history_dir: str | Path, now_ms: int) -> Previous:
         out.notes.append(f"{path}: {len(bad)} row(s) with an unknown severity (e.g. {bad[0].get('severity')!r}): "
                          f"no previous run to compare with")
         return out
-    out.run_at_ms = t
+    out.as_of_ms = t
     out.findings = {}
     for r in rows:
         if r.get("kind") == "finding" and r.get("identity"):
@@ -145,16 +145,16 @@ def read_previous(history_dir: str | Path, now_ms: int) -> Previous:
     return out
 
 
-def append(history_dir: str | Path, run_at_ms: int, finding_rows: list[dict], entries: list[dict]) -> Path:
+def append(history_dir: str | Path, as_of_ms: int, finding_rows: list[dict], entries: list[dict]) -> Path:
     """Writes this run's file (auditor.atomic: temp file, fsync, rename; a second run at the same time gets ``-2``...)."""
     d = Path(history_dir)
     d.mkdir(parents=True, exist_ok=True)
-    rows = [dict(r, kind="finding", run_at_ms=run_at_ms, runs_unmatched=None) for r in finding_rows]
-    rows += [{"kind": "accept_entry", "run_at_ms": run_at_ms, "identity": e["key"], "check": e["check"],
+    rows = [dict(r, kind="finding", as_of_ms=as_of_ms, runs_unmatched=None) for r in finding_rows]
+    rows += [{"kind": "accept_entry", "as_of_ms": as_of_ms, "identity": e["key"], "check": e["check"],
               "code": e["code"], "topic": e.get("topic"), "partition": e.get("partition"), "broker_id": e.get("broker"),
               "message": e["entry"], "runs_unmatched": e["runs_unmatched"]} for e in entries]
     table = pa.Table.from_pylist(rows, schema=SCHEMA).replace_schema_metadata({FORMAT_KEY: str(FORMAT_VERSION).encode()})
-    base = PREFIX + _stamp(run_at_ms)
+    base = PREFIX + _stamp(as_of_ms)
     path, n = d / f"{base}.parquet", 1
     while path.exists():
         n += 1

@@ -27,10 +27,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Mapping, Sequence
 
 from auditor.units import iso_utc
-from checks.framework.base import Severity
+from checks.framework.base import RANK
 
-#: A severity name -> its order (PASS 0 .. FAIL 3), as ``checks.framework.base.Severity`` defines it.
-RANK = {s.name: int(s) for s in Severity}
 STATUSES = ("new", "worsened", "persisting")
 DEFAULT_IDENTITY = ("topic", "partition", "broker_id", "log_dir")
 SHORT = {"topic": "topic", "partition": "partition", "broker_id": "broker", "log_dir": "log_dir"}
@@ -120,7 +118,7 @@ def status_of(severity: str, previous: PreviousRow | None) -> str:
     return "worsened" if RANK[severity] > RANK[previous.severity] else "persisting"
 
 
-def classify(findings: Sequence[dict], previous: Mapping[str, PreviousRow] | None, now_ms: int) -> Comparison:
+def classify(findings: Sequence[dict], previous: Mapping[str, PreviousRow] | None, as_of_ms: int) -> Comparison:
     """Each finding (dicts with ``identity`` set) gets status, first_seen(_ms) and runs_open; the
     previous run's open identities that are absent now or only PASS make the resolved list.
     ``previous`` None: no previous run (status new, first seen now)."""
@@ -131,7 +129,7 @@ def classify(findings: Sequence[dict], previous: Mapping[str, PreviousRow] | Non
         p = prev.get(f["identity"])
         status = status_of(f["severity"], p)
         continuing = p is not None and (RANK[p.severity] > 0) == (RANK[f["severity"]] > 0)
-        first = p.first_seen_ms if continuing else now_ms
+        first = p.first_seen_ms if continuing else as_of_ms
         if first not in texts:
             texts[first] = iso_utc(first)
         out.append({**f, "status": status, "first_seen_ms": first, "first_seen": texts[first],
@@ -150,11 +148,11 @@ def classify(findings: Sequence[dict], previous: Mapping[str, PreviousRow] | Non
     return Comparison(out, resolved)
 
 
-def unclassified(findings: Sequence[dict], now_ms: int) -> list[dict]:
+def unclassified(findings: Sequence[dict], as_of_ms: int) -> list[dict]:
     """The fields without a history (no ``--history``): status None; first seen this run and open
     for 1 run, as far as a run without history knows."""
-    text = iso_utc(now_ms)
-    return [{**f, "status": None, "first_seen": text, "first_seen_ms": now_ms, "runs_open": 1} for f in findings]
+    text = iso_utc(as_of_ms)
+    return [{**f, "status": None, "first_seen": text, "first_seen_ms": as_of_ms, "runs_open": 1} for f in findings]
 
 
 def history_rows(findings: Iterable[dict], accepted: Iterable[dict] = ()) -> list[dict]:

@@ -17,15 +17,15 @@ import pyarrow.parquet as pq
 from auditor.atomic import atomic_write
 
 HISTORY_SCHEMA = pa.schema([
-    ("run_at_ms", pa.int64()), ("verdict", pa.string()), ("topic", pa.string()), ("partitions", pa.int64()),
+    ("as_of_ms", pa.int64()), ("verdict", pa.string()), ("topic", pa.string()), ("partitions", pa.int64()),
     ("size_bytes", pa.int64()), ("message_count", pa.int64()), ("skew_ratio", pa.float64()),
     ("fail", pa.int64()), ("warn", pa.int64()), ("info", pa.int64()),
 ])
 
 
-def topic_rows(partition_stats: Iterable[dict], run_at_ms: int, verdict: str, counts: dict) -> list[dict]:
+def topic_rows(replica_stats: Iterable[dict], as_of_ms: int, verdict: str, counts: dict) -> list[dict]:
     per_topic: dict[str, dict[int, tuple[int, int | None]]] = {}
-    for r in partition_stats:
+    for r in replica_stats:
         if r.get("dir_kind") != "live":
             continue
         parts = per_topic.setdefault(r["topic"], {})
@@ -38,7 +38,7 @@ def topic_rows(partition_stats: Iterable[dict], run_at_ms: int, verdict: str, co
         median = statistics.median(sizes) if sizes else 0
         msgs = [m for _, m in parts.values()]
         rows.append({
-            "run_at_ms": run_at_ms, "verdict": verdict, "topic": topic, "partitions": len(parts),
+            "as_of_ms": as_of_ms, "verdict": verdict, "topic": topic, "partitions": len(parts),
             "size_bytes": sum(sizes), "message_count": None if any(m is None for m in msgs) else int(sum(msgs)),
             "skew_ratio": (max(sizes) / median) if median else None,
             "fail": counts.get("FAIL", 0), "warn": counts.get("WARN", 0), "info": counts.get("INFO", 0),
@@ -46,12 +46,12 @@ def topic_rows(partition_stats: Iterable[dict], run_at_ms: int, verdict: str, co
     return rows
 
 
-def append(history_dir: str | Path, rows: list[dict], run_at_ms: int) -> Path:
+def append(history_dir: str | Path, rows: list[dict], as_of_ms: int) -> Path:
     from auditor.units import iso_utc
 
     d = Path(history_dir)
     d.mkdir(parents=True, exist_ok=True)
-    name = "run-" + iso_utc(run_at_ms).replace(":", "").replace("+0000", "Z") + ".parquet"
+    name = "run-" + iso_utc(as_of_ms).replace(":", "").replace("+0000", "Z") + ".parquet"
     path = d / name
     table = pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA)
     return atomic_write(path, lambda fh: pq.write_table(table, fh))  # whole or not at all, like every output
@@ -63,7 +63,11 @@ def read(history_dir: str | Path | None) -> list[dict]:
     out: list[dict] = []
     for f in sorted(Path(history_dir).glob("run-*.parquet")):
         try:  # a cut-off or foreign file costs its points on the trend chart, never the run
-            out.extend(pq.read_table(f).to_pylist())
+            rows = pq.read_table(f).to_pylist()
         except Exception:  # noqa: BLE001
             continue
+        for row in rows:  # files written before the audit time had one name called it run_at_ms
+            if "as_of_ms" not in row and "run_at_ms" in row:
+                row["as_of_ms"] = row.pop("run_at_ms")
+        out.extend(rows)
     return out

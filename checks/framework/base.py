@@ -16,7 +16,7 @@ Scopes:
   of partitions per ``applyInPandas`` call on Spark); a check's :meth:`Check.prefilter`, a
   vectorized superset of the partitions that can give a finding, keeps ``run`` to those
   (docs/batch-checks.md).
-* ``cluster``: called once with the per-partition-dir statistics (``partition_stats`` of
+* ``cluster``: called once with the per-partition-dir statistics (``replica_stats`` of
   ``auditor.engines.spark.aggregates``: one row per partition dir, small) and the topic / broker / log-dir
   rollups. Never sees segment rows.
 """
@@ -27,7 +27,10 @@ import json
 import re
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Mapping, Sequence
+
+if TYPE_CHECKING:  # the batch frame (numpy, pandas) is imported where a batch is built
+    from checks.framework.batch import PartitionBatch
 
 DOCSTRING_SECTIONS = ("What it checks", "Why it matters", "Example finding", "How to fix", "Options")
 """The sections of a check's documentation: the module docstring writes the first four; Options
@@ -54,6 +57,12 @@ class Severity(IntEnum):
             return cls[str(value).strip().upper()]
         except KeyError:
             raise ValueError(f"severity {value!r} is not one of {', '.join(s.name for s in cls)}") from None
+
+
+SEVERITIES: tuple[str, ...] = tuple(s.name for s in Severity)
+"""The severity names, least severe first: the one order the JSON, the metrics and the gates use."""
+RANK: dict[str, int] = {s.name: int(s) for s in Severity}
+"""A severity name's place in :data:`SEVERITIES` (PASS 0 .. FAIL 3), for findings read back as JSON."""
 
 
 @dataclass
@@ -243,7 +252,7 @@ class Check:
     """What makes two findings of this check, on two nights, the same problem: finding fields
     (``topic``, ``partition``, ``broker_id``, ``log_dir``) and ``evidence.<key>`` (the first evidence
     item's key, e.g. a consumer group). Never ``base_offset``: segments roll. See
-    ``auditor/finding_identity.py`` and docs/nightly-history.md."""
+    ``auditor/nightly/identity.py`` and docs/nightly-history.md."""
 
     replica_columns: ClassVar[tuple[str, ...] | None] = None
     """partition scope, for a check that judges a partition by its live replicas' segment rows:
@@ -301,7 +310,7 @@ class CheckInput:
     """What one ``run`` call sees (pandas DataFrames; see the module docstring for scopes).
 
     partition scope: ``segments`` (segment rows of one topic-partition, every replica) and
-    ``partitions`` (its partition-dir rows). cluster scope: ``partition_stats``,
+    ``partitions`` (its partition-dir rows). cluster scope: ``replica_stats``,
     ``topic_stats``, ``broker_stats``, ``log_dir_stats`` (the Spark job's aggregates) and
     ``partitions`` (all partition-dir rows).
     """
@@ -310,7 +319,7 @@ class CheckInput:
     partition: int | None = None
     segments: Any = None
     partitions: Any = None
-    partition_stats: Any = None
+    replica_stats: Any = None
     topic_stats: Any = None
     broker_stats: Any = None
     log_dir_stats: Any = None

@@ -326,7 +326,6 @@ def _sorted_rows(frame):
 def _key_spans(frame) -> tuple[list[tuple], list[tuple[int, int]]]:
     """The (topic, partition) keys of a sorted frame and each one's row span [start, stop)."""
     import numpy as np
-    import pandas as pd
 
     if frame is None or not len(frame):
         return [], []

@@ -171,7 +171,7 @@ class Config:
                 import yaml
 
                 data = yaml.safe_load(text)
-        except Exception as e:  # YAML and JSON both name line and column
+        except Exception as e:  # noqa: BLE001 - YAML and JSON errors both name line and column
             raise ConfigError(f"{p}: not valid {'JSON' if p.suffix == '.json' else 'YAML'}: {e}") from None
         if data is not None and not isinstance(data, Mapping):
             raise ConfigError(f"{p}: expected a mapping at the top, got {type(data).__name__}")

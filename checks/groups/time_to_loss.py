@@ -77,9 +77,9 @@ class GroupTimeToLoss(Check):
         policy = ctx.kafka_setting(data.topic, "cleanup.policy") or "delete"
         if not commits or retention is None or retention < 0 or "delete" not in policy:
             return []
-        now = ctx.as_of_ms
-        warn_until = now + opts["warn_hours"] * HOUR_MS
-        fail_until = now + opts["fail_hours"] * HOUR_MS
+        as_of_ms = ctx.as_of_ms
+        warn_until = as_of_ms + opts["warn_hours"] * HOUR_MS
+        fail_until = as_of_ms + opts["fail_hours"] * HOUR_MS
         out = []
         for broker, log_dir, frame in live_replicas(data.segments):
             rows = frame.to_dict("records")
@@ -100,7 +100,7 @@ class GroupTimeToLoss(Check):
                 first_due = at_risk[0][1]
                 size = sum(opt_int(r["log_size_bytes"]) or 0 for r, _ in at_risk)
                 severity = "FAIL" if first_due <= fail_until else "WARN"
-                left = first_due - now
+                left = first_due - as_of_ms
                 when = (f"in {left / HOUR_MS:.1f} h ({iso_utc(first_due)})" if left > 0
                         else f"now: already due since {iso_utc(first_due)} (deleted at the next retention check)")
                 out.append(self.finding(
@@ -111,10 +111,10 @@ class GroupTimeToLoss(Check):
                     "Restart or scale the consumer group so it catches up, or raise the topic's retention.ms until "
                     "it has, or copy the range out first.",
                     thresholds={"warn_hours": opts["warn_hours"], "fail_hours": opts["fail_hours"],
-                                "retention_ms": retention, "audit_time_ms": now},
+                                "retention_ms": retention, "as_of_ms": as_of_ms},
                     evidence=[{"group": c["group"], "committed_offset": committed, "segment": int(r["base_offset"]),
                                "last_offset": opt_int(r.get("last_offset")), "deletion_time_ms": d,
-                               "time_to_loss_ms": max(d - now, 0), "size_bytes": opt_int(r["log_size_bytes"])}
+                               "time_to_loss_ms": max(d - as_of_ms, 0), "size_bytes": opt_int(r["log_size_bytes"])}
                               for r, d in at_risk],
                     broker_id=broker, log_dir=log_dir, topic=data.topic, partition=data.partition,
                     base_offset=int(at_risk[0][0]["base_offset"])))

@@ -77,7 +77,7 @@ class RetentionFutureTimestamp(Check):
         policy = ctx.kafka_setting(data.topic, "cleanup.policy") or "delete"
         if retention is None or retention < 0 or "delete" not in policy:
             return []
-        now = ctx.as_of_ms
+        as_of_ms = ctx.as_of_ms
         out = []
         for broker, log_dir, rows in live_replicas(data.segments):
             recs = rows.to_dict("records")
@@ -85,25 +85,25 @@ class RetentionFutureTimestamp(Check):
                 largest = largest_timestamp(r)
                 if largest is None:
                     break
-                if now - largest > retention:
+                if as_of_ms - largest > retention:
                     continue  # deletable: the walk goes on
-                if largest - now <= opts["tolerance_ms"]:
+                if largest - as_of_ms <= opts["tolerance_ms"]:
                     break  # not yet due, and not a future timestamp: the walk stops normally
-                held = [x for x in recs[i + 1:] if (largest_timestamp(x) or now) < now - retention]
+                held = [x for x in recs[i + 1:] if (largest_timestamp(x) or as_of_ms) < as_of_ms - retention]
                 held_bytes = sum(opt_int(x["log_size_bytes"]) or 0 for x in held)
                 deletable_at = largest + retention
-                severity = Severity.FAIL if deletable_at - now > opts["fail_after_ms"] else Severity.WARN
+                severity = Severity.FAIL if deletable_at - as_of_ms > opts["fail_after_ms"] else Severity.WARN
                 offset = opt_int(r["max_timestamp_offset"])
                 at = f" (offset {offset})" if offset is not None else ""
                 out.append(self.finding(
                     severity,
                     f"segment {int(r['base_offset'])} holds a record stamped {iso_utc(largest)}{at}, "
-                    f"{human_duration(largest - now)} after the audit time: time retention stops there until "
+                    f"{human_duration(largest - as_of_ms)} after the audit time: time retention stops there until "
                     f"{iso_utc(deletable_at)}; it holds back {len(held)} later segment(s), {human_bytes(held_bytes)}, "
                     f"already past retention.ms ({human_duration(retention)})",
                     "kafka-delete-records up to the end of this segment (after checking nobody needs it), or lower "
                     "retention.bytes for a while; fix the producer clock and set message.timestamp.after.max.ms.",
-                    thresholds={"retention_ms": retention, "tolerance_ms": opts["tolerance_ms"], "audit_time_ms": now},
+                    thresholds={"retention_ms": retention, "tolerance_ms": opts["tolerance_ms"], "as_of_ms": as_of_ms},
                     evidence=[{"segment": int(r["base_offset"]), "largest_timestamp_ms": largest, "offset": offset,
                                "deletable_at_ms": deletable_at, "segment_bytes": opt_int(r["log_size_bytes"]),
                                "held_segments": [int(x["base_offset"]) for x in held], "held_bytes": held_bytes}],

@@ -71,16 +71,16 @@ class RetentionOverdue(Check):
             return []
         delay = ctx.kafka_int(data.topic, "file.delete.delay.ms") or 0
         slack = opts["grace_ms"] + opts["check_interval_ms"] + delay
-        now = ctx.as_of_ms
+        as_of_ms = ctx.as_of_ms
         out = []
         for broker, log_dir, rows in live_replicas(data.segments):
             overdue = []
             for r in rows.to_dict("records"):
                 largest = largest_timestamp(r)
-                if r["is_active"] or largest is None or now - largest <= retention:
+                if r["is_active"] or largest is None or as_of_ms - largest <= retention:
                     break
                 overdue.append((r, largest))
-            overdue = [(r, t) for r, t in overdue if now - (t + retention) > slack]
+            overdue = [(r, t) for r, t in overdue if as_of_ms - (t + retention) > slack]
             if not overdue:
                 continue
             size = sum(opt_int(r["log_size_bytes"]) or 0 for r, _ in overdue)
@@ -92,7 +92,7 @@ class RetentionOverdue(Check):
                 f"{iso_utc(first_ts)}) was due {iso_utc(first_ts + retention)}",
                 "Check the broker log for retention and LogCleaner errors, the topic's cleanup.policy and "
                 "retention.ms, and whether the log dir is online.",
-                thresholds={"retention_ms": retention, "slack_ms": slack, "audit_time_ms": now},
+                thresholds={"retention_ms": retention, "slack_ms": slack, "as_of_ms": as_of_ms},
                 evidence=[{"segment": int(r["base_offset"]), "largest_timestamp_ms": t, "due_ms": t + retention,
                            "size_bytes": opt_int(r["log_size_bytes"])} for r, t in overdue],
                 topic=data.topic, partition=data.partition, broker_id=broker, log_dir=log_dir,

@@ -41,7 +41,7 @@ class SkewBrokerDisk(Check):
     }
 
     def run(self, data: CheckInput, ctx, opts):
-        stats = data.partition_stats
+        stats = data.replica_stats
         if stats is None or not len(stats):
             return []
         out = []

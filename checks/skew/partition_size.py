@@ -59,7 +59,7 @@ class SkewPartitionSize(Check):
     }
 
     def run(self, data: CheckInput, ctx, opts):
-        stats = data.partition_stats
+        stats = data.replica_stats
         if stats is None or not len(stats):
             return []
         live = stats[stats["dir_kind"] == "live"]

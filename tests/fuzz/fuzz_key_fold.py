@@ -146,33 +146,33 @@ def make_seeds() -> None:
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from fuzz.make_seeds import REAL, Seeds, batch_prefix
-    from test_keys_c_fold import _batch, _keyed_segment, _record
-    from test_keys_legacy import _message, _wrapper
+    from harness.legacy_messages import gzip_wrapper, legacy_message
+    from harness.records import keyed_batch, keyed_segment, numbered_record
 
     s = Seeds("key_fold")
     for seed in (1, 2):
-        s.add(batch_prefix(_keyed_segment(seed, batches=6), 4096))
+        s.add(batch_prefix(keyed_segment(seed, batches=6), 4096))
     rnd = random.Random(3)
     records = [(rnd.choice((None, b"", b"k%d" % rnd.randrange(9))), b"v" * rnd.randrange(5), []) for _ in range(20)]
-    s.add(_batch(0, records) + _batch(20, records, codec="gzip") + _batch(40, records, codec="zstd"))
-    s.add(bytes([3]) + b"".join(_record(i, *records[i]) for i in range(3)))  # records as add_records reads them
+    s.add(keyed_batch(0, records) + keyed_batch(20, records, codec="gzip") + keyed_batch(40, records, codec="zstd"))
+    s.add(bytes([3]) + b"".join(numbered_record(i, *records[i]) for i in range(3)))  # records as add_records reads them
     # LogAppendTime batches (every record at maxTimestamp: first_seen's timestamps), plain and compressed
-    s.add(_batch(0, records, log_append=True, max_ts=1_700_000_000_123)
-          + _batch(20, records, codec="lz4", log_append=True, max_ts=1_700_000_000_456))
+    s.add(keyed_batch(0, records, log_append=True, max_ts=1_700_000_000_123)
+          + keyed_batch(20, records, codec="lz4", log_append=True, max_ts=1_700_000_000_456))
     long_keys = [(rnd.randbytes(n), b"v", []) for n in (127, 128, 129, 300, 0, 1)] * 2  # BLAKE2b's block edges
-    s.add(_batch(0, long_keys) + _batch(12, long_keys, codec="snappy"))
-    s.add(_message(0, 1, b"a", b"x") + _wrapper(3, 1, [(b"b", b"y"), (b"c", None), (None, b"y")])
-          + _message(4, 0, b"d", b"z"))
+    s.add(keyed_batch(0, long_keys) + keyed_batch(12, long_keys, codec="snappy"))
+    s.add(legacy_message(0, 1, b"a", b"x") + gzip_wrapper(3, 1, [(b"b", b"y"), (b"c", None), (None, b"y")])
+          + legacy_message(4, 0, b"d", b"z"))
     for log in sorted((REAL / "broker-dirs").rglob("*.log")):
         s.add(batch_prefix(log.read_bytes(), 4096))
     # plain batches past the C walk's first 16 KiB window, one of them across its end (the refill
     # of a batch whose header the window holds but not its end: _ckeys.c KeyFold_walk); two records
     # of 300-byte values a batch: few records, so that the traced Python path stays fast under atheris
     big = [(b"k%d" % i, b"v" * 300, []) for i in range(2)]
-    s.add(batch_prefix(b"".join(_batch(i * 2, big) for i in range(30)), 17500))
+    s.add(batch_prefix(b"".join(keyed_batch(i * 2, big) for i in range(30)), 17500))
     # a control batch among plain ones (counted as read, its keys not added), and the same file with
     # a first byte of 0x80 and over: one_input then also scans it sampled (whole batches before the cut skipped)
-    control = _batch(0, records) + _batch(20, [(b"\0\0\0\0", b"\0\0\0\0\0\0", [])], control=True) + _batch(21, records)
+    control = keyed_batch(0, records) + keyed_batch(20, [(b"\0\0\0\0", b"\0\0\0\0\0\0", [])], control=True) + keyed_batch(21, records)
     s.add(control)
     s.add(b"\x80" + (control * 3)[1:])
     print("key_fold", s.count)

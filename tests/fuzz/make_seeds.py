@@ -24,7 +24,7 @@ from auditor.formats import metadata_records as mrec  # noqa: E402
 from auditor.formats import offsets_records as orec  # noqa: E402
 from auditor.formats.log_reader import LogReader  # noqa: E402
 from fuzz.common import join  # noqa: E402
-from realdata import REAL  # noqa: E402
+from harness.realdata import REAL  # noqa: E402
 
 CORPUS = HERE / "corpus"
 SEED_BYTES = 16 * 1024
@@ -253,7 +253,7 @@ def _batches(path: Path):
 
 def message() -> None:
     from fuzz.fuzz_message import TARGETS
-    from test_cmessage import Encoder
+    from harness.spec_messages import Encoder
     s = Seeds("message")
     seen: dict = {}
     for snap in sorted((REAL / "metadata").rglob("*.checkpoint")):

@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
 
 from .jvm import run_tool
 from .kafka import KafkaCluster, KafkaHarnessError, wait_past_newest_write

@@ -19,6 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
+from auditor.cluster import metadata_log as ml
+from auditor.formats import kafka_message as km
+from auditor.formats import metadata_records as mr
+
 from .dumplog import DumpLogSegments, DumpedFile
 
 _DECODER = json.JSONDecoder()
@@ -78,3 +82,31 @@ def dump_metadata(dls: DumpLogSegments, files: Iterable[str | Path]) -> dict[Pat
     files = [Path(f).absolute() for f in files]
     res = dls.dump(files, deep_iteration=True, extra_args=["--cluster-metadata-decoder"])
     return {p: (res[p], records_of(res[p])) for p in files}
+
+
+def ours_as_dumped(entry: ml.MetadataEntry) -> tuple:
+    """(offset, type, version, data) of one of our entries, the way DumpLogSegments prints it."""
+    if entry.control:
+        spec = km.spec(entry.type, "kafka_clients")
+        ctype = {v: k for k, v in mr.CONTROL_SPECS.items()}[entry.type]
+        return entry.offset, mr.CONTROL_DUMP_LABELS[ctype], None, spec.to_json(entry.version, entry.data)
+    spec = km.spec(entry.type, "kafka_metadata")
+    return entry.offset, mr.record_type_name(entry.type), entry.version, spec.to_json(entry.version, entry.data)
+
+
+def assert_equal_to_dump(files, dump_log_segments):
+    """Every record of every file equals DumpLogSegments' decoding: offset, type, version, every field."""
+    dumped = dump_metadata(dump_log_segments, files)
+    total = 0
+    for path in files:
+        dfile, drecs = dumped[Path(path).absolute()]
+        assert dfile.error is None and not dfile.unparsed, (path, dfile.error, dfile.unparsed[:3])
+        notes: list[ml.Note] = []
+        ours = [ours_as_dumped(e) for e in ml.read_entries(path, notes)]
+        assert notes == [], [str(n) for n in notes]
+        theirs = [(r.offset, r.type, r.version, r.data) for r in drecs]
+        assert len(ours) == len(theirs), path
+        for a, b in zip(ours, theirs):
+            assert a == b, f"{path}: offset {a[0]}:\n ours   {a}\n kafka's {b}"
+        total += len(ours)
+    return total

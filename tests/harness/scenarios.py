@@ -11,7 +11,6 @@ with preallocated, zero-tailed indexes.  Returns what it made so tests can compa
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from .kafka import KafkaCluster, KafkaHarnessError
@@ -158,7 +157,7 @@ def populate_conformance_data(cluster: KafkaCluster, prefix: str = "conf",
                     # after cleaning: the latest value of each key (2 of them tombstones)
                     "records_after_cleaning": len(keys) + 1}
 
-    return {"topics": topics, "t0_ms": t0, "now_ms": now, "prefix": prefix,
+    return {"topics": topics, "t0_ms": t0, "as_of_ms": now, "prefix": prefix,
             "elapsed_s": time.monotonic() - start}
 
 

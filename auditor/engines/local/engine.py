@@ -74,7 +74,7 @@ class LocalEngine(TableEngine):
         progress("collecting what the report shows")
         findings = sorted(findings + gx.findings, key=Finding.sort_key)
         timelines = _timelines(frame, positions, timeline_keys(findings), timeline_columns)
-        return TableOutcome(findings=findings, gx=gx, stats=rows["partition_stats"], timelines=timelines,
+        return TableOutcome(findings=findings, gx=gx, stats=rows["replica_stats"], timelines=timelines,
                             versions=versions("local (pandas on the driver; no Spark)", gx.gx_version), log_dirs=infos)
 
 

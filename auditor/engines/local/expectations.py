@@ -22,7 +22,7 @@ def run_expectations(segments_df, ctx, *, one_frame: bool = False, release=None)
     (:data:`NAMES_ONLY`) on the frame's empty head (every column, in order). The same expectations,
     results and findings, in the suite's order, as one validation of the whole frame
     (``one_frame=True``: the reference, tests/test_expectations_parts.py). ``release``: called after
-    each part (the driver engine hands its ``release_memory``)."""
+    each part (the local engine hands its ``release_memory``)."""
     gx = import_gx()
     context = gx_context(gx)
     spec = spec_in_order(ctx)

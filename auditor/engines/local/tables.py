@@ -1,4 +1,4 @@
-"""The in-process engine for small audits: the Spark engine's aggregate tables, on the driver.
+"""The local engine for small audits: the Spark engine's aggregate tables, on the driver.
 
 On a 2-core machine Spark local mode cost more than it saved at every measured size up to
 100,000 segment rows (a session start of 10-20 s and ~60 s of fixed cost in all, then about the
@@ -46,7 +46,7 @@ _ROLLUP = [("replicas", _I64), ("segment_count", _I64), ("size_bytes", _I64), ("
            ("oldest_log_mtime_ms", _I64), ("newest_log_mtime_ms", _I64), ("notes", _I64), ("mtime_spread_ms", _I64)]
 
 AGGREGATE_SCHEMAS = {
-    "partition_stats": pa.schema([
+    "replica_stats": pa.schema([
         ("broker_id", _I32), ("log_dir", _STR), ("topic", _STR), ("partition", _I32), ("dir_kind", _STR),
         ("dir_name", _STR), ("cluster_id", _STR), ("topic_id", _STR), ("segment_count", _I64),
         ("size_bytes", _I64), ("log_start_offset", _I64), ("log_end_offset", _I64), ("high_watermark", _I64),
@@ -91,7 +91,7 @@ def _sort_key(key: tuple) -> tuple:
 
 
 def partition_stats_table(segments: pa.Table, partitions: pa.Table) -> pa.Table:
-    """One row per partition dir (``AGGREGATE_SCHEMAS["partition_stats"]``): the partition row
+    """One row per partition dir (``AGGREGATE_SCHEMAS["replica_stats"]``): the partition row
     joined with its segments' aggregates, computed on Arrow columns (no Python object per row)."""
     seg, part = _as_table(segments, SEGMENT_SCHEMA), _as_table(partitions, PARTITION_SCHEMA)
     keys = list(PARTITION_DIR_KEYS)
@@ -132,7 +132,7 @@ def partition_stats_table(segments: pa.Table, partitions: pa.Table) -> pa.Table:
     records = pc.if_else(pc.greater(pc.fill_null(joined["_records_unknown_sum"], zero), zero),
                          pa.scalar(None, pa.int64()), pc.fill_null(joined["_records_sum"], zero))
     columns = {
-        **{name: joined[name] for name in AGGREGATE_SCHEMAS["partition_stats"].names[:15]},
+        **{name: joined[name] for name in AGGREGATE_SCHEMAS["replica_stats"].names[:15]},
         "other_segment_files": pc.fill_null(pc.subtract(joined["_rows_sum"], joined["_live_sum"]), zero),
         "index_bytes": pc.fill_null(joined["_index_sum"], zero),
         "message_count": pc.if_else(has_segs, records, zero),
@@ -141,7 +141,7 @@ def partition_stats_table(segments: pa.Table, partitions: pa.Table) -> pa.Table:
         "mtime_spread_ms": pc.subtract(joined["newest_log_mtime_ms"], joined["oldest_log_mtime_ms"]),
         "notes": pc.add(joined["_part_notes"], pc.fill_null(joined["_notes_sum"], zero)),
     }
-    schema = AGGREGATE_SCHEMAS["partition_stats"]
+    schema = AGGREGATE_SCHEMAS["replica_stats"]
     return pa.Table.from_arrays([columns[f.name].cast(f.type) for f in schema], schema=schema)
 
 
@@ -231,7 +231,7 @@ def _plain(rows: pa.RecordBatch | pa.Table) -> pa.RecordBatch | pa.Table:
 ROLLUP_COLUMNS = ("broker_id", "log_dir", "topic", "partition", "dir_kind", "segment_count", "size_bytes",
                  "message_count", "oldest_record_timestamp_ms", "newest_record_timestamp_ms",
                  "oldest_log_mtime_ms", "newest_log_mtime_ms", "notes")
-"""The partition_stats columns the rollups (topic, broker, log dir) read."""
+"""The replica_stats columns the rollups (topic, broker, log dir) read."""
 
 
 def _rollup(rows: list[dict]) -> dict:
@@ -286,10 +286,10 @@ def _topic_rows(per_dir: list[dict]) -> list[dict]:
 
 def aggregate_rows(segments, partitions) -> dict[str, Sequence[dict]]:
     """The four aggregate tables as sequences of dicts (see the module doc for the definitions);
-    ``partition_stats`` (one row per partition dir) as :class:`ArrowRows`, the rollups as lists
+    ``replica_stats`` (one row per partition dir) as :class:`ArrowRows`, the rollups as lists
     (a few rows per topic, broker and log dir), computed on Arrow columns (:func:`rollup_tables`)."""
     table = partition_stats_table(segments, partitions)
-    return {"partition_stats": ArrowRows(table),
+    return {"replica_stats": ArrowRows(table),
             **{name: rollup.to_pylist() for name, rollup in rollup_tables(table).items()}}
 
 
@@ -421,7 +421,7 @@ def frames(rows: dict[str, Sequence[dict]]) -> dict[str, pd.DataFrame]:
 
 
 def aggregates(segments, partitions) -> dict[str, pd.DataFrame]:
-    """The in-process twin of the Spark engine's ``aggregates(...)`` followed by ``toPandas()``."""
+    """The local twin of the Spark engine's ``aggregates(...)`` followed by ``toPandas()``."""
     return frames(aggregate_rows(segments, partitions))
 
 
@@ -433,7 +433,7 @@ def segment_frame(table: pa.Table, order=None, release=None) -> pd.DataFrame:
     index). Converted column by column, each Arrow column dropped once converted and freed memory
     returned every few columns (``release``; default: Arrow's pool's), so the peak is about the
     larger of the table and the frame, not their sum: the caller must not use ``table`` afterwards.
-    The driver engine hands ``release_memory`` (glibc's ``malloc_trim`` too): with the pool's alone
+    The local engine hands ``release_memory`` (glibc's ``malloc_trim`` too): with the pool's alone
     the freed columns stayed resident, ~320 MiB more at the end of the 991,158-row fleet's frame
     (benchmarks/fleet.py); every 4 columns cost ~0.1 s of CPU there (the pages faulted in again)."""
     release = release or pa.default_memory_pool().release_unused

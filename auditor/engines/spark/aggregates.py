@@ -34,7 +34,7 @@ def _rollup(F, df, keys: Sequence[str]):
 def aggregates(segments, partitions, *, cache: bool = True) -> dict:
     """Per partition dir, topic, broker and log dir, as DataFrames (nothing is collected).
 
-    Definitions (the in-process twin is in tests/test_job.py):
+    Definitions (the local twin is in tests/test_job.py):
 
     * a *live segment* has no file-state suffix and a ``.log`` (the scanner's ``segment_count``);
       ``segment_count``, ``size_bytes`` (of ``.log`` files), ``message_count`` and mtimes count
@@ -62,7 +62,7 @@ def aggregates(segments, partitions, *, cache: bool = True) -> dict:
         per_partition = per_partition.persist(StorageLevel.MEMORY_AND_DISK)
     per_broker = _rollup(F, per_partition, ["broker_id"]).join(
         per_partition.groupBy("broker_id").agg(F.countDistinct("log_dir").cast("long").alias("log_dirs")), "broker_id")
-    return {"partition_stats": per_partition, "topic_stats": topic_stats(F, per_partition),
+    return {"replica_stats": per_partition, "topic_stats": topic_stats(F, per_partition),
             "broker_stats": per_broker, "log_dir_stats": _rollup(F, per_partition, ["broker_id", "log_dir"])}
 
 

@@ -18,7 +18,7 @@ def spark_partition_findings(segments_df, partitions_df, ctx: AuditContext, name
     segment table's Spark partitions, at least the default parallelism; the audit slices the table
     at ~100,000 rows, so a bucket's pandas frames stay that size), and each bucket is one
     :class:`checks.framework.batch.PartitionBatch`: one Python call per bucket, not one per partition. A
-    partition's rows all land in one bucket, so the findings are those of the driver engine."""
+    partition's rows all land in one bucket, so the findings are those of the local engine."""
     import pandas as pd
     from pyspark.sql import functions as F
 
@@ -55,12 +55,12 @@ def run_spark(segments_df, partitions_df, stats_dfs: Mapping[str, object], ctx: 
     :func:`spark_partition_findings`); only findings and the small stats come back.
     ``stats_dfs``: the aggregates as Spark DataFrames, or already collected (pandas).
     ``to_pandas``: how a DataFrame of a row per partition dir reaches the driver (default
-    ``DataFrame.toPandas``; the Spark engine's collects it in slices, ``table_engines.spark``)."""
+    ``DataFrame.toPandas``; the Spark engine's collects it in slices, ``auditor.engines.spark.engine``)."""
     to_pandas = to_pandas or (lambda df: df.toPandas())
     rows = spark_partition_findings(segments_df, partitions_df, ctx, names, buckets).collect()
     findings = [Finding.from_row(r.asDict()) for r in rows]
     del rows
-    stats = {k: v if is_pandas(v) else to_pandas(v.select(*CLUSTER_STATS_COLUMNS) if k == "partition_stats" else v)
+    stats = {k: v if is_pandas(v) else to_pandas(v.select(*CLUSTER_STATS_COLUMNS) if k == "replica_stats" else v)
              for k, v in stats_dfs.items()}
     # one row per partition dir (500,000 at 10,000,000 segments): only the columns the checks read
     parts = to_pandas(partitions_df.select(*CLUSTER_PARTITION_COLUMNS))

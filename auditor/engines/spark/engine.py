@@ -15,10 +15,14 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from functools import partial
+from typing import TYPE_CHECKING
 
 from auditor.manifest import collect_manifest
 from auditor.engines.base import Progress, TableEngine, TableOutcome, TimelineKeys, read_keys, versions
 from checks.framework.base import AuditContext, Finding
+
+if TYPE_CHECKING:
+    from auditor.engines.local.tables import ArrowRows
 
 #: Segment rows per Spark partition for the checks and the Great Expectations suite.
 ROWS_PER_CHECK_SLICE = 100_000
@@ -60,9 +64,9 @@ class SparkEngine(TableEngine):
             segment_rows = scan.segments.count()
             slices = max(1, math.ceil(segment_rows / ROWS_PER_CHECK_SLICE))
             segments, partitions = scan.segments.coalesce(slices), scan.partitions.coalesce(slices)
-            dirs = aggs["partition_stats"].count()  # persisted: the slices below read it from the executors
+            dirs = aggs["replica_stats"].count()  # persisted: the slices below read it from the executors
             progress(f"collecting the per-partition-dir statistics ({dirs:,} dirs, Arrow)")
-            stats, frames = _collect_aggregates(aggs["partition_stats"], dirs)
+            stats, frames = _collect_aggregates(aggs["replica_stats"], dirs)
             _capacity(scan.segments, scan.log_dirs, ctx, progress, segment_rows)
             progress(f"running the checks ({segment_rows:,} segment rows)")
             findings = _run_checks(spark, segments, partitions, frames, ctx, slices, dirs)
@@ -125,13 +129,13 @@ def _size_shuffles(spark, conf: dict | None) -> None:
     spark.conf.set(key, str(max(8, SHUFFLE_PARTITIONS_PER_CORE * spark.sparkContext.defaultParallelism)))
 
 
-def _collect_aggregates(partition_stats, dirs: int) -> tuple[ArrowRows, dict]:
+def _collect_aggregates(replica_stats, dirs: int) -> tuple[ArrowRows, dict]:
     """The per-partition-dir statistics on the driver (one row per partition dir, never a segment
     row), once, as Arrow (:func:`_collect_table`): rows for the report (:class:`ArrowRows`, a dict
     made per row as it is read, none kept), and the four aggregate tables as the pandas frames the
-    cluster checks read: ``partition_stats`` with only the columns they read
+    cluster checks read: ``replica_stats`` with only the columns they read
     (``CLUSTER_STATS_COLUMNS``), the topic, broker and log-dir rollups made here on Arrow columns
-    (``auditor.engines.local.tables.rollup_tables``, the driver engine's own; on Spark they were a dozen
+    (``auditor.engines.local.tables.rollup_tables``, the local engine's own; on Spark they were a dozen
     more jobs of a few hundred rows each). tests/test_local_engine.py holds the two engines'
     aggregates equal. The frames hold the values of Arrow's plain conversion
     (``arrow_compact.pandas_values``: ``str`` objects, not categoricals)."""
@@ -139,8 +143,8 @@ def _collect_aggregates(partition_stats, dirs: int) -> tuple[ArrowRows, dict]:
     from auditor.engines.local.tables import ArrowRows, rollup_tables, segment_frame
     from auditor.engines.local.engine import release_memory
 
-    table = _collect_table(partition_stats, dirs)
-    out = {"partition_stats": segment_frame(table.select(list(CLUSTER_STATS_COLUMNS)))}
+    table = _collect_table(replica_stats, dirs)
+    out = {"replica_stats": segment_frame(table.select(list(CLUSTER_STATS_COLUMNS)))}
     out.update((name, rollup.to_pandas()) for name, rollup in rollup_tables(table).items())
     release_memory()  # the rollups' group-by temporaries
     return ArrowRows(table), out

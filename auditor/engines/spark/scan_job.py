@@ -169,7 +169,7 @@ def scan_dataframes(spark, log_dirs: Iterable[str | os.PathLike], depth: str = "
 
 
 def driver_order(F, log_dirs: list[str], key: Sequence[str]):
-    """Sort expressions giving the in-process engine's order (log dirs as given, then names)."""
+    """Sort expressions giving the local engine's order (log dirs as given, then names)."""
     pos = F.array_position(F.array(*[F.lit(d) for d in log_dirs]), F.col("log_dir"))
     return [pos, *[F.col(k).asc_nulls_first() for k in key]]
 

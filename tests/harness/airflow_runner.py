@@ -1,9 +1,9 @@
 """Runs one of the project's DAGs with ``dag.test()`` in this process and prints the outcome
 as JSON (the run state, each task's state, the replay gate's XCom). Started by
-tests/test_airflow_dags.py in a subprocess, with AIRFLOW_HOME pointing at a migrated sqlite
+run_dag (tests/harness/airflow_home.py) in a subprocess, with AIRFLOW_HOME pointing at a migrated sqlite
 database, so Airflow's configuration and logging stay out of pytest's process.
 
-    python tests/airflow_runner.py DAG_ID '{"param": "value"}'
+    python tests/harness/airflow_runner.py DAG_ID '{"param": "value"}'
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-DAGS = Path(__file__).resolve().parents[1] / "airflow_dags"
+DAGS = Path(__file__).resolve().parents[2] / "airflow_dags"
 
 
 def main() -> int:

@@ -1,17 +1,25 @@
-"""Where the real broker data lives, and how to get a private copy of it."""
+"""Where the real broker data lives, and how to get a private copy of it.
+
+The recorded and live tiers read files written by real Kafka brokers from ``../shared/fixtures/real``
+(the ``shared`` folder beside this checkout; its README says what each holds). Without it the run
+stops at collection with one line saying where to put it: a missing fixture never turns into a
+skipped test."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+import pytest
+
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 REAL = SHARED / "fixtures" / "real"
 BROKER_DIRS = REAL / "broker-dirs"
 RECORD_SETS = REAL / "record-sets"
 
-if not REAL.is_dir():  # fail loudly: a missing fixture must never turn into a skipped test
-    raise RuntimeError(f"real Kafka fixtures not found at {REAL}: ../shared must sit beside the repo")
+if not REAL.is_dir():
+    pytest.exit(f"real Kafka fixtures not found: put the shared folder, with fixtures/real/ inside, at {SHARED} "
+                "(beside this checkout); the unit tier runs without it (TEST_TIERS=unit)", returncode=4)
 
 
 

@@ -1,6 +1,6 @@
 """The one session-scoped Spark fixture (chispa's convention). Import it in a test module:
 
-    from spark_session import spark  # noqa: F401
+    from harness.spark_session import spark  # noqa: F401
 
 local[2] with the job's own defaults (auditor.engines.spark.build_spark): Arrow on, few shuffle partitions.
 """
