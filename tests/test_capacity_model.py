@@ -90,12 +90,14 @@ def test_size_rule_is_per_partition_in_whole_segments():
     assert entry["steady_state_bytes"] == pytest.approx(20_000_000 - 2 * (10 * SEG + SEG // 2) + 2 * per_partition, rel=1e-3)
 
 
-def test_compact_only_and_no_retention_are_unbounded():
-    for rules, cause in (({"a": TopicRules(deletes=False, compacts=True)}, "compaction"),
-                         ({"a": TopicRules(retention_s=math.inf)}, "no retention")):
+def test_no_retention_is_unbounded_and_compact_only_unknown():
+    for rules, cause, unbounded in (({"a": TopicRules(deletes=False, compacts=True)}, "compaction", False),
+                                    ({"a": TopicRules(retention_s=math.inf)}, "no retention", True)):
         entry = _project(_partition(), rules=rules).filesystems[0]
-        assert entry["steady_state_bytes"] is None and entry["steady_state_unbounded"]
+        assert entry["steady_state_bytes"] is None and entry["steady_state_unbounded"] is unbounded
+        assert entry["steady_state_unknown"] is not unbounded
         assert cause in [c["cause"] for c in entry["causes"]]
+        assert entry["seconds_to_full"] is not None  # the upper edge: it grows as long as nothing is known to stop it
 
 
 def test_tiered_topics_keep_local_retention():

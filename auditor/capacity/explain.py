@@ -117,7 +117,9 @@ def describe(m, f, full, head, grid, used, steady, topics, rule_list, cols, as_o
     idx = np.flatnonzero(reps.fs == f)
     origin = float(fs.origin_ms[f])
     growth = float(reps.rate[idx].sum())
-    steady_total = float(m.fixed[f] + steady[idx].sum()) if np.isfinite(steady[idx]).all() else None
+    unbounded = bool(np.isinf(steady[idx]).any())
+    compacted = bool(np.isnan(steady[idx]).any())
+    steady_total = float(m.fixed[f] + steady[idx].sum()) if not (unbounded or compacted) else None
     counts, notes = _rate_notes(reps, idx)
     if growth == 0 and full is None and any(k not in ("measured", "idle") for k in counts):
         notes.append("no growth can be told: the time to full is unknown, not 'never'")
@@ -138,7 +140,8 @@ def describe(m, f, full, head, grid, used, steady, topics, rule_list, cols, as_o
         "usable_bytes": _int(fs.capacity[f]), "headroom": settings.headroom,
         "headroom_bytes": _int(fs.capacity[f] * settings.headroom), "origin_utc": iso_utc(int(origin)),
         "seconds_to_headroom": _num((at(head) - as_of_ms) / 1000.0) if head is not None else None,
-        "horizon_s": settings.horizon_s, "steady_state_unbounded": steady_total is None,
+        "horizon_s": settings.horizon_s, "steady_state_unbounded": unbounded,
+        "steady_state_unknown": compacted and not unbounded,
         "replicas": len(idx), "rates": counts, "notes": notes,
         "causes": _causes(m, f, idx, steady, topics, rule_list, steady_total),
         "top_partitions": _partitions(reps, idx, steady, topics, cols, growth),
@@ -157,5 +160,5 @@ def _summary(fs, f, growth, full, steady_total, settings) -> str:
         text += f"; full in {human_duration(full * 1000.0)}"
     else:
         text += f"; does not fill within {human_duration(settings.horizon_s * 1000.0)}"
-    text += ("; steady state unbounded" if steady_total is None else f"; steady state {human_bytes(int(steady_total))}")
+    text += ("; no steady state known" if steady_total is None else f"; steady state {human_bytes(int(steady_total))}")
     return text

@@ -233,11 +233,13 @@ def steady_state(reps: Replicas, horizon_s: float) -> np.ndarray:
     """Each replica's bytes at the top of its sawtooth once the rules hold it (inf: nothing bounds it):
     growing under the time rule ``rate * (retention + a segment's time + the check interval + the
     delete delay)``, under the size rule ``retention.bytes + a segment + rate * (interval + delay)``;
-    a replica that does not grow keeps what the rules leave at the horizon."""
+    a replica that does not grow keeps what the rules leave at the horizon. A growing compact-only
+    replica: NaN (bounded by its distinct keys, which the projection does not know)."""
     time_rule = reps.deletes & np.isfinite(reps.retention_s)
     with np.errstate(invalid="ignore"):
         by_time = np.where(time_rule, reps.rate * (reps.retention_s + reps.tau + reps.check_s + reps.delay_s), np.inf)
     growing = np.minimum(np.where(np.isfinite(reps.tau), by_time, np.inf), reps.cap)
     left = np.bincount(reps.seg_replica, weights=np.where(reps.seg_delete_s > horizon_s, reps.seg_bytes, 0.0),
                        minlength=len(reps.rate))
-    return np.where(reps.rate > 0, growing, np.minimum(left, reps.cap))
+    steady = np.where(reps.rate > 0, growing, np.minimum(left, reps.cap))
+    return np.where((reps.rate > 0) & ~reps.deletes, np.nan, steady)

@@ -12,6 +12,7 @@ from auditor.capacity.columns import from_arrow, from_pandas
 from auditor.capacity.rules import BROKER_KEYS, CAPACITY_KEYS, DEFAULTS, rules_for
 from checks import check_named
 from checks.framework.base import AuditContext
+from checks.framework.config import INTERNAL_TOPIC_DEFAULTS
 
 CHECK = "capacity.time_to_full"
 
@@ -38,6 +39,8 @@ def topic_setting(ctx: AuditContext):
         value = ctx.config.kafka_setting(topic, key)
         if value is None or str(value) == DEFAULTS.get(key):
             return DEFAULTS.get(key), "Kafka default"
+        if str(value) == INTERNAL_TOPIC_DEFAULTS.get(topic, {}).get(key):
+            return str(value), "Kafka default"  # an internal topic's own (e.g. __consumer_offsets: compact)
         return str(value), "config file"
 
     return setting

@@ -5,8 +5,9 @@ What it checks:
     (``auditor.capacity``): every growing partition replica at the top of its retention sawtooth
     (time rule: rate x (``retention.ms`` + a segment's time + the check interval + the delete
     delay); size rule: ``retention.bytes`` + a segment + the growth between checks and before the
-    delete), the others as retention leaves them, other files held constant. A compact-only topic
-    or one without retention that grows has no steady state: unbounded.
+    delete), the others as retention leaves them, other files held constant. A topic without
+    retention that grows has no steady state (unbounded, WARN); a growing compact-only topic is
+    bounded by its distinct keys, which the projection does not know (unknown, INFO).
 
 Why it matters:
     Even when the disk does not fill within the projection's horizon, retention that keeps more
@@ -40,6 +41,8 @@ class CapacitySteadyState(Check):
         "over_full_severity": severity_option("FAIL", "severity when the steady state exceeds what the filesystem holds"),
         "over_headroom_severity": severity_option("WARN", "severity when it exceeds the headroom only"),
         "unbounded_severity": severity_option("WARN", "severity when a growing topic has no retention to bound it"),
+        "compacted_severity": severity_option("INFO", "severity when growing compact-only topics leave the steady state "
+                                                      "unknown (bounded by their distinct keys)"),
     }
 
     def run(self, data: CheckInput, ctx, opts):
@@ -57,11 +60,18 @@ class CapacitySteadyState(Check):
         thresholds = {"usable_bytes": entry["usable_bytes"], "headroom_bytes": entry["headroom_bytes"]}
         steady = entry.get("steady_state_bytes")
         if steady is None:
-            causes = [c for c in entry.get("causes") or [] if c["cause"] in ("compaction", "no retention")]
-            why = "; ".join(c["detail"] for c in causes[:3]) or "a growing partition has no retention bounding it"
-            return [self.finding(opts["unbounded_severity"], f"{name}: no steady state: {why}",
-                                 "Give the growing topics a retention (retention.ms / retention.bytes), or check that "
-                                 "the compacted topics' keys are bounded.", thresholds=thresholds, evidence=evidence, **where)]
+            if entry.get("steady_state_unbounded"):
+                causes = [c for c in entry.get("causes") or [] if c["cause"] == "no retention"]
+                why = "; ".join(c["detail"] for c in causes[:3]) or "a growing partition has no retention bounding it"
+                return [self.finding(opts["unbounded_severity"], f"{name}: no steady state: {why}",
+                                     "Give the growing topics a retention (retention.ms / retention.bytes).",
+                                     thresholds=thresholds, evidence=evidence, **where)]
+            causes = [c for c in entry.get("causes") or [] if c["cause"] == "compaction"]
+            why = "; ".join(c["detail"] for c in causes[:3]) or "growing compact-only topics"
+            return [self.finding(opts["compacted_severity"], f"{name}: steady state unknown: {why}",
+                                 "Check that the compacted topics' keys are bounded (audit --keys gives their key "
+                                 "counts), or add delete to their cleanup.policy.", thresholds=thresholds,
+                                 evidence=evidence, **where)]
         listed = ", ".join(f"{t['topic']} {human_bytes(t['steady_state_bytes'] or 0)}" for t in topics[:3])
         if steady > entry["usable_bytes"]:
             severity, over = opts["over_full_severity"], f"> {human_bytes(entry['usable_bytes'])} the filesystem holds"
