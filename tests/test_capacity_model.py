@@ -244,3 +244,29 @@ def test_metrics_and_report_of_the_section():
     view = capacity_section({"capacity": section, "inputs": {}})
     assert [r["where"] for r in view["rows"]] == ["/d", "/e", ""] and len(view["charts"]) == 2
     assert view["rows"][2]["used"] == "unknown"
+
+
+def test_an_older_manifest_audits_as_capacity_unknown_said_once(tmp_path):
+    """A manifest whose log_dirs.parquet has no filesystem columns (collected before format 4): the
+    audit goes on, the capacity section and one KLA100 INFO say so once for all its log dirs."""
+    import pyarrow.parquet as pq
+
+    from auditor.audit import AuditRequest, run_audit
+    from auditor.manifest import collect_manifest
+
+    dirs = []
+    for name in ("k1", "k2"):
+        log_dir = tmp_path / name
+        (log_dir / "t-0").mkdir(parents=True)
+        (log_dir / "meta.properties").write_text("node.id=1\ncluster.id=c\nversion=1\n")
+        dirs.append(log_dir)
+    collect_manifest(dirs, tmp_path / "m")
+    path = tmp_path / "m" / "log_dirs.parquet"
+    table = pq.read_table(path)
+    pq.write_table(table.drop_columns([c for c in table.column_names if c.startswith("fs_")])
+                   .replace_schema_metadata(table.schema.metadata), path)
+    outcome = run_audit(AuditRequest(manifests=[str(tmp_path / "m")], engine="local"))
+    assert len(outcome.capacity.notes) == 1 and "format 4" in outcome.capacity.notes[0]
+    unknown = [f for f in outcome.findings if f.code == "KLA100"]
+    assert [(f.severity.name, f.evidence_count) for f in unknown] == [("INFO", 2)], unknown
+    assert "capacity unknown for 2 log dir(s)" in unknown[0].message
