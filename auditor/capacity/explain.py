@@ -67,7 +67,9 @@ def _by_topic(reps, idx, steady, topics) -> list[dict]:
 
 def _causes(m, f, idx, steady, topics, rule_list, steady_total) -> list[dict]:
     reps = m.reps
-    name = (lambda r: f"{topics[reps.topic[r]] if reps.topic[r] >= 0 else '?'}-{_int(reps.partition[r])}")
+    def name(r: int) -> str:
+        return f"{topics[reps.topic[r]] if reps.topic[r] >= 0 else '?'}-{_int(reps.partition[r])}"
+
     out = []
     blocked = idx[~np.isnan(reps.blocked_until_ms[idx])]
     for r in blocked[np.argsort(-reps.bytes_now[blocked])][:TOP]:
@@ -123,7 +125,9 @@ def describe(m, f, full, head, grid, used, steady, topics, rule_list, cols, as_o
     counts, notes = _rate_notes(reps, idx)
     if growth == 0 and full is None and any(k not in ("measured", "idle") for k in counts):
         notes.append("no growth can be told: the time to full is unknown, not 'never'")
-    at = (lambda t: None if t is None else origin + t * 1000.0)
+    def at(t: float | None) -> float | None:
+        return None if t is None else origin + t * 1000.0
+
     member = fs.members[f]
     step = max(1, len(grid) // settings.series_points)
     entry = {

@@ -15,7 +15,6 @@ files and the metadata log are held constant.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
