@@ -270,3 +270,12 @@ def test_an_older_manifest_audits_as_capacity_unknown_said_once(tmp_path):
     unknown = [f for f in outcome.findings if f.code == "KLA100"]
     assert [(f.severity.name, f.evidence_count) for f in unknown] == [("INFO", 2)], unknown
     assert "capacity unknown for 2 log dir(s)" in unknown[0].message
+
+
+def test_clock_skew_is_said():
+    rows = [dict(r, max_timestamp_ms=r["max_timestamp_ms"] + 3_600_000, min_timestamp_ms=r["min_timestamp_ms"] + 3_600_000,
+                 **({"first_batch_max_timestamp_ms": r["first_batch_max_timestamp_ms"] + 3_600_000}
+                    if "first_batch_max_timestamp_ms" in r else {})) for r in _partition()]
+    entry = _project(rows).filesystems[0]
+    assert any(n.startswith("clock skew: the newest records of most partitions here are 3600 s after") for n in entry["notes"])
+    assert not any("clock skew" in n for n in _project(_partition()).filesystems[0]["notes"])

@@ -101,11 +101,21 @@ def _causes(m, f, idx, steady, topics, rule_list, steady_total) -> list[dict]:
     return out
 
 
+SKEW_NOTE_MS = 60_000
+
+
 def _rate_notes(reps, idx) -> tuple[dict, list[str]]:
     states = reps.rate_state[idx]
     counts = {RATE_STATES[s]: int((states == s).sum()) for s in range(len(RATE_STATES)) if (states == s).any()}
     unknown = idx[(states != RATE_OK) & (states != RATE_IDLE)]
     notes = []
+    ahead = reps.ahead_ms[idx] if reps.ahead_ms is not None else np.zeros(0)
+    ahead = ahead[~np.isnan(ahead)]
+    if len(ahead) and np.median(ahead) > SKEW_NOTE_MS:
+        notes.append(f"clock skew: the newest records of most partitions here are {np.median(ahead) / 1000:.0f} s "
+                     "after the filesystem was statted (the producers' clocks, with CreateTime, or this host's "
+                     "disagree): rates are measured on the records' own times; deletions due by time may come "
+                     "that much later")
     if len(unknown):
         notes.append(f"{len(unknown)} partition replica(s), {human_bytes(int(reps.bytes_now[unknown].sum()))}, have no "
                      f"ingress rate that can be told ({', '.join(k for k in counts if k not in ('measured', 'idle'))}): "

@@ -60,6 +60,10 @@ class Replicas:
     seg_delete_s: np.ndarray
     """When each existing segment's files are gone (s after the origin; inf: never). The active
     segment of a growing replica is not among them (it is the projection's first segment)."""
+    ahead_ms: np.ndarray | None = None
+    """Per replica: its newest record timestamp minus when its filesystem was statted (ms; NaN: no
+    timestamp): positive on most replicas of a filesystem means clocks disagree (producers' or the
+    broker's), which the notes say."""
 
 
 def row_bytes(cols: SegmentColumns) -> np.ndarray:
@@ -177,6 +181,9 @@ def build_replicas(cols: SegmentColumns, fs_of_dir: np.ndarray, origin_ms: np.nd
     rate, state = _rates(num, active, starts, row_origin, window_s, idle_after_s)
     reps = _replica_rules(cols, order, starts, replica, num, active, sizes[order], row_origin, rate, state, rules)
     reps.fs = fs[order][starts] if len(starts) else np.zeros(0, dtype=np.int64)
+    with np.errstate(invalid="ignore"):
+        reps.ahead_ms = ((np.fmax.reduceat(num["max_timestamp_ms"], starts) - row_origin[starts]) if len(starts)
+                         else np.zeros(0))
     return reps, going_events, constant_bytes
 
 
