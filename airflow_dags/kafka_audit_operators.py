@@ -33,6 +33,8 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE
 from auditor.manifest import SEGMENTS_FILE, IncompleteManifest, find_manifests
+from auditor.manifest_remote import read_marker
+from auditor.object_store import JARS_ENV, ObjectStoreError, is_s3, s3a_jars
 
 #: Exit codes of ``kafka-audit`` (auditor/cli/common.py).
 
@@ -148,8 +150,19 @@ def check_inputs(log_dirs=None, manifests=None, max_age_hours: float = 26.0) -> 
         except FileNotFoundError:
             problems.append(f"{pattern}: no manifest ({SEGMENTS_FILE}) found")
             continue
+        except ObjectStoreError as exc:  # a missing bucket, access denied, an endpoint that does not answer
+            problems.append(str(exc))
+            continue
         for h in hits:
-            if "://" in h:  # a remote manifest: the engine reads it; its age cannot be seen from here
+            if is_s3(h):  # its age: when the collect that wrote it started, in its _complete.json
+                manifest = h.rsplit("/", 1)[0]
+                collected_ms = read_marker(manifest).get("collected_at_ms") or 0
+                if collected_ms / 1000 < oldest_allowed:
+                    problems.append(f"{manifest}: collected {(time.time() - collected_ms / 1000) / 3600:.1f} h ago, "
+                                    f"longer than {max_age_hours} h (did collect run on that broker?)")
+                found.append(h)
+                continue
+            if "://" in h:  # another remote manifest: the engine reads it; its age cannot be seen from here
                 found.append(h)
                 continue
             age_h = (time.time() - os.path.getmtime(h)) / 3600
@@ -230,7 +243,25 @@ def plan_audit(work_dir: str, runner: str, **audit_args) -> dict:
     args = audit_cli_args(str(work), **audit_args)
     args_file = work / "audit-args.json"
     args_file.write_text(json.dumps(args, indent=1))
-    return {"work_dir": str(work), "args": args, "args_file": str(args_file), "runner": runner}
+    return {"work_dir": str(work), "args": args, "args_file": str(args_file), "runner": runner,
+            "jars": s3a_submit_jars(audit_args.get("manifests"), audit_args.get("spark_conf"))}
+
+
+def s3a_submit_jars(manifests, spark_conf: dict | None) -> str:
+    """spark-submit's ``--jars`` for ``s3://`` / ``s3a://`` manifests: hadoop-aws and the AWS SDK
+    bundle (auditor.object_store.s3a_jars; the driver started by spark-submit cannot add them to its
+    own classpath later), unless ``spark_conf`` brings hadoop-aws; "" otherwise. The s3a settings
+    themselves come from the worker's AWS environment when the audit builds its session."""
+    if not any(is_s3(m) for m in _as_list(manifests)):
+        return ""
+    given = (spark_conf or {}).get("spark.jars", "") + (spark_conf or {}).get("spark.jars.packages", "")
+    if "hadoop-aws" in given:
+        return ""
+    jars = s3a_jars()
+    if jars is None:
+        raise AirflowFailException(f"s3:// manifests need hadoop-aws for Spark: run `bash scripts/s3-jars.sh "
+                                   f"hadoop-aws` in the auditor's checkout or set {JARS_ENV} on the workers")
+    return ",".join(jars)
 
 
 def read_audit_result(work_dir: str) -> dict:
@@ -273,6 +304,7 @@ def spark_submit_audit(task_id: str, plan_task_id: str = "plan", conn_id: str = 
     return SparkSubmitOperator(
         task_id=task_id, application=submit_application(), conn_id=conn_id, conf=settings,
         application_args=[f"{{{{ ti.xcom_pull(task_ids='{plan_task_id}')['args_file'] }}}}"],
+        jars=f"{{{{ ti.xcom_pull(task_ids='{plan_task_id}').get('jars', '') }}}}",   # s3:// manifests: hadoop-aws
         name="kafka-log-auditor", **kwargs)
 
 

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from auditor import __version__
+from auditor import __version__, object_store
 from auditor.atomic import OutputError, atomic_write
 from auditor.cluster import portable
 from auditor.cluster.consumer_groups import OFFSETS_TOPIC, GroupsResult, offsets_partition_dirs
@@ -53,11 +53,13 @@ from auditor.cluster.metadata_state import Note
 from auditor.cluster.remote_storage import METADATA_TOPIC as REMOTE_METADATA_TOPIC
 from auditor.cluster.remote_storage import RemoteLogMetadata
 from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_dirs
+from auditor.manifest_remote import find_remote_manifests, read_marker, read_remote_table
 from auditor.manifest_write import (CLUSTER_METADATA_FILE, COMPLETE_FILE, CONSUMER_GROUPS_FILE,  # noqa: F401
                                     FLUSH_ROWS, LOG_DIRS_FILE, MANIFEST_FILES, MANIFEST_FORMAT, PARTITIONS_FILE,
                                     REMOTE_LOG_METADATA_FILE, SEGMENTS_FILE, IncompleteManifest, ParquetSink,
                                     check_manifest_complete, finish_manifest, manifest_completeness,
                                     start_manifest, write_part)
+from auditor.object_store import is_s3
 from auditor.scan import Progress, iter_log_dir
 from auditor.scan.pagecache import NICE_READ_RATE_MIB_S, PageCacheCare, ReadRate  # noqa: F401 (re-exported)
 from auditor.scan.filesystem import FS_FIELDS
@@ -105,6 +107,9 @@ def _inside(path: Path, root: Path) -> bool:
 
 def check_out_path(out: str | os.PathLike, log_dirs: Iterable[str | os.PathLike]) -> Path:
     """The resolved output dir; CollectError when it is (or would land) inside a scanned log dir."""
+    if "://" in str(out):
+        raise CollectError(f"--out {out}: collect_manifest writes a local directory; the CLI publishes it to "
+                           "object storage (auditor.manifest_remote.publish_manifest)")
     out_real = Path(os.path.realpath(out))
     for log_dir in log_dirs:
         root = Path(os.path.realpath(log_dir))
@@ -305,6 +310,12 @@ def _listing(log_dir) -> list[str]:
 
 def read_manifest(path: str | os.PathLike) -> "tuple[pa.Table, pa.Table, pa.Table]":
     """One manifest's three tables with pyarrow (no Spark): segments, partitions, log dirs."""
+    if is_s3(str(path)):  # each object's size and CRC-32 checked against _complete.json
+        url = str(path).rstrip("/")
+        marker = read_marker(url)
+        return (read_remote_table(url, SEGMENTS_FILE, marker, schema=arrow_schema(SEGMENT_COLUMNS)),
+                read_remote_table(url, PARTITIONS_FILE, marker, schema=arrow_schema(PARTITION_COLUMNS)),
+                read_remote_table(url, LOG_DIRS_FILE, marker))
     p = Path(path)
     return (read_parquet(p / SEGMENTS_FILE, schema=arrow_schema(SEGMENT_COLUMNS)),
             read_parquet(p / PARTITIONS_FILE, schema=arrow_schema(PARTITION_COLUMNS)),
@@ -314,13 +325,17 @@ def read_manifest(path: str | os.PathLike) -> "tuple[pa.Table, pa.Table, pa.Tabl
 def find_manifests(paths: Iterable[str | os.PathLike]) -> list[str]:
     """Manifest directories (holding segments.parquet) named by paths, globs or parent dirs.
 
-    A URL (``hdfs://``, ``s3a://``) cannot be listed here: it is taken as one manifest dir.
+    ``s3://`` / ``s3a://`` URLs are listed the same way (auditor.manifest_remote); another URL
+    (``hdfs://``) cannot be listed here: it is taken as one manifest dir.
     FileNotFoundError when nothing is found at all; IncompleteManifest (a FileNotFoundError) when a
     local one is not complete (:func:`manifest_completeness`: a collect killed or failed while writing it).
     """
     paths = [str(p) for p in paths]
     found: list[str] = []
     for spec in paths:
+        if is_s3(spec):  # listed, each checked against its _complete.json (auditor.manifest_remote)
+            found.extend(find_remote_manifests(spec))
+            continue
         if "://" in spec:
             found.append(spec.rstrip("/"))
             continue
@@ -344,6 +359,9 @@ def find_manifests(paths: Iterable[str | os.PathLike]) -> list[str]:
 def _open_part(manifest: str, name: str):
     """A manifest file opened for reading (local path or a URL pyarrow's file systems know), or
     None when it is absent."""
+    if is_s3(manifest):
+        url = f"{manifest.rstrip('/')}/{name}"
+        return object_store.open_input(url) if object_store.exists(url) else None
     if "://" in manifest:
         from pyarrow import fs as pafs
 

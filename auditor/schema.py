@@ -260,6 +260,11 @@ def read_parquet(path: str | os.PathLike, *, schema: pa.Schema | None = None,
     import pyarrow.parquet as pq  # here: the scanner and the JSON writers need no Parquet
 
     if "://" in str(path):
+        from auditor.object_store import filesystem, is_s3
+
+        if is_s3(str(path)):  # the environment's S3 settings (auditor.object_store)
+            fs, inner = filesystem(str(path))
+            return pq.read_table(inner, filesystem=fs, schema=schema, columns=columns)
         return pq.read_table(str(path), schema=schema, columns=columns)
     pf = pq.ParquetFile(path)
     missing = [c for c in columns or () if c not in pf.schema_arrow.names]

@@ -11,6 +11,9 @@ bash scripts/kafka-jars.sh
 # Kafka 3.9.1 too: the last line that answers ListOffsets v0, the oracle of the legacy (mtime) lookup
 # (tests/test_legacy_lookup_v0.py)
 KAFKA_VERSION=3.9.1 bash scripts/kafka-jars.sh
+# Object storage: s3proxy (a real S3 API server the tests start on 127.0.0.1) and hadoop-aws with its
+# AWS SDK bundle at PySpark's Hadoop version (Spark's s3a://), from Maven Central into .cache/s3/
+bash scripts/s3-jars.sh >/dev/null
 # Debian packages (Chromium for the report, ...): scripts/system-packages.sh lists them
 bash scripts/system-packages.sh
 export SPARK_LOCAL_IP=127.0.0.1

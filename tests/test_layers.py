@@ -47,6 +47,7 @@ LAYERS: list[tuple[str, int]] = [
     ("auditor.json_stream", 1),  # a streaming JSON encoder: no project import
     ("auditor.atomic", 1),  # output files whole or absent: no project import
     ("auditor.arrow_compact", 1),  # the driver's segment table smaller in memory: no project import
+    ("auditor.object_store", 1),  # s3:// / s3a:// from the AWS environment, one line per failure: no project import
     ("auditor.formats", 2),
     ("auditor.formats.specs", 2),
     ("auditor.scan", 3),
@@ -56,6 +57,7 @@ LAYERS: list[tuple[str, int]] = [
     ("auditor.capacity", 5),  # the capacity projection: numpy columns and dicts in, plain values out
     ("auditor.manifest", 6),
     ("auditor.manifest_write", 6),  # how collect writes a manifest so no reader trusts half of one
+    ("auditor.manifest_remote", 6),  # manifests in object storage: found, checked, read, published marker last
     ("checks", 7),  # checks.framework and the families' rules
     ("auditor.check_runner", 8),  # what both engines' check runners share (replay-check runs one check with it)
     ("auditor.live_config", 8),

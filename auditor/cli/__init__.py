@@ -16,6 +16,7 @@ from pathlib import Path
 
 from auditor import __version__
 from auditor.atomic import OutputError
+from auditor.object_store import ObjectStoreError
 from auditor.cli.common import EXIT_INPUT_PROBLEM, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, FORMATTER, CliError, InputProblem, \
     NeedsExtra, merge_log_dirs, require_extra
 
@@ -142,7 +143,8 @@ def _run(argv: list[str]) -> int:
     except CliError as exc:
         sys.stderr.write(f"kafka-audit: error: {exc}\n")
         return EXIT_USAGE
-    except (OutputError, InputProblem) as exc:  # an output that cannot be written, an incomplete manifest
+    except (OutputError, InputProblem, ObjectStoreError, FileNotFoundError) as exc:
+        # an output that cannot be written, no manifest or an incomplete one, an object store that cannot be used
         sys.stderr.write(f"kafka-audit: error: {exc}\n")
         return EXIT_INPUT_PROBLEM
     except BrokenPipeError:

@@ -12,7 +12,7 @@ from auditor.nightly.accept import AcceptFileError, load as load_accept
 from auditor.atomic import OutputError, check_writable
 from auditor.audit import AuditOutcome, AuditRequest, run_audit
 from auditor.engines.base import ENGINES
-from auditor.cli.common import add_log_dir_arguments, one_input, FORMATTER, CliError, InputProblem, keys_sample_bytes, progress_printer, wants_progress
+from auditor.cli.common import add_log_dir_arguments, one_input, FORMATTER, CliError, InputProblem, keys_sample_bytes, progress_printer, refuse_urls, wants_progress
 from auditor.cli.metrics_file import (MetricsFile, add_metrics_options, metrics_file_from_args, write_failure_metrics,
                                       write_run_metrics)
 from auditor.engines.spark import parse_conf
@@ -150,6 +150,7 @@ def request_from_args(args) -> AuditRequest:
             check_state_dir(args.state, args.log_dirs)
         except StateDirError as exc:
             raise CliError(str(exc)) from None
+    refuse_urls(out=args.out, json=args.json, history=args.history)
     # outputs that cannot be written fail now (exit 3), not after the scan (and before a --state moves on)
     for path, is_dir in ((args.out, False), (args.json, False), (args.history, True), (args.parquet, True),
                          (args.state, True)):

@@ -33,7 +33,8 @@ def register(sub) -> None:
     )
     add_log_dir_arguments(collect)
     collect.add_argument("--out", required=True, metavar="PATH",
-                         help="manifest directory to write (refused inside a scanned log dir)")
+                         help="manifest directory to write (refused inside a scanned log dir), or an object-store prefix "
+                              "s3://bucket/prefix (AWS_* settings; docs/object-storage.md)")
     collect.add_argument("--depth", choices=DEPTHS, default="headers",
                          help="see above (default: headers, as scan and audit: every check has its facts)")
     collect.add_argument("--nice", action="store_true",
@@ -64,16 +65,60 @@ def register(sub) -> None:
 def run(args) -> int:
     # here, not at the top: `collect --help` starts without the manifest writer and the cluster
     # decoders (half its start-up on a broker; benchmarks/startup.py)
-    from auditor.manifest import CollectError, collect_manifest
-
     one_input(args, "log_dirs")
     for path in args.log_dirs:
         if not Path(path).is_dir():
             raise CliError(f"log dir {path!r} is not a directory")
+    if args.state and "://" in args.state:
+        raise CliError(f"--state {args.state}: must be a local directory (it is rewritten in place each run, with "
+                       "renames an object store does not have); --out may be s3://")
+    remote = remote_out(args.out)
+    if remote is not None:
+        return collect_to_store(args, remote)
+    return collect_to(args, args.out)
+
+
+def remote_out(out: str) -> str | None:
+    """The object-store URL ``--out`` names (checked now: bucket there, the prefix marked incomplete), or None."""
+    if "://" not in out:
+        return None
+    from auditor.manifest_remote import prepare_prefix
+    from auditor.object_store import is_s3
+
+    if not is_s3(out):
+        raise CliError(f"--out {out}: collect writes a local directory or s3:// / s3a:// (docs/object-storage.md)")
+    prepare_prefix(out)   # an unreachable store fails here, before the scan (exit 3)
+    return out.rstrip("/")
+
+
+def collect_to_store(args, url: str) -> int:
+    """The manifest written whole into a local staging directory, then published object by object,
+    ``_complete.json`` last (auditor.manifest_remote); the staging directory removed after."""
+    import shutil
+    import tempfile
+
+    from auditor.manifest_remote import publish_manifest
+
+    staging = Path(tempfile.mkdtemp(prefix="kafka-audit-collect-"))
+    try:
+        code = collect_to(args, str(staging), shown=url)
+        names = publish_manifest(staging, url)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    sys.stderr.write(f"published {url}: {', '.join(names)} ({COMPLETE_NOTE})\n")
+    return code
+
+
+COMPLETE_NOTE = "_complete.json last"
+
+
+def collect_to(args, out: str, shown: str | None = None) -> int:
+    from auditor.manifest import CollectError, collect_manifest
+
     sample = keys_sample_bytes(args.keys_sample_mib)
     show_progress = wants_progress(args)
     try:
-        res = collect_manifest(args.log_dirs, args.out, args.depth, nice=args.nice,
+        res = collect_manifest(args.log_dirs, out, args.depth, nice=args.nice,
                                on_progress=progress_printer() if show_progress else None,
                                state_dir=args.state, page_cache_care=args.page_cache_care,
                                max_read_rate_mib_s=args.max_read_rate)
@@ -100,7 +145,7 @@ def run(args) -> int:
     for line in res.cluster_parts:
         sys.stderr.write(f"cluster: {line}\n")
     sys.stderr.write(
-        f"wrote manifest {res.out}: {res.segments} segments, {res.partitions} partition dirs, "
+        f"wrote manifest {shown or res.out}: {res.segments} segments, {res.partitions} partition dirs, "
         f"{len(res.log_dirs)} log dirs in {res.elapsed_s:.1f} s\n"
     )
     return input_exit_code(res.log_dirs)

@@ -196,3 +196,24 @@ def keys_sample_bytes(mib: float | None) -> int | None:
     if not mib > 0:
         raise CliError(f"--keys-sample-mib {mib:g}: expected a number > 0")
     return int(mib * (1 << 20))
+
+
+LOCAL_ONLY = {
+    "--out": "the HTML report is written locally, whole or not at all (a temporary file renamed into place); "
+             "copy it to object storage after the run (e.g. `aws s3 cp`)",
+    "--json": "the findings JSON is written locally, whole or not at all (a temporary file renamed into place); "
+              "copy it to object storage after the run (e.g. `aws s3 cp`)",
+    "--history": "the history is a local directory that every run appends Parquet files to and reads back; "
+                 "keep it on a local or mounted disk",
+    "--metrics": "node_exporter's textfile collector reads a local file",
+}
+"""The outputs that take no object-store URL, and why (docs/object-storage.md)."""
+
+
+def refuse_urls(**values) -> None:
+    """CliError (one line, exit 2) for an output option given a URL: ``refuse_urls(out=..., json=...)``."""
+    for name, value in values.items():
+        option = "--" + name.replace("_", "-")
+        if value and "://" in str(value):
+            raise CliError(f"{option} {value}: takes a local path, not a URL: {LOCAL_ONLY[option]}")
+

@@ -158,7 +158,7 @@ def run(args) -> int:
     if bool(args.log_dirs) == bool(args.manifest):
         raise CliError("groups needs log dirs or --manifest (one of them)")
     for d in args.log_dirs or args.manifest:
-        if not Path(d).exists():
+        if "://" not in d and not Path(d).exists():  # (a URL is checked where it is listed)
             raise CliError(f"{d}: does not exist")
     # manifests: the groups collect carried (consumer_groups.jsonl.gz), else the files at the recorded paths
     result = read_consumer_groups(args.manifest)[0] if args.manifest else None

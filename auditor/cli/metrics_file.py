@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-from auditor.cli.common import CliError
+from auditor.cli.common import CliError, refuse_urls
 from reports.metrics import MetricsPathError, check_path, parse_const_label, render, render_failure, write_textfile
 
 
@@ -39,6 +39,7 @@ def metrics_file_from_args(args) -> MetricsFile | None:
         raise CliError(str(exc)) from None
     if not args.metrics:
         return None
+    refuse_urls(metrics=args.metrics)
     try:
         check_path(args.metrics)
     except MetricsPathError as exc:

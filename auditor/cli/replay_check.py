@@ -198,7 +198,7 @@ def run(args) -> int:
         mode = "protocol"
     else:
         for d in args.log_dirs or args.manifest:
-            if not Path(d).exists():
+            if "://" not in d and not Path(d).exists():  # (a URL is checked where it is listed)
                 raise CliError(f"{d}: does not exist")
         if args.log_dirs:
             rows = rows_from_log_dirs(args.log_dirs, set(topics))
@@ -272,7 +272,7 @@ def _group_from_files(args, target: int, now: int, config) -> GroupReplay:
     """--group with --log-dir or --manifest: committed offsets from __consumer_offsets files."""
     only = set(_topics(args)) if args.topic else None
     for d in args.log_dirs or args.manifest:
-        if not Path(d).exists():
+        if "://" not in d and not Path(d).exists():  # (a URL is checked where it is listed)
             raise CliError(f"{d}: does not exist")
     group = _carried_group(args.manifest, args.group) if args.manifest else None
     if group is None:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from auditor.atomic import atomic_write
-from auditor.cli.common import EXIT_OK, FORMATTER, CliError
+from auditor.cli.common import EXIT_OK, FORMATTER, CliError, refuse_urls
 from auditor.nightly import run_history as hist
 from reports.html import render
 
@@ -23,6 +23,7 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    refuse_urls(out=args.out, history=args.history)
     try:
         doc = json.loads(Path(args.findings_json).read_text())
     except (OSError, ValueError) as exc:

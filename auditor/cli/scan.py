@@ -204,7 +204,7 @@ def run_spark(args) -> int:
     """
     from pyspark.sql import functions as F
 
-    spark = build_spark(args.master, parse_conf(args.conf))
+    spark = build_spark(args.master, parse_conf(args.conf), reads=args.manifest or ())
     try:
         scan = read_manifests(spark, args.manifest) if args.manifest else scan_dataframes(spark, args.log_dirs, args.depth)
         order_dirs = [i["log_dir"] for i in scan.log_dirs]

@@ -27,15 +27,27 @@ def count_segments(log_dirs: Sequence[str], limit: int) -> int:
 
 
 def manifest_rows(manifests: Sequence[str]) -> int | None:
-    """Segment rows in local manifests (Parquet footers only); None for remote or unreadable ones."""
+    """Segment rows in the manifests (Parquet footers only; ``s3://`` / ``s3a://`` ones too, through
+    auditor.object_store); None for other URLs or unreadable ones. A store that cannot be used raises
+    its one-line ObjectStoreError here, before any engine starts."""
     import pyarrow.parquet as pq
 
     from auditor.manifest import SEGMENTS_FILE, find_manifests
+    from auditor.object_store import ObjectStoreError, filesystem, is_s3
 
-    if any("://" in str(m) for m in manifests):
+    if any("://" in str(m) and not is_s3(str(m)) for m in manifests):
         return None
+
+    def rows(d: str) -> int:
+        if is_s3(d):
+            fs, path = filesystem(f"{d}/{SEGMENTS_FILE}")
+            with fs.open_input_file(path) as fh:
+                return pq.ParquetFile(fh).metadata.num_rows
+        return pq.ParquetFile(os.path.join(d, SEGMENTS_FILE)).metadata.num_rows
     try:
-        return sum(pq.ParquetFile(os.path.join(d, SEGMENTS_FILE)).metadata.num_rows for d in find_manifests(manifests))
+        return sum(rows(d) for d in find_manifests(manifests))
+    except ObjectStoreError:
+        raise
     except (OSError, ValueError):
         return None
 

@@ -181,13 +181,15 @@ def from_manifests(manifest_dirs: Iterable[str]) -> tuple[list[tuple[dict, Parti
     unreadable one."""
     from auditor.keys.manifest_part import KEYS_FILE, read_keys_parts
 
+    from auditor.object_store import exists, is_s3
+
     dirs = [str(d) for d in manifest_dirs]
-    local = [d for d in dirs if "://" not in d]
-    pairs, notes = read_keys_parts(local)
-    notes += [f"{d}: key statistics of remote manifests are not read (copy the manifest here)"
-              for d in dirs if "://" in d]
+    readable = [d for d in dirs if "://" not in d or is_s3(d)]   # local, or s3:// / s3a:// (auditor.object_store)
+    pairs, notes = read_keys_parts(readable)
+    notes += [f"{d}: key statistics of remote manifests other than s3:// are not read (copy the manifest here)"
+              for d in dirs if d not in readable]
     notes += [f"{d}: no key statistics ({KEYS_FILE}: an older manifest, or collected without --keys)"
-              for d in local if not (Path(d) / KEYS_FILE).is_file()]
+              for d in readable if not (exists(f"{d}/{KEYS_FILE}") if is_s3(d) else (Path(d) / KEYS_FILE).is_file())]
     return pairs, notes
 
 

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 from typing import IO, Iterable, Iterator
 
+from auditor import object_store
 from auditor.formats.filenames import parse_partition_dir
 from auditor.keys.partition_keys import PartitionKeys, scan_partition_keys
 from auditor.keys.sketches import KeyStats
@@ -115,11 +116,12 @@ def read_keys_parts(manifests: Iterable[str | os.PathLike]) -> tuple[list[tuple[
     manifests without the part (older ones, or collected without --keys) add nothing."""
     pairs, notes = [], []
     for manifest in manifests:
-        path = Path(manifest) / KEYS_FILE
-        if not path.is_file():
+        remote = object_store.is_s3(str(manifest))
+        path = f"{str(manifest).rstrip('/')}/{KEYS_FILE}" if remote else Path(manifest) / KEYS_FILE
+        if not (object_store.exists(path) if remote else path.is_file()):
             continue
         try:
-            with open(path, "rb") as source:
+            with (object_store.open_input(path) if remote else open(path, "rb")) as source:
                 pairs.extend(read_keys(source, str(path)))
         except (KeysPartError, OSError) as exc:
             notes.append(f"{path}: not used: {str(exc).removeprefix(str(path) + ': ')}")

@@ -32,6 +32,7 @@ LIVE_FIXTURES = frozenset({
     "airflow_env",            # harness.airflow_home: a migrated Airflow home for dag.test()
     "browser",                # harness.chromium: headless Chromium
     "smtp_server",            # test_airflow_dags: a real SMTP server for the DAG's failure mail
+    "s3_server",              # tests/test_s3_*: a real S3 API server (s3proxy, harness/s3proxy.py)
 })
 RECORDED_FIXTURES = frozenset({
     "kafka_classpath",        # conftest: the Kafka jars (a JVM tool may run, no broker)

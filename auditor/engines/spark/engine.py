@@ -44,7 +44,7 @@ class SparkEngine(TableEngine):
         tmp = None
         progress("starting Spark")
         own_jvm = not driver_jvm_running()  # one launched here ends with these stages; one there before stays
-        spark = build_spark(req.master, req.spark_conf)
+        spark = build_spark(req.master, req.spark_conf, reads=req.manifests or ())
         _size_shuffles(spark, req.spark_conf)
         if req.state_dir and not req.manifests:
             if spark.sparkContext.master.startswith("local"):

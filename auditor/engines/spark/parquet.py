@@ -14,12 +14,13 @@ from pathlib import Path
 
 from auditor.engines.spark.scan_job import SparkScan
 from auditor.manifest import LOG_DIRS_FILE, LOG_DIRS_SCHEMA, PARTITIONS_FILE, SEGMENTS_FILE, find_manifests
+from auditor.object_store import s3a_url
 from auditor.schema import PARTITION_FIELDS, PARTITION_SCHEMA, SEGMENT_FIELDS, SEGMENT_SCHEMA, spark_schema
 
 
 def read_manifests(spark, paths: Iterable[str]) -> SparkScan:
     """Any number of manifests written by ``kafka-audit collect`` into the same three results."""
-    dirs = find_manifests(paths)
+    dirs = [s3a_url(d) for d in find_manifests(paths)]  # listed and checked on the driver; Spark reads s3a://
     segments = spark.read.schema(spark_schema(SEGMENT_SCHEMA)).parquet(*[f"{d}/{SEGMENTS_FILE}" for d in dirs])
     partitions = spark.read.schema(spark_schema(PARTITION_SCHEMA)).parquet(*[f"{d}/{PARTITIONS_FILE}" for d in dirs])
     infos_df = spark.read.schema(spark_schema(LOG_DIRS_SCHEMA)).parquet(*[f"{d}/{LOG_DIRS_FILE}" for d in dirs])

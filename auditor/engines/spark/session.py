@@ -13,6 +13,8 @@ import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from auditor.object_store import is_s3, spark_s3a_conf
+
 
 BATCH_ROWS = 2048
 """Rows per Arrow RecordBatch (scan tasks yield at most this many; Arrow transfers use it too)."""
@@ -102,14 +104,16 @@ def submitted_conf() -> dict[str, str]:
     return dict(SparkConf().getAll())
 
 
-def build_spark(master: str | None = None, conf: dict[str, str] | None = None, *, ship_code: bool | None = None):
+def build_spark(master: str | None = None, conf: dict[str, str] | None = None, *, ship_code: bool | None = None,
+                reads: Iterable[str] = ()):
     """A SparkSession for the audit: local[*] with small-machine defaults, or any master.
 
     ``conf`` overrides every default (``--conf k=v`` on the command line). Under ``spark-submit``
     pass ``master=None``: the submitted master and settings win over the defaults
     (:func:`submitted_conf`). For a non-local master the ``auditor`` and ``checks`` packages are
     zipped and shipped to executors (``ship_code``) so they need only pyarrow, pandas, crc32c and
-    cramjam installed.
+    cramjam installed. ``reads``: the input paths; an ``s3://`` / ``s3a://`` one adds
+    :func:`auditor.object_store.spark_s3a_conf`.
     """
     from pyspark.sql import SparkSession
 
@@ -118,6 +122,10 @@ def build_spark(master: str | None = None, conf: dict[str, str] | None = None, *
     submitted = submitted_conf()
     submitted_master = submitted.pop("spark.master", None)
     settings = spark_conf(master or submitted_master, {**submitted, **(conf or {})})
+    if any(is_s3(str(p)) for p in reads):
+        # s3:// / s3a:// inputs: hadoop-aws on the classpath and the environment's AWS settings, unless
+        # --conf or spark-submit gave them (auditor.object_store; ObjectStoreError without the jars)
+        settings.update(spark_s3a_conf(settings))
     if "spark.pyspark.python" in settings:
         # PySpark takes the workers' interpreter from this variable when it creates the context.
         os.environ.setdefault("PYSPARK_PYTHON", settings["spark.pyspark.python"])
