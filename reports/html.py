@@ -18,6 +18,7 @@ from auditor.schema import MAX_TIMELINE_PARTITIONS, with_utc
 from auditor.units import human_bytes, iso_utc
 from auditor.nightly.identity import RANK
 from reports import charts
+from reports.capacity_view import capacity_section
 
 TEMPLATES = Path(__file__).parent / "templates"
 #: Skewed topics whose partition sizes get a chart.
@@ -235,5 +236,5 @@ def render(doc: dict, history: Sequence[dict] = ()) -> str:
         summary=summary, groups=_groups(doc["findings"], doc.get("check_titles") or {}), replay_rows=_replay_rows(doc["findings"]),
         charts=build_charts(doc), expectations={"gx_version": gx.get("gx_version", ""), "results": gx_results},
         trend_chart=charts.trends(history) if history else None,
-        topic_configs=_config_table(doc), since=_since(doc), keys=_keys_section(doc),
+        topic_configs=_config_table(doc), since=_since(doc), keys=_keys_section(doc), capacity=capacity_section(doc),
     )

@@ -19,6 +19,7 @@ A case file holds a list of cases::
       metadata_history: [{kind: partition-created, topic: t, partition: 0, offset: 4, timestamp_ms: ...}]  # its changes
       # (replicas as a list, or {broker: directory ID}); metadata_dirs: {ID: [node, path]} the audited dirs
       keys: {topics: {t: {partitions: 4, produce: [...]}}}   # optional: key statistics (tests/harness/keycases.py)
+      log_dirs: [{log_dir: /data/kafka, fs_total_bytes: ..., fs_statted_at_ms: ...}]  # optional: the capacity projection's input
 
 Partial rows are completed with the column defaults below; ``expect`` must match exactly (same
 number of non-PASS findings, each matched by code, severity, location fields given, and a
@@ -103,6 +104,10 @@ def case_context(check_name: str, case: dict) -> AuditContext:
                                                         case.get("metadata_history")),
                        topic_config_sources=case.get("topic_config_sources") or {},
                        keys=key_audit_of(case.get("keys"), _ms))
+    if "log_dirs" in case:  # the capacity.* checks: the projection the engines make, on the case's rows
+        from auditor.engines.capacity_stage import run_capacity
+        run_capacity(pd.DataFrame(_complete(case.get("segments"), SEGMENT_COLUMNS)),
+                     [_time_fields(d) for d in case["log_dirs"]], ctx, lambda _msg: None)
     return ctx
 
 

@@ -388,6 +388,11 @@ class AuditContext:
     metadata_notes: list[str] = field(default_factory=list)
     """Problems met reading the KRaft metadata log (file, offset, what), for the audit's outcome."""
 
+    capacity: Any = None
+    """The capacity projection (``auditor.capacity.CapacityResult``: per filesystem under the
+    audited log dirs, bytes over the horizon, steady state, time to full and why), made by the
+    engines before the checks; None: not made. The capacity.* checks judge it."""
+
     _commits_by_tp: dict | None = field(default=None, init=False, repr=False, compare=False)
     """:meth:`commits_on`'s index of ``group_offsets`` by (topic, partition), built on first use."""
 
