@@ -16,61 +16,20 @@ from __future__ import annotations
 import pytest
 
 from auditor.check_runner import as_frame
-from auditor.engines.local.checks import run_local, run_local_reference
 from auditor.cli.demo import unpack_demo_sample
 from auditor.scan import scan_log_dirs
 from auditor.schema import PARTITION_COLUMNS, PARTITION_SCHEMA, SEGMENT_COLUMNS, SEGMENT_SCHEMA
-from checks import REGISTRY
-from checks.framework.base import AuditContext, Check
+from checks.framework.base import AuditContext
 from checks.framework.batch import PartitionBatch
 from checks.framework.config import Config
 from harness.realdata import LOG_DIRS
-from test_check_cases import CASES, _complete, case_context
+from harness.batch_equality import (BULK_JUDGED_CHECKS, COLUMNAR_CHECKS, JUDGED_CHECKS, PARTITION_CHECKS,
+                                    assert_batch_equals_reference, assert_columnar_equals_reference,
+                                    assert_judged_equals_reference)
+from harness.check_cases import CASES, case_context, complete_rows
 
 # YAML cases, the demo sample and the real dirs, both semantics: 7 s of CPU at load 12-15; xdist starts the longest files first
 pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=7)]
-
-PARTITION_CHECKS = sorted(n for n, c in REGISTRY.items() if c.scope == "partition")
-
-
-def assert_batch_equals_reference(segments, partitions, ctx, names=None):
-    """Both semantics on the same rows, compared per check; returns the findings."""
-    names = names or PARTITION_CHECKS
-    ref = [f.to_dict() for f in run_local_reference(segments, partitions, ctx, names=names)]
-    got = [f.to_dict() for f in run_local(segments, partitions, ctx, names=names)]
-    for name in names:
-        assert [f for f in got if f["check"] == name] == [f for f in ref if f["check"] == name], name
-    assert got == ref
-    return got
-
-
-COLUMNAR_CHECKS = sorted(n for n in PARTITION_CHECKS if REGISTRY[n].run_batch is not Check.run_batch)
-#: checks whose judge runs per flagged partition on rows cut for all of them at once (checks.framework.columns.judged_batch)
-BULK_JUDGED_CHECKS = sorted(n for n in PARTITION_CHECKS
-                            if REGISTRY[n].replica_columns is not None and n not in COLUMNAR_CHECKS)
-
-
-def assert_columnar_equals_reference(batch, ctx, min_findings=0):
-    """Each check whose findings are built columnar (its own ``run_batch``) or judged on rows cut
-    at once (``judged_batch``, strict), called directly (the runner's fallback to the reference
-    cannot hide a raising batch path): its findings equal
-    ``run`` on every partition of the batch (``run_each``), finding for finding, in order and as
-    JSON text; returns how many findings they made."""
-    import json
-
-    from checks.framework.columns import judged_batch
-
-    made = 0
-    for name in COLUMNAR_CHECKS + BULK_JUDGED_CHECKS:
-        check = REGISTRY[name]()
-        found = check.run_batch(batch, ctx) if name in COLUMNAR_CHECKS else judged_batch(check, batch, ctx, strict=True)
-        got = [f.to_dict() for f in found]
-        ref = [f.to_dict() for f in batch.run_each(check, ctx)]
-        assert got == ref, name
-        assert json.dumps(got, sort_keys=True, default=str) == json.dumps(ref, sort_keys=True, default=str), name
-        made += len(got)
-    assert made >= min_findings
-    return made
 
 
 def test_columnar_checks():
@@ -81,8 +40,8 @@ def test_columnar_checks():
 @pytest.mark.parametrize("check_name,case", CASES)
 def test_yaml_case_columnar_equals_reference(check_name, case):
     ctx = case_context(check_name, case)
-    batch = PartitionBatch(as_frame(_complete(case.get("segments"), SEGMENT_COLUMNS), SEGMENT_SCHEMA),
-                           as_frame(_complete(case.get("partitions"), PARTITION_COLUMNS), PARTITION_SCHEMA))
+    batch = PartitionBatch(as_frame(complete_rows(case.get("segments"), SEGMENT_COLUMNS), SEGMENT_SCHEMA),
+                           as_frame(complete_rows(case.get("partitions"), PARTITION_COLUMNS), PARTITION_SCHEMA))
     assert_columnar_equals_reference(batch, ctx)
 
 
@@ -93,8 +52,8 @@ def test_thirteen_partition_checks():
 @pytest.mark.parametrize("check_name,case", CASES)
 def test_yaml_case_batch_equals_reference(check_name, case):
     ctx = case_context(check_name, case)
-    assert_batch_equals_reference(_complete(case.get("segments"), SEGMENT_COLUMNS),
-                                  _complete(case.get("partitions"), PARTITION_COLUMNS), ctx)
+    assert_batch_equals_reference(complete_rows(case.get("segments"), SEGMENT_COLUMNS),
+                                  complete_rows(case.get("partitions"), PARTITION_COLUMNS), ctx)
 
 
 def test_demo_sample_batch_equals_reference(tmp_path):
@@ -117,24 +76,6 @@ def test_real_broker_dirs_batch_equals_reference():
                                                     as_frame(scan.partitions, PARTITION_SCHEMA)), ctx)
 
 
-JUDGED_CHECKS = sorted(n for n in PARTITION_CHECKS if REGISTRY[n].replica_columns is not None)
-
-
-def assert_judged_equals_reference(batch, ctx, min_judged=0):
-    """Each check with ``replica_columns``: its flagged partitions judged from the batch's columns
-    (``judge_each``, strict: a raising ``judge`` is not hidden by the fallback to the reference)
-    equal ``run`` on each partition's frame; returns how many partitions were judged from the batch."""
-    judged = 0
-    for name in JUDGED_CHECKS:
-        check = REGISTRY[name]()
-        groups = list(check.prefilter(batch, ctx))
-        got = [f.to_dict() for f in batch.judge_each(check, ctx, groups, check.judge_extra(batch, ctx), strict=True)]
-        assert got == [f.to_dict() for f in batch.run_each(check, ctx, groups)], name
-        judged += sum(batch.replica_records(i, check.replica_columns) is not None for i in groups)
-    assert judged >= min_judged
-    return judged
-
-
 def test_four_checks_judge_flagged_partitions_from_the_batch():
     assert JUDGED_CHECKS == ["integrity.index_mismatch", "integrity.offset_gap", "mtime.reset", "timestamps.bounds"]
 
@@ -142,6 +83,6 @@ def test_four_checks_judge_flagged_partitions_from_the_batch():
 @pytest.mark.parametrize("check_name,case", [c for c in CASES if c.values[0] in JUDGED_CHECKS])
 def test_yaml_case_judged_from_the_batch(check_name, case):
     ctx = case_context(check_name, case)
-    batch = PartitionBatch(as_frame(_complete(case.get("segments"), SEGMENT_COLUMNS), SEGMENT_SCHEMA),
-                           as_frame(_complete(case.get("partitions"), PARTITION_COLUMNS), PARTITION_SCHEMA))
+    batch = PartitionBatch(as_frame(complete_rows(case.get("segments"), SEGMENT_COLUMNS), SEGMENT_SCHEMA),
+                           as_frame(complete_rows(case.get("partitions"), PARTITION_COLUMNS), PARTITION_SCHEMA))
     assert_judged_equals_reference(batch, ctx)

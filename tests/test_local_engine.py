@@ -114,8 +114,8 @@ def test_spark_buckets_equal_driver_batch_and_reference(spark):  # noqa: F811
     from auditor.engines.local.checks import run_local_reference
     from auditor.engines.spark.checks import spark_partition_findings
     from checks.framework.base import Finding
-    from test_batch_checks import PARTITION_CHECKS
-    from test_batch_checks_synthetic import on_fire_tables, synthetic_tables
+    from harness.batch_equality import PARTITION_CHECKS
+    from harness.synthetic_tables import on_fire_tables, synthetic_tables
 
     # planted anomalies, then a fleet on fire (every live partition dir flagged: the columnar findings)
     for segments, partitions, ctx in (synthetic_tables(5, rows=600), on_fire_tables(5, rows=600)):
