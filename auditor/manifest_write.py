@@ -35,8 +35,9 @@ COMPLETE_FILE = "_complete.json"
 {"bytes": n, "crc32": "8 hex digits"}}, ...}``. Its absence or a file that does not match it means
 the collect that wrote the directory did not finish."""
 COMPLETE_FORMAT = "kafka-audit.manifest-complete"
-MANIFEST_FORMAT = 3
-"""3: ends with COMPLETE_FILE; 2: may carry CLUSTER_METADATA_FILE / REMOTE_LOG_METADATA_FILE /
+MANIFEST_FORMAT = 4
+"""4: LOG_DIRS_FILE carries the filesystem under each log dir (``auditor.scan.filesystem.FS_FIELDS``;
+an older manifest reads as "capacity unknown"); 3: ends with COMPLETE_FILE; 2: may carry CLUSTER_METADATA_FILE / REMOTE_LOG_METADATA_FILE /
 CONSUMER_GROUPS_FILE (1: the three Parquet files only)."""
 MANIFEST_FILES = (SEGMENTS_FILE, PARTITIONS_FILE, LOG_DIRS_FILE, CLUSTER_METADATA_FILE, REMOTE_LOG_METADATA_FILE,
                   CONSUMER_GROUPS_FILE, COMPLETE_FILE)

@@ -105,8 +105,9 @@ def healthy_mask(t: pa.Table) -> pa.Array:
 
 
 def synthesize(rows: int, dirs: int, out: Path, seed: int = 19, healthy: bool = True,
-               topic_prefix: str = "SYNTHETIC-fleet-") -> dict:
-    """30 brokers' manifests under ``out``: ``dirs`` partition dirs, about ``rows`` segment rows."""
+               topic_prefix: str = "SYNTHETIC-fleet-", on_fire: bool = False) -> dict:
+    """30 brokers' manifests under ``out``: ``dirs`` partition dirs, about ``rows`` segment rows.
+    ``on_fire``: every partition dir flagged (:func:`set_on_fire`), audited at :data:`ON_FIRE_AS_OF`."""
     from auditor.manifest import LOG_DIRS_SCHEMA
     from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
 
@@ -164,6 +165,8 @@ def synthesize(rows: int, dirs: int, out: Path, seed: int = 19, healthy: bool = 
     jitter = rng.integers(0, 5_000, n)  # followers write the same segment seconds apart
     for name in MTIME_COLUMNS:
         replace[name] = pc.add(replace[name], pa.array(jitter))
+    if on_fire:
+        set_on_fire(replace, replica, active[idx], rng)
     segments = pa.Table.from_arrays([replace.get(f.name, t.column(f.name)).cast(f.type) if f.name in replace
                                      else t.column(f.name) for f in SEGMENT_SCHEMA], schema=SEGMENT_SCHEMA)
     # one partition-dir row per replica
@@ -196,6 +199,30 @@ def synthesize(rows: int, dirs: int, out: Path, seed: int = 19, healthy: bool = 
         pq.write_table(info.replace_schema_metadata(meta), d / "log_dirs.parquet")
     return {"segment_rows": segments.num_rows, "partition_dirs": parts.num_rows, "partitions": partitions,
             "segments_per_dir_max": int(counts.max())}
+
+
+#: The on-fire fleet's audit time: two months after its records (T0 + up to 50 h), so time
+#: retention (7 d by default) is overdue on every closed segment.
+ON_FIRE_AS_OF = "2024-01-20T00:00:00Z"
+#: When the on-fire fleet's third replicas were re-written (a cluster-wide reassignment), 20 days after T0.
+MOVED_AT_MS = T0 + 20 * 24 * HOUR_MS
+
+
+def set_on_fire(replace: dict, replica, active, rng) -> None:
+    """The columns of a fleet where every partition dir is flagged, as a bad day has them:
+    retention stopped (the audit time, :data:`ON_FIRE_AS_OF`, is two months after the records),
+    every partition's third replica re-written at :data:`MOVED_AT_MS` (its mtimes packed into 4
+    minutes, days after its records: KLA020), and a producer clock 2 days ahead on every active
+    segment (KLA030 on every replica dir, KLA031 where it blocks the retention walk)."""
+    n = len(replica)
+    moved = replica == 2
+    for name in MTIME_COLUMNS:
+        reset = pa.array(MOVED_AT_MS + rng.integers(0, 240_000, n))
+        replace[name] = pc.if_else(pa.array(moved), reset, replace[name])
+    ahead = int(np.datetime64(ON_FIRE_AS_OF.rstrip("Z"), "ms").astype(np.int64)) + 2 * 24 * HOUR_MS
+    for name in ("max_timestamp_ms", "last_batch_max_timestamp_ms"):
+        replace[name] = pc.if_else(pa.array(active), pa.array(np.full(n, ahead) + rng.integers(0, 600_000, n)),
+                                   replace[name])
 
 
 def synthesize_chunked(rows: int, dirs: int, out: Path, chunk_rows: int = 1_000_000) -> dict:
@@ -266,7 +293,7 @@ def _hwm_mib(pid: int) -> float:
 
 
 def run_audit(code: Path, manifests: Path, out: Path, engine: str = "local", extra: tuple[str, ...] = (),
-              nice: int = 0, timeout_s: float | None = None) -> dict:
+              nice: int = 0, timeout_s: float | None = None, as_of: str = AS_OF) -> dict:
     """One whole `kafka-audit audit --manifest` in a fresh process of ``code``: wall, CPU, peak RSS,
     and from each progress line to the next (the stages) the wall and CPU time and the peak RSS
     reached by the stage's end. The process's descendants (on Spark: the driver JVM) are sampled
@@ -277,7 +304,7 @@ def run_audit(code: Path, manifests: Path, out: Path, engine: str = "local", ext
 
     env = {**os.environ, "PYTHONPATH": str(code)}
     cmd = [sys.executable, "-m", "auditor.cli", "audit", "--manifest", str(manifests / "*"), "--engine", engine,
-           "--json", str(out / "findings.json"), "--out", str(out / "report.html"), "--as-of", AS_OF,
+           "--json", str(out / "findings.json"), "--out", str(out / "report.html"), "--as-of", as_of,
            "--progress", "--exit-zero", *extra]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, cwd=str(code), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -346,9 +373,23 @@ def run_audit(code: Path, manifests: Path, out: Path, engine: str = "local", ext
             "status": os.waitstatus_to_exitcode(status), "stages": stages, "stage_peaks": stage_peaks, "tree": tree,
             "children_cpu_s": sum(tree["child_cpu"].values()), "findings_list": findings,
             "findings": sum(1 for f in findings if f.get("severity") != "PASS"), "findings_sha256": digest,
+            # partition dirs with a finding of their own (topic, partition, broker, log dir), or of their
+            # partition (a finding with no broker: every dir of it)
+            "flagged_dirs": _flagged_dirs(findings, manifests),
             "expectations_sha256": gx_digest,
             "json_mib": (out / "findings.json").stat().st_size / 2**20 if (out / "findings.json").exists() else None,
             "html_mib": (out / "report.html").stat().st_size / 2**20 if (out / "report.html").exists() else None}
+
+
+def _flagged_dirs(findings: list[dict], manifests: Path) -> int:
+    """How many of the manifests' partition dirs a finding names (its own: topic, partition,
+    broker, log dir; or its partition's, for a finding without a broker)."""
+    parts = pa.concat_tables([pq.read_table(p, columns=["topic", "partition", "broker_id", "log_dir"])
+                              for p in sorted(manifests.glob("*/partitions.parquet"))]).to_pylist()
+    own = {(f["topic"], f["partition"], f["broker_id"], f["log_dir"]) for f in findings if f.get("severity") != "PASS"}
+    whole = {(f["topic"], f["partition"]) for f in findings if f.get("severity") != "PASS" and f["broker_id"] is None}
+    return sum((p["topic"], p["partition"], p["broker_id"], p["log_dir"]) in own or (p["topic"], p["partition"]) in whole
+               for p in parts)
 
 
 def _rss_mib(pid: int) -> float:
@@ -411,6 +452,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--anomalies", action="store_true", help="keep the real rows that carry anomalies (more findings)")
     ap.add_argument("--chromium", action="store_true", help="open each report in headless Chromium: load and sort time")
+    ap.add_argument("--fleets", default="clean,on-fire",
+                    help="clean: today's fleet (findings the exception); on-fire: every partition dir flagged (set_on_fire)")
     args = ap.parse_args()
     sizes = [int(r) for r in args.rows.split(",")]
     dirs = [int(d) for d in args.dirs.split(",")] if args.dirs else [min(r // 2, 100_000) for r in sizes]
@@ -418,21 +461,25 @@ def main() -> None:
     if args.before:
         codes["before"] = Path(args.before)
     print(f"load average at start: {os.getloadavg()}")
-    for rows, ndirs in zip(sizes, dirs):
-        where = CACHE / f"fleet-{rows}-{ndirs}{'-anomalies' if args.anomalies else ''}"
+    table = []
+    for (rows, ndirs), fleet in [(size, f) for size in zip(sizes, dirs) for f in args.fleets.split(",")]:
+        fire = fleet == "on-fire"
+        where = CACHE / f"fleet-{rows}-{ndirs}{'-anomalies' if args.anomalies else ''}{'-on-fire' if fire else ''}"
         if not (where / "shape.json").exists():
-            shape = synthesize(rows, ndirs, where / "manifests", healthy=not args.anomalies)
+            shape = synthesize(rows, ndirs, where / "manifests", healthy=not args.anomalies, on_fire=fire)
             (where / "shape.json").write_text(json.dumps(shape))
         shape = json.loads((where / "shape.json").read_text())
-        print(f"\n== SYNTHETIC fleet: {shape['segment_rows']:,} segment rows, {shape['partition_dirs']:,} partition dirs, "
-              f"{shape['partitions']:,} partitions, {BROKERS} brokers, up to {shape['segments_per_dir_max']} segments a dir")
+        as_of = ON_FIRE_AS_OF if fire else AS_OF
+        print(f"\n== SYNTHETIC {fleet} fleet: {shape['segment_rows']:,} segment rows, {shape['partition_dirs']:,} partition dirs, "
+              f"{shape['partitions']:,} partitions, {BROKERS} brokers, up to {shape['segments_per_dir_max']} segments a dir, "
+              f"--as-of {as_of}")
         results: dict[str, list[dict]] = {c: [] for c in codes}
         for _ in range(args.runs):
             for code, path in codes.items():
                 if code == "before" and rows > args.before_max_rows:
                     continue
                 out = Path(tempfile.mkdtemp(prefix=f"fleet-{code}-"))
-                r = run_audit(path, where / "manifests", out)
+                r = run_audit(path, where / "manifests", out, as_of=as_of)
                 results[code].append(r)
                 print(f"  {code:6s} wall {r['wall_s']:7.1f} s  cpu {r['cpu_s']:7.1f} s  rss {r['rss_mib']:6.0f} MiB  "
                       f"checks cpu {check_stage_s(r['stages']):6.1f} s  'validating' cpu {stage_cpu_s(r['stages'], 'validating'):6.1f} s  exit {r['status']}  findings {r['findings']:,}  "
@@ -463,10 +510,21 @@ def main() -> None:
             gx_digests = {c: {x["expectations_sha256"] for x in rs} for c, rs in results.items() if rs}
             same = len(set().union(*gx_digests.values())) == 1
             print(f"  GX results (the JSON's 'expectations', sha256): {'IDENTICAL' if same else 'DIFFERENT'} across the code versions")
+        for c, rs in results.items():
+            if rs:
+                m, found = med[c], statistics.median(x["findings"] for x in rs)
+                table.append((f"{shape['segment_rows']:,} rows {fleet}", c, m["checks_s"],
+                              m["checks_s"] / max(found, 1) * 1e6, m["wall_s"], m["cpu_s"], m["rss_mib"], found,
+                              statistics.median(x["flagged_dirs"] for x in rs), shape["partition_dirs"]))
         if "before" in med and "after" in med:
             b, a = med["before"], med["after"]
             print(f"  before/after: wall x{b['wall_s'] / a['wall_s']:.1f}, cpu x{b['cpu_s'] / a['cpu_s']:.1f}, "
                   f"checks x{b['checks_s'] / max(a['checks_s'], 1e-9):.1f}, rss {b['rss_mib']:.0f} -> {a['rss_mib']:.0f} MiB")
+    print("\n| fleet | code | checks cpu s | µs per finding | whole audit wall s | cpu s | peak RSS MiB | findings | dirs flagged |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, c, checks, per, wall, cpu, rss, found, flagged, ndirs in table:
+        print(f"| {name} | {c} | {checks:.2f} | {per:.0f} | {wall:.1f} | {cpu:.1f} | {rss:.0f} | {found:,.0f} | "
+              f"{flagged:,.0f} of {ndirs:,} |")
     print(f"\nload average at end: {os.getloadavg()}")
 
 

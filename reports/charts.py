@@ -206,3 +206,27 @@ def top_keys(topic: str, partition: int, keys: Sequence[dict]) -> tuple[str, str
     ax.legend(fontsize=8, loc="lower right")
     ax.set_title(f"{topic}-{partition}: heaviest keys", fontsize=10)
     return f"Heaviest keys of {topic}-{partition}", _to_uri(fig)
+
+
+def capacity_projection(entry: dict) -> tuple[str, str] | None:
+    """Used bytes over the projection's horizon (retention's step function), the usable and the headroom lines."""
+    from auditor.units import human_duration
+
+    series = [p for p in entry.get("series") or [] if p[1] is not None and p[0] >= 1]  # log time axis: from 1 s
+    if len(series) < 2 or not entry.get("usable_bytes"):
+        return None
+    mpl = _matplotlib()
+    fig, ax = mpl.pyplot.subplots(figsize=(7, 2.6))
+    ax.step([t for t, _ in series], [b for _, b in series], where="post", color="#4C72B0", label="projected used bytes")
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: human_duration(v * 1000.0)))
+    ax.axhline(entry["usable_bytes"], color="#C44E52", linestyle="--", label="100% (used + available)")
+    ax.axhline(entry["headroom_bytes"], color="#DD8452", linestyle=":", label=f"headroom {entry['headroom'] * 100:.0f}%")
+    ax.set_xlabel("time after the filesystem was statted (log scale)")
+    ax.set_ylim(0, max(entry["usable_bytes"] * 1.05, max(b for _, b in series) * 1.05))
+    _bytes_axis(ax)
+    ax.legend(fontsize=7, loc="upper left")
+    where = entry.get("mount") or (entry.get("log_dirs") or ["?"])[0]
+    title = f"broker {entry.get('broker_id')} {where}: used bytes, now and projected"
+    ax.set_title(title, fontsize=9)
+    return title, _to_uri(fig)

@@ -50,7 +50,8 @@ def _plain_document(outcome) -> dict:
                 "consumer_group_notes": list(outcome.groups.notes) if outcome.groups is not None else [],
                 "topic_config_sources": outcome.topic_config_sources,
                 "topic_configs": topic_config_rows(outcome),
-                "metadata_log_notes": list(outcome.metadata_notes)},
+                "metadata_log_notes": list(outcome.metadata_notes),
+                "capacity_notes": list(getattr(getattr(outcome, "capacity", None), "notes", None) or [])},
         replay=({"replay_at_ms": req.replay_at_ms, "replay_at_utc": iso_utc(req.replay_at_ms), "topics": req.replay_topics or None}
                 if req.replay_at_ms is not None else None),
         versions=tables.versions,
@@ -65,6 +66,7 @@ def _plain_document(outcome) -> dict:
                            if f.code == "KLA001" and f.severity.name != "PASS" for e in f.evidence}),
         tables={"replica_stats": _stats_rows(tables.stats), "timelines": tables.timelines},
         plan=getattr(outcome, "plan", None),
+        capacity=list(getattr(getattr(outcome, "capacity", None), "filesystems", None) or []),
     )
 
 

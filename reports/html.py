@@ -18,6 +18,7 @@ from auditor.schema import MAX_TIMELINE_PARTITIONS, with_utc
 from auditor.units import human_bytes, iso_utc
 from auditor.nightly.identity import RANK
 from reports import charts
+from reports.capacity_view import capacity_section
 
 TEMPLATES = Path(__file__).parent / "templates"
 #: Skewed topics whose partition sizes get a chart.
@@ -65,19 +66,20 @@ def _groups(findings: Sequence[dict], titles: dict[str, str]) -> list[dict]:
     for f in findings:
         g = groups.setdefault(f["check"], {"check": f["check"], "code": f["code"], "findings": [],
                                            "title": titles.get(f["check"], f["check"])})
-        g["findings"].append({
-            **f, "rank": RANK[f["severity"]], "where": where(f),
+        g["findings"].append((-RANK[f["severity"]], where(f), f))
+    out = []
+    for g in groups.values():
+        ranked = sorted(g["findings"], key=lambda x: x[:2])  # stable: equal ranks and places keep their order
+        g["worst"] = ranked[0][2]["severity"]
+        g["total"] = len(ranked)
+        # the evidence and thresholds as text only for the rows shown (a fleet on fire has 50,000 a check)
+        g["findings"] = [{
+            **f, "rank": -rank, "where": place,
             "evidence_json": "\n".join(json.dumps(_with_times(e), default=str, separators=(", ", ": "))
                                        for e in (f.get("evidence") or [])[:MAX_EVIDENCE_ITEMS]),
             "evidence_shown": min(len(f.get("evidence") or []), MAX_EVIDENCE_ITEMS),
             "thresholds_json": json.dumps(f.get("thresholds") or {}, indent=1, sort_keys=True, default=str),
-        })
-    out = []
-    for g in groups.values():
-        g["findings"].sort(key=lambda x: (-x["rank"], x["where"]))
-        g["worst"] = max(g["findings"], key=lambda x: x["rank"])["severity"]
-        g["total"] = len(g["findings"])
-        g["findings"] = g["findings"][:MAX_ROWS_PER_CHECK]
+        } for rank, place, f in ranked[:MAX_ROWS_PER_CHECK]]
         out.append(g)
     return sorted(out, key=lambda g: (-RANK[g["worst"]], g["code"]))
 
@@ -137,20 +139,24 @@ def _since(doc: dict) -> dict:
         age = f"open for {runs} run{'s' if runs != 1 else ''}, since {f.get('first_seen')}" if runs else ""
         return {**f, "rank": RANK[f["severity"]], "where": where(f), "age": age}
 
-    changed = sorted((row(f) for f in problems if f.get("status") in ("new", "worsened")),
-                     key=lambda r: (r["status"] != "new", -r["rank"], r["where"]))
+    history = doc.get("history") or {}
+    new = sum(f.get("status") == "new" for f in problems)
+    first_run = doc.get("since") is not None and history.get("previous_run_utc") is None
+    # a first run: every finding is new, and the line above the cards says so; its rows would
+    # repeat the findings list (~28,000 rows on a fleet on fire, 18 in the demo)
+    changed = [] if first_run else sorted((row(f) for f in problems if f.get("status") in ("new", "worsened")),
+                                          key=lambda r: (r["status"] != "new", -r["rank"], r["where"]))
     still = sorted((row(f) for f in problems if f.get("status") == "persisting"),
                    key=lambda r: (-(r.get("runs_open") or 0), -r["rank"], r["where"]))
     resolved = [dict(r, where=where(r), rank=RANK[r["severity_before"]],
                      age=f"was open for {r.get('runs_open')} run(s), since {r.get('first_seen')}")
                 for r in doc.get("resolved") or []]
     accepted = sorted((row(f) for f in doc.get("accepted") or []), key=lambda r: (-r["rank"], r["where"]))
-    history = doc.get("history") or {}
     entries = ((doc.get("acceptance") or {}).get("entries")) or []
     return {
         "tracked": doc.get("since") is not None, "previous": history.get("previous_run_utc"),
         "runs": history.get("runs"), "notes": history.get("notes") or [],
-        "counts": {"new": sum(r["status"] == "new" for r in changed), "worsened": sum(r["status"] == "worsened" for r in changed),
+        "counts": {"new": new, "worsened": sum(r["status"] == "worsened" for r in changed),
                    "resolved": len(resolved), "persisting": len(still), "accepted": len(accepted)},
         "changed": changed[:MAX_SINCE_ROWS], "resolved": resolved[:MAX_SINCE_ROWS], "still": still[:MAX_SINCE_ROWS],
         "accepted": accepted[:MAX_SINCE_ROWS], "entries": entries, "acceptance": doc.get("acceptance") is not None,
@@ -230,7 +236,8 @@ def render(doc: dict, history: Sequence[dict] = ()) -> str:
         summary=summary, groups=_groups(doc["findings"], doc.get("check_titles") or {}), replay_rows=_replay_rows(doc["findings"]),
         charts=build_charts(doc), expectations={"gx_version": gx.get("gx_version", ""), "results": gx_results},
         trend_chart=charts.trends(history) if history else None,
-        topic_configs=_config_table(doc), since=_since(doc), keys=_keys_section(doc), plan=_plan_section(doc),
+        topic_configs=_config_table(doc), since=_since(doc), keys=_keys_section(doc), capacity=capacity_section(doc),
+        plan=_plan_section(doc),
     )
 
 

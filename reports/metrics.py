@@ -19,7 +19,9 @@ Label cardinality is bounded by design:
   largest); ``kafka_audit_metrics_dropped_topics`` counts the topics left out;
 * per partition: only partitions with a finding above PASS, at most ``max_partitions`` (the worst
   first); ``kafka_audit_metrics_dropped_partitions`` counts the ones left out;
-* never per segment, per broker log dir or per consumer group.
+* per filesystem under the audited log dirs (capacity): ``broker`` x ``mount``, one series each
+  (a few per broker);
+* never per segment, per partition replica or per consumer group.
 
 Stdlib only: the CLI imports this module without pandas or Spark.
 """
@@ -187,7 +189,37 @@ def families(doc: Mapping, *, max_topics: int = MAX_TOPICS, max_partitions: int 
     out += _findings_families(doc, findings, accepted)
     stats = (doc.get("tables") or {}).get("replica_stats") or []
     out += _topic_and_partition_families(doc["as_of_ms"], stats, findings, accepted, max_topics, max_partitions)
+    out += capacity_families(doc.get("capacity") or [])
     return out
+
+
+def capacity_families(entries: Sequence[Mapping]) -> list[Family]:
+    """Per filesystem under the audited log dirs (the document's ``capacity`` section): time to
+    full (+Inf: does not fill within the projection's horizon; absent: capacity or growth unknown),
+    steady state (+Inf: unbounded), what the broker can use, used now."""
+    full = Family("log_dir_seconds_to_full",
+                  "Seconds until the filesystem under the log dirs is full at the rates seen, by Kafka's retention "
+                  "rules projected forward (+Inf: not within the horizon; absent: unknown).")
+    head = Family("log_dir_seconds_to_headroom",
+                  "Seconds until it reaches the headroom (capacity.time_to_full headroom_percent; +Inf: not within the horizon).")
+    steady = Family("log_dir_steady_state_bytes",
+                    "Used bytes at the top of retention's sawtooth once the rules hold every growing partition (+Inf: unbounded).")
+    usable = Family("log_dir_usable_bytes", "Bytes of the filesystem the broker can use: used + available (statvfs).")
+    used = Family("log_dir_used_bytes", "Used bytes of the filesystem at the audit (total - free).")
+    for e in entries:
+        if not e.get("capacity_known"):
+            continue
+        labels = {"broker": "" if e.get("broker_id") is None else e["broker_id"],
+                  "mount": e.get("mount") or (e.get("log_dirs") or [""])[0]}
+        unknown = e.get("seconds_to_full") is None and any(k not in ("measured", "idle") for k in e.get("rates") or {}) \
+            and not e.get("growth_bytes_per_s")
+        if not unknown:
+            full.add(math.inf if e.get("seconds_to_full") is None else max(e["seconds_to_full"], 0.0), **labels)
+            head.add(math.inf if e.get("seconds_to_headroom") is None else max(e["seconds_to_headroom"], 0.0), **labels)
+        steady.add(math.inf if e.get("steady_state_bytes") is None else e["steady_state_bytes"], **labels)
+        usable.add(e.get("usable_bytes") or 0, **labels)
+        used.add(e.get("used_bytes") or 0, **labels)
+    return [full, head, steady, usable, used]
 
 
 def _run_families(started_at_s: float, duration_s: float, *, success: bool, exit_code: int | None) -> list[Family]:

@@ -16,32 +16,33 @@ from __future__ import annotations
 import pytest
 
 from auditor.check_runner import as_frame
-from auditor.engines.local.checks import run_local, run_local_reference
 from auditor.cli.demo import unpack_demo_sample
 from auditor.scan import scan_log_dirs
 from auditor.schema import PARTITION_COLUMNS, PARTITION_SCHEMA, SEGMENT_COLUMNS, SEGMENT_SCHEMA
-from checks import REGISTRY
 from checks.framework.base import AuditContext
 from checks.framework.batch import PartitionBatch
 from checks.framework.config import Config
 from harness.realdata import LOG_DIRS
-from test_check_cases import CASES, _complete, case_context
+from harness.batch_equality import (BULK_JUDGED_CHECKS, COLUMNAR_CHECKS, JUDGED_CHECKS, PARTITION_CHECKS,
+                                    assert_batch_equals_reference, assert_columnar_equals_reference,
+                                    assert_judged_equals_reference)
+from harness.check_cases import CASES, case_context, complete_rows
 
 # YAML cases, the demo sample and the real dirs, both semantics: 7 s of CPU at load 12-15; xdist starts the longest files first
 pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=7)]
 
-PARTITION_CHECKS = sorted(n for n, c in REGISTRY.items() if c.scope == "partition")
+
+def test_columnar_checks():
+    assert COLUMNAR_CHECKS == ["mtime.reset", "retention.future_timestamp", "retention.overdue", "timestamps.bounds"]
+    assert BULK_JUDGED_CHECKS == ["integrity.index_mismatch", "integrity.offset_gap"]
 
 
-def assert_batch_equals_reference(segments, partitions, ctx, names=None):
-    """Both semantics on the same rows, compared per check; returns the findings."""
-    names = names or PARTITION_CHECKS
-    ref = [f.to_dict() for f in run_local_reference(segments, partitions, ctx, names=names)]
-    got = [f.to_dict() for f in run_local(segments, partitions, ctx, names=names)]
-    for name in names:
-        assert [f for f in got if f["check"] == name] == [f for f in ref if f["check"] == name], name
-    assert got == ref
-    return got
+@pytest.mark.parametrize("check_name,case", CASES)
+def test_yaml_case_columnar_equals_reference(check_name, case):
+    ctx = case_context(check_name, case)
+    batch = PartitionBatch(as_frame(complete_rows(case.get("segments"), SEGMENT_COLUMNS), SEGMENT_SCHEMA),
+                           as_frame(complete_rows(case.get("partitions"), PARTITION_COLUMNS), PARTITION_SCHEMA))
+    assert_columnar_equals_reference(batch, ctx)
 
 
 def test_thirteen_partition_checks():
@@ -51,8 +52,8 @@ def test_thirteen_partition_checks():
 @pytest.mark.parametrize("check_name,case", CASES)
 def test_yaml_case_batch_equals_reference(check_name, case):
     ctx = case_context(check_name, case)
-    assert_batch_equals_reference(_complete(case.get("segments"), SEGMENT_COLUMNS),
-                                  _complete(case.get("partitions"), PARTITION_COLUMNS), ctx)
+    assert_batch_equals_reference(complete_rows(case.get("segments"), SEGMENT_COLUMNS),
+                                  complete_rows(case.get("partitions"), PARTITION_COLUMNS), ctx)
 
 
 def test_demo_sample_batch_equals_reference(tmp_path):
@@ -62,6 +63,8 @@ def test_demo_sample_batch_equals_reference(tmp_path):
     scan = scan_log_dirs(log_dirs, "deep")
     found = assert_batch_equals_reference(scan.segments, scan.partitions, ctx)
     assert any(f["severity"] != "PASS" for f in found)  # the sample's planted anomalies are found
+    assert_columnar_equals_reference(PartitionBatch(as_frame(scan.segments, SEGMENT_SCHEMA),
+                                                    as_frame(scan.partitions, PARTITION_SCHEMA)), ctx)
 
 
 def test_real_broker_dirs_batch_equals_reference():
@@ -69,24 +72,8 @@ def test_real_broker_dirs_batch_equals_reference():
     ctx = AuditContext(as_of_ms=max(s["log_mtime_ms"] or 0 for s in scan.segments) + 40 * 86_400_000,
                        config=Config(None))
     assert_batch_equals_reference(scan.segments, scan.partitions, ctx)
-
-
-JUDGED_CHECKS = sorted(n for n in PARTITION_CHECKS if REGISTRY[n].replica_columns is not None)
-
-
-def assert_judged_equals_reference(batch, ctx, min_judged=0):
-    """Each check with ``replica_columns``: its flagged partitions judged from the batch's columns
-    (``judge_each``, strict: a raising ``judge`` is not hidden by the fallback to the reference)
-    equal ``run`` on each partition's frame; returns how many partitions were judged from the batch."""
-    judged = 0
-    for name in JUDGED_CHECKS:
-        check = REGISTRY[name]()
-        groups = list(check.prefilter(batch, ctx))
-        got = [f.to_dict() for f in batch.judge_each(check, ctx, groups, check.judge_extra(batch, ctx), strict=True)]
-        assert got == [f.to_dict() for f in batch.run_each(check, ctx, groups)], name
-        judged += sum(batch.replica_records(i, check.replica_columns) is not None for i in groups)
-    assert judged >= min_judged
-    return judged
+    assert_columnar_equals_reference(PartitionBatch(as_frame(scan.segments, SEGMENT_SCHEMA),
+                                                    as_frame(scan.partitions, PARTITION_SCHEMA)), ctx)
 
 
 def test_four_checks_judge_flagged_partitions_from_the_batch():
@@ -96,6 +83,6 @@ def test_four_checks_judge_flagged_partitions_from_the_batch():
 @pytest.mark.parametrize("check_name,case", [c for c in CASES if c.values[0] in JUDGED_CHECKS])
 def test_yaml_case_judged_from_the_batch(check_name, case):
     ctx = case_context(check_name, case)
-    batch = PartitionBatch(as_frame(_complete(case.get("segments"), SEGMENT_COLUMNS), SEGMENT_SCHEMA),
-                           as_frame(_complete(case.get("partitions"), PARTITION_COLUMNS), PARTITION_SCHEMA))
+    batch = PartitionBatch(as_frame(complete_rows(case.get("segments"), SEGMENT_COLUMNS), SEGMENT_SCHEMA),
+                           as_frame(complete_rows(case.get("partitions"), PARTITION_COLUMNS), PARTITION_SCHEMA))
     assert_judged_equals_reference(batch, ctx)

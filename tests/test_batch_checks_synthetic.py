@@ -10,8 +10,6 @@ instead of after them in one worker.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -19,104 +17,26 @@ import pytest
 
 from auditor.check_runner import as_frame
 from auditor.engines.local.checks import run_local
+from auditor.engines.local.tables import segment_frame
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
 from checks import REGISTRY
-from checks.framework.base import AuditContext, Check
+from checks.framework.base import Check
 from checks.framework.batch import PartitionBatch
-from checks.framework.config import Config
-from test_batch_checks import PARTITION_CHECKS, assert_batch_equals_reference, assert_judged_equals_reference
+from harness.batch_equality import (PARTITION_CHECKS, assert_batch_equals_reference, assert_columnar_equals_reference,
+                                    assert_judged_equals_reference)
+from harness.synthetic_tables import on_fire_tables, synthetic_tables
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
 # recorded: the SYNTHETIC rows are drawn from the real fixtures' rows (synthetic_rows.base_rows scans them)
 # five fleets: 12 s of CPU at load 12-15; xdist starts the longest files first
 pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=12)]
 
 
-SYNTHETIC_CONFIG = {
-    "kafka": {"retention.ms": 86_400_000},
-    "checks": {"timestamps.backward": {"threshold_ms": 600_000}},
-    "topics": {
-        "synthetic-topic-1": {"checks": {"integrity.crc": {"enabled": False}}, "kafka": {"cleanup.policy": "compact"}},
-        "synthetic-topic-2*": {"checks": {"timestamps.backward": {"threshold_ms": 60_000},
-                                          "mtime.reset": {"mtime_after_ms": 3_600_000}},
-                               "kafka": {"retention.ms": 3_600_000, "message.timestamp.before.max.ms": 60_000}},
-        "synthetic-topic-3": {"kafka": {"retention.ms": -1}},
-    },
-}
-
-
-_BASE: list = []
-
-
-def _base_rows():
-    """The real fixtures' segment rows (scanned once per module)."""
-    if not _BASE:
-        from synthetic_rows import base_rows
-
-        _BASE.append(base_rows(None)[0])
-    return _BASE[0]
-
-
-def synthetic_tables(seed: int, rows: int = 900, topics: int = 6):
-    """SYNTHETIC rows (benchmarks/synthetic_rows.py over the real fixtures' rows), anomalies planted
-    at random: CRC failures, backward jumps, cut tails, magic 0, future and old timestamps, index
-    entries past the .log, missing indexes, offset gaps, late and reset mtimes, -future copies."""
-    from synthetic_rows import synthesize
-
-    base = _base_rows()
-    seg, part = synthesize(rows, base, brokers=5, topics=topics, partitions=6, rf=3, seed=seed)
-    seg = seg.to_pylist()
-    part = part.to_pylist()
-    rng = np.random.default_rng(seed)
-    now = max(s["log_mtime_ms"] for s in seg) + 3_600_000
-
-    def some(p):
-        return [s for s in seg if rng.random() < p]
-
-    for s in some(0.01):
-        s["crc_failures"] = int(rng.integers(1, 4))
-    for s in some(0.02):
-        s["max_backward_jump_ms"], s["max_backward_jump_offset"] = int(rng.integers(1, 7_200_000)), s["base_offset"] + 1
-    for s in some(0.01):
-        s["stop_reason"], s["trailing_bytes"] = str(rng.choice(["corrupt", "truncated"])), int(rng.integers(0, 90))
-    for s in some(0.01):
-        s["magics"], s["timestamp_types"] = [0], ["NoTimestampType"]
-    for s in some(0.01):
-        s["max_timestamp_ms"] = now + int(rng.integers(-7_200_000, 90 * 86_400_000))
-    for s in some(0.02):
-        s["min_timestamp_ms"] = s["min_batch_timestamp_ms"] = s["log_mtime_ms"] - int(rng.integers(0, 7_200_000))
-    for s in some(0.01):
-        s["last_index_position"] = (s["log_size_bytes"] or 0) + int(rng.integers(0, 2))
-    for s in some(0.01):
-        s["last_index_offset"] = s["last_offset"] + int(rng.integers(0, 2))
-    for s in some(0.01):
-        s["index_size_bytes"] = None
-    for s in some(0.01):
-        s["notes"] = list(s["notes"] or []) + ["index entry 3: offsets expected strictly increasing"]
-    for s in some(0.02):
-        s["first_offset"] = s["first_offset"] + int(rng.integers(0, 3))
-    for s in some(0.02):
-        s["log_mtime_ms"] = s["log_mtime_ms"] + int(rng.integers(0, 5 * 86_400_000))
-    for s in some(0.005):
-        s["dir_kind"], s["dir_name"] = "future", s["dir_name"] + ".abc-future"
-    for s in some(0.005):
-        s["file_state"] = "deleted"
-    groups = [{"group": f"g{i}", "topic": s["topic"], "partition": s["partition"],
-               "committed_offset": int(s["base_offset"]) + int(rng.integers(-5, 5)), "commit_timestamp_ms": now}
-              for i, s in enumerate(some(0.01))]
-    for p in part:
-        if rng.random() < 0.05:
-            p["log_start_offset"] = int(rng.integers(0, 3_000_000))
-    ctx = AuditContext(as_of_ms=now, config=Config(SYNTHETIC_CONFIG, source="synthetic"), group_offsets=tuple(groups),
-                       topic_configs={"synthetic-topic-4": {"message.timestamp.type": "LogAppendTime"}})
-    return seg, part, ctx
-
-
 @pytest.mark.parametrize("seed", [1, 2])
 def test_synthetic_tables_batch_equals_reference(seed):
     seg, part, ctx = synthetic_tables(seed)
     found = assert_batch_equals_reference(seg, part, ctx)
+    assert_columnar_equals_reference(PartitionBatch(as_frame(seg, SEGMENT_SCHEMA), as_frame(part, PARTITION_SCHEMA)), ctx)
     flagged = {f["check"] for f in found if f["severity"] != "PASS"}
     # the planted anomalies reach most checks (replay.safety runs only with a replay target)
     assert len(flagged) >= 10, sorted(flagged)
@@ -127,6 +47,21 @@ def test_synthetic_tables_batch_equals_reference(seed):
         if type(check).prefilter is not Check.prefilter:
             picked = list(check.prefilter(batch, ctx))
             assert set(picked) <= set(range(len(batch))), name
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_on_fire_every_partition_flagged_batch_equals_reference(seed):
+    """Every partition dir flagged: the columnar findings, the judged ones and the runner's equal the reference."""
+    seg, part, ctx = on_fire_tables(seed)
+    found = assert_batch_equals_reference(seg, part, ctx)
+    named = {(f["topic"], f["partition"], f["broker_id"], f["log_dir"]) for f in found if f["severity"] != "PASS"}
+    # the live partition dirs with segment rows (synthesize's rows cap leaves some dirs without)
+    dirs = {(s["topic"], s["partition"], s["broker_id"], s["log_dir"]) for s in seg if s["dir_kind"] == "live"}
+    assert dirs <= named, sorted(dirs - named)[:5]
+    for frame in (as_frame(seg, SEGMENT_SCHEMA), segment_frame(pa.Table.from_pylist(seg, schema=SEGMENT_SCHEMA))):
+        batch = PartitionBatch(frame, as_frame(part, PARTITION_SCHEMA))
+        assert assert_columnar_equals_reference(batch, ctx) >= len(dirs)
+        assert_judged_equals_reference(batch, ctx, min_judged=20)
 
 
 def test_synthetic_tables_replay_target_batch_equals_reference():

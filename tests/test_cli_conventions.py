@@ -36,6 +36,9 @@ def scan_json(*argv) -> dict:
     for s in doc["segments"]:
         s.pop("scanned_at_ms")
         s.pop("scanned_at_utc")
+    for d in doc["log_dirs"]:  # the filesystem under it, statted at each scan (auditor.scan.filesystem)
+        for volatile in ("fs_statted_at_ms", "fs_statted_at_utc", "fs_free_bytes", "fs_available_bytes"):
+            d.pop(volatile, None)
     return doc
 
 

@@ -13,7 +13,7 @@ from auditor.engines.local.tables import AGGREGATE_SCHEMAS
 from auditor.schema import PARTITION_COLUMNS, PARTITION_SCHEMA
 from checks import REGISTRY
 from checks.framework.base import CheckInput
-from test_check_cases import CASES, _complete, _time_fields, case_context
+from harness.check_cases import CASES, case_context, complete_rows, time_fields
 
 pytestmark = pytest.mark.unit
 
@@ -30,8 +30,8 @@ def test_the_columns_exist():
 def test_cluster_checks_need_no_other_column(check_name, case):
     names = case.get("checks", [check_name])
     ctx = case_context(check_name, case)
-    stats = {k: pd.DataFrame([_time_fields(r) for r in v]) for k, v in (case.get("stats") or {}).items()}
-    partitions = as_frame(_complete(case.get("partitions"), PARTITION_COLUMNS), PARTITION_SCHEMA)
+    stats = {k: pd.DataFrame([time_fields(r) for r in v]) for k, v in (case.get("stats") or {}).items()}
+    partitions = as_frame(complete_rows(case.get("partitions"), PARTITION_COLUMNS), PARTITION_SCHEMA)
     whole = CheckInput(partitions=partitions, replica_stats=stats.get("replica_stats"),
                        topic_stats=stats.get("topic_stats"), broker_stats=stats.get("broker_stats"),
                        log_dir_stats=stats.get("log_dir_stats"))

@@ -185,7 +185,7 @@ def test_mtime_reset_prefilter_in_chunks_picks_the_same_partitions(monkeypatch):
     from checks import REGISTRY
     from checks.mtime import reset
     from checks.framework.batch import PartitionBatch
-    from test_batch_checks_synthetic import synthetic_tables
+    from harness.synthetic_tables import synthetic_tables
 
     for seed in (1, 2):
         seg, part, ctx = synthetic_tables(seed)

@@ -29,7 +29,7 @@ LAYER_RULES: dict[int, str] = {
     2: "pure functions on bytes, one module per on-disk structure; every parse error names file, position, field, value, expectation",
     3: "files to rows, pure Python, read-only; key statistics and partitioners",
     4: "what the cluster records about itself (metadata log, consumer groups, remote storage), read offline; the reassignment planner (pure: loads in, a plan out)",
-    5: "the replay search: the broker's time lookups on segment views, reading segment files when asked",
+    5: "the replay search: the broker's time lookups on segment views, reading segment files when asked; the capacity projection (Kafka's retention rules run forward on numpy columns)",
     6: "manifests: collect on a broker, read, find (the one discovery rule), write whole",
     7: "the rule checks (pure: what needs files is handed in), grouped by family, and their framework",
     8: "the engines behind one interface (local: pyarrow and pandas in this process; spark), each with its aggregates, check runner and Great Expectations path; never print, never parse arguments",
@@ -55,6 +55,7 @@ LAYERS: list[tuple[str, int]] = [
     ("auditor.cluster", 4),
     ("auditor.plan", 4),  # the reassignment planner: pure, loads in, moves out (no file read)
     ("auditor.replay", 5),
+    ("auditor.capacity", 5),  # the capacity projection: numpy columns and dicts in, plain values out
     ("auditor.manifest", 6),
     ("auditor.manifest_write", 6),  # how collect writes a manifest so no reader trusts half of one
     ("auditor.manifest_remote", 6),  # manifests in object storage: found, checked, read, published marker last

@@ -114,16 +114,17 @@ def test_spark_buckets_equal_driver_batch_and_reference(spark):  # noqa: F811
     from auditor.engines.local.checks import run_local_reference
     from auditor.engines.spark.checks import spark_partition_findings
     from checks.framework.base import Finding
-    from test_batch_checks import PARTITION_CHECKS
-    from test_batch_checks_synthetic import synthetic_tables
+    from harness.batch_equality import PARTITION_CHECKS
+    from harness.synthetic_tables import on_fire_tables, synthetic_tables
 
-    segments, partitions, ctx = synthetic_tables(5, rows=600)
-    seg_df, part_df = _spark_df(spark, segments, SEGMENT_SCHEMA), _spark_df(spark, partitions, PARTITION_SCHEMA)
-    rows = spark_partition_findings(seg_df, part_df, ctx, PARTITION_CHECKS, buckets=3).collect()
-    on_spark = [f.to_dict() for f in with_pass_summaries([Finding.from_row(r.asDict()) for r in rows], PARTITION_CHECKS)]
-    assert on_spark == [f.to_dict() for f in run_local(segments, partitions, ctx, names=PARTITION_CHECKS)]
-    assert on_spark == [f.to_dict() for f in run_local_reference(segments, partitions, ctx, names=PARTITION_CHECKS)]
-    assert sum(f["severity"] != "PASS" for f in on_spark) > 20
+    # planted anomalies, then a fleet on fire (every live partition dir flagged: the columnar findings)
+    for segments, partitions, ctx in (synthetic_tables(5, rows=600), on_fire_tables(5, rows=600)):
+        seg_df, part_df = _spark_df(spark, segments, SEGMENT_SCHEMA), _spark_df(spark, partitions, PARTITION_SCHEMA)
+        rows = spark_partition_findings(seg_df, part_df, ctx, PARTITION_CHECKS, buckets=3).collect()
+        on_spark = [f.to_dict() for f in with_pass_summaries([Finding.from_row(r.asDict()) for r in rows], PARTITION_CHECKS)]
+        assert on_spark == [f.to_dict() for f in run_local(segments, partitions, ctx, names=PARTITION_CHECKS)]
+        assert on_spark == [f.to_dict() for f in run_local_reference(segments, partitions, ctx, names=PARTITION_CHECKS)]
+        assert sum(f["severity"] != "PASS" for f in on_spark) > 20
 
 
 def test_live_broker_dirs(spark, kafka_cluster_factory):  # noqa: F811

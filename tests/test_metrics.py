@@ -330,6 +330,12 @@ def test_example_alert_rules_parse_and_fire(tmp_path):
              "values": "2000000000x10"},
             {"series": f'kafka_audit_topic_time_to_data_loss_seconds{{{h},topic="orders"}}', "values": "3600x10"},
             {"series": f'kafka_audit_topic_time_to_data_loss_seconds{{{h},topic="idle"}}', "values": "86400x10"},
+            {"series": f'kafka_audit_log_dir_seconds_to_full{{{h},broker="1",mount="/data1"}}', "values": "86400x10"},
+            {"series": f'kafka_audit_log_dir_seconds_to_full{{{h},broker="2",mount="/data1"}}', "values": "Inf Inf Inf Inf Inf Inf Inf Inf Inf Inf Inf"},
+            {"series": f'kafka_audit_log_dir_steady_state_bytes{{{h},broker="1",mount="/data1"}}', "values": "9e12x10"},
+            {"series": f'kafka_audit_log_dir_usable_bytes{{{h},broker="1",mount="/data1"}}', "values": "2e12x10"},
+            {"series": f'kafka_audit_log_dir_steady_state_bytes{{{h},broker="2",mount="/data1"}}', "values": "1e12x10"},
+            {"series": f'kafka_audit_log_dir_usable_bytes{{{h},broker="2",mount="/data1"}}', "values": "2e12x10"},
         ],
         "alert_rule_test": [
             {"eval_time": "5m", "alertname": "KafkaAuditNewFailFindings", "exp_alerts": [{
@@ -350,6 +356,12 @@ def test_example_alert_rules_parse_and_fire(tmp_path):
             {"eval_time": "5m", "alertname": "KafkaConsumerGroupLosesUnreadData", "exp_alerts": [{
                 "exp_labels": {"severity": "page", "instance": "h", "topic": "orders"},
                 "exp_annotations": {"summary": "topic orders: a consumer group loses unread records in 1h 0m 0s"}}]},
+            {"eval_time": "5m", "alertname": "KafkaLogDirFillsSoon", "exp_alerts": [{
+                "exp_labels": {"severity": "page", "instance": "h", "broker": "1", "mount": "/data1"},
+                "exp_annotations": {"summary": "broker 1 /data1: log dir filesystem full in 1d 0h 0m 0s"}}]},
+            {"eval_time": "5m", "alertname": "KafkaLogDirSteadyStateOverCapacity", "exp_alerts": [{
+                "exp_labels": {"severity": "ticket", "instance": "h", "broker": "1", "mount": "/data1"},
+                "exp_annotations": {"summary": "broker 1 /data1: retention keeps more than the filesystem holds"}}]},
         ],
     }
     stale_file = {"interval": "1h", "input_series": [

@@ -82,3 +82,20 @@ def test_evidence_instants_get_a_utc_twin_and_durations_do_not():
     row = with_utc({"created_timestamp_ms": 1704067200000, "retention_ms": 604800000})
     assert row["created_timestamp_utc"] == "2024-01-01T00:00:00.000Z"
     assert "retention_utc" not in row
+
+
+def test_first_run_says_every_finding_is_new_without_repeating_them():
+    """A first run with a history (no earlier run): one line says every finding is new; the
+    "New and worsened" table would repeat the findings list. A later run lists them."""
+    doc = _doc(30)
+    for f in doc["findings"]:
+        f.update(status="new", identity=f"KLA045 partition={f['partition']}", first_seen="2024-01-01T00:00:00.000Z",
+                 runs_open=1)
+    doc.update(since={"new": 30, "worsened": 0, "resolved": 0, "persisting": 0},
+               history={"previous_run_utc": None, "runs": 1, "notes": []}, resolved=[], accepted=[])
+    html = render(doc)
+    assert "every finding is new" in html and 'id="since-changed"' not in html
+    assert re.search(r'data-status="new"><b>30</b>', html)
+    doc["history"]["previous_run_utc"] = "2023-12-31T00:00:00.000Z"
+    html = render(doc)
+    assert "every finding is new" not in html and len(re.findall(r'<tr class="since-row" data-status="new"', html)) == 30

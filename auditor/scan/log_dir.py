@@ -14,6 +14,7 @@ from pathlib import Path
 from auditor.formats import checkpoints, filenames
 from auditor.formats.errors import FormatError
 from auditor.scan.files import list_dir, symlink_note
+from auditor.scan.filesystem import filesystem_of
 from auditor.scan.partition_dir import OFFSET_CHECKPOINTS, scan_partition_dir
 from auditor.scan.progress import Progress, ProgressCallback
 from auditor.scan.state import LogDirState, check_state_dir
@@ -79,7 +80,7 @@ def plan_log_dir(log_dir: str | os.PathLike) -> LogDirPlan:
     if not root.is_dir():
         problems.append(f"{root}: not a directory")
         info = {"log_dir": str(root), "broker_id": None, "cluster_id": None, "directory_id": None,
-                "partition_dirs": 0, "problems": problems}
+                "partition_dirs": 0, "problems": problems, **filesystem_of(root)}
         return LogDirPlan(root, info, {}, [])
     info, by_tp = _read_log_dir_header(root, problems)
     partition_dirs: list[Path] = []
@@ -98,6 +99,7 @@ def plan_log_dir(log_dir: str | os.PathLike) -> LogDirPlan:
         problems.append(f"{root}: not a Kafka log dir (no meta.properties and no partition directories)")
     info["partition_dirs"] = len(partition_dirs)
     info["problems"] = problems
+    info.update(filesystem_of(root))  # the filesystem under it (auditor.scan.filesystem: capacity foresight)
     return LogDirPlan(root, info, by_tp, partition_dirs)
 
 

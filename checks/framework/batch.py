@@ -265,6 +265,13 @@ class PartitionBatch:
                 out.extend(self.run_each(check, ctx, [i]))
         return out
 
+    def judged(self, check: "Check", ctx: "AuditContext", strict: bool = False) -> list[Finding]:
+        """``check.judge`` on each partition its prefilter names, the rows of all of them cut at once
+        (:func:`checks.framework.columns.judged_batch`)."""
+        from checks.framework.columns import judged_batch
+
+        return judged_batch(check, self, ctx, strict)
+
     def run_each(self, check: "Check", ctx: "AuditContext", groups: Iterable[int] | None = None) -> list[Finding]:
         """``check.run`` on each partition in ``groups`` (every one: None) whose topic has the
         check enabled, a raising call turned into a FAIL finding naming it: today's per-partition

@@ -35,13 +35,16 @@ How to fix:
 Options: generated from ``options`` below (checks.framework.base.options_section).
 """
 
+# long module: the reference walk (judge) and its columnar twin (columnar_reset and its helpers)
+# side by side, so that a change to one is read against the other; tests/test_batch_checks.py holds them equal.
 from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
 
-from checks.framework.base import (Check, CheckInput, Option, Severity, non_negative, opt_int, positive, replica_records,
-                         severity_option)
+from checks.framework.base import (EVIDENCE_CAP, Check, CheckInput, Option, Severity, non_negative, opt_int, positive,
+                                   replica_records, severity_option)
+from checks.framework.columns import columnar_batch
 from auditor.units import human_duration, iso_utc
 
 
@@ -133,6 +136,10 @@ class MtimeReset(Check):
     def run(self, data: CheckInput, ctx, opts):
         return self.judge(data, replica_records(data.segments), ctx, opts, moves=self._local_moves(data))
 
+    def run_batch(self, batch, ctx):
+        """The findings of every flagged partition at once (:func:`columnar_reset`); :meth:`run` is the reference."""
+        return columnar_batch(self, batch, ctx, lambda rows: columnar_reset(self, rows, ctx))
+
     def judge_extra(self, batch, ctx):
         """Each partition's -future / -delete copies (:meth:`_local_moves`), found once for the batch."""
         moves = _batch_local_moves(batch)
@@ -164,17 +171,23 @@ class MtimeReset(Check):
                 and r["log_mtime_ms"] - r["max_timestamp_ms"] > opts["mtime_after_ms"]]
         if not late:
             return []
-        return [self.finding(
+        return [self._late_finding(data.topic, data.partition, broker, log_dir, len(late), [
+            {"segment": int(r["base_offset"]), "log_mtime_ms": int(r["log_mtime_ms"]),
+             "max_timestamp_ms": int(r["max_timestamp_ms"]),
+             "mtime_after_ms": int(r["log_mtime_ms"] - r["max_timestamp_ms"])} for r in late[:EVIDENCE_CAP]], opts)]
+
+    def _late_finding(self, topic, partition, broker, log_dir, count, evidence, opts):
+        """The INFO finding of one replica's ``count`` late segments (``evidence``: the first EVIDENCE_CAP)."""
+        found = self.finding(
             Severity.INFO,
-            f"{len(late)} closed segment(s) on broker {broker} ({log_dir}) have .log mtimes more than "
+            f"{count} closed segment(s) on broker {broker} ({log_dir}) have .log mtimes more than "
             f"{human_duration(opts['mtime_after_ms'])} after their largest record timestamp (late data with old "
             f"CreateTime timestamps, or files touched after the fact)",
             "If producers send old timestamps this is expected; otherwise see whether the files were copied.",
             thresholds={k: opts[k] for k in ("mtime_after_ms",)},
-            evidence=[{"segment": int(r["base_offset"]), "log_mtime_ms": int(r["log_mtime_ms"]),
-                       "max_timestamp_ms": int(r["max_timestamp_ms"]),
-                       "mtime_after_ms": int(r["log_mtime_ms"] - r["max_timestamp_ms"])} for r in late],
-            topic=data.topic, partition=data.partition, broker_id=broker, log_dir=log_dir)]
+            evidence=evidence, topic=topic, partition=partition, broker_id=broker, log_dir=log_dir)
+        found.evidence_count = count
+        return found
 
     def _moved(self, data, ctx, skew: "ReplicaSkew", moves, info: "PackedSpan | None", opts):
         """A replica whose mtimes are later than another's for the same offsets: reassigned or moved."""
@@ -403,3 +416,179 @@ def _partition_chunks(groups, size: int) -> list:
     if cuts[-1] != n:
         cuts.append(n)
     return [slice(a, b) for a, b in zip(cuts, cuts[1:])]
+
+
+def columnar_reset(check: MtimeReset, rows, ctx) -> list:
+    """:meth:`MtimeReset.judge` on every replica of the flagged partitions at once (a
+    ``ReplicaRows``): packed replicas by per-replica minima and maxima, late segments by a vector
+    test, replica pairs by an as-of join of each closed point of one replica with the segment of
+    the other that holds its last offset, and each pair's median difference by a sort. Partitions
+    where a replica's closed segments overlap (the reference's first holding segment is not the
+    join's) go to the reference ``run``. Findings in the reference's order: each partition's late
+    ones (replica order), moved (pair order), packed (replica order as text)."""
+    import numpy as np
+
+    n = len(rows.rows)
+    if not n:
+        return []
+    base, last = rows.ints("base_offset"), rows.ints("last_offset")
+    mtime, newest = rows.ints("log_mtime_ms"), rows.ints("max_timestamp_ms")
+    has_m = np.array([v is not None for v in mtime])
+    has_t = np.array([v is not None for v in newest])
+    has_last = np.array([v is not None for v in last])
+    m = np.array([v or 0 for v in mtime], dtype=np.int64)
+    t = np.array([v or 0 for v in newest], dtype=np.int64)
+    closed = ~rows.truthy("is_active")
+    packed = _packed_replicas(rows, closed & has_m & has_t, m, t)
+    with np.errstate(invalid="ignore"):
+        late = closed & has_m & has_t & ((m - t) > rows.topic_option("mtime_after_ms"))
+    late &= ~packed[rows.rep]  # a packed replica's late segments are its packed finding's, not INFO
+    points = np.flatnonzero(closed & has_last & has_m)
+    skews, overlap = _replica_skews(rows, points, base, last, m)
+    made: dict[int, list] = {}
+    late_items, late_counts = rows.lists(late, lambda ix: [
+        {"segment": base[i], "log_mtime_ms": mtime[i], "max_timestamp_ms": newest[i], "mtime_after_ms": mtime[i] - newest[i]}
+        for i in ix.tolist()], cap=EVIDENCE_CAP)
+    where = rows.where(np.arange(len(rows)))
+    for r in np.flatnonzero(late_counts).tolist():
+        topic, partition, broker, log_dir = where[r]
+        made.setdefault(int(rows.rep_group[r]), []).append(check._late_finding(
+            topic, partition, broker, log_dir, int(late_counts[r]), late_items[r], rows.opts[topic]))
+    spans = {r: _span(rows, r, closed & has_m & has_t, m, t) for r in np.flatnonzero(packed).tolist()}
+    moves = _batch_local_moves(rows.batch)
+    reported: set = set()
+    for g, later, earlier, skew_ms, matched in skews:
+        topic, partition = rows.batch.keys[g]
+        data = CheckInput(topic=topic, partition=partition)
+        skew = ReplicaSkew(Replica(*where[later][2:]), Replica(*where[earlier][2:]), skew_ms, matched)
+        made.setdefault(g, []).append(check._moved(data, ctx, skew, moves.get(g, []), spans.get(later), rows.opts[topic]))
+        reported.add(later)
+    for r in sorted(spans, key=lambda r: (int(rows.rep_group[r]), Replica(*where[r][2:]).order)):
+        if r not in reported:
+            topic, partition = rows.batch.keys[int(rows.rep_group[r])]
+            made.setdefault(int(rows.rep_group[r]), []).append(check._packed(
+                CheckInput(topic=topic, partition=partition), ctx, Replica(*where[r][2:]), spans[r],
+                moves.get(int(rows.rep_group[r]), []), rows.opts[topic]))
+    out = [(g, f) for g in sorted(made) if g not in overlap for f in made[g]]
+    out += [(g, f) for g in sorted(overlap) for f in rows.batch.run_each(check, ctx, [g])]
+    return out
+
+
+def _packed_replicas(rows, closed, m, t):
+    """Per replica: are its closed segments' mtimes packed (``_packed_span`` on vectors, on integers)?"""
+    import numpy as np
+
+    at = np.flatnonzero(closed)
+    count = np.bincount(rows.rep[at], minlength=len(rows))
+    out = np.zeros(len(rows), dtype=bool)
+    if not len(at):
+        return out
+    rep = rows.rep[at]
+    starts = np.flatnonzero(np.r_[True, rep[1:] != rep[:-1]])
+    which = rep[starts]
+    m0, m1 = np.minimum.reduceat(m[at], starts), np.maximum.reduceat(m[at], starts)
+    t0, t1 = np.minimum.reduceat(t[at], starts), np.maximum.reduceat(t[at], starts)
+    group = rows.rep_group[which]
+    pick = {k: rows.batch.per_key({tp: o[k] for tp, o in rows.opts.items()})[group]
+            for k in ("min_segments", "min_record_span_ms", "packed_ratio")}
+    span = t1 - t0
+    out[which] = ((count[which] >= pick["min_segments"]) & (span >= pick["min_record_span_ms"])
+                  & (m1 - m0 <= pick["packed_ratio"] * span))
+    return out
+
+
+def _span(rows, r, closed, m, t) -> PackedSpan:
+    """The :class:`PackedSpan` of a packed replica ``r``, from its closed rows' integers."""
+    lo, hi = int(rows.starts[r]), int(rows.starts[r] + rows.sizes[r])
+    mine = closed[lo:hi]
+    mt, ts = m[lo:hi][mine].tolist(), t[lo:hi][mine].tolist()
+    return PackedSpan(min(mt), max(mt), max(ts) - min(ts), len(mt))
+
+
+def _replica_skews(rows, points, base, last, m) -> tuple[list, set]:
+    """(the replica pairs whose mtimes differ: (partition, later replica, earlier replica, skew,
+    matched evidence), in each partition's pair order; the partitions whose closed segments
+    overlap within a replica, for the reference)."""
+    import numpy as np
+    import pandas as pd
+
+    if not len(points):
+        return [], set()
+    rep = rows.rep[points]
+    b = np.array([base[i] for i in points.tolist()], dtype=np.int64)
+    e = np.array([last[i] for i in points.tolist()], dtype=np.int64)
+    same = rep[1:] == rep[:-1]
+    overlap = set(rows.rep_group[rep[1:][same & (b[1:] <= e[:-1])]].tolist())
+    pairs = _pairs(rows, np.unique(rep))
+    if not pairs:
+        return [], overlap
+    pa, pb = np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs])
+    pts = pd.DataFrame({"a": rep, "k": np.arange(len(points)), "last": e})
+    left = pts.merge(pd.DataFrame({"a": pa, "b": pb, "pair": np.arange(len(pairs))}), on="a")
+    left = left.sort_values("last", kind="stable")
+    right = pd.DataFrame({"b": rep, "base_b": b, "k_b": np.arange(len(points))})
+    right = right.sort_values("base_b", kind="stable")
+    joined = pd.merge_asof(left, right, left_on="last", right_on="base_b", by="b", direction="backward")
+    # the segment found holds the point (its last offset reaches it); the values from the integer
+    # arrays, not the joined frame's (a point without a segment made its columns float)
+    k_b = joined["k_b"].to_numpy()
+    found = ~np.isnan(k_b)
+    k_a, k_b = joined["k"].to_numpy()[found], k_b[found].astype(np.int64)
+    holds = e[k_b] >= e[k_a]
+    joined = pd.DataFrame({"pair": joined["pair"].to_numpy()[found][holds], "k": k_a[holds], "k_b": k_b[holds]})
+    joined = joined.sort_values(["pair", "k"], kind="stable")
+    pair = joined["pair"].to_numpy()
+    diff = m[points[joined["k_b"].to_numpy()]] - m[points[joined["k"].to_numpy()]]
+    return _skewed(rows, pairs, pair, diff, joined, points, base, last, m), overlap
+
+
+def _pairs(rows, reps) -> list[tuple[int, int, int]]:
+    """(replica a, replica b, partition) for each pair of replicas with closed points in a
+    partition, in :meth:`MtimeReset._compare_replicas`' order (replicas by ``Replica.order``)."""
+    by_group: dict[int, list] = {}
+    for r, w in zip(reps.tolist(), rows.where(reps)):
+        by_group.setdefault(int(rows.rep_group[r]), []).append((Replica(w[2], w[3]).order, r))
+    pairs = []
+    for g, mine in by_group.items():
+        mine.sort()
+        pairs += [(mine[i][1], mine[j][1], g) for i in range(len(mine)) for j in range(i + 1, len(mine))]
+    return pairs
+
+
+def _skewed(rows, pairs, pair, diff, joined, points, base, last, m) -> list:
+    """The pairs whose median mtime difference passes ``replica_skew_ms``, with the evidence of
+    every offset compared, as :meth:`MtimeReset._compare_replicas` makes them. The median on
+    integers: twice it is the middle difference doubled, or the sum of the two middle ones."""
+    import numpy as np
+
+    order = np.lexsort((diff, pair))
+    d, counts = diff[order], np.bincount(pair, minlength=len(pairs))
+    starts = np.cumsum(counts) - counts
+    has = np.flatnonzero(counts)
+    mid = starts[has] + counts[has] // 2
+    even = counts[has] % 2 == 0
+    twice = np.where(even, d[np.maximum(mid - 1, 0)] + d[mid], 2 * d[mid])
+    threshold = rows.batch.per_key({t: o["replica_skew_ms"] for t, o in rows.opts.items()})[
+        np.array([pairs[p][2] for p in has.tolist()], dtype=np.int64)]
+    skewed = has[np.abs(twice) > 2 * threshold]
+    if not len(skewed):
+        return []
+    twice_of = dict(zip(has.tolist(), twice.tolist()))
+    where = rows.where(np.array(sorted({r for p in skewed.tolist() for r in pairs[p][:2]}), dtype=np.int64))
+    where = dict(zip(sorted({r for p in skewed.tolist() for r in pairs[p][:2]}), where))
+    k_a, k_b = joined["k"].to_numpy(), joined["k_b"].to_numpy()
+    offs = np.r_[0, np.cumsum(counts)]  # joined is sorted by (pair, k): pair p's rows are offs[p]:offs[p + 1]
+    out = []
+    for p in skewed.tolist():
+        a, b, g = pairs[p]
+        ra, rb = Replica(*where[a][2:]), Replica(*where[b][2:])
+        matched = []
+        for ka, kb in zip(k_a[offs[p]:offs[p + 1]].tolist(), k_b[offs[p]:offs[p + 1]].tolist()):
+            i, j = int(points[ka]), int(points[kb])
+            matched.append({"offset": last[i], f"mtime_ms_broker_{ra.broker_id}": int(m[i]),
+                            f"mtime_ms_broker_{rb.broker_id}": int(m[j]), "segment_a": base[i], "segment_b": base[j],
+                            "replica_a": f"broker {ra.broker_id} {ra.log_dir}",
+                            "replica_b": f"broker {rb.broker_id} {rb.log_dir}"})
+        later, earlier = (b, a) if twice_of[p] > 0 else (a, b)
+        out.append((g, later, earlier, abs(twice_of[p]) // 2, matched))
+    return out

@@ -30,8 +30,9 @@ Options: generated from ``options`` below (checks.framework.base.options_section
 
 from __future__ import annotations
 
-from checks.framework.base import Check, CheckInput, Option, live_replicas, non_negative, opt_int
-from checks.retention.future_timestamp import largest_timestamp, largest_timestamps
+from checks.framework.base import EVIDENCE_CAP, Check, CheckInput, Option, live_replicas, non_negative, opt_int
+from checks.framework.columns import columnar_batch
+from checks.retention.future_timestamp import largest_ints, largest_of_rows, largest_timestamp, largest_timestamps
 from auditor.units import human_bytes, iso_utc
 
 
@@ -64,13 +65,61 @@ class RetentionOverdue(Check):
             overdue = ctx.as_of_ms - largest_timestamps(batch) > batch.per_topic("segments", due_after)
         return batch.groups_where("segments", batch.live_segments() & closed & overdue)
 
-    def run(self, data: CheckInput, ctx, opts):
-        retention = ctx.kafka_int(data.topic, "retention.ms")
-        policy = ctx.kafka_setting(data.topic, "cleanup.policy") or "delete"
-        if retention is None or retention < 0 or "delete" not in policy:
+    def run_batch(self, batch, ctx):
+        """The findings of every flagged partition at once (:meth:`_columnar`); :meth:`run` is the reference."""
+        return columnar_batch(self, batch, ctx, lambda rows: self._columnar(rows, ctx))
+
+    def _columnar(self, rows, ctx) -> list:
+        """:meth:`run`'s walk on every replica at once: the leading closed segments past retention,
+        of those the ones due more than the slack ago; one finding per replica with any."""
+        import numpy as np
+
+        as_of_ms = ctx.as_of_ms
+        judged = {t: _retention_and_slack(ctx, t, o) for t, o in rows.opts.items()}
+        judged = {t: v for t, v in judged.items() if v is not None}
+        retention = rows.per_topic({t: r for t, (r, _) in judged.items()})  # NaN: a topic the check does not judge
+        slack = rows.per_topic({t: s for t, (_, s) in judged.items()})
+        largest = largest_of_rows(rows)
+        with np.errstate(invalid="ignore"):
+            walked = rows.prefix(~rows.truthy("is_active") & (as_of_ms - largest > retention))
+            overdue = walked & (as_of_ms - (largest + retention) > slack)
+        first = rows.first(overdue)
+        found = np.flatnonzero(first >= 0)
+        if not len(found):
             return []
-        delay = ctx.kafka_int(data.topic, "file.delete.delay.ms") or 0
-        slack = opts["grace_ms"] + opts["check_interval_ms"] + delay
+        bases, sizes = rows.ints("base_offset"), rows.ints("log_size_bytes")
+        exact = largest_ints(rows, np.arange(len(rows.rows)))
+        evidence, counts = rows.lists(overdue, lambda ix: [
+            {"segment": bases[i], "largest_timestamp_ms": exact[i], "due_ms": exact[i] + judged[t][0], "size_bytes": sizes[i]}
+            for i, t in zip(ix.tolist(), (rows.batch.keys[g][0] for g in rows.group[ix].tolist()))], cap=EVIDENCE_CAP)
+        size = rows.sums(np.where(overdue, np.nan_to_num(rows.col("log_size_bytes")), 0))
+        return [(g, self._finding(where, judged[where[0]], as_of_ms, int(counts[r]), int(size[r]), bases[i], exact[i],
+                                  evidence[r]))
+                for r, i, g, where in zip(found.tolist(), first[found].tolist(), rows.rep_group[found].tolist(),
+                                          rows.where(found))]
+
+    def _finding(self, where, retention_slack, as_of_ms, count, size, first, first_ts, evidence):
+        """One finding of :meth:`run`, from its values (``evidence``: the first EVIDENCE_CAP of the
+        ``count`` overdue segments)."""
+        topic, partition, broker, log_dir = where
+        retention, slack = retention_slack
+        found = self.finding(
+            "WARN",
+            f"{count} segment(s), {human_bytes(size)}, past retention.ms ({retention / 86_400_000:.1f} d) "
+            f"are still on disk: the oldest (segment {first}, largest timestamp "
+            f"{iso_utc(first_ts)}) was due {iso_utc(first_ts + retention)}",
+            "Check the broker log for retention and LogCleaner errors, the topic's cleanup.policy and "
+            "retention.ms, and whether the log dir is online.",
+            thresholds={"retention_ms": retention, "slack_ms": slack, "as_of_ms": as_of_ms},
+            evidence=evidence, topic=topic, partition=partition, broker_id=broker, log_dir=log_dir, base_offset=first)
+        found.evidence_count = count
+        return found
+
+    def run(self, data: CheckInput, ctx, opts):
+        judged = _retention_and_slack(ctx, data.topic, opts)
+        if judged is None:
+            return []
+        retention, slack = judged
         as_of_ms = ctx.as_of_ms
         out = []
         for broker, log_dir, rows in live_replicas(data.segments):
@@ -85,16 +134,19 @@ class RetentionOverdue(Check):
                 continue
             size = sum(opt_int(r["log_size_bytes"]) or 0 for r, _ in overdue)
             first, first_ts = overdue[0]
-            out.append(self.finding(
-                "WARN",
-                f"{len(overdue)} segment(s), {human_bytes(size)}, past retention.ms ({retention / 86_400_000:.1f} d) "
-                f"are still on disk: the oldest (segment {int(first['base_offset'])}, largest timestamp "
-                f"{iso_utc(first_ts)}) was due {iso_utc(first_ts + retention)}",
-                "Check the broker log for retention and LogCleaner errors, the topic's cleanup.policy and "
-                "retention.ms, and whether the log dir is online.",
-                thresholds={"retention_ms": retention, "slack_ms": slack, "as_of_ms": as_of_ms},
-                evidence=[{"segment": int(r["base_offset"]), "largest_timestamp_ms": t, "due_ms": t + retention,
-                           "size_bytes": opt_int(r["log_size_bytes"])} for r, t in overdue],
-                topic=data.topic, partition=data.partition, broker_id=broker, log_dir=log_dir,
-                base_offset=int(first["base_offset"])))
+            evidence = [{"segment": int(r["base_offset"]), "largest_timestamp_ms": t, "due_ms": t + retention,
+                         "size_bytes": opt_int(r["log_size_bytes"])} for r, t in overdue]
+            out.append(self._finding((data.topic, data.partition, broker, log_dir), judged, as_of_ms, len(overdue), size,
+                                     int(first["base_offset"]), first_ts, evidence[:EVIDENCE_CAP]))
         return out
+
+
+def _retention_and_slack(ctx, topic, opts) -> "tuple[int, int] | None":
+    """(retention.ms, slack) of a topic time retention deletes from, None for the others: the slack
+    is the grace, the broker's check interval and file.delete.delay.ms."""
+    retention = ctx.kafka_int(topic, "retention.ms")
+    policy = ctx.kafka_setting(topic, "cleanup.policy") or "delete"
+    if retention is None or retention < 0 or "delete" not in policy:
+        return None
+    delay = ctx.kafka_int(topic, "file.delete.delay.ms") or 0
+    return retention, opts["grace_ms"] + opts["check_interval_ms"] + delay

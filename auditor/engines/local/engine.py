@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from auditor.arrow_compact import compact_columns, sort_key
+from auditor.engines.capacity_stage import run_capacity
 from auditor.engines.local.checks import run_local
 from auditor.keys.audit_keys import scan_keys_local
 from auditor.engines.local.tables import aggregate_rows, frames, segment_frame
@@ -59,6 +60,7 @@ class LocalEngine(TableEngine):
         part_release = release_memory if segment_rows >= RELEASE_EACH_GX_PART_ROWS else None
         gx = run_expectations(tables["segments"], ctx, release=part_release)  # GX's frames freed part by part
         release_memory()  # what the suite left
+        run_capacity(tables["segments"], infos, ctx, progress)  # ctx.capacity, for the capacity.* checks
         progress(f"running the checks ({segment_rows:,} segment rows, on the driver)")
         # the checks' frame, made once in the batch's order (popped: the only reference to the
         # table, whose columns are freed as they are converted)

@@ -67,6 +67,7 @@ class SparkEngine(TableEngine):
             dirs = aggs["replica_stats"].count()  # persisted: the slices below read it from the executors
             progress(f"collecting the per-partition-dir statistics ({dirs:,} dirs, Arrow)")
             stats, frames = _collect_aggregates(aggs["replica_stats"], dirs)
+            _capacity(scan.segments, scan.log_dirs, ctx, progress, segment_rows)
             progress(f"running the checks ({segment_rows:,} segment rows)")
             findings = _run_checks(spark, segments, partitions, frames, ctx, slices, dirs)
             del frames  # the cluster checks' frames (a row per partition dir), back to the OS before GX
@@ -88,6 +89,16 @@ class SparkEngine(TableEngine):
             progress("Spark stopped; its driver JVM ended (the report needs neither)")
         return TableOutcome(findings=findings, gx=gx, stats=stats, timelines=timelines, versions=engine_versions,
                             log_dirs=log_dir_infos)
+
+
+def _capacity(segments, log_dirs: list[dict], ctx: AuditContext, progress, rows: int) -> None:
+    """The capacity stage on the driver: the capacity columns of the segment rows, collected
+    (``auditor.engines.capacity_stage``)."""
+    from auditor.capacity.columns import COLUMNS
+    from auditor.engines.capacity_stage import run_capacity
+
+    wanted = [c for c in COLUMNS if c in segments.columns]
+    run_capacity(_collect_table(segments.select(*wanted), rows), log_dirs, ctx, progress)
 
 
 def _run_checks(spark, segments, partitions, frames: dict, ctx: AuditContext, slices: int, dirs: int) -> list[Finding]:

@@ -1,0 +1,71 @@
+"""The batch paths of the partition checks against their per-partition reference: the
+assertions the batch, columnar and judged equality tests share (tests/test_batch_checks.py,
+tests/test_batch_checks_synthetic.py, tests/test_local_engine.py)."""
+
+from __future__ import annotations
+from auditor.engines.local.checks import run_local, run_local_reference
+from checks import REGISTRY
+from checks.framework.base import Check
+
+
+PARTITION_CHECKS = sorted(n for n, c in REGISTRY.items() if c.scope == "partition")
+
+
+def assert_batch_equals_reference(segments, partitions, ctx, names=None):
+    """Both semantics on the same rows, compared per check; returns the findings."""
+    names = names or PARTITION_CHECKS
+    ref = [f.to_dict() for f in run_local_reference(segments, partitions, ctx, names=names)]
+    got = [f.to_dict() for f in run_local(segments, partitions, ctx, names=names)]
+    for name in names:
+        assert [f for f in got if f["check"] == name] == [f for f in ref if f["check"] == name], name
+    assert got == ref
+    return got
+
+
+COLUMNAR_CHECKS = sorted(n for n in PARTITION_CHECKS if REGISTRY[n].run_batch is not Check.run_batch)
+
+
+#: checks whose judge runs per flagged partition on rows cut for all of them at once (checks.framework.columns.judged_batch)
+BULK_JUDGED_CHECKS = sorted(n for n in PARTITION_CHECKS
+                            if REGISTRY[n].replica_columns is not None and n not in COLUMNAR_CHECKS)
+
+
+def assert_columnar_equals_reference(batch, ctx, min_findings=0):
+    """Each check whose findings are built columnar (its own ``run_batch``) or judged on rows cut
+    at once (``judged_batch``, strict), called directly (the runner's fallback to the reference
+    cannot hide a raising batch path): its findings equal
+    ``run`` on every partition of the batch (``run_each``), finding for finding, in order and as
+    JSON text; returns how many findings they made."""
+    import json
+
+    from checks.framework.columns import judged_batch
+
+    made = 0
+    for name in COLUMNAR_CHECKS + BULK_JUDGED_CHECKS:
+        check = REGISTRY[name]()
+        found = check.run_batch(batch, ctx) if name in COLUMNAR_CHECKS else judged_batch(check, batch, ctx, strict=True)
+        got = [f.to_dict() for f in found]
+        ref = [f.to_dict() for f in batch.run_each(check, ctx)]
+        assert got == ref, name
+        assert json.dumps(got, sort_keys=True, default=str) == json.dumps(ref, sort_keys=True, default=str), name
+        made += len(got)
+    assert made >= min_findings
+    return made
+
+
+JUDGED_CHECKS = sorted(n for n in PARTITION_CHECKS if REGISTRY[n].replica_columns is not None)
+
+
+def assert_judged_equals_reference(batch, ctx, min_judged=0):
+    """Each check with ``replica_columns``: its flagged partitions judged from the batch's columns
+    (``judge_each``, strict: a raising ``judge`` is not hidden by the fallback to the reference)
+    equal ``run`` on each partition's frame; returns how many partitions were judged from the batch."""
+    judged = 0
+    for name in JUDGED_CHECKS:
+        check = REGISTRY[name]()
+        groups = list(check.prefilter(batch, ctx))
+        got = [f.to_dict() for f in batch.judge_each(check, ctx, groups, check.judge_extra(batch, ctx), strict=True)]
+        assert got == [f.to_dict() for f in batch.run_each(check, ctx, groups)], name
+        judged += sum(batch.replica_records(i, check.replica_columns) is not None for i in groups)
+    assert judged >= min_judged
+    return judged
