@@ -60,7 +60,9 @@ TARGETS = {"segments": f".{SEGMENTS_FILE}{TEMP_MARK}", "partitions": f".{PARTITI
            "state": f".state{TEMP_MARK}", "marker": f".{COMPLETE_FILE}{TEMP_MARK}"}
 """Kill as soon as the process holds a temporary file open whose name contains this."""
 TIME_COLUMNS = {"scanned_at_ms"}
-LOG_DIR_TIME_COLUMNS = {"collected_at_ms", "finished_at_ms"}
+LOG_DIR_TIME_COLUMNS = {"collected_at_ms", "finished_at_ms",
+                        # the filesystem under the log dir, statted at each run (auditor.scan.filesystem)
+                        "fs_statted_at_ms", "fs_free_bytes", "fs_available_bytes"}
 
 
 class Producer(threading.Thread):

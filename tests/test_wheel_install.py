@@ -42,7 +42,8 @@ OFFSETS_LOG_DIR = BROKER_DIRS / "kafka-2018-v2" / "kafka-logs"  # a 2018 broker:
 C_EXTENSIONS = ("formats._cwalk", "formats._coffsets", "formats._cmessage", "keys._ckeys")  # under auditor/
 PACKAGE_DATA = ("reports/templates/report.html.j2", "reports/findings.schema.json", "reports/groups.schema.json",
                 "auditor/samples/demo-cluster.tar.gz")
-VOLATILE = {"as_of_ms", "as_of_utc", "scanned_at_ms", "scanned_at_utc"}
+VOLATILE = {"as_of_ms", "as_of_utc", "scanned_at_ms", "scanned_at_utc",
+            "fs_statted_at_ms", "fs_statted_at_utc", "fs_free_bytes", "fs_available_bytes"}  # statted at each scan
 """Keys whose values are the time of the run, not facts about the data."""
 BASE_SIZE_TARGET_MB = 300
 # --no-compile: no .pyc written at install (a third of the [audit] install's time here); Python writes

@@ -43,6 +43,7 @@ import pyarrow as pa
 from auditor.engines.spark.session import BATCH_ROWS
 from auditor.formats import filenames
 from auditor.scan import OFFSET_CHECKPOINTS, plan_log_dir, scan_partition_dir
+from auditor.scan.filesystem import FS_FIELDS
 from auditor.schema import DEPTHS, PARTITION_SCHEMA, SEGMENT_SCHEMA, spark_schema
 
 TASKS_PER_CORE = 4
@@ -62,7 +63,8 @@ RAW_SCHEMA = pa.schema(
 
 TASK_SCHEMA = pa.schema([("log_dir", pa.string()), ("dir_name", pa.string()), ("ctx", pa.string())])
 
-LOG_DIR_INFO_KEYS = ("log_dir", "broker_id", "cluster_id", "directory_id", "partition_dirs", "problems")
+LOG_DIR_INFO_KEYS = ("log_dir", "broker_id", "cluster_id", "directory_id", "partition_dirs", "problems",
+                     *(name for name, _ in FS_FIELDS))  # the filesystem under it, as the local scan gives it
 
 
 @dataclass
