@@ -41,7 +41,9 @@ KILLS = 24
 BROKERS = {"b1": BROKER_DIRS / "kafka-2018-v2" / "kafka-logs",
            "b2": BROKER_DIRS / "kraft-transactional" / "kafka-data"}
 PREFIX = "s3://audits/killed"
-TIME_COLUMNS = {"scanned_at_ms", "collected_at_ms", "finished_at_ms"}
+TIME_COLUMNS = {"scanned_at_ms", "collected_at_ms", "finished_at_ms",
+                # the filesystem under each log dir, statted at each collect (auditor.scan.filesystem)
+                "fs_statted_at_ms", "fs_free_bytes", "fs_available_bytes"}
 
 
 @pytest.fixture(scope="module")
