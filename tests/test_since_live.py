@@ -22,7 +22,10 @@ pytestmark = pytest.mark.live
 
 REPO = Path(__file__).resolve().parents[1]
 DAY = 86_400_000
-CONFIG = "checks:\n  skew.partition_size:\n    min_topic_bytes: 10000\n"  # warn 3x, fail 10x the median (defaults)
+# warn 3x, fail 10x the median (defaults); the capacity checks judge the disk the test machine's
+# root filesystem is, which two nights two days apart project differently: not what is planted here
+CONFIG = ("checks:\n  skew.partition_size:\n    min_topic_bytes: 10000\n"
+          "  capacity.time_to_full:\n    enabled: false\n  capacity.steady_state:\n    enabled: false\n")
 
 
 @pytest.fixture(scope="module")
