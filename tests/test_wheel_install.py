@@ -173,7 +173,7 @@ def manifest_facts(manifest: Path) -> dict:
     facts = {}
     for name in ("segments", "partitions", "log_dirs"):
         table = pq.read_table(manifest / f"{name}.parquet")
-        drop = [c for c in ("scanned_at_ms", "host", "collected_at_ms", "finished_at_ms") if c in table.column_names]
+        drop = [c for c in ("scanned_at_ms", "host", "collected_at_ms", "finished_at_ms", *VOLATILE) if c in table.column_names]
         facts[name] = table.drop_columns(drop).to_pylist()
     for part in sorted(manifest.glob("*.jsonl.gz")):
         facts[part.name] = [json.loads(line) for line in gzip.open(part).read().splitlines()]
