@@ -14,6 +14,7 @@ import pytest
 
 from auditor.cli import main
 from auditor.nightly import run_history
+from auditor.scan.filesystem import FS_FIELDS_OF_THE_MOMENT
 from harness.realdata import LOG_DIRS
 
 pytestmark = pytest.mark.recorded
@@ -37,7 +38,7 @@ def scan_json(*argv) -> dict:
         s.pop("scanned_at_ms")
         s.pop("scanned_at_utc")
     for d in doc["log_dirs"]:  # the filesystem under it, statted at each scan (auditor.scan.filesystem)
-        for volatile in ("fs_statted_at_ms", "fs_statted_at_utc", "fs_free_bytes", "fs_available_bytes"):
+        for volatile in FS_FIELDS_OF_THE_MOMENT:
             d.pop(volatile, None)
     return doc
 

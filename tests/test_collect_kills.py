@@ -41,6 +41,7 @@ from auditor.atomic import TEMP_MARK
 from auditor.manifest import (COMPLETE_FILE, LOG_DIRS_FILE, PARTITIONS_FILE, SEGMENTS_FILE, IncompleteManifest,
                               check_manifest_complete, collect_manifest, find_manifests)
 from auditor.scan.state import read_state_file
+from auditor.scan.filesystem import FS_FIELDS_OF_THE_MOMENT
 from harness.forked import Zygote, kill_at_random_moment
 from harness.kafka import KafkaCluster, freeze_broker, thaw_broker, wait_until
 
@@ -60,9 +61,7 @@ TARGETS = {"segments": f".{SEGMENTS_FILE}{TEMP_MARK}", "partitions": f".{PARTITI
            "state": f".state{TEMP_MARK}", "marker": f".{COMPLETE_FILE}{TEMP_MARK}"}
 """Kill as soon as the process holds a temporary file open whose name contains this."""
 TIME_COLUMNS = {"scanned_at_ms"}
-LOG_DIR_TIME_COLUMNS = {"collected_at_ms", "finished_at_ms",
-                        # the filesystem under the log dir, statted at each run (auditor.scan.filesystem)
-                        "fs_statted_at_ms", "fs_free_bytes", "fs_available_bytes"}
+LOG_DIR_TIME_COLUMNS = {"collected_at_ms", "finished_at_ms", *FS_FIELDS_OF_THE_MOMENT}
 
 
 class Producer(threading.Thread):

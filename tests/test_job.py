@@ -30,6 +30,7 @@ from auditor.manifest import LOG_DIRS_FILE, collect_manifest
 from auditor.engines.spark import aggregates, read_manifests, scan_dataframes
 from auditor.scan import scan_log_dirs
 from auditor.schema import DEPTHS, PARTITION_KEY, PARTITION_SCHEMA, SEGMENT_KEY, SEGMENT_SCHEMA, to_table
+from auditor.scan.filesystem import FS_FIELDS_OF_THE_MOMENT
 from harness.realdata import LOG_DIRS
 from harness.spark_standalone import StandaloneSpark
 from harness.spark_session import spark  # noqa: F401
@@ -244,7 +245,7 @@ def test_cli_spark_engine_json_equals_local(tmp_path):
         doc.pop("as_of_ms")
         doc.pop("as_of_utc")
         for d in doc["log_dirs"]:  # the filesystem under it, statted at each scan (auditor.scan.filesystem)
-            for volatile in ("fs_statted_at_ms", "fs_statted_at_utc", "fs_free_bytes", "fs_available_bytes"):
+            for volatile in FS_FIELDS_OF_THE_MOMENT:
                 d.pop(volatile, None)
         doc.pop("engine", None)
         for s in doc["segments"]:

@@ -31,6 +31,7 @@ import time
 import pytest
 
 from auditor.manifest import IncompleteManifest, find_manifests, read_manifest
+from auditor.scan.filesystem import FS_FIELDS_OF_THE_MOMENT
 from harness.cli import REPO_ROOT, kafka_audit
 from harness.s3proxy import S3Proxy
 from harness.realdata import BROKER_DIRS
@@ -41,9 +42,7 @@ KILLS = 24
 BROKERS = {"b1": BROKER_DIRS / "kafka-2018-v2" / "kafka-logs",
            "b2": BROKER_DIRS / "kraft-transactional" / "kafka-data"}
 PREFIX = "s3://audits/killed"
-TIME_COLUMNS = {"scanned_at_ms", "collected_at_ms", "finished_at_ms",
-                # the filesystem under each log dir, statted at each collect (auditor.scan.filesystem)
-                "fs_statted_at_ms", "fs_free_bytes", "fs_available_bytes"}
+TIME_COLUMNS = {"scanned_at_ms", "collected_at_ms", "finished_at_ms", *FS_FIELDS_OF_THE_MOMENT}
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,9 @@ import time
 FS_FIELDS = (("fs_total_bytes", "int64"), ("fs_free_bytes", "int64"), ("fs_available_bytes", "int64"),
              ("fs_device", "string"), ("fs_mount", "string"), ("fs_type", "string"),
              ("fs_statted_at_ms", "int64"), ("fs_problem", "string"))
+FS_FIELDS_OF_THE_MOMENT = ("fs_statted_at_ms", "fs_statted_at_utc", "fs_free_bytes", "fs_available_bytes")
+"""The filesystem fields that change from one stat to the next (the time, the free space; with the
+JSON's UTC twin): two scans of the same log dirs differ in these alone."""
 """The log-dir row's filesystem columns: total / free / available-to-unprivileged bytes
 (``f_blocks`` / ``f_bfree`` / ``f_bavail`` times ``f_frsize``), the device id ("major:minor"), the
 mount point and type (from ``/proc/self/mountinfo``; None elsewhere), when it was statted, and

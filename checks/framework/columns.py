@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
-from checks.framework.base import Finding, opt_int
+from checks.framework.base import CheckInput, Finding, opt_int
 
 
 class ReplicaRows:
@@ -165,8 +165,6 @@ def judged_batch(check, batch, ctx, strict: bool = False) -> list[Finding]:
     batch's columns (one pass over the rows, no pandas frame and no numpy call per partition),
     ``judge_extra`` as before; the reference ``run`` on the partitions whose order is not certain
     and on any whose ``judge`` raises (``strict``: it raises, for the tests)."""
-    from checks.framework.base import CheckInput
-
     rows = ReplicaRows(batch, check, ctx, check.prefilter(batch, ctx))
     extra = check.judge_extra(batch, ctx)
     columns = check.replica_columns
