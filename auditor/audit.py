@@ -21,7 +21,8 @@ from auditor.cluster.consumer_groups import commit_rows, read_groups
 from auditor.cluster.metadata_log import MetadataLogNotFound, read_metadata_log
 from auditor.cluster.metadata_audit import PartitionMoves, effective_topic_configs
 from auditor.plan import plan as plan_reassignment, summary as plan_summary
-from auditor.plan.inputs import MissingBrokers, build_input as build_plan_input, from_metadata_state
+from auditor.capacity.steady import UNKNOWN as STEADY_UNKNOWN
+from auditor.plan.inputs import MissingBrokers, add_steady_state, build_input as build_plan_input, from_metadata_state
 from auditor.keys.audit_keys import metadata_partitions
 from auditor.manifest import read_cluster_metadata as read_manifest_metadata
 from auditor.manifest import read_consumer_groups as read_manifest_groups
@@ -253,6 +254,9 @@ def skew_plan(tables: TableOutcome, ctx: AuditContext, progress: Callable[[str],
         inp = build_plan_input(_rows(tables.stats), dirs, brokers, parts, {}, notes)
     except MissingBrokers as exc:
         return {"error": str(exc)}
+    steady = getattr(ctx.capacity, "replica_steady", None)
+    if steady is not None:      # balanced as kafka-audit plan does by default: the retention steady state
+        add_steady_state(inp, steady.get, STEADY_UNKNOWN, "steady")
     result = plan_reassignment(inp)
     doc = plan_summary(result, inp, None)
     doc["moves_total"] = len(doc["moves"])

@@ -177,11 +177,6 @@ def test_cli_without_metadata_log_or_bootstrap_server_exits_2(tmp_path):
     assert len(err) == 1 and "--bootstrap-server" in err[0] and "__cluster_metadata-0" in err[0]
 
 
-def test_cli_steady_balance_not_yet(tmp_path):
-    r = kafka_audit_in_process("plan", "--log-dir", tmp_path, "--balance", "steady")
-    assert r.returncode == 2 and "steady" in r.stderr
-
-
 def test_manifests_from_different_moments_are_said():
     from auditor.cli.plan_input import moments_note
     assert moments_note([1_000, 2_000, None]) == []

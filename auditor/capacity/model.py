@@ -45,6 +45,9 @@ class CapacityResult:
     filesystems: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     settings: CapacitySettings = field(default_factory=CapacitySettings)
+    replica_steady: object | None = None
+    """Each replica's steady state (``auditor.capacity.steady.SteadyStates``) when asked for: what
+    the reassignment plan balances."""
 
 
 @dataclass

@@ -18,6 +18,7 @@ from auditor.atomic import atomic_write
 from auditor.cli.common import EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError, InputProblem, add_log_dir_arguments, one_input
 from auditor.cli.plan_input import (build_input, disk_rows, metadata_from_cluster, metadata_from_disk,
                                     parse_bytes, parse_capacities)
+from auditor.cli.plan_steady import rules_from_cluster, rules_from_state, weigh_steady
 from auditor.plan import PlanOptions, plan, reassignment, rollback, summary
 from auditor.units import human_bytes
 
@@ -53,9 +54,15 @@ def register(sub) -> None:
     p.add_argument("--out", metavar="FILE", help="the reassignment JSON for kafka-reassign-partitions --execute")
     p.add_argument("--rollback", metavar="FILE", help="today's assignment of the partitions the plan moves")
     p.add_argument("--json", metavar="FILE", help="the plan's summary (bytes moved, before/after, lower bound, throttle)")
-    p.add_argument("--balance", choices=("current", "steady"), default="current",
-                   help="what to balance: today's bytes (current, the default); steady: the retention steady state "
-                        "(not available yet: exit 2)")
+    p.add_argument("--balance", choices=("steady", "current"), default="steady",
+                   help="what to balance: steady (the default): each replica's bytes at retention steady state, "
+                        "projected from its ingress rate and its topic's retention rules (where unknown: its bytes "
+                        "of today, and the summary says how many and why); current: today's bytes. Bytes moved, "
+                        "and the headroom while both copies exist, are always today's bytes")
+    p.add_argument("--depth", choices=("index", "headers", "deep"), default="headers",
+                   help="how deep the log dirs are read (default headers, as collect and audit): the steady state's "
+                        "ingress rates come from the segments' record times and counts; index reads less "
+                        "(O(1) per segment) and leaves more replicas without a rate")
     p.add_argument("--tolerance", type=float, default=0.10, help="within this fraction of the mean (default 0.10)")
     p.add_argument("--headroom", type=float, default=0.85, help="fraction of a log dir's capacity never passed (default 0.85)")
     p.add_argument("--capacity", action="append", default=[], metavar="[DIR=]BYTES",
@@ -108,23 +115,22 @@ def run(args) -> int:
             find_manifests(args.manifest)
         except FileNotFoundError as exc:
             raise InputProblem(str(exc)) from None
-    if args.balance == "steady":
-        raise CliError("--balance steady needs the retention steady-state projection, not available in this "
-                       "version: use --balance current")
     rate = parse_bytes(args.throttle, "--throttle")
     capacities = parse_capacities(args.capacity)
     meta = (metadata_from_cluster(args.bootstrap_server) if args.bootstrap_server
             else metadata_from_disk(log_dirs, args.manifest))
     if meta is None:
         raise CliError(NEEDS_METADATA)
-    brokers, parts, meta_notes = meta
+    brokers, parts, meta_notes, state = meta
     opts = options(args, brokers)
-    rows, dir_brokers, notes = disk_rows(log_dirs, args.manifest)
+    rows, dir_brokers, notes, segments, dir_rows = disk_rows(log_dirs, args.manifest, depth=args.depth)
     inp = build_input(rows, dir_brokers, brokers, parts, capacities, meta_notes + notes)
+    rules = rules_from_cluster(args.bootstrap_server) if args.bootstrap_server else rules_from_state(state)
+    weigh_steady(inp, segments, dir_rows, rules, args.balance)
     if args.capacity_from_disk:
         file_systems(inp)
     result = plan(inp, opts)
-    doc = summary(result, inp, rate, args.balance)
+    doc = summary(result, inp, rate)
     if args.out:
         atomic_write(args.out, json.dumps(reassignment(result), indent=1) + "\n")
     if args.rollback:
@@ -150,16 +156,29 @@ def file_systems(inp) -> None:
 
 
 def write_table(doc: dict, out) -> None:
-    out.write(f"{'broker':>6} {'rack':<8} {'before':>10} {'x mean':>7} {'after':>10} {'x mean':>7}\n")
+    steady = doc["steady_state"] is not None
+
+    def both(x: dict, when: str) -> str:
+        now = human_bytes(x[f"bytes_{when}"])
+        return f"{now:>10} {human_bytes(x[f'steady_bytes_{when}']) if steady else '-':>10}"
+
+    balanced = "steady state" if doc["balance"] == "steady" else "bytes today"
+    out.write(f"balanced: {balanced}; each pair: bytes today, at retention steady state\n")
+    out.write(f"{'broker':>6} {'rack':<8} {'before':>21} {'x mean':>7} {'after':>21} {'x mean':>7}\n")
     for b in doc["brokers"]:
-        out.write(f"{b['broker_id']:>6} {b['rack'] or '-':<8} {human_bytes(b['bytes_before']):>10} "
-                  f"{b['ratio_to_mean_before']:>7.2f} {human_bytes(b['bytes_after']):>10} {b['ratio_to_mean_after']:>7.2f}"
-                  f"{'  (drained)' if b['drained'] else ''}\n")
-    out.write(f"\n{'broker':>6} {'log dir':<44} {'before':>10} {'after':>10} {'peak':>10} {'capacity':>10}\n")
+        out.write(f"{b['broker_id']:>6} {b['rack'] or '-':<8} {both(b, 'before')} {b['ratio_to_mean_before']:>7.2f} "
+                  f"{both(b, 'after')} {b['ratio_to_mean_after']:>7.2f}{'  (drained)' if b['drained'] else ''}\n")
+    out.write(f"\n{'broker':>6} {'log dir':<36} {'before':>21} {'after':>21} {'peak':>10} {'capacity':>10}\n")
     for d in doc["log_dirs"]:
         cap = human_bytes(d["capacity_bytes"]) if d["capacity_bytes"] else "-"
-        out.write(f"{d['broker_id']:>6} {d['log_dir'][-44:]:<44} {human_bytes(d['bytes_before']):>10} "
-                  f"{human_bytes(d['bytes_after']):>10} {human_bytes(d['bytes_peak']):>10} {cap:>10}\n")
+        out.write(f"{d['broker_id']:>6} {d['log_dir'][-36:]:<36} {both(d, 'before')} {both(d, 'after')} "
+                  f"{human_bytes(d['bytes_peak']):>10} {cap:>10}\n")
+    if steady and doc["steady_state"]["fallbacks"]:
+        s = doc["steady_state"]
+        out.write(f"\nsteady state unknown for {s['replicas_at_bytes_today']} of {s['replicas']} replicas "
+                  f"({human_bytes(s['bytes_at_bytes_today'])}): weighed at their bytes of today\n")
+        for f in s["fallbacks"]:
+            out.write(f"  {f['replicas']} replicas, {human_bytes(f['bytes'])}: {f['why']}\n")
     t = doc["throttle"]
     out.write(f"\n{doc['replicas_moved']} replica moves ({doc['partitions_changed']} partitions): "
               f"{human_bytes(doc['bytes_moved'])} ({doc['bytes_moved']} bytes; between brokers "

@@ -14,27 +14,30 @@ from auditor.plan.inputs import MissingBrokers, build_input as plan_input, from_
 MANIFEST_SPREAD_MS = 15 * 60 * 1000
 
 
-def disk_rows(log_dirs: list[str], manifests: list[str]) -> tuple[list[dict], dict[str, int | None], list[str]]:
-    """Partition rows, log dir -> broker id, notes: from log dirs or from manifests."""
+def disk_rows(log_dirs: list[str], manifests: list[str], depth: str = "stat"):
+    """(partition rows, log dir -> broker id, notes, segment rows, log-dir rows) from log dirs (a
+    scan at ``depth``) or from manifests (segment rows as Arrow tables)."""
     notes: list[str] = []
     if manifests:
         from auditor.manifest import find_manifests, read_manifest
-        rows, dirs, times = [], {}, []
+        rows, dirs, times, segments, infos_all = [], {}, [], [], []
         found = find_manifests(manifests)
         if not found:
             raise InputProblem(f"no manifest under {', '.join(manifests)}")
         for m in found:
-            _, parts, infos = read_manifest(m)
+            segs, parts, infos = read_manifest(m)
             rows += parts.to_pylist()
+            segments.append(segs)
             for info in infos.to_pylist():
                 dirs[os.path.abspath(info["log_dir"])] = info.get("broker_id")
                 times.append(info.get("collected_at_ms"))
+                infos_all.append(info)
         notes += moments_note(times)
-        return rows, dirs, notes
+        return rows, dirs, notes, segments, infos_all
     from auditor.scan import scan_log_dirs
-    result = scan_log_dirs(log_dirs, depth="stat")
+    result = scan_log_dirs(log_dirs, depth=depth)
     dirs = {os.path.abspath(i["log_dir"]): i["broker_id"] for i in result.log_dirs}
-    return result.partitions, dirs, notes
+    return result.partitions, dirs, notes, result.segments, result.log_dirs
 
 
 def moments_note(times: list[int | None]) -> list[str]:
@@ -48,7 +51,7 @@ def moments_note(times: list[int | None]) -> list[str]:
 
 def metadata_from_disk(log_dirs: list[str], manifests: list[str]):
     """(brokers {id: (rack, fenced)}, partitions {(topic, p): (replicas, leader, why it must stay or None)},
-    notes) or None when no metadata log."""
+    notes, the metadata state) or None when no metadata log."""
     if manifests:
         from auditor.manifest import read_cluster_metadata
         log, _ = read_cluster_metadata(manifests)
@@ -60,7 +63,7 @@ def metadata_from_disk(log_dirs: list[str], manifests: list[str]):
             log = None
     if log is None:
         return None
-    return from_metadata_state(log.state)
+    return (*from_metadata_state(log.state), log.state)
 
 
 def metadata_from_cluster(bootstrap: str, timeout_s: float = 30.0):
@@ -74,7 +77,7 @@ def metadata_from_cluster(bootstrap: str, timeout_s: float = 30.0):
         raise CliError(f"--bootstrap-server {bootstrap}: {exc}") from None
     brokers = {n.id: (n.rack, False) for n in nodes}     # DescribeCluster lists the brokers that serve
     parts = {(t, i): (list(p.replicas), p.leader, None) for t, tm in md.topics.items() for i, p in tm.partitions.items()}
-    return brokers, parts, []
+    return brokers, parts, [], None
 
 
 def parse_capacities(values: list[str]) -> dict[str, int]:

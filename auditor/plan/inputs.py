@@ -85,3 +85,28 @@ def build_input(rows: list[dict], dir_brokers: dict[str, int | None], brokers: d
         if cap is not None:
             caps[(b, d)] = cap
     return PlanInput(specs, partitions, fixed, caps, None, notes)
+
+
+def add_steady_state(inp: PlanInput, steady_of, explain: dict[str, str], balance: str = "steady") -> None:
+    """Each replica's bytes at retention steady state into ``inp.steady`` (``steady_of(log_dir, topic,
+    partition) -> (bytes or None, why)``); where unknown, today's bytes, counted per reason in
+    ``inp.fallbacks`` (keyed ``why: explain[why]``). With ``balance="steady"`` they are the weights
+    the planner balances."""
+    steady: dict[tuple[tuple[str, int], int], float] = {}
+    fallbacks: dict[str, list[int]] = {}
+    for tp, p in inp.partitions.items():
+        for b in p.replicas:
+            if b not in inp.brokers:
+                continue
+            value, why = steady_of(p.log_dirs.get(b), tp[0], tp[1])
+            size = int(p.sizes.get(b, 0))
+            if value is None:
+                n = fallbacks.setdefault(f"{why}: {explain.get(why, why)}", [0, 0])
+                n[0] += 1
+                n[1] += size
+                value = size
+            steady[(tp, b)] = float(value)
+    inp.steady = steady
+    inp.fallbacks = {k: (v[0], v[1]) for k, v in sorted(fallbacks.items())}
+    inp.balance = balance
+    inp.weights = steady if balance == "steady" else None

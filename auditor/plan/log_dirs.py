@@ -56,8 +56,7 @@ def _step(st, b: int, src_dir: str, dst_dir: str, want: float, cap: float, gain,
         arrived = (tp, b) in st.arrival
         if free != arrived or (not arrived and (tp, b) in st.moved):
             return False
-        size = st.size[(tp, b)]
-        if not st.headroom_ok((b, dst_dir), size):
+        if not st.headroom_ok((b, dst_dir), st.size[(tp, b)], st.weight[(tp, b)]):
             st.rejected["headroom"] += 1
             return False
         return True
@@ -82,7 +81,7 @@ def _swap(st, b: int, heavy: str, light: str, want: float, cap: float, gain, fre
         arrived = key in st.arrival
         if (free and not arrived) or (not arrived and key in st.moved):
             return False
-        return st.headroom_ok((b, dst_dir), st.size[key])
+        return st.headroom_ok((b, dst_dir), st.size[key], st.weight[key])
 
     for ea in reversed(hl[-SCAN_STEPS:]):
         if not ok(ea, light):
@@ -109,10 +108,8 @@ def _apply(st, b: int, e: tuple, src_dir: str, dst_dir: str) -> None:
     lst = st.entries[(b, src_dir)]
     lst.pop(bisect.bisect_left(lst, e))
     bisect.insort(st.entries[(b, dst_dir)], e)
-    st.load_d[(b, src_dir)] -= w
-    st.load_d[(b, dst_dir)] += w
-    st.size_d[(b, src_dir)] -= size
-    st.size_d[(b, dst_dir)] += size
+    st.shift((b, src_dir), -w, -size)
+    st.shift((b, dst_dir), w, size)
     st.add_peak((b, dst_dir), size)
     st.place[tp][b] = dst_dir
     if free:

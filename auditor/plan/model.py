@@ -2,9 +2,10 @@
 
 A replica is one (topic, partition, broker); it lives in one log dir of its broker and weighs
 ``size_bytes`` (its ``.log`` bytes today: what a move copies). The planner balances *weights*:
-today's bytes by default (``balance="current"``); :attr:`PlanInput.weights` is the hook for
-another measure of what a partition will weigh (a retention steady state), given per partition.
-Bytes moved are always today's bytes: that is what a move copies.
+:attr:`PlanInput.weights` per replica (``kafka-audit plan`` gives each replica's bytes at
+retention steady state there, today's bytes where that is unknown), or today's bytes when None
+(``--balance current``). A moved replica keeps its weight. Bytes moved, and the bytes while both
+copies exist, are always today's bytes: that is what a move copies.
 """
 
 from __future__ import annotations
@@ -44,11 +45,14 @@ class PlanInput:
     partitions: dict[TP, PartitionSpec]
     fixed_bytes: dict[DirKey, int] = field(default_factory=dict)   # bytes no plan moves (metadata log, -delete dirs)
     capacities: dict[DirKey, int] = field(default_factory=dict)    # log dir -> its disk's bytes, when known
-    weights: dict[TP, int] | None = None   # per-replica weight to balance; None: today's bytes
+    weights: dict[tuple[TP, int], float] | None = None   # (tp, broker) -> weight to balance; absent/None: today's bytes
     notes: list[str] = field(default_factory=list)
     disks: dict[DirKey, str] = field(default_factory=dict)         # log dir -> its file system, when known
     disk_capacity: dict[str, int] = field(default_factory=dict)    # file system -> its size in bytes
     disk_used: dict[str, int] = field(default_factory=dict)        # file system -> bytes used today (anything)
+    balance: str = "current"        # what is balanced: "steady" (``weights`` = ``steady``) or "current" (today's bytes)
+    steady: dict[tuple[TP, int], float] | None = None   # (tp, broker) -> bytes at steady state (unknown: today's)
+    fallbacks: dict[str, tuple[int, int]] = field(default_factory=dict)  # why unknown -> (replicas, bytes today)
 
 
 @dataclass

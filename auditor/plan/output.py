@@ -77,23 +77,76 @@ def throttle(plan: Plan, inp: PlanInput, rate_bytes_s: int | None) -> dict:
     return doc
 
 
-def summary(plan: Plan, inp: PlanInput, rate_bytes_s: int | None, balance: str = "current") -> dict:
+def measures(plan: Plan, inp: PlanInput) -> dict[str, tuple[dict, dict]]:
+    """Per log dir, before and after the moves: ``{"now": (before, after), "steady": (before, after)}``
+    (today's bytes; the retention steady state, only when ``inp.steady`` is known)."""
+    def replica(tp, b, size):
+        return {"now": float(size), "steady": float((inp.steady or {}).get((tp, b), size))}
+
+    names = ("now", "steady") if inp.steady is not None else ("now",)
+    before = {n: {(b, d): float(inp.fixed_bytes.get((b, d), 0)) for b, s in inp.brokers.items() for d in s.log_dirs}
+              for n in names}
+    for tp, p in inp.partitions.items():
+        for b in p.replicas:
+            key = (b, p.log_dirs.get(b))
+            if key in before["now"]:
+                v = replica(tp, b, p.sizes.get(b, 0))
+                for n in names:
+                    before[n][key] += v[n]
+    after = {n: dict(v) for n, v in before.items()}
+    for m in plan.moves:
+        v = replica((m.topic, m.partition), m.from_broker, m.size_bytes)
+        for n in names:
+            after[n][(m.from_broker, m.from_dir)] -= v[n]
+            after[n][(m.to_broker, m.to_dir)] += v[n]
+    return {n: ({k: int(round(x)) for k, x in before[n].items()}, {k: int(round(x)) for k, x in after[n].items()})
+            for n in names}
+
+
+def steady_state_doc(inp: PlanInput) -> dict | None:
+    """What the summary says of the steady state: how many replicas (and bytes) fell back to today's bytes, and why."""
+    if inp.steady is None:
+        return None
+    return {"replicas": len(inp.steady),
+            "replicas_at_bytes_today": sum(n for n, _ in inp.fallbacks.values()),
+            "bytes_at_bytes_today": sum(b for _, b in inp.fallbacks.values()),
+            "fallbacks": [{"why": why, "replicas": n, "bytes": b} for why, (n, b) in inp.fallbacks.items()]}
+
+
+def _per_broker(per_dir: dict, inp: PlanInput) -> dict[int, int]:
+    return {b: sum(per_dir.get((b, d), 0) for d in s.log_dirs) for b, s in inp.brokers.items()}
+
+
+def summary(plan: Plan, inp: PlanInput, rate_bytes_s: int | None, balance: str | None = None) -> dict:
+    """The plan's summary (``kafka-audit plan --json``). Per broker and log dir: today's bytes
+    (``bytes_before`` / ``bytes_after``) and, when known, the retention steady state
+    (``steady_bytes_before`` / ``_after``); ``ratio_to_mean_*`` and ``mean_broker_bytes`` in what
+    was balanced (``balance``)."""
     mean_b = plan.mean_broker_bytes or 1.0
+    m = measures(plan, inp)
+    now_b = {k: _per_broker(v, inp) for k, v in zip(("before", "after"), m["now"])}
+    steady_d = m.get("steady")
+    steady_b = {k: _per_broker(v, inp) for k, v in zip(("before", "after"), steady_d)} if steady_d else None
     brokers = []
     for b in sorted(plan.before_brokers):
         fixed = sum(inp.fixed_bytes.get((b, d), 0) for d in inp.brokers[b].log_dirs)
         brokers.append({"broker_id": b, "rack": inp.brokers[b].rack, "drained": b in plan.options.drain,
                         "unmovable_bytes": fixed,
-                        "bytes_before": plan.before_brokers[b], "bytes_after": plan.after_brokers[b],
+                        "bytes_before": now_b["before"][b], "bytes_after": now_b["after"][b],
+                        "steady_bytes_before": steady_b["before"][b] if steady_b else None,
+                        "steady_bytes_after": steady_b["after"][b] if steady_b else None,
                         "ratio_to_mean_before": round(plan.before_brokers[b] / mean_b, 3),
                         "ratio_to_mean_after": round(plan.after_brokers[b] / mean_b, 3)})
     dirs = []
     for (b, d) in sorted(plan.before_dirs):
         cap = inp.capacities.get((b, d))
-        dirs.append({"broker_id": b, "log_dir": d, "bytes_before": plan.before_dirs[(b, d)],
-                     "bytes_after": plan.after_dirs[(b, d)], "bytes_peak": plan.peak_dirs[(b, d)],
-                     "capacity_bytes": cap,
-                     "peak_fraction": None if not cap else round(plan.peak_dirs[(b, d)] / cap, 4)})
+        st_after = steady_d[1][(b, d)] if steady_d else None
+        dirs.append({"broker_id": b, "log_dir": d, "bytes_before": m["now"][0][(b, d)],
+                     "bytes_after": m["now"][1][(b, d)],
+                     "steady_bytes_before": steady_d[0][(b, d)] if steady_d else None, "steady_bytes_after": st_after,
+                     "bytes_peak": plan.peak_dirs[(b, d)], "capacity_bytes": cap,
+                     "peak_fraction": None if not cap else round(plan.peak_dirs[(b, d)] / cap, 4),
+                     "steady_fraction_after": None if not cap or st_after is None else round(st_after / cap, 4)})
     disks = [{"file_system": k, "log_dirs": sorted(d for (_b, d), dk in inp.disks.items() if dk == k),
               "capacity_bytes": inp.disk_capacity.get(k), "used_bytes_before": inp.disk_used.get(k),
               "bytes_peak": plan.peak_disks.get(k),
@@ -102,7 +155,7 @@ def summary(plan: Plan, inp: PlanInput, rate_bytes_s: int | None, balance: str =
     o = plan.options
     moved = plan.bytes_moved
     return {
-        "balance": balance, "steady_state": None,
+        "balance": balance or inp.balance, "steady_state": steady_state_doc(inp),
         "tolerance": o.tolerance, "headroom": o.headroom, "capacities_known": plan.capacities_known,
         "drain_brokers": sorted(o.drain), "exclude_topics": list(o.exclude_topics),
         "max_moves": o.max_moves, "max_move_bytes": o.max_move_bytes,

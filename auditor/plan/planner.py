@@ -33,6 +33,8 @@ from auditor.plan.model import DirKey, Move, Plan, PlanInput, PlanOptions, TP
 from auditor.plan.swaps import broker_swap_step
 
 EPS = 1e-9
+#: the least a replica weighs: an empty one (or one retention will empty) still leaves a drained broker
+MIN_WEIGHT = 1.0
 #: lightest brokers tried as destinations of one heavy broker per step
 DESTINATIONS = 24
 
@@ -71,7 +73,8 @@ class _State:
             self.place[tp] = dict(p.log_dirs)
             for b in p.replicas:
                 size = int(p.sizes.get(b, max(p.sizes.values(), default=0)))
-                w = float(inp.weights[tp]) if inp.weights is not None and tp in inp.weights else float(size)
+                w = float(inp.weights.get((tp, b), size)) if inp.weights is not None else float(size)
+                w = max(w, MIN_WEIGHT)
                 self.weight[(tp, b)], self.size[(tp, b)] = w, size
                 d = p.log_dirs.get(b)
                 if (b, d) not in self.load_d:
@@ -84,6 +87,11 @@ class _State:
             lst.sort()
         self.peak_d = dict(self.size_d)
         self.peak_disk = {k: int(v) for k, v in inp.disk_used.items()}
+        # each file system's bytes once the moves are done, weighed as balanced (steady: the steady state)
+        self.after_disk = {k: float(v) for k, v in inp.disk_used.items()}
+        for key, disk in inp.disks.items():
+            if key in self.load_d and disk in self.after_disk:
+                self.after_disk[disk] += self.load_d[key] - self.size_d[key]
         self.load_b = {b: sum(self.load_d[(b, d)] for d in ds) for b, ds in self.dirs.items()}
         total = sum(self.load_b.values())
         self.mean = total / max(len(self.active), 1)
@@ -109,13 +117,35 @@ class _State:
             return False
         return True
 
-    def headroom_ok(self, key: DirKey, size: int) -> bool:
+    def headroom_ok(self, key: DirKey, size: int, w: float) -> bool:
+        """A copy of ``size`` bytes today (weighing ``w``) may land in ``key``: while both copies exist
+        (today's bytes) and once done (the balanced weights: the steady state) the log dir and its
+        file system stay under the headroom, where their capacity is known."""
         cap = self.inp.capacities.get(key)
-        if cap is not None and self.peak_d[key] + size > self.opts.headroom * cap:
+        limit = None if cap is None else self.opts.headroom * cap
+        if limit is not None and self.peak_d[key] + size > limit:
+            return False
+        if limit is not None and self.load_d[key] + w > limit + EPS:
+            self.rejected["headroom at steady state"] += 1
             return False
         disk = self.inp.disks.get(key)
         dcap = self.inp.disk_capacity.get(disk)
-        return dcap is None or self.peak_disk.get(disk, 0) + size <= self.opts.headroom * dcap
+        if dcap is None:
+            return True
+        if self.peak_disk.get(disk, 0) + size > self.opts.headroom * dcap:
+            return False
+        if self.after_disk.get(disk, 0.0) + w > self.opts.headroom * dcap + EPS:
+            self.rejected["headroom at steady state"] += 1
+            return False
+        return True
+
+    def shift(self, key: DirKey, w: float, size: int) -> None:
+        """A replica weighing ``w`` (``size`` bytes today) ends in (> 0) or leaves (< 0) log dir ``key``."""
+        self.load_d[key] += w
+        self.size_d[key] += size
+        disk = self.inp.disks.get(key)
+        if disk in self.after_disk:
+            self.after_disk[disk] += w - size
 
     def add_peak(self, key: DirKey, size: int) -> None:
         """A copy lands in (``size`` > 0) or no longer lands in (< 0) the log dir ``key``."""
@@ -124,26 +154,31 @@ class _State:
         if disk is not None:
             self.peak_disk[disk] = self.peak_disk.get(disk, 0) + size
 
-    def landing_dir(self, dst: int, size: int) -> str | None:
+    def landing_dir(self, dst: int, size: int, w: float) -> str | None:
         """The lightest log dir of ``dst`` that stays under the headroom with the new copy."""
         for d in sorted(self.dirs[dst], key=lambda d: self.load_d[(dst, d)]):
-            if self.headroom_ok((dst, d), size):
+            if self.headroom_ok((dst, d), size, w):
                 return d
             if len(self.headroom_examples) < 5:
-                self.headroom_examples.append(self._headroom_text(dst, d, size))
+                self.headroom_examples.append(self._headroom_text(dst, d, size, w))
         self.rejected["headroom"] += 1
         return None
 
-    def _headroom_text(self, b: int, d: str, size: int) -> str:
-        cap = self.inp.capacities.get((b, d))
-        if cap is not None and self.peak_d[(b, d)] + size > self.opts.headroom * cap:
-            used, what = self.peak_d[(b, d)] + size, f"its {cap} bytes"
+    def _headroom_text(self, b: int, d: str, size: int, w: float) -> str:
+        h, key = self.opts.headroom, (b, d)
+        cap = self.inp.capacities.get(key)
+        disk = self.inp.disks.get(key)
+        if cap is not None and (self.peak_d[key] + size > h * cap or self.load_d[key] + w > h * cap):
+            during = self.peak_d[key] + size > h * cap
+            used, what = (self.peak_d[key] + size) if during else (self.load_d[key] + w), f"its {cap} bytes"
         else:
-            disk = self.inp.disks[(b, d)]
             cap = self.inp.disk_capacity[disk]
-            used, what = self.peak_disk.get(disk, 0) + size, f"the {cap} bytes of its file system {disk}"
+            during = self.peak_disk.get(disk, 0) + size > h * cap
+            used = (self.peak_disk.get(disk, 0) + size) if during else (self.after_disk.get(disk, 0.0) + w)
+            what = f"the {cap} bytes of its file system {disk}"
+        when = "while both copies exist" if during else "once the moves are done (as balanced: steady state)"
         return (f"log dir {d} of broker {b} not used for a {size}-byte copy: it would reach {used / cap:.0%} of "
-                f"{what} (headroom {self.opts.headroom:.0%})")
+                f"{what} {when} (headroom {h:.0%})")
 
     def racks_ok(self, tp: TP, src: int, dst: int) -> bool:
         if not self.use_racks:
@@ -170,10 +205,8 @@ class _State:
         lst.pop(bisect.bisect_left(lst, (w, src == self.inp.partitions[tp].leader, tp)))
         self.load_b[src] -= w
         self.load_b[dst] += w
-        self.load_d[(src, src_dir)] -= w
-        self.load_d[(dst, dst_dir)] += w
-        self.size_d[(src, src_dir)] -= size
-        self.size_d[(dst, dst_dir)] += size
+        self.shift((src, src_dir), -w, -size)
+        self.shift((dst, dst_dir), w, size)
         self.add_peak((dst, dst_dir), size)
         self.place[tp][dst] = dst_dir
         self.weight[(tp, dst)], self.size[(tp, dst)] = w, size
@@ -260,7 +293,7 @@ def _try_move(st: _State, src: int, dst: int) -> bool:
     size = st.size[(tp, src)]
     if not st.limit_allows(size):
         return False
-    dst_dir = st.landing_dir(dst, size)
+    dst_dir = st.landing_dir(dst, size, st.weight[(tp, src)])
     if dst_dir is None:
         return False
     st.apply_broker_move(tp, src, dst, dst_dir)
@@ -272,7 +305,9 @@ def _reasons(st: _State) -> list[str]:
     for b in sorted(st.load_b):
         load = st.load_b[b]
         if st.outside(b, load) > EPS and b in st.opts.drain:
-            out.append(f"broker {b} (drained) still holds {load - st.fixed_b[b]:.0f} bytes of replicas")
+            left = sum(1 for place in st.place.values() if b in place)
+            out.append(f"broker {b} (drained) still holds {left} replica(s), "
+                       f"{sum(st.size_d[(b, d)] for d in st.dirs[b]) - st.fixed_b[b]} bytes today")
         elif st.outside(b, load) > EPS:
             out.append(f"broker {b} ends at {load:.0f} bytes, outside {st.lo:.0f}..{st.hi:.0f} bytes "
                        f"(mean {st.mean:.0f} +/- {st.opts.tolerance:.0%})")
