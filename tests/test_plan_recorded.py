@@ -112,3 +112,31 @@ def test_capacity_from_disk_reads_the_file_systems(sample, tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     r = kafka_audit_in_process("plan", "--manifest", tmp_path)       # no manifest there: exit 3, one line
     assert r.returncode == 3 and r.stderr.count("\n") == 1 and "no manifest" in r.stderr
+
+
+def test_default_balance_is_the_steady_state_with_both_measures_and_the_fallbacks_said(sample, tmp_path):
+    steady, current, shallow = tmp_path / "steady.json", tmp_path / "current.json", tmp_path / "index.json"
+    r = kafka_audit_in_process("plan", *dirs_args(sample), "--json", steady)
+    assert r.returncode in (0, 1), r.stderr
+    kafka_audit_in_process("plan", *dirs_args(sample), "--json", current, "--balance", "current")
+    kafka_audit_in_process("plan", *dirs_args(sample), "--json", shallow, "--depth", "index")
+    s, c, i = (json.loads(p.read_text()) for p in (steady, current, shallow))
+    assert (s["balance"], c["balance"]) == ("steady", "current")
+    for doc in (s, c):
+        st = doc["steady_state"]
+        assert st["replicas"] == 23 and 0 < st["replicas_at_bytes_today"] < st["replicas"]
+        assert st["replicas_at_bytes_today"] == sum(f["replicas"] for f in st["fallbacks"])
+        assert st["bytes_at_bytes_today"] == sum(f["bytes"] for f in st["fallbacks"])
+        for rows in (doc["brokers"], doc["log_dirs"]):
+            assert sum(x["bytes_before"] for x in rows) == sum(x["bytes_after"] for x in rows)
+            assert sum(x["steady_bytes_before"] for x in rows) == sum(x["steady_bytes_after"] for x in rows)
+        balanced = "steady_bytes" if doc is s else "bytes"
+        for b in doc["brokers"]:       # x mean is of what was balanced
+            assert b["ratio_to_mean_before"] == pytest.approx(b[f"{balanced}_before"] / doc["mean_broker_bytes"], abs=2e-3)
+    # the same replicas, the same bytes today; what was balanced differs
+    assert [b["bytes_before"] for b in s["brokers"]] == [b["bytes_before"] for b in c["brokers"]]
+    assert [b["steady_bytes_before"] for b in s["brokers"]] == [b["steady_bytes_before"] for b in c["brokers"]]
+    assert s["mean_broker_bytes"] != c["mean_broker_bytes"]
+    assert "at retention steady state" in r.stdout and "weighed at their bytes of today" in r.stdout
+    # an index scan has no record counts or first timestamps: fewer rates, more replicas at today's bytes
+    assert i["steady_state"]["replicas_at_bytes_today"] >= s["steady_state"]["replicas_at_bytes_today"]

@@ -209,16 +209,18 @@ def test_log_dirs_on_one_file_system_share_its_headroom():
     assert summary(p, inp, None)["file_systems"][0]["peak_fraction"] <= 0.85
 
 
-def _optimum(sizes, start, brokers, dirs, tol):
-    """Brute force: the fewest bytes any placement (RF 1) reaching the target moves, or None."""
+def _optimum(sizes, start, brokers, dirs, tol, weights=None):
+    """Brute force: the fewest bytes any placement (RF 1) reaching the target (on ``weights``,
+    default the sizes) moves, or None."""
     import itertools
     places = [(b, d) for b in brokers for d in dirs]
-    mean = sum(sizes) / len(brokers)
+    weights = weights or sizes
+    mean = sum(weights) / len(brokers)
     best = None
     for choice in itertools.product(places, repeat=len(sizes)):
         load_b = {b: 0 for b in brokers}
         load_d = {p: 0 for p in places}
-        for s, p in zip(sizes, choice):
+        for s, p in zip(weights, choice):
             load_b[p[0]] += s
             load_d[p] += s
         if any(abs(v - mean) > tol * mean + 1e-6 for v in load_b.values()):
@@ -258,3 +260,31 @@ def test_lower_bound_never_above_the_brute_force_optimum(layout):
         if p.target_reached:
             assert p.bytes_moved >= best
     assert feasible >= 15          # the cases mostly have a solution: the bound was really compared
+
+
+@pytest.mark.parametrize("layout", BRUTE_LAYOUTS)
+def test_weighted_lower_bound_never_above_the_brute_force_optimum(layout):
+    """Balancing weights other than today's bytes (the steady state): the bound, in bytes moved,
+    stays <= the brute-force optimum and the plan, when it reaches the target, moves no less."""
+    nb, nd, n, tol = layout
+    feasible = 0
+    for seed in range(25):
+        rnd = random.Random(100 + seed)
+        brokers, dirs = list(range(1, nb + 1)), ["a", "b"][:nd]
+        sizes = [rnd.randint(1, 20) * MB for _ in range(n)]
+        weights = [rnd.randint(1, 20) * MB for _ in sizes]      # unrelated to the sizes
+        start = [(rnd.choice([1, 1, 2]), rnd.choice(dirs)) for _ in sizes]
+        specs = {b: BrokerSpec(b, None, [f"/{b}/{d}" for d in dirs]) for b in brokers}
+        parts = {("t", i): PartitionSpec("t", i, [b], b, {b: f"/{b}/{d}"}, {b: s}) for i, (s, (b, d)) in
+                 enumerate(zip(sizes, start))}
+        inp = PlanInput(specs, parts, weights={(("t", i), b): w for i, (w, (b, _d)) in enumerate(zip(weights, start))})
+        p = plan(inp, PlanOptions(tolerance=tol))
+        best = _optimum(sizes, start, brokers, dirs, tol, weights)
+        if best is None:
+            assert not p.target_reached
+            continue
+        feasible += 1
+        assert p.lower_bound_bytes <= best, (seed, sizes, weights, start, p.lower_bound_bytes, best)
+        if p.target_reached:
+            assert p.bytes_moved >= best
+    assert feasible >= 20          # most cases have a solution: the bound was really compared

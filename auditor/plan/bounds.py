@@ -50,7 +50,7 @@ def lower_bound_bytes(inp: PlanInput, opts: PlanOptions) -> int:
         for b in p.replicas:
             key = (b, p.log_dirs.get(b))
             if key in load_d:
-                w = inp.weights.get(tp) if inp.weights is not None else None
+                w = inp.weights.get((tp, b)) if inp.weights is not None else None
                 load_d[key] += float(p.sizes.get(b, 0) if w is None else w)
     active = [b for b in inp.brokers if b not in opts.drain]
     if not active:
