@@ -254,7 +254,28 @@ def _plan_section(doc: dict) -> dict | None:
         between_dirs_human=human_bytes(plan["bytes_moved"] - between), lower_bound_human=human_bytes(plan["lower_bound_bytes"]),
         tolerance_pct=f"{plan['tolerance']:.0%}",
         command="kafka-audit plan " + " ".join(args) + " --out plan.json --rollback rollback.json --json plan-summary.json",
-        broker_rows=[dict(b, before_human=human_bytes(b["bytes_before"]), after_human=human_bytes(b["bytes_after"]))
-                     for b in plan["brokers"]],
-        dir_rows=[dict(d, before_human=human_bytes(d["bytes_before"]), after_human=human_bytes(d["bytes_after"]),
-                       peak_human=human_bytes(d["bytes_peak"])) for d in plan["log_dirs"]])
+        broker_rows=[_both(b) for b in plan["brokers"]],
+        dir_rows=[dict(_both(d), peak_human=human_bytes(d["bytes_peak"])) for d in plan["log_dirs"]],
+        move_rows=[dict(m, human=human_bytes(m["size_bytes"])) for m in plan.get("moves") or []],
+        **_balanced(plan))
+
+
+def _both(row: dict) -> dict:
+    """A plan's broker or log dir row with its sizes, today's and at steady state, for people."""
+    def h(key):
+        return "-" if row.get(key) is None else human_bytes(row[key])
+    return dict(row, before_human=h("bytes_before"), after_human=h("bytes_after"),
+                steady_before_human=h("steady_bytes_before"), steady_after_human=h("steady_bytes_after"))
+
+
+def _balanced(plan: dict) -> dict:
+    """What the plan balanced, and how many replicas weighed their bytes of today for want of a steady state."""
+    st = plan.get("steady_state")
+    steady = plan.get("balance") == "steady"
+    text = "each replica's bytes at retention steady state" if steady else "today's bytes"
+    if not st or not st.get("replicas_at_bytes_today"):
+        return {"balanced_text": text, "fallback_text": "", "fallback_rows": []}
+    return {"balanced_text": text,
+            "fallback_text": (f"The steady state of {st['replicas_at_bytes_today']} of {st['replicas']} replicas "
+                              f"({human_bytes(st['bytes_at_bytes_today'])}) is unknown: they count at their bytes of today."),
+            "fallback_rows": [dict(f, human=human_bytes(f["bytes"])) for f in st.get("fallbacks") or []]}

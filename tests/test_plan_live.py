@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import kafka_audit
+from harness.cli import kafka_audit, kafka_audit_in_process
 from harness.kafka import KafkaHarnessError, tools_log4j_config, wait_until
 
 pytestmark = pytest.mark.live
@@ -83,7 +83,7 @@ def settled(kc, expected: dict[tuple[str, int], dict[int, str | None]]) -> bool:
         return False
     where: dict[tuple[str, int], dict[int, str]] = {}
     for (b, d, t, p) in disk:
-        if t in TOPICS:
+        if t in TOPICS or (t, p) in expected:
             if b in where.setdefault((t, p), {}):
                 return False
             where[(t, p)][b] = d
@@ -194,8 +194,10 @@ def assert_rf_and_racks(kc) -> None:
 # ---------------------------------------------------------------------------------------------- fixture
 @pytest.fixture(scope="module")
 def skewed(kafka_cluster_factory, tmp_path_factory):
+    # retention checked every second: the steady-state test's short-retention topic reaches its steady
+    # state within seconds (no other topic here has a record older than its retention)
     kc = kafka_cluster_factory(brokers=3, log_dirs_per_broker=2, start=False,
-                               broker_config={"file.delete.delay.ms": "500"})
+                               broker_config={"file.delete.delay.ms": "500", "log.retention.check.interval.ms": "1000"})
     for b, node in kc.nodes.items():
         node.config["broker.rack"] = RACKS[b]
     kc.start()
@@ -226,7 +228,7 @@ def test_plan_executed_by_kafka_balances_the_cluster(skewed):
 
     out, summary_file, rollback = tmp / "plan.json", tmp / "plan-summary.json", tmp / "rollback.json"
     args = ["plan", *[a for d in all_log_dirs(kc) for a in ("--log-dir", d)], "--out", out, "--json", summary_file,
-            "--rollback", rollback, "--throttle", THROTTLE]
+            "--rollback", rollback, "--throttle", THROTTLE, "--balance", "current"]
     proc = kafka_audit(*args, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     summary = json.loads(summary_file.read_text())
@@ -299,17 +301,18 @@ def test_rollback_then_generate_side_by_side(skewed):
     assert_rf_and_racks(kc)
 
 
-def plan_cli(kc, tmp: Path, name: str, *extra) -> tuple[subprocess.CompletedProcess, dict, Path]:
+def plan_cli(kc, tmp: Path, name: str, *extra, in_process: bool = False) -> tuple[subprocess.CompletedProcess, dict, Path]:
     out, summary_file = tmp / f"{name}.json", tmp / f"{name}-summary.json"
-    proc = kafka_audit("plan", *[a for d in all_log_dirs(kc) for a in ("--log-dir", d)], "--out", out,
-                       "--json", summary_file, "--throttle", THROTTLE, *extra, timeout=300)
+    args = ["plan", *[a for d in all_log_dirs(kc) for a in ("--log-dir", d)], "--out", out, "--json", summary_file,
+            "--throttle", THROTTLE, *extra]
+    proc = kafka_audit_in_process(*args) if in_process else kafka_audit(*args, timeout=300)
     assert proc.returncode in (0, 1), proc.stdout + proc.stderr
     return proc, json.loads(summary_file.read_text()), out
 
 
 def test_drain_broker_3(skewed):
     kc, tmp = skewed
-    proc, summary, out = plan_cli(kc, tmp, "drain", "--drain-broker", "3")
+    proc, summary, out = plan_cli(kc, tmp, "drain", "--drain-broker", "3", "--balance", "current")
     print(proc.stdout)
     b3 = {b["broker_id"]: b for b in summary["brokers"]}[3]
     assert b3["drained"] and b3["bytes_before"] > b3["unmovable_bytes"] == b3["bytes_after"]   # its metadata log stays
@@ -331,7 +334,8 @@ def test_headroom_forbids_the_obvious_log_dir(skewed):
     kc, tmp = skewed
     small = kc.nodes[3].log_dirs[0]
     cap = 3 * 1024 * 1024
-    proc, summary, out = plan_cli(kc, tmp, "headroom", "--capacity", f"{small}={cap}", "--capacity", "1GiB")
+    proc, summary, out = plan_cli(kc, tmp, "headroom", "--capacity", f"{small}={cap}", "--capacity", "1GiB",
+                                  "--balance", "current")
     print(proc.stdout)
     assert any(str(small) in n and "headroom" in n for n in summary["notes"]), summary["notes"]
     peak = {(d["broker_id"], d["log_dir"]): d for d in summary["log_dirs"]}[(3, str(small))]
@@ -350,11 +354,100 @@ def test_bootstrap_server_gives_the_plan_the_metadata_log_gives(skewed):
     """Replica sets, leaders and racks from the live cluster (Metadata, DescribeCluster) instead of
     the metadata log on disk: the same plan. With neither, exit 2 and one line."""
     kc, tmp = skewed
-    _, from_disk, out_disk = plan_cli(kc, tmp, "from-disk")
-    _, from_cluster, out_cluster = plan_cli(kc, tmp, "from-cluster", "--bootstrap-server", kc.bootstrap_servers)
+    _, from_disk, out_disk = plan_cli(kc, tmp, "from-disk", "--balance", "current")
+    _, from_cluster, out_cluster = plan_cli(kc, tmp, "from-cluster", "--bootstrap-server", kc.bootstrap_servers,
+                                            "--balance", "current")
     assert json.loads(out_disk.read_text()) == json.loads(out_cluster.read_text())
     assert [b["rack"] for b in from_cluster["brokers"]] == [RACKS[b] for b in sorted(RACKS)]
     assert from_disk["bytes_moved"] == from_cluster["bytes_moved"]
     no_meta = [str(d) for n in kc.nodes.values() for d in n.log_dirs[1:]]     # metadata.log.dir is data-0
     proc = kafka_audit("plan", *[a for d in no_meta for a in ("--log-dir", d)], timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--bootstrap-server" in proc.stderr
+
+
+# ---------------------------------------------------------------------------------------------- steady state
+#: RF 1 topics for the steady-state case: "keep" keeps everything (retention.ms -1), most of it on
+#: broker 2; "ebb" (on broker 1, the largest today) is written with record times 2 h old under a
+#: 3 h retention: the broker deletes it within the hour, so at steady state it weighs nothing
+KEEP = [2] * 8 + [1, 1, 3, 3]
+EBB = [1] * 4
+KEEP_KIB, EBB_KIB = 1000, 3000
+
+
+def steady_case_bytes(kc) -> tuple[dict[int, int], dict[tuple[int, str], int], dict[str, int]]:
+    """.log bytes of keep and ebb: per broker, per log dir, per topic."""
+    per_b, per_d, per_t = {b: 0 for b in RACKS}, {(b, str(d)): 0 for b, n in kc.nodes.items() for d in n.log_dirs}, {}
+    for (b, d, t, _p), size in disk_replicas(kc).items():
+        if t in ("keep", "ebb"):
+            per_b[b] += size
+            per_d[(b, d)] += size
+            per_t[t] = per_t.get(t, 0) + size
+    return per_b, per_d, per_t
+
+
+def test_default_plan_balances_the_steady_state_and_the_brokers_reach_it(skewed):
+    """Today broker 1 is the heaviest (ebb); at retention's steady state broker 2 is (keep). The
+    default plan (steady) moves keep off broker 2 and leaves ebb, where ``--balance current`` would
+    move ebb; Kafka executes it; then ebb's retention is brought forward (retention.ms 1 h: its
+    records are 2 h old) so the brokers reach the steady state now rather than within the hour,
+    and what they hold is what the plan promised, balanced. Runs last: it deletes the planted topics."""
+    import time
+
+    kc, tmp = skewed
+    admin = kc.admin()
+    for f in admin.delete_topics(list(TOPICS), operation_timeout=30).values():
+        f.result(timeout=30)
+    wait_until(lambda: not any(k[2] in TOPICS or k[2].startswith("<") for k in disk_replicas(kc)), 120,
+               "the planted topics' dirs to be gone")
+    started = time.monotonic()
+    kc.create_topic("keep", replica_assignment=[[b] for b in KEEP], config={"retention.ms": "-1"})
+    kc.create_topic("ebb", replica_assignment=[[b] for b in EBB], config={"retention.ms": str(3 * 3600_000)})
+    pin, nth = [], {}
+    for t, brokers in (("keep", KEEP), ("ebb", EBB)):
+        for i, b in enumerate(brokers):
+            k = nth[(t, b)] = nth.get((t, b), -1) + 1      # each broker's partitions of a topic alternate its dirs
+            pin.append({"topic": t, "partition": i, "replicas": [b], "log_dirs": [str(kc.nodes[b].log_dirs[k % 2])]})
+    (tmp / "pin-steady.json").write_text(json.dumps({"version": 1, "partitions": pin}))
+    run_reassignment(kc, tmp / "pin-steady.json", throttle=None)
+    two_hours_ago = int(time.time() * 1000) - 2 * 3600_000
+    for t, brokers, kib in (("keep", KEEP, KEEP_KIB), ("ebb", EBB, EBB_KIB)):
+        for i in range(len(brokers)):
+            # record times 10 ms apart: a record-time span the projection reads a rate from (idle: 2 h old)
+            kc.produce(t, ((None, os.urandom(512).hex(), two_hours_ago + 10 * j) for j in range(kib)), partition=i,
+                       linger_ms=20)
+
+    phases = {"topics created, pinned, written": time.monotonic() - started}
+    proc, steady, out = plan_cli(kc, tmp, "steady", in_process=True)
+    print(proc.stdout)
+    _, current, _ = plan_cli(kc, tmp, "current", "--balance", "current", in_process=True)
+    assert steady["balance"] == "steady" and steady["target_reached"], steady["reasons"]
+    # the file systems under the log dirs bound the headroom; below it, the same plan
+    _, on_disk, out_disk = plan_cli(kc, tmp, "steady-disk", "--capacity-from-disk", in_process=True)
+    phases["three plans"] = time.monotonic() - started - sum(phases.values())
+    assert on_disk["capacities_known"] and sorted(d for f in on_disk["file_systems"] for d in f["log_dirs"]) == sorted(
+        all_log_dirs(kc))
+    if all(f["peak_fraction"] < 0.8 for f in on_disk["file_systems"]):
+        assert json.loads(out_disk.read_text()) == json.loads(out.read_text())
+    assert steady["steady_state"]["replicas_at_bytes_today"] == 0, steady["steady_state"]
+    moved = {m["topic"] for m in steady["moves"] if m["kind"] == "broker"}
+    assert moved == {"keep"} and all(m["from_broker"] == 2 for m in steady["moves"] if m["kind"] == "broker")
+    assert "ebb" in {m["topic"] for m in current["moves"] if m["kind"] == "broker"}, current["moves"]
+    promised = {b["broker_id"]: b["steady_bytes_after"] - b["unmovable_bytes"] for b in steady["brokers"]}
+    today_after = {b["broker_id"]: b["bytes_after"] - b["unmovable_bytes"] for b in steady["brokers"]}
+    assert max_over_mean(today_after.values()) > 1.10        # today's bytes are left skewed on purpose
+
+    run_reassignment(kc, out)
+    phases["executed"] = time.monotonic() - started - sum(phases.values())
+    kc.alter_topic_config("ebb", {"retention.ms": 3600_000})
+    wait_until(lambda: steady_case_bytes(kc)[2].get("ebb", 0) == 0, 120, "retention to delete ebb's records")
+    phases["ebb at steady state"] = time.monotonic() - started - sum(phases.values())
+    per_b, per_d, per_t = steady_case_bytes(kc)
+    print(f"steady state: promised per broker {promised}, held {per_b} (keep {per_t.get('keep')} bytes); "
+          + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items()))
+    mean = sum(per_b.values()) / len(per_b)
+    for b, held in per_b.items():
+        assert abs(held - promised[b]) <= 0.01 * mean, (b, held, promised[b])
+    assert max_over_mean(per_b.values()) <= 1.10
+    for b, node in kc.nodes.items():
+        dirs = [per_d[(b, str(d))] for d in node.log_dirs]
+        assert max(dirs) <= 1.10 * (sum(dirs) / len(dirs)), (b, dirs)

@@ -212,3 +212,31 @@ def test_group_and_tiered_sections_in_chromium(demo, browser):
     keys_section.scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "demo-report-keys.png"))
     assert not problems, problems
+
+
+def test_plan_section_in_chromium(demo, browser):
+    """The demo's disk skew (KLA002) comes with its fix: the report's plan section is visible, its
+    moves table lists the plan's moves as the findings JSON has them, its broker table every broker
+    with its bytes today and at steady state, and it shows the commands that write and run the plan."""
+    out, _ = demo
+    doc = json.loads((out / "findings.json").read_text())
+    plan = doc["plan"]
+    assert plan and plan["moves"] and plan["balance"] == "steady", plan
+    page, problems = open_page(browser, out / "report.html", "demo-report-plan")
+    section = page.locator("#plan")
+    section.scroll_into_view_if_needed()
+    assert section.is_visible() and "reassignment plan" in section.inner_text()
+    moves = page.eval_on_selector_all(
+        "#plan-moves tbody tr", "rows => rows.map(r => Array.from(r.cells).map(c => c.innerText.trim()))")
+    assert [(r[0], int(r[1]), int(r[3]), int(r[5]), r[6]) for r in moves] == \
+        [(m["topic"], m["partition"], m["from_broker"], m["to_broker"], m["to_dir"]) for m in plan["moves"]]
+    assert page.locator("#plan-moves").is_visible()
+    brokers = page.eval_on_selector_all(
+        "#plan-brokers tbody tr", "rows => rows.map(r => Array.from(r.cells).map(c => c.innerText.trim()))")
+    assert [int(r[0]) for r in brokers] == [b["broker_id"] for b in plan["brokers"]]
+    assert all(len(r) == 8 and r[3] != "-" for r in brokers), brokers      # the steady state is known per broker
+    commands = page.locator("#plan ~ pre").first.inner_text()
+    assert "kafka-audit plan --log-dir" in commands and "--execute --throttle" in commands and "--verify" in commands
+    assert page.locator("#plan ~ pre").first.is_visible()
+    page.locator("#plan-moves").screenshot(path=str(ARTIFACTS / "demo-report-plan-moves.png"))
+    assert not problems, problems
