@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 
-EPS = 1e-9
+EPS = 1e-6                       # bytes: below any byte, above float rounding of byte sums
 #: candidates looked at on each side of the ideal size, per log dir and step (bounds the cost)
 SCAN_STEPS = 48
 

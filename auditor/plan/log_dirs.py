@@ -66,7 +66,7 @@ def _step(st, b: int, src_dir: str, dst_dir: str, want: float, cap: float, gain,
         return False
     if not free and not st.limit_allows(st.size[(e[2], b)]):
         return False
-    _apply(st, b, e, src_dir, dst_dir)
+    apply_dir_move(st, b, e, src_dir, dst_dir)
     return True
 
 
@@ -95,13 +95,13 @@ def _swap(st, b: int, heavy: str, light: str, want: float, cap: float, gain, fre
                 cost = sum(st.size[(e[2], b)] for e in (ea, eb) if (e[2], b) not in st.arrival)
                 if cost and not st.limit_allows(cost):
                     return False
-                _apply(st, b, ea, heavy, light)
-                _apply(st, b, eb, light, heavy)
+                apply_dir_move(st, b, ea, heavy, light)
+                apply_dir_move(st, b, eb, light, heavy)
                 return True
     return False
 
 
-def _apply(st, b: int, e: tuple, src_dir: str, dst_dir: str) -> None:
+def apply_dir_move(st, b: int, e: tuple, src_dir: str, dst_dir: str) -> None:
     tp = e[2]
     size, w = st.size[(tp, b)], st.weight[(tp, b)]
     free = (tp, b) in st.arrival

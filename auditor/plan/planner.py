@@ -30,11 +30,14 @@ from auditor.plan.bounds import broker_bounds, lower_bound_bytes
 from auditor.plan.choose import pick
 from auditor.plan.log_dirs import balance_log_dirs, dir_reasons
 from auditor.plan.model import DirKey, Move, Plan, PlanInput, PlanOptions, TP
+from auditor.plan.search import search
 from auditor.plan.swaps import broker_swap_step
 
-EPS = 1e-9
+EPS = 1e-6                       # bytes: below any byte, above float rounding of byte sums
 #: the least a replica weighs: an empty one (or one retention will empty) still leaves a drained broker
 MIN_WEIGHT = 1.0
+#: movable replicas at most for the exact search (:mod:`auditor.plan.search`, which bounds it further)
+SEARCH_REPLICAS = 40
 #: lightest brokers tried as destinations of one heavy broker per step
 DESTINATIONS = 24
 
@@ -221,15 +224,25 @@ class _State:
 def plan(inp: PlanInput, opts: PlanOptions | None = None) -> Plan:
     """The plan for ``inp`` (pure: nothing read, nothing written)."""
     opts = opts or PlanOptions()
-    st = _State(inp, opts)
+
+    def fresh() -> _State:
+        st = _State(inp, opts)
+        _check_inputs(st)
+        return st
+
+    st = fresh()
+    small = sum(len(v) for v in st.entries.values()) <= SEARCH_REPLICAS
     before_b = {b: int(v) for b, v in st.load_b.items()}
     before_d = {k: int(v) for k, v in st.load_d.items()}
-    _check_inputs(st)
     while _broker_step(st):
         pass
     for b in st.receivers:
         balance_log_dirs(st, b)
     reasons = _reasons(st)
+    # on a small cluster, every placement: one that reaches a target the greedy missed, or moves fewer bytes
+    found = search(fresh, float("inf") if reasons else st.bytes_moved) if small else None
+    if found is not None:
+        st, reasons = found, _reasons(found)
     return Plan(moves=st.moves, before_brokers=before_b, after_brokers={b: int(v) for b, v in st.load_b.items()},
                 before_dirs=before_d, after_dirs={k: int(v) for k, v in st.load_d.items()},
                 peak_dirs=dict(st.peak_d), peak_disks=dict(st.peak_disk), lower_bound_bytes=lower_bound_bytes(inp, opts),

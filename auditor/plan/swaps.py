@@ -53,8 +53,8 @@ def _apply(st, tp_a, tp_b, src: int, dst: int) -> bool:
     size_a, size_b = st.size[(tp_a, src)], st.size[(tp_b, dst)]
     if not st.limit_allows(size_a + size_b):
         return False
-    dir_a = st.landing_dir(dst, size_a)
-    dir_b = st.landing_dir(src, size_b) if dir_a is not None else None
+    dir_a = st.landing_dir(dst, size_a, st.weight[(tp_a, src)])
+    dir_b = st.landing_dir(src, size_b, st.weight[(tp_b, dst)]) if dir_a is not None else None
     if dir_a is None or dir_b is None:
         return False
     st.apply_broker_move(tp_a, src, dst, dir_a)
