@@ -394,12 +394,10 @@ def test_default_plan_balances_the_steady_state_and_the_brokers_reach_it(skewed)
     import time
 
     kc, tmp = skewed
-    admin = kc.admin()
-    for f in admin.delete_topics(list(TOPICS), operation_timeout=30).values():
-        f.result(timeout=30)
-    wait_until(lambda: not any(k[2] in TOPICS or k[2].startswith("<") for k in disk_replicas(kc)), 120,
-               "the planted topics' dirs to be gone")
     started = time.monotonic()
+    for f in kc.admin().delete_topics(list(TOPICS), operation_timeout=30).values():
+        f.result(timeout=30)
+    # (their -delete dirs go while the new topics are made: the pinning below waits until none is left)
     kc.create_topic("keep", replica_assignment=[[b] for b in KEEP], config={"retention.ms": "-1"})
     kc.create_topic("ebb", replica_assignment=[[b] for b in EBB], config={"retention.ms": str(3 * 3600_000)})
     pin, nth = [], {}
@@ -416,7 +414,9 @@ def test_default_plan_balances_the_steady_state_and_the_brokers_reach_it(skewed)
             kc.produce(t, ((None, os.urandom(512).hex(), two_hours_ago + 10 * j) for j in range(kib)), partition=i,
                        linger_ms=20)
 
-    phases = {"topics created, pinned, written": time.monotonic() - started}
+    wait_until(lambda: not any(k[2] in TOPICS or k[2].startswith("<") for k in disk_replicas(kc)), 120,
+               "the planted topics' dirs to be gone")
+    phases = {"old topics deleted, new ones created, pinned, written": time.monotonic() - started}
     proc, steady, out = plan_cli(kc, tmp, "steady", in_process=True)
     print(proc.stdout)
     _, current, _ = plan_cli(kc, tmp, "current", "--balance", "current", in_process=True)

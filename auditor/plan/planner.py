@@ -12,6 +12,13 @@ How (greedy, each step pairs the worst broker with a light one):
    leader. Each move must lower the total distance outside the bounds, so the loop ends.
 2. Between log dirs of each broker: the same between its heaviest and lightest log dir;
    replicas that step 1 brought to the broker are re-pointed first (free: no extra copy).
+3. On a small cluster (at most :data:`SEARCH_REPLICAS` movable replicas), every placement
+   (:mod:`auditor.plan.search`): it replaces the greedy plan when that misses a target some
+   placement reaches, or when it moves fewer bytes.
+
+What is balanced: each replica's weight (:attr:`PlanInput.weights`: its retention steady state,
+or today's bytes), at least :data:`MIN_WEIGHT`; what a move costs and the headroom while both
+copies exist: today's bytes; the headroom once the moves are done: the weights.
 
 What every move keeps: the replication factor; one replica per broker; distinct racks (a
 move never lowers the number of racks of a partition, unless the brokers left have fewer racks:
