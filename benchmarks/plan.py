@@ -144,9 +144,16 @@ def main() -> None:
     ap.add_argument("--replicas", type=int, default=200_000)
     ap.add_argument("--racks", type=int, default=10)
     ap.add_argument("--tolerance", type=float, default=0.10)
+    ap.add_argument("--steady", action="store_true",
+                    help="balance SYNTHETIC steady states: each topic's replicas weigh their bytes x a factor "
+                         "(0.25, 0.5, 1, 1, 1.5 or 2, seeded), as retention would make them; no baselines")
     a = ap.parse_args()
     t0 = time.perf_counter()
     inp = fleet(a.brokers, a.log_dirs, a.replicas, a.racks)
+    if a.steady:
+        rnd = random.Random(3)
+        factor = {f"synthetic-{t}": rnd.choice([0.25, 0.5, 1.0, 1.0, 1.5, 2.0]) for t in range(TOPICS)}
+        inp.weights = {(tp, b): p.sizes[b] * factor[tp[0]] for tp, p in inp.partitions.items() for b in p.replicas}
     built = time.perf_counter() - t0
     rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     c0, t1 = time.process_time(), time.perf_counter()
@@ -168,8 +175,9 @@ def main() -> None:
           f"{'same' if recount == p.bytes_moved else 'DIFFERENT'}); between brokers {p.bytes_moved_between_brokers / 1e12:.2f} TB, between log dirs "
           f"{(p.bytes_moved - p.bytes_moved_between_brokers) / 1e12:.2f} TB")
     rows = [("kafka-audit plan", p.bytes_moved, ratio(p.after_brokers.values()), ratio(p.after_dirs.values()))]
-    for name, assign in (("first-fit decreasing", first_fit_decreasing(inp)), ("--generate (round-robin)",
-                                                                                generate_like(inp))):
+    baselines = () if a.steady else (("first-fit decreasing", first_fit_decreasing(inp)),
+                                      ("--generate (round-robin)", generate_like(inp)))
+    for name, assign in baselines:
         lbk, ldk = loads(inp, assign)
         rows.append((name, moved_bytes(inp, assign), ratio(lbk.values()), ratio(ldk.values())))
     print(f"\nbefore: brokers max/mean {ratio(p.before_brokers.values()):.3f}, log dirs max/mean "

@@ -24,10 +24,11 @@ def balance_log_dirs(st, b: int) -> None:
     lo, hi = dir_bounds(st, b)
     for _ in range(10 * sum(len(st.entries[(b, d)]) for d in st.dirs[b]) + 10):
         dirs = sorted(st.dirs[b], key=lambda d: st.load_d[(b, d)])
-        heavy = dirs[-1]
-        if st.load_d[(b, heavy)] <= hi + EPS and st.load_d[(b, dirs[0])] >= lo - EPS:
+        if st.load_d[(b, dirs[-1])] <= hi + EPS and st.load_d[(b, dirs[0])] >= lo - EPS:
             return
-        if not any(_pair(st, b, heavy, light, lo, hi, free) for free in (True, False) for light in dirs[:-1]):
+        # the heaviest dir first; when nothing it holds can go (one replica above the dir's share), the next
+        if not any(_pair(st, b, dirs[h], light, lo, hi, free) for free in (True, False)
+                   for h in range(len(dirs) - 1, 0, -1) for light in dirs[:h]):
             return
 
 
