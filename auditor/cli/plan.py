@@ -1,7 +1,8 @@
 """``kafka-audit plan``: from skew to a reassignment plan that Kafka's own tool executes.
 
-Reads each replica's bytes from the log dirs (or manifests), the replica sets, leaders and racks
-from the KRaft metadata log those dirs hold (or ``--bootstrap-server``), plans with
+Reads each replica's bytes and record times from the log dirs (or manifests), the replica sets, leaders and racks
+from the KRaft metadata log those dirs hold (or ``--bootstrap-server``), with the topics' retention
+rules each replica's steady state (:mod:`auditor.cli.plan_steady`), plans with
 :mod:`auditor.plan`, and writes the file ``kafka-reassign-partitions --execute
 --reassignment-json-file`` takes (``--out``), today's assignment (``--rollback``) and a summary
 (``--json``); prints a table. Read-only on the log dirs, like ``scan``.
@@ -32,7 +33,8 @@ def register(sub) -> None:
         help="from skew to a reassignment plan that kafka-reassign-partitions executes",
         description=(
             "Plan replica moves that bring every broker, and every log dir of each broker, within\n"
-            "--tolerance of its peers' mean, moving as few bytes as it can; keep the replication\n"
+            "--tolerance of its peers' mean (by default in what each replica will weigh at retention\n"
+            "steady state, see --balance), moving as few bytes as it can; keep the replication\n"
             "factor, one replica per broker and the racks' spread; never take a log dir above\n"
             "--headroom of its capacity while the old and the new copy both exist.\n"
             "Bytes come from the log dirs (or manifests); replica sets, leaders and racks from the\n"
