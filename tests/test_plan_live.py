@@ -100,14 +100,15 @@ def run_reassignment(kc, plan_file: Path, throttle: int | None = THROTTLE) -> No
     if throttle:
         args += ["--throttle", str(throttle), "--replica-alter-log-dirs-throttle", str(throttle)]
     reassign_tool(kc, *args)
-    wait_until(lambda: verify_done(kc, plan_file), 600, f"kafka-reassign-partitions --verify {plan_file.name}",
-               interval_s=1.0)
     parts = json.loads(plan_file.read_text())["partitions"]
     expected = {(p["topic"], p["partition"]): {b: (None if d == "any" else d) for b, d in
                                                zip(p["replicas"], p.get("log_dirs") or ["any"] * len(p["replicas"]))}
                 for p in parts}
-    wait_until(lambda: settled(kc, expected), 300, f"the disks to hold exactly {plan_file.name}'s placement",
+    # the disks first (a cheap look), then the tool's own answer (a JVM each time; it also lifts the throttle)
+    wait_until(lambda: settled(kc, expected), 600, f"the disks to hold exactly {plan_file.name}'s placement",
                interval_s=0.5)
+    wait_until(lambda: verify_done(kc, plan_file), 300, f"kafka-reassign-partitions --verify {plan_file.name}",
+               interval_s=1.0)
 
 
 def in_sync(kc) -> bool:
