@@ -17,8 +17,8 @@ import pytest
 
 from harness.airflow_home import run_dag
 from harness.cli import kafka_audit
-from harness.s3proxy import S3Proxy
 from harness.realdata import BROKER_DIRS
+from harness.s3proxy import s3_server  # noqa: F401 - the module's S3 server
 
 pytestmark = pytest.mark.live
 
@@ -28,22 +28,19 @@ BROKERS = {"b1": BROKER_DIRS / "kafka-2018-v2" / "kafka-logs",
 
 
 @pytest.fixture(scope="module")
-def s3_server(tmp_path_factory):
-    server = S3Proxy(tmp_path_factory.mktemp("s3proxy")).start()
-    server.make_bucket("audits")
-    env = server.env()
+def collected(s3_server):  # noqa: F811 - the fixture imported above
+    env = s3_server.env()
     for name, log_dir in BROKERS.items():
         res = kafka_audit("collect", "--out", f"s3://audits/m/{name}", log_dir, env=env, timeout=300)
         assert res.returncode == 0, res.stderr
-    yield server
-    server.stop()
+    return s3_server
 
 
 @pytest.fixture(scope="module")
-def airflow_env(tmp_path_factory, s3_server):
+def airflow_env(tmp_path_factory, collected):
     home = tmp_path_factory.mktemp("airflow-home")
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    env = dict(s3_server.env(), AIRFLOW_HOME=str(home), AIRFLOW__CORE__LOAD_EXAMPLES="False",
+    env = dict(collected.env(), AIRFLOW_HOME=str(home), AIRFLOW__CORE__LOAD_EXAMPLES="False",
                AIRFLOW__CORE__DAGS_FOLDER=str(REPO / "airflow_dags"), SPARK_LOCAL_IP="127.0.0.1",
                PYTHONPATH=str(REPO), PATH=path)
     airflow = Path(sys.executable).with_name("airflow")

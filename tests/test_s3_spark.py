@@ -17,8 +17,8 @@ import json
 import pytest
 
 from harness.cli import kafka_audit
-from harness.s3proxy import S3Proxy
 from harness.realdata import BROKER_DIRS
+from harness.s3proxy import s3_server  # noqa: F401 - the module's S3 server
 
 pytestmark = pytest.mark.live
 
@@ -27,14 +27,6 @@ AT = "2018-01-01T00:00:00Z"
 BROKERS = {"b1": BROKER_DIRS / "kafka-2018-v2" / "kafka-logs",
            "b2": BROKER_DIRS / "kraft-transactional" / "kafka-data",
            "b3": BROKER_DIRS / "kafka-2.7.1-compacted" / "kafka-logs"}
-
-
-@pytest.fixture(scope="module")
-def s3_server(tmp_path_factory):
-    server = S3Proxy(tmp_path_factory.mktemp("s3proxy")).start()
-    server.make_bucket("audits")
-    yield server
-    server.stop()
 
 
 def findings(doc: dict) -> list[dict]:
