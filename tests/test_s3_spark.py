@@ -12,7 +12,8 @@ own Spark ``local[2]`` driver (as a user runs it):
   order Spark's tasks met them (not an order the document promises), so KLA090's evidence is
   compared as a sorted list;
 * ``scan --engine spark --manifest s3a://...`` gives every row the local copies hold (read here
-  with pyarrow);
+  with pyarrow), with the credentials taken from a profile (``AWS_PROFILE`` and a shared
+  credentials file, no key in the environment) on the driver and by s3a;
 * an object changed since ``_complete.json`` with its size kept (a flipped byte) is refused on
   Spark as on the driver: one line naming the CRC-32, exit 3 (the executors compute the CRC-32
   of the objects they read, auditor.engines.spark.parquet.check_remote_crcs).
@@ -28,7 +29,7 @@ import pytest
 from auditor.manifest import read_manifest
 from harness.cli import kafka_audit
 from harness.realdata import BROKER_DIRS
-from harness.s3proxy import s3_server  # noqa: F401 - the module's S3 server
+from harness.s3proxy import CREDENTIAL, IDENTITY, s3_server  # noqa: F401 - the module's S3 server
 
 pytestmark = pytest.mark.live
 
@@ -75,8 +76,14 @@ def test_spark_through_s3a_equals_spark_on_local_disk(collected, tmp_path):
     assert docs["s3a"]["totals"] == docs["local"]["totals"]
 
 
-def test_scan_on_spark_from_s3a_gives_the_manifests_rows(collected):
-    env, local = collected
+def test_scan_on_spark_from_s3a_gives_the_manifests_rows(collected, tmp_path):
+    """With the credentials in a profile of the shared credentials file (AWS_PROFILE, no key in the
+    environment): the driver's listing (pyarrow) and Spark's s3a reads both take it."""
+    _, local = collected
+    credentials = tmp_path / "credentials"
+    credentials.write_text(f"[auditor]\naws_access_key_id = {IDENTITY}\naws_secret_access_key = {CREDENTIAL}\n")
+    env = {k: v for k, v in collected[0].items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    env.update(AWS_PROFILE="auditor", AWS_SHARED_CREDENTIALS_FILE=str(credentials))
     res = kafka_audit("scan", "--engine", "spark", "--master", "local[2]", "--manifest", "s3a://audits/m",
                       "--json", env=env, timeout=900)
     assert res.returncode == 0, res.stderr[-3000:]
