@@ -358,18 +358,14 @@ def find_manifests(paths: Iterable[str | os.PathLike]) -> list[str]:
 
 
 def _open_part(manifest: str, name: str):
-    """A manifest file opened for reading (local path or a URL pyarrow's file systems know), or
-    None when it is absent."""
+    """A manifest file opened for reading (a local path or a URL), or None when it is absent."""
     if is_s3(manifest):   # read whole, its size and CRC-32 checked against _complete.json (ChangedManifest)
-        url = f"{manifest.rstrip('/')}/{name}"
-        if not object_store.exists(url):
-            return None
-        return io.BytesIO(read_checked(manifest.rstrip("/"), name, read_marker(manifest.rstrip("/"))))
-    if "://" in manifest:
+        m = manifest.rstrip("/")
+        return io.BytesIO(read_checked(m, name, read_marker(m))) if object_store.exists(f"{m}/{name}") else None
+    if "://" in manifest:   # (hdfs:// ...: pyarrow's file systems)
         from pyarrow import fs as pafs
 
-        uri = "s3://" + manifest[len("s3a://"):] if manifest.startswith("s3a://") else manifest  # Hadoop's name
-        filesystem, root = pafs.FileSystem.from_uri(uri.rstrip("/"))
+        filesystem, root = pafs.FileSystem.from_uri(manifest.rstrip("/"))
         path = f"{root}/{name}"
         if filesystem.get_file_info(path).type == pafs.FileType.NotFound:
             return None
