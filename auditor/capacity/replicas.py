@@ -95,7 +95,7 @@ def classify(cols: SegmentColumns, fs_of_dir: np.ndarray) -> tuple[np.ndarray, n
     return fs, live, going, known & ~live & ~going
 
 
-def _starts(keys: list[np.ndarray]) -> np.ndarray:
+def group_starts(keys: list[np.ndarray]) -> np.ndarray:
     change = np.zeros(len(keys[0]), dtype=bool)
     if len(change):
         change[0] = True
@@ -172,7 +172,7 @@ def build_replicas(cols: SegmentColumns, fs_of_dir: np.ndarray, origin_ms: np.nd
     order = idx[np.lexsort((cols.num["base_offset"][idx], cols.num["partition"][idx], cols.codes["topic"][idx],
                             cols.codes["log_dir"][idx]))]
     keys = [cols.codes["log_dir"][order], cols.codes["topic"][order], cols.num["partition"][order]]
-    starts = _starts(keys) if len(order) else np.zeros(0, dtype=np.int64)
+    starts = group_starts(keys) if len(order) else np.zeros(0, dtype=np.int64)
     counts = np.diff(np.append(starts, len(order)))
     replica = np.repeat(np.arange(len(starts)), counts)
     num = {k: v[order] for k, v in cols.num.items()}
