@@ -21,6 +21,7 @@ import numpy as np
 
 from auditor.capacity.columns import SegmentColumns
 from auditor.capacity.filesystems import Filesystems, group_filesystems
+from auditor.capacity.compaction import key_bounds
 from auditor.capacity.ledger import build_ledger
 from auditor.capacity.replicas import RATE_OK, RATE_STATES, Replicas, build_replicas, steady_state
 from auditor.capacity.rules import TopicRules
@@ -156,8 +157,10 @@ def _crossing(m: _Model, f: int, grid: np.ndarray, used: np.ndarray, limit: floa
 
 
 def project_capacity(cols: SegmentColumns, log_dirs: list[dict], rules: dict[str, TopicRules], as_of_ms: int,
-                     settings: CapacitySettings | None = None) -> CapacityResult:
-    """The capacity section: one entry per filesystem under the audited log dirs."""
+                     settings: CapacitySettings | None = None, keys: dict | None = None) -> CapacityResult:
+    """The capacity section: one entry per filesystem under the audited log dirs. ``keys``: per
+    (topic, partition) the key statistics that bound compact-only topics
+    (``auditor.capacity.compaction.keys_from_audit``), None or empty: none."""
     settings = settings or CapacitySettings()
     fs = group_filesystems(log_dirs)
     result = CapacityResult(notes=list(fs.notes), settings=settings)
@@ -170,6 +173,7 @@ def project_capacity(cols: SegmentColumns, log_dirs: list[dict], rules: dict[str
     fs_of_dir = np.array([fs.index_of.get(d, -1) for d in cols.labels["log_dir"]], dtype=np.int64)
     reps, going, constant = build_replicas(cols, fs_of_dir, fs.origin_ms, rule_list, settings.rate_window_s,
                                            settings.idle_after_s)
+    key_bounds(reps, topics, rule_list, keys)
     m = _build(fs, reps, going, constant)
     m.medians = topic_medians(reps)
     grid = np.concatenate([[0.0], np.geomspace(1.0, settings.horizon_s, settings.grid_points)])
