@@ -5,8 +5,10 @@ bounded; without them it is said to be unbounded by what is known.
 
 The bound is the top of the cleaner's cycle, as the projection follows the upper edge elsewhere:
 the cleaned part holds ``K`` records of ``b`` bytes (``K`` distinct keys, ``b`` the log bytes per
-record read); the cleaner takes the log once its dirty part is ``min.cleanable.dirty.ratio`` ``r``
-of the whole, so the log reaches ``K b / (1 - r)`` before a pass; a pass writes the cleaned copy
+record read); the cleaner takes the log once its dirty closed segments are
+``min.cleanable.dirty.ratio`` ``r`` of the whole, so the log reaches ``K b / (1 - r)`` before a
+pass, plus a segment (the dirty part grows in whole segments) and what is written while the
+cleaner waits to look again (``rate x log.cleaner.backoff.ms``); a pass writes the cleaned copy
 while the old files stay (then linger ``file.delete.delay.ms`` as ``*.deleted``): ``+ K b``; the
 active segment is never cleaned (``+`` a segment: ``min(rate x segment time, segment.bytes)``);
 records younger than ``min.compaction.lag.ms`` are not cleaned (``+ rate x lag``). Tombstones kept
@@ -45,7 +47,8 @@ def key_bounds(reps: Replicas, topics: list, rule_list: list[TopicRules], keys: 
         clean = float(info["distinct_keys"]) * float(info["bytes_per_record"])
         ratio = min(rule.dirty_ratio, 0.99)
         segment = min(reps.rate[r] * reps.tau[r], rule.segment_bytes) if math.isfinite(reps.tau[r]) else rule.segment_bytes
-        bound = clean / (1.0 - ratio) + clean + segment + reps.rate[r] * rule.compaction_lag_s
+        bound = (clean / (1.0 - ratio) + segment + reps.rate[r] * rule.cleaner_backoff_s + clean + segment
+                 + reps.rate[r] * rule.compaction_lag_s)
         reps.key_bound[r] = bound
         reps.distinct_keys[r] = float(info["distinct_keys"])
         reps.cap[r] = max(bound, reps.bytes_now[r])
