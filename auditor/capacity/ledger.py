@@ -58,6 +58,13 @@ class Ledger:
         return float(self.seg_bytes[lo + k:hi].sum())
 
 
+def _replica_key(log_dir: np.ndarray, topic: np.ndarray, partition: np.ndarray) -> np.ndarray:
+    """One int64 per (log dir code, topic code, partition): 20 + 20 + 23 bits (the caller checks the
+    codes fit; a partition number that does not fit, or none, maps to one sentinel)."""
+    p = np.where(np.isfinite(partition) & (partition >= 0) & (partition < 2 ** 23), partition, 2 ** 23 - 1).astype(np.int64)
+    return ((np.asarray(log_dir, dtype=np.int64) + 1) << 43) | ((np.asarray(topic, dtype=np.int64) + 1) << 23) | p
+
+
 def _policy(rule: TopicRules) -> str:
     return ",".join(p for p, on in (("compact", rule.compacts), ("delete", rule.deletes)) if on) or "delete"
 
@@ -78,12 +85,17 @@ def build_ledger(cols: SegmentColumns, reps: Replicas | None, rule_list: list[To
     base, size = num["base_offset"], np.nan_to_num(num["log_size_bytes"])
     with np.errstate(invalid="ignore"):
         end = np.fmax.reduceat(num["last_offset"], starts) + 1 if len(starts) else np.zeros(0)
-    rates = {}
-    if reps is not None:
-        for r in range(len(reps.rate)):
-            rates[(int(reps.log_dir[r]), int(reps.topic[r]), float(reps.partition[r]))] = float(reps.rate[r])
-    ld_code, t_code = keys[0][starts] if len(starts) else [], keys[1][starts] if len(starts) else []
+    ld_code = keys[0][starts] if len(starts) else np.zeros(0, dtype=np.int64)
+    t_code = keys[1][starts] if len(starts) else np.zeros(0, dtype=np.int64)
     part = num["partition"][starts] if len(starts) else np.zeros(0)
+    model_rate = np.full(len(starts), np.nan)
+    fits = max(len(cols.labels["log_dir"]), len(cols.labels["topic"])) < 2 ** 20 - 1
+    if reps is not None and len(reps.rate) and len(starts) and fits:
+        mine, theirs = _replica_key(ld_code, t_code, part), _replica_key(reps.log_dir, reps.topic, reps.partition)
+        by_key = np.argsort(theirs, kind="stable")
+        at = np.clip(np.searchsorted(theirs[by_key], mine), 0, len(by_key) - 1)
+        found = theirs[by_key][at] == mine
+        model_rate[found] = reps.rate[by_key][at][found]
     rules = [rule_list[t] if t >= 0 else TopicRules() for t in t_code]
     return Ledger(
         broker=num["broker_id"][starts] if len(starts) else np.zeros(0),
@@ -92,7 +104,7 @@ def build_ledger(cols: SegmentColumns, reps: Replicas | None, rule_list: list[To
         active_log_bytes=size[last] if len(starts) else np.zeros(0),
         log_start=base[starts] if len(starts) else np.zeros(0),
         log_bytes=np.add.reduceat(size, starts) if len(starts) else np.zeros(0),
-        model_rate=np.array([rates.get((int(d), int(t), float(p)), math.nan) for d, t, p in zip(ld_code, t_code, part)]),
+        model_rate=model_rate,
         retention_ms=np.array([r.retention_s * 1000.0 if math.isfinite(r.retention_s) else -1.0 for r in rules]),
         retention_bytes=np.array([r.retention_bytes if math.isfinite(r.retention_bytes) else -1.0 for r in rules]),
         cleanup=[_policy(r) for r in rules],
