@@ -47,6 +47,8 @@ def _observed(e: dict) -> str:
     if observed is None:
         return ""
     pct = e.get("model_difference_percent")
+    model = e.get("model_growth_compared_bytes_per_s")
+    if model is None:
+        return f"{human_bytes(int(observed))}/s since {e['observed_since_utc']} (no model: capacity unknown)"
     return (f"{human_bytes(int(observed))}/s since {e['observed_since_utc']} (model, {e['model_compared']}: "
-            f"{human_bytes(int(e.get('model_growth_compared_bytes_per_s') or 0))}/s"
-            + (f", {pct:+.0f}%" if pct is not None else "") + ")")
+            f"{human_bytes(int(model))}/s" + (f", {pct:+.0f}%" if pct is not None else "") + ")")

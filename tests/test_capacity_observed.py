@@ -123,6 +123,16 @@ def test_previous_run_with_capacity_unknown_compares_with_this_runs_model():
     assert any("capacity unknown then" in n for n in e["observed"]["notes"])
 
 
+def test_capacity_unknown_in_both_runs_shows_the_bytes_with_no_model():
+    before = run(replica("a", 0, 10, 500_000, T1), T1, [fs_row(known=False)])
+    t2 = T1 + 90_000
+    after = run(replica("a", 3, 11, 400_000, t2), t2, [fs_row(at=t2, known=False)])
+    e, _ = compare(before, T1, after, t2)
+    assert e["observed"]["appended_bytes"] == 900_000 and e["model_compared"] is None
+    assert e["model_difference_percent"] is None and e["observed_statement"] is None
+    assert any("no model to compare" in n for n in e["observed"]["notes"])
+
+
 def test_different_log_dirs_and_a_reassignment_are_left_out_and_named():
     """Run 1 audits /d (topic a-0, a-1); run 2 /d and /e on one filesystem, a-1 moved to /e and a
     new partition c-0 created on /d. The moved replica's bytes are not growth; /e was not audited

@@ -191,11 +191,19 @@ def _fields(t: _Tally, prev: PreviousCapacity, entry: dict, prev_fs: dict | None
     interval_s = (as_of_ms - prev.as_of_ms) / 1000.0
     observed = t.appended * (1 + INDEX_OVERHEAD) / interval_s
     then_known = t.model_then_known and bool(prev_fs and prev_fs.get("capacity_known"))
-    model = t.model_then if then_known else float(entry.get("growth_bytes_per_s") or t.model_now)
-    pct = _pct(observed, model)
+    if then_known:
+        model = t.model_then
+    elif entry.get("capacity_known", True):
+        model = float(entry.get("growth_bytes_per_s") or t.model_now)
+    else:  # neither run projected these log dirs: the bytes written, and no model to hold them against
+        model = None
+    pct = _pct(observed, model) if model is not None else None
     topics = _by_topic(t, interval_s)
     notes = []
-    if not then_known:
+    if model is None:
+        notes.append("neither this run nor the previous one projected these log dirs (capacity unknown): the bytes "
+                     "written are shown with no model to compare")
+    elif not then_known:
         notes.append("the previous run did not project these log dirs (capacity unknown then, or a failure): the "
                      "observed growth is compared with this run's model")
     if interval_s > LONG_GAP_S:
@@ -211,13 +219,15 @@ def _fields(t: _Tally, prev: PreviousCapacity, entry: dict, prev_fs: dict | None
         statement = (f"observed growth {human_bytes(int(observed))}/s since {iso_utc(prev.as_of_ms)} differs from the "
                      f"{'previous' if then_known else 'current'} run's model ({human_bytes(int(model))}/s) by {pct:+.0f}%; "
                      "probable causes: " + "; ".join(_causes(t, topics, observed, model)))
-    elif pct is None and observed > 0 and not model > 0:
+    elif model is not None and pct is None and observed > 0 and not model > 0:
         statement = (f"observed growth {human_bytes(int(observed))}/s since {iso_utc(prev.as_of_ms)} where the model saw "
                      "none; probable causes: " + "; ".join(_causes(t, topics, observed, model)))
     return {
         "observed_since_utc": iso_utc(prev.as_of_ms), "observed_interval_s": round(interval_s, 3),
-        "observed_growth_bytes_per_s": round(observed, 3), "model_growth_compared_bytes_per_s": round(model, 3),
-        "model_compared": "previous run" if then_known else "this run", "model_difference_percent": pct,
+        "observed_growth_bytes_per_s": round(observed, 3),
+        "model_growth_compared_bytes_per_s": None if model is None else round(model, 3),
+        "model_compared": None if model is None else ("previous run" if then_known else "this run"),
+        "model_difference_percent": pct,
         "observed_statement": statement,
         "observed": {"appended_bytes": int(round(t.appended)), "replicas_by_method": dict(t.methods),
                      "left_out": {k: {"replicas": v[0], "bytes": v[1]} for k, v in t.left_out.items() if v[0]},

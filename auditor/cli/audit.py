@@ -267,9 +267,10 @@ def capacity_lines(doc: dict) -> list[str]:
         if observed is None:
             continue
         pct = e.get("model_difference_percent")
+        model = e.get("model_growth_compared_bytes_per_s")
         lines.append(f"capacity {e.get('mount') or (e.get('log_dirs') or ['?'])[0]}: written {human_bytes(int(observed))}/s "
-                     f"since {e['observed_since_utc']}, model ({e['model_compared']}) "
-                     f"{human_bytes(int(e['model_growth_compared_bytes_per_s'] or 0))}/s"
+                     f"since {e['observed_since_utc']}, "
+                     + (f"model ({e['model_compared']}) {human_bytes(int(model))}/s" if model is not None else "no model")
                      + (f" ({pct:+.0f}%)" if pct is not None else ""))
         if e.get("observed_statement"):
             lines.append(f"  note: {e['observed_statement']}")
