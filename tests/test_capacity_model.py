@@ -279,3 +279,39 @@ def test_clock_skew_is_said():
     entry = _project(rows).filesystems[0]
     assert any(n.startswith("clock skew: the newest records of most partitions here are 3600 s after") for n in entry["notes"])
     assert not any("clock skew" in n for n in _project(_partition()).filesystems[0]["notes"])
+
+
+COMPACT = {"a": TopicRules(segment_bytes=SEG, deletes=False, compacts=True, dirty_ratio=0.5, cleaner_backoff_s=10.0)}
+
+
+def test_compact_only_without_key_statistics_is_unbounded_by_what_is_known():
+    entry = _project(_partition(), rules=COMPACT).filesystems[0]
+    assert entry["steady_state_bytes"] is None and entry["steady_state_unknown"]
+    cause = next(c for c in entry["causes"] if c["cause"] == "compaction")
+    assert "unbounded by what is known" in cause["detail"] and cause["key_bound_bytes"] is None
+
+
+def test_compact_only_bounded_by_its_distinct_keys():
+    """1,000 keys of 1,000 bytes: the cleaned log 1 MB; dirty ratio 0.5: 2 MB before a pass, up to a
+    segment more (+1 MB: 100 s at 10 kB/s) and the cleaner's 10 s backoff (+100 kB), the cleaned
+    copy beside the old files (+1 MB), the active segment (+1 MB)."""
+    keys = {("a", 0): {"distinct_keys": 1000, "bytes_per_record": 1000.0, "complete": True, "relative_error": 0.016}}
+    cols = from_pandas(pd.DataFrame(_partition()))
+    entry = project_capacity(cols, [_fs()], COMPACT, NOW, CapacitySettings(), keys).filesystems[0]
+    fixed = 20_000_000 - (10 * SEG + SEG // 2)
+    bound = 2_000_000 + 1_000_000 + RATE * (1 + 20 / 4096) * 10 + 1_000_000 + 1_000_000
+    assert entry["steady_state_bytes"] == pytest.approx(fixed + bound, rel=1e-6)
+    assert entry["seconds_to_full"] is None  # held at the 10.5 MB there now (above the bound) until the cleaner runs
+    cause = next(c for c in entry["causes"] if c["cause"] == "compaction")
+    assert "~1,000 distinct keys" in cause["detail"] and cause["key_bound_bytes"] == round(bound)
+    sampled = {k: dict(v, complete=False) for k, v in keys.items()}  # a sample's keys are a lower bound only
+    entry = project_capacity(cols, [_fs()], COMPACT, NOW, CapacitySettings(), sampled).filesystems[0]
+    assert entry["steady_state_bytes"] is None
+
+
+def test_compact_only_with_many_keys_fills_at_the_rate_seen():
+    keys = {("a", 0): {"distinct_keys": 10_000_000, "bytes_per_record": 1000.0, "complete": True}}
+    cols = from_pandas(pd.DataFrame(_partition()))
+    entry = project_capacity(cols, [_fs()], COMPACT, NOW, CapacitySettings(), keys).filesystems[0]
+    assert entry["seconds_to_full"] == pytest.approx(80_000_000 / (RATE * (1 + 20 / 4096)), rel=2e-3)
+    assert entry["steady_state_bytes"] > entry["usable_bytes"]

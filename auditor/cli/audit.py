@@ -25,6 +25,7 @@ from auditor.units import human_bytes, parse_time
 from checks.framework.config import ConfigError
 from reports.document import build_document, write_outputs
 from auditor.nightly.finding_history import append as append_findings, read_previous
+from auditor.nightly import capacity_history
 from reports.html import where
 from auditor.nightly.compare import annotate
 
@@ -184,11 +185,16 @@ def execute(audit_run: AuditRun) -> int:
     except FileNotFoundError as exc:  # no manifest there, or one a killed collect left (IncompleteManifest)
         raise InputProblem(str(exc)) from None
     previous = read_previous(history, outcome.as_of_ms) if history else None
+    if history:
+        capacity_history.observe(history, outcome.capacity, outcome.as_of_ms)
     doc, history_rows, accept_entries = annotate(build_document(outcome), previous, accept, fail_on_new)
     try:
         written = write_outputs(doc, out_html, out_json, history)
         if history:
             written.append(append_findings(history, doc["as_of_ms"], history_rows, accept_entries))
+            if outcome.capacity is not None:
+                written.append(capacity_history.append(history, doc["as_of_ms"], doc.get("capacity") or [],
+                                                       getattr(outcome.capacity, "ledger", None)))
     except OutputError:
         raise
     except OSError as exc:  # (a full disk under the history's Parquet writer names no path)
@@ -242,6 +248,7 @@ def summary_lines(doc: dict, min_severity: Severity = Severity.WARN) -> list[str
         lines.extend(f"note: {n}" for n in history.get("notes") or [])
     elif doc.get("acceptance"):
         lines.append(f"{len(doc.get('accepted') or [])} accepted finding(s)")
+    lines.extend(capacity_lines(doc))
     rows = [(f["severity"], f["code"], where(f, detail=False), f["message"]) for f in doc["findings"]
             if Severity.parse(f["severity"]) >= min_severity]
     if rows:
@@ -249,6 +256,24 @@ def summary_lines(doc: dict, min_severity: Severity = Severity.WARN) -> list[str
         lines.append("")
         lines.append(f"  {'SEVERITY':8s} {'CODE':6s} {'WHERE':{width}s} FINDING")
         lines.extend(f"  {sev:8s} {code:6s} {place:{width}s} {message}" for sev, code, place, message in rows)
+    return lines
+
+
+def capacity_lines(doc: dict) -> list[str]:
+    """With --history: per filesystem the bytes written since the previous run beside the model's growth."""
+    lines = []
+    for e in doc.get("capacity") or []:
+        observed = e.get("observed_growth_bytes_per_s")
+        if observed is None:
+            continue
+        pct = e.get("model_difference_percent")
+        model = e.get("model_growth_compared_bytes_per_s")
+        lines.append(f"capacity {e.get('mount') or (e.get('log_dirs') or ['?'])[0]}: written {human_bytes(int(observed))}/s "
+                     f"since {e['observed_since_utc']}, "
+                     + (f"model ({e['model_compared']}) {human_bytes(int(model))}/s" if model is not None else "no model")
+                     + (f" ({pct:+.0f}%)" if pct is not None else ""))
+        if e.get("observed_statement"):
+            lines.append(f"  note: {e['observed_statement']}")
     return lines
 
 

@@ -9,6 +9,7 @@ import time
 
 from auditor.capacity import CapacitySettings, TopicRules, project_capacity
 from auditor.capacity.columns import from_arrow, from_pandas
+from auditor.capacity.compaction import keys_from_audit
 from auditor.capacity.rules import BROKER_KEYS, CAPACITY_KEYS, DEFAULTS, rules_for
 from checks import check_named
 from checks.framework.base import AuditContext
@@ -55,7 +56,8 @@ def run_capacity(segments, log_dirs: list[dict], ctx: AuditContext, progress) ->
         cols = from_pandas(segments) if hasattr(segments, "iloc") else from_arrow(segments)
         setting = topic_setting(ctx)
         rules: dict[str, TopicRules] = {t: rules_for(t, setting) for t in cols.labels["topic"] if t is not None}
-        ctx.capacity = project_capacity(cols, log_dirs, rules, ctx.as_of_ms, capacity_settings(ctx))
+        ctx.capacity = project_capacity(cols, log_dirs, rules, ctx.as_of_ms, capacity_settings(ctx),
+                                        keys_from_audit(getattr(ctx, "keys", None)))
         for topic, r in rules.items():
             ctx.capacity.notes += [f"{topic}: {p}" for p in r.problems]
     except Exception as exc:  # noqa: BLE001 - the audit goes on; the section says why it is empty
