@@ -288,3 +288,13 @@ def test_compact_only_with_many_keys_fills_at_the_rate_seen():
     entry = project_capacity(cols, [_fs()], COMPACT, NOW, CapacitySettings(), keys).filesystems[0]
     assert entry["seconds_to_full"] == pytest.approx(80_000_000 / (RATE * (1 + 20 / 4096)), rel=2e-3)
     assert entry["steady_state_bytes"] > entry["usable_bytes"]
+
+
+def test_filesystems_do_not_follow_the_rows_order():
+    """Log dirs sharing a filesystem come in each engine's own row order: the entries, their log dirs
+    and the log dir a finding names are the same whatever the order."""
+    infos = [_fs("/b", device="8:1"), _fs("/a", device="8:1"), _fs("/c", device="8:2"), {"log_dir": "/old", "broker_id": 1}]
+    made = [group_filesystems(list(order)) for order in (infos, infos[::-1], infos[1:] + infos[:1])]
+    for fs in made:
+        assert [m["log_dirs"] for m in fs.members] == [["/a", "/b"], ["/c"]]
+        assert fs.index_of == made[0].index_of and fs.unknown == made[0].unknown
