@@ -11,6 +11,7 @@ from pathlib import Path
 from auditor.nightly.accept import AcceptFileError, load as load_accept
 from auditor.atomic import OutputError, check_writable
 from auditor.audit import AuditOutcome, AuditRequest, run_audit
+from auditor.check_runner import young_objects_collected
 from auditor.engines.base import ENGINES
 from auditor.cli.common import add_log_dir_arguments, one_input, FORMATTER, CliError, InputProblem, keys_sample_bytes, progress_printer, refuse_urls, wants_progress
 from auditor.cli.metrics_file import (MetricsFile, add_metrics_options, metrics_file_from_args, write_failure_metrics,
@@ -185,18 +186,22 @@ def execute(audit_run: AuditRun) -> int:
         raise InputProblem(str(exc)) from None
     progress("building the findings document")
     previous = read_previous(history, outcome.as_of_ms) if history else None
-    # annotated once (identities, statuses) and the Finding objects given up as they become dicts
-    doc, history_rows, accept_entries = annotate(plain_document(outcome, release_findings=True), previous, accept,
-                                                 fail_on_new)
-    del outcome
-    try:
-        written = write_outputs(doc, out_html, out_json, history, progress)
-        if history:
-            written.append(append_findings(history, doc["as_of_ms"], history_rows, accept_entries))
-    except OutputError:
-        raise
-    except OSError as exc:  # (a full disk under the history's Parquet writer names no path)
-        raise OutputError(exc.filename or history or out_json or out_html, exc) from exc
+    # the cyclic collector paused while the document is made and written (as for each check:
+    # young_objects_collected): its automatic full collections walked a fleet on fire's 150,000
+    # finding dicts again and again, ~2 s of the report's CPU at 100,542 rows (benchmarks/fleet.py)
+    with young_objects_collected():
+        # annotated once (identities, statuses) and the Finding objects given up as they become dicts
+        doc, history_rows, accept_entries = annotate(plain_document(outcome, release_findings=True), previous, accept,
+                                                     fail_on_new)
+        del outcome
+        try:
+            written = write_outputs(doc, out_html, out_json, history, progress)
+            if history:
+                written.append(append_findings(history, doc["as_of_ms"], history_rows, accept_entries))
+        except OutputError:
+            raise
+        except OSError as exc:  # (a full disk under the history's Parquet writer names no path)
+            raise OutputError(exc.filename or history or out_json or out_html, exc) from exc
     for path in written:
         sys.stderr.write(f"wrote {path}\n")
     if audit_run.metrics is not None:  # after the outputs
