@@ -44,9 +44,13 @@ def plain_document(outcome, *, release_findings: bool = False) -> dict:
     keys = key_document(getattr(outcome, "keys", None),
                         {(f.topic, int(e["partition"])) for f in outcome.findings
                          if f.code == "KLA001" and f.severity.name != "PASS" for e in f.evidence})
-    findings = [f.to_dict() for f in outcome.findings]
-    if release_findings:
-        outcome.findings.clear()  # the same list as outcome.tables.findings
+    if release_findings:  # each Finding freed as its dict is made (the list is outcome.tables.findings too)
+        source, findings = outcome.findings, []
+        source.reverse()
+        while source:
+            findings.append(source.pop().to_dict())
+    else:
+        findings = [f.to_dict() for f in outcome.findings]
     return json_envelope(
         schema_version=SCHEMA_VERSION,
         as_of_ms=outcome.as_of_ms,
