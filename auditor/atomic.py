@@ -123,7 +123,7 @@ def remove_stale_temps(directory: str | os.PathLike, names: set[str] | None = No
         if not name.startswith(".") or TEMP_MARK not in name:
             continue
         target, _, pid = name[1:].rpartition(TEMP_MARK)
-        if not pid.isdigit() or (names is not None and target not in names) or _alive(int(pid)):
+        if not pid.isdigit() or (names is not None and target not in names) or pid_alive(int(pid)):
             continue
         try:
             os.unlink(entry.path)
@@ -133,7 +133,8 @@ def remove_stale_temps(directory: str | os.PathLike, names: set[str] | None = No
     return removed
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """A process with this pid runs (this one counts; another user's too)."""
     if pid == os.getpid():
         return True
     try:

@@ -35,8 +35,10 @@ from checks.framework.base import AuditContext, Finding, Severity
 from checks.framework.config import Config
 from checks.framework.expectations import CHECK as GX_CHECK
 
-TIERED_KEYS = ("remote.storage.enable", "local.retention.ms", "local.retention.bytes")
-"""Read from the metadata log besides ``WANTED``, for the capacity projection (tiered topics' local retention)."""
+TIERED_KEYS = ("remote.storage.enable", "local.retention.ms", "local.retention.bytes", "min.cleanable.dirty.ratio",
+               "min.compaction.lag.ms")
+"""Read from the metadata log besides ``WANTED``, for the capacity projection (tiered topics' local retention,
+the cleaner's dirty ratio and compaction lag)."""
 TIMELINE_COLUMNS = ("broker_id", "log_dir", "topic", "partition", "base_offset", "log_mtime_ms", "min_timestamp_ms",
                     "min_batch_timestamp_ms", "max_timestamp_ms", "log_size_bytes", "is_active")
 #: Checks whose flagged partitions get a segment timeline chart in the report.

@@ -80,7 +80,8 @@ def young_objects_collected():
     the check made (the youngest generation: nothing was promoted while paused). A check on a
     fleet on fire makes ~150,000 findings, each a few dicts and lists: the collector's automatic
     full collections walked the batch's frame and everything else alive again and again, ~30% of
-    the partition checks' CPU (4.39 -> 2.97 s on benchmarks/fleet.py's 100,542-row on-fire fleet)."""
+    the partition checks' CPU (4.39 -> 2.97 s on benchmarks/fleet.py's 100,542-row on-fire fleet).
+    ``kafka-audit audit`` pauses it the same way while it makes and writes the findings document."""
     import gc
 
     if not gc.isenabled():

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import ctypes
 import glob
+import io
 import os
 import platform
 import socket
@@ -53,7 +54,7 @@ from auditor.cluster.metadata_state import Note
 from auditor.cluster.remote_storage import METADATA_TOPIC as REMOTE_METADATA_TOPIC
 from auditor.cluster.remote_storage import RemoteLogMetadata
 from auditor.cluster.remote_storage import read_log_dirs as read_remote_log_dirs
-from auditor.manifest_remote import find_remote_manifests, read_marker, read_remote_table
+from auditor.manifest_remote import ChangedManifest, find_remote_manifests, read_checked, read_marker, read_remote_table
 from auditor.manifest_write import (CLUSTER_METADATA_FILE, COMPLETE_FILE, CONSUMER_GROUPS_FILE,  # noqa: F401
                                     FLUSH_ROWS, LOG_DIRS_FILE, MANIFEST_FILES, MANIFEST_FORMAT, PARTITIONS_FILE,
                                     REMOTE_LOG_METADATA_FILE, SEGMENTS_FILE, IncompleteManifest, ParquetSink,
@@ -357,16 +358,14 @@ def find_manifests(paths: Iterable[str | os.PathLike]) -> list[str]:
 
 
 def _open_part(manifest: str, name: str):
-    """A manifest file opened for reading (local path or a URL pyarrow's file systems know), or
-    None when it is absent."""
-    if is_s3(manifest):
-        url = f"{manifest.rstrip('/')}/{name}"
-        return object_store.open_input(url) if object_store.exists(url) else None
-    if "://" in manifest:
+    """A manifest file opened for reading (a local path or a URL), or None when it is absent."""
+    if is_s3(manifest):   # read whole, its size and CRC-32 checked against _complete.json (ChangedManifest)
+        m = manifest.rstrip("/")
+        return io.BytesIO(read_checked(m, name, read_marker(m))) if object_store.exists(f"{m}/{name}") else None
+    if "://" in manifest:   # (hdfs:// ...: pyarrow's file systems)
         from pyarrow import fs as pafs
 
-        uri = "s3://" + manifest[len("s3a://"):] if manifest.startswith("s3a://") else manifest  # Hadoop's name
-        filesystem, root = pafs.FileSystem.from_uri(uri.rstrip("/"))
+        filesystem, root = pafs.FileSystem.from_uri(manifest.rstrip("/"))
         path = f"{root}/{name}"
         if filesystem.get_file_info(path).type == pafs.FileType.NotFound:
             return None
@@ -386,6 +385,8 @@ def _part_of(manifest: str, name: str, read) -> tuple[object | None, Note | None
             return read(source, label), None
     except portable.PortableError as exc:
         return None, Note(label, None, None, f"not used: {str(exc).removeprefix(label + ': ')}")
+    except (ChangedManifest, object_store.ObjectStoreError):
+        raise   # a manifest changed since collect, a store that cannot be read: refused, as its tables are
     except (OSError, KeyError, TypeError, ValueError, AttributeError) as exc:
         first = (str(exc).strip().splitlines() or [""])[0][:300]   # (pyarrow's libjvm errors run to pages)
         return None, Note(label, None, None, f"not used: {type(exc).__name__}: {first}")

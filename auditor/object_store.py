@@ -94,6 +94,21 @@ def settings(env=None) -> Settings:
 _FILESYSTEMS: dict = {}
 
 
+def release() -> None:
+    """Drops the S3 clients and shuts pyarrow's S3 subsystem down, once, before the interpreter
+    exits (registered with atexit by :func:`filesystem`; atexit runs it before pyarrow's own
+    finalizer, which is registered earlier). pyarrow's finalizer alone, with clients still
+    referenced from a module, can abort the process at exit ("terminate called without an active
+    exception", exit -6 after the command's work and output were done): apache/arrow#41087."""
+    import gc
+
+    from pyarrow import fs as pafs
+
+    _FILESYSTEMS.clear()
+    gc.collect()
+    pafs.ensure_s3_finalized()
+
+
 def filesystem(url: str):
     """(pyarrow file system, path inside it) for an ``s3://`` / ``s3a://`` URL (any other URL:
     pyarrow's own ``FileSystem.from_uri``)."""
@@ -104,6 +119,11 @@ def filesystem(url: str):
     s = settings()
     bucket, key = bucket_key(url)
     cache_key = (s.endpoint, s.region, s.profile)
+    if not _FILESYSTEMS:
+        import atexit
+
+        atexit.unregister(release)
+        atexit.register(release)
     if cache_key not in _FILESYSTEMS:
         kwargs = dict(region=s.region, connect_timeout=CONNECT_TIMEOUT_S, request_timeout=REQUEST_TIMEOUT_S,
                       retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=MAX_ATTEMPTS))

@@ -260,12 +260,13 @@ def read_parquet(path: str | os.PathLike, *, schema: pa.Schema | None = None,
     import pyarrow.parquet as pq  # here: the scanner and the JSON writers need no Parquet
 
     if "://" in str(path):
-        from auditor.object_store import filesystem, is_s3
+        from auditor.object_store import is_s3, read_bytes
 
-        if is_s3(str(path)):  # the environment's S3 settings (auditor.object_store)
-            fs, inner = filesystem(str(path))
-            return pq.read_table(inner, filesystem=fs, schema=schema, columns=columns)
-        return pq.read_table(str(path), schema=schema, columns=columns)
+        if not is_s3(str(path)):
+            return pq.read_table(str(path), schema=schema, columns=columns)
+        # the environment's S3 settings (auditor.object_store), one GET of the whole object (a
+        # manifest's table is small): no dataset scan and its I/O threads on the S3 client
+        path = pa.BufferReader(read_bytes(str(path)))
     pf = pq.ParquetFile(path)
     missing = [c for c in columns or () if c not in pf.schema_arrow.names]
     if missing:  # ParquetFile would leave them out

@@ -21,6 +21,10 @@ H are scaled and several are shown. For each run: the time to full each predicts
 the one observed, and (for the run that never fills) how often the peer's rule would fire between
 t = 0 and the end: each firing a false alarm. The model gives one number per run (its audit at
 t = 0). Prints a table; asserts nothing.
+
+``--scale`` times the projection itself on the fleet's shape instead (the target: the capacity
+stage over the 100,000-row fleet of benchmarks/fleet.py in at most 2 s on the driver): 50,000
+partitions of 2 segments over 30 filesystems and 500 topics, the median CPU of 5 runs.
 """
 
 from __future__ import annotations
@@ -86,10 +90,53 @@ def report(run: dict) -> list[str]:
     return lines
 
 
+def scale(runs: int = 5) -> None:
+    """The projection over 100,000 segment rows of the fleet's shape: median CPU seconds of ``runs``."""
+    import math
+    import statistics
+    import time
+
+    import pandas as pd
+    import pyarrow as pa
+
+    from auditor.capacity import TopicRules, project_capacity
+    from auditor.capacity.columns import from_arrow
+
+    now, n_parts, per, segment_bytes = 1_800_000_000_000, 50_000, 2, 1_000_000
+    rng = np.random.default_rng(35)
+    part = np.repeat(np.arange(n_parts), per)
+    seg = np.tile(np.arange(per), n_parts)
+    rate = rng.uniform(0, 20_000, n_parts)[part]
+    end = now - (per - 1 - seg) * 100_000
+    frame = pd.DataFrame({
+        "log_dir": pd.Categorical([f"/synthetic/b{p % 30}" for p in part]), "topic": pd.Categorical([f"t{p % 500}" for p in part]),
+        "partition": part, "dir_kind": "live", "base_offset": seg * 1000, "log_size_bytes": rate * 100,
+        "index_size_bytes": 0, "timeindex_size_bytes": 0, "min_timestamp_ms": end - 100_000, "max_timestamp_ms": end,
+        "is_active": seg == per - 1, "record_count": 1000})
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    infos = [{"log_dir": f"/synthetic/b{i}", "broker_id": i, "fs_total_bytes": 10**13, "fs_free_bytes": 10**12,
+              "fs_available_bytes": 10**12, "fs_device": f"8:{i}", "fs_mount": f"/synthetic/b{i}", "fs_statted_at_ms": now}
+             for i in range(30)]
+    rules = {f"t{i}": TopicRules(retention_s=3600 * (i % 48 + 1), segment_bytes=segment_bytes,
+                                 retention_bytes=(10**9 if i % 7 == 0 else math.inf)) for i in range(500)}
+    spent = []
+    for _ in range(runs):
+        started = time.process_time()
+        result = project_capacity(from_arrow(table), infos, rules, now)
+        spent.append(time.process_time() - started)
+    assert len(result.filesystems) == 30 and all(e["growth_bytes_per_s"] > 0 for e in result.filesystems)
+    print(f"capacity projection, {len(frame):,} segment rows, {n_parts:,} partitions, 30 filesystems: "
+          f"median {statistics.median(spent):.2f} s CPU of {runs} (min {min(spent):.2f}, max {max(spent):.2f}; target <= 2 s)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--series", default=str(HERE / "capacity-series"))
+    parser.add_argument("--scale", action="store_true", help="time the projection on the fleet's shape instead")
     args = parser.parse_args()
+    if args.scale:
+        scale()
+        return
     runs = [json.loads(p.read_text()) for p in sorted(Path(args.series).glob("*.json"))]
     if not runs:
         raise SystemExit(f"no series in {args.series} (record them: KLA_CAPACITY_RECORD=... tests/test_capacity_live.py)")

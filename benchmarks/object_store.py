@@ -74,9 +74,8 @@ def main() -> None:
     brokers = sorted(p for p in local.iterdir() if p.is_dir())
     for d in brokers:
         finish_manifest(d, now_ms, "headers")
-    server = S3Proxy(work / "s3proxy").start()
+    server = S3Proxy(work / "s3proxy").start("bench")
     try:
-        server.make_bucket("bench")
         env = {**server.env(), "SPARK_LOCAL_IP": "127.0.0.1"}
         os.environ.update({k: v for k, v in env.items() if k.startswith("AWS_")})
         started = time.monotonic()

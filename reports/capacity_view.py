@@ -29,9 +29,26 @@ def capacity_section(doc: dict) -> dict:
             "headroom": e.get("headroom_at_utc") or "",
             "steady": ("unbounded" if e.get("steady_state_unbounded") else human_bytes(e.get("steady_state_bytes"))) if known else "",
             "causes": "; ".join(c["detail"] for c in (e.get("causes") or [])[:3]),
+            "observed": _observed(e),
         })
     rows.sort(key=lambda r: r["full_sort"])
     charted = sorted((e for e in entries if e.get("capacity_known")),
                      key=lambda e: e["seconds_to_full"] if e.get("seconds_to_full") is not None else 1e18)
     charts = [c for c in (capacity_projection(e) for e in charted[:MAX_CAPACITY_CHARTS]) if c]
-    return {"rows": rows, "charts": charts, "notes": (doc.get("inputs") or {}).get("capacity_notes") or []}
+    statements = [f"{e.get('mount') or ', '.join(d for d in e.get('log_dirs') or [] if d)}: {e['observed_statement']}"
+                  for e in entries if e.get("observed_statement")]
+    return {"rows": rows, "charts": charts, "notes": (doc.get("inputs") or {}).get("capacity_notes") or [],
+            "observed": any(e.get("observed_growth_bytes_per_s") is not None for e in entries), "statements": statements}
+
+
+def _observed(e: dict) -> str:
+    """Bytes written since the previous run (--history) beside the model's growth."""
+    observed = e.get("observed_growth_bytes_per_s")
+    if observed is None:
+        return ""
+    pct = e.get("model_difference_percent")
+    model = e.get("model_growth_compared_bytes_per_s")
+    if model is None:
+        return f"{human_bytes(int(observed))}/s since {e['observed_since_utc']} (no model: capacity unknown)"
+    return (f"{human_bytes(int(observed))}/s since {e['observed_since_utc']} (model, {e['model_compared']}: "
+            f"{human_bytes(int(model))}/s" + (f", {pct:+.0f}%" if pct is not None else "") + ")")

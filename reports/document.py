@@ -28,12 +28,29 @@ def build_document(outcome) -> dict:
     or accept file (``auditor.nightly.compare.annotate`` adds those)."""
     from auditor.nightly.compare import annotate
 
-    return annotate(_plain_document(outcome), None, None)[0]
+    return annotate(plain_document(outcome), None, None)[0]
 
 
-def _plain_document(outcome) -> dict:
+def plain_document(outcome, *, release_findings: bool = False) -> dict:
+    """The findings JSON of an ``AuditOutcome`` before ``auditor.nightly.compare.annotate`` (which
+    the caller runs once, with its history and accept file). ``release_findings``: the outcome's
+    ``Finding`` objects are given up as they become the document's dicts (a fleet on fire has
+    350,000; keeping both was the report stage's peak)."""
     req, tables, config = outcome.request, outcome.tables, outcome.config
     gx = tables.gx
+    counts = {s: 0 for s in SEVERITIES}
+    for f in outcome.findings:
+        counts[f.severity.name] += 1
+    keys = key_document(getattr(outcome, "keys", None),
+                        {(f.topic, int(e["partition"])) for f in outcome.findings
+                         if f.code == "KLA001" and f.severity.name != "PASS" for e in f.evidence})
+    if release_findings:  # each Finding freed as its dict is made (the list is outcome.tables.findings too)
+        source, findings = outcome.findings, []
+        source.reverse()
+        while source:
+            findings.append(source.pop().to_dict())
+    else:
+        findings = [f.to_dict() for f in outcome.findings]
     return json_envelope(
         schema_version=SCHEMA_VERSION,
         as_of_ms=outcome.as_of_ms,
@@ -42,7 +59,7 @@ def _plain_document(outcome) -> dict:
         verdict=outcome.worst.name,
         fail_on=config.fail_on.name,
         exit_code=outcome.exit_code,
-        counts={s: sum(1 for f in outcome.findings if f.severity.name == s) for s in SEVERITIES},
+        counts=counts,
         totals=_totals(tables.stats, tables.log_dirs, outcome.groups),
         inputs={"log_dirs": [str(d) for d in req.log_dirs], "manifests": [str(m) for m in req.manifests],
                 "depth": req.depth if not req.manifests else "manifest",
@@ -60,10 +77,8 @@ def _plain_document(outcome) -> dict:
         expectations={"success": gx.success, "gx_version": gx.gx_version, "element_count": gx.element_count,
                       "results": gx.results},
         check_titles=dict(outcome.check_titles),
-        findings=[f.to_dict() for f in outcome.findings],
-        keys=key_document(getattr(outcome, "keys", None),
-                          {(f.topic, int(e["partition"])) for f in outcome.findings
-                           if f.code == "KLA001" and f.severity.name != "PASS" for e in f.evidence}),
+        findings=findings,
+        keys=keys,
         tables={"replica_stats": _stats_rows(tables.stats), "timelines": tables.timelines},
         plan=getattr(outcome, "plan", None),
         capacity=list(getattr(getattr(outcome, "capacity", None), "filesystems", None) or []),
@@ -164,10 +179,13 @@ def _jsonable(row: dict) -> dict:
     return {k: (float(v) if hasattr(v, "as_integer_ratio") and not isinstance(v, (int, float)) else v) for k, v in row.items()}
 
 
-def write_outputs(doc: dict, out_html: str | None, out_json: str | None, history_dir: str | None) -> list[str]:
+def write_outputs(doc: dict, out_html: str | None, out_json: str | None, history_dir: str | None,
+                  progress=lambda msg: None) -> list[str]:
     """Writes the JSON (``-``: stdout), appends the history, renders the HTML (with the trends).
     Returns the paths written."""
     written = []
+    if out_json:
+        progress(f"writing the findings JSON ({len(doc['findings']):,} findings)")
     if out_json == "-":
         write_document(doc, sys.stdout, default=str)
     elif out_json:
@@ -182,6 +200,7 @@ def write_outputs(doc: dict, out_html: str | None, out_json: str | None, history
         written.append(str(hist.append(history_dir, rows, doc["as_of_ms"])))
         history_rows = hist.read(history_dir)
     if out_html:
+        progress("rendering the HTML report")
         p = Path(out_html)
         p.parent.mkdir(parents=True, exist_ok=True)
         atomic_write(p, render(doc, history_rows))

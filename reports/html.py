@@ -72,6 +72,9 @@ def _groups(findings: Sequence[dict], titles: dict[str, str]) -> list[dict]:
         ranked = sorted(g["findings"], key=lambda x: x[:2])  # stable: equal ranks and places keep their order
         g["worst"] = ranked[0][2]["severity"]
         g["total"] = len(ranked)
+        g["by_severity"] = {s: 0 for s in ("FAIL", "WARN", "INFO", "PASS")}
+        for _, _, f in ranked:
+            g["by_severity"][f["severity"]] += 1
         # the evidence and thresholds as text only for the rows shown (a fleet on fire has 50,000 a check)
         g["findings"] = [{
             **f, "rank": -rank, "where": place,
@@ -84,7 +87,13 @@ def _groups(findings: Sequence[dict], titles: dict[str, str]) -> list[dict]:
     return sorted(out, key=lambda g: (-RANK[g["worst"]], g["code"]))
 
 
+#: The replay-readiness table lists the worst partitions up to this many (the findings JSON has every one).
+MAX_REPLAY_ROWS = 500
+
+
 def _replay_rows(findings: Sequence[dict]) -> list[dict]:
+    """One row per partition judged by the replay check, worst first (all of them: the template
+    lists the first :data:`MAX_REPLAY_ROWS`)."""
     rows = []
     for f in findings:
         if f["check"] != "replay.safety" or not f.get("evidence"):
@@ -232,8 +241,11 @@ def render(doc: dict, history: Sequence[dict] = ()) -> str:
     gx = doc.get("expectations") or {}
     gx_results = [dict(r, columns_text=", ".join(r.get("columns") or [r.get("column") or ""])) for r in gx.get("results") or []]
     template = _env().get_template("report.html.j2")
+    groups = _groups(doc["findings"], doc.get("check_titles") or {})
+    replay_rows = _replay_rows(doc["findings"])
     return template.render(
-        summary=summary, groups=_groups(doc["findings"], doc.get("check_titles") or {}), replay_rows=_replay_rows(doc["findings"]),
+        summary=summary, groups=groups, listed=sum(len(g["findings"]) for g in groups), cap=MAX_ROWS_PER_CHECK,
+        findings_total=len(doc["findings"]), replay_rows=replay_rows[:MAX_REPLAY_ROWS], replay_total=len(replay_rows),
         charts=build_charts(doc), expectations={"gx_version": gx.get("gx_version", ""), "results": gx_results},
         trend_chart=charts.trends(history) if history else None,
         topic_configs=_config_table(doc), since=_since(doc), keys=_keys_section(doc), capacity=capacity_section(doc),

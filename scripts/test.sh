@@ -35,8 +35,11 @@ fi
 #   unit      pure functions            } one pytest run, the fast lane: 2 workers (pytest-xdist),
 #   recorded  real files read offline   } whole files per worker (module fixtures and module totals
 #                                         stay in one process)
-#   live      brokers, Spark, Airflow,  serial: at most one broker/Spark module at a time
-#             Chromium
+#   live      brokers, Spark, Airflow,  two workers, whole files each (most of a live module's time is
+#             Chromium                  waiting on a broker, a reassignment, a retention cycle: two modules
+#                                       overlap their waits), then the modules marked `serial` alone
+#                                       (their assertions hold a rate or a duration measured against the
+#                                       wall clock: a tmpfs filled at a producer's rate)
 # unit and recorded share one run: two runs paid two collections and left a worker idle at the end
 # of each (72 s in CI, 55 s together). TEST_TIERS="unit recorded" runs the fast lane only; a single
 # tier runs alone. Arguments go to every step's pytest; with no arguments (CI) a step that collects
@@ -56,9 +59,10 @@ elif [[ $TIERS == *" unit "* ]]; then
 elif [[ $TIERS == *" recorded "* ]]; then
   steps+=("recorded")
 fi
-[[ $TIERS == *" live "* ]] && steps+=("live")
+[[ $TIERS == *" live "* ]] && steps+=("live and not serial" "live and serial")
 declare -A XDIST=([unit or recorded]="-n 2 --dist loadfile" [unit]="-n 2 --dist loadfile"
-                  [recorded]="-n 2 --dist loadfile" [live]="")
+                  [recorded]="-n 2 --dist loadfile" [live and not serial]="-n 2 --dist loadfile --durations=25"
+                  [live and serial]="--durations=10")
 summary=()
 ran=0
 report() { printf 'test.sh: %s\n' "${summary[@]}" "load average: $(cut -d' ' -f1-3 /proc/loadavg)" >&2; }
@@ -69,7 +73,9 @@ for step in "${steps[@]}"; do
   .venv/bin/python -m pytest -m "$step" ${XDIST[$step]} "$@"
   rc=$?
   set -e
-  summary+=("tier ${step// or /+}: exit $rc in $((SECONDS - start)) s")
+  name=${step// or /+}
+  name=${name//live and not serial/live (two workers)}
+  summary+=("tier ${name//live and serial/live (serial)}: exit $rc in $((SECONDS - start)) s")
   if [ "$rc" -eq 5 ] && [ "$#" -gt 0 ]; then
     summary[-1]+=" (none of the selected tests is in this tier)"
     continue

@@ -68,6 +68,41 @@ def spark_standalone(tmp_path_factory):
     cluster.stop()
 
 
+def test_on_fire_fleet_same_findings_on_standalone_spark_as_on_the_driver(spark_standalone, tmp_path):
+    """A SYNTHETIC fleet on fire (every partition dir flagged: retention overdue, mtimes reset,
+    future timestamps) audited from its manifests on the driver (``--engine local``) and on the
+    standalone cluster this module starts (``--engine spark --master``): the same findings,
+    finding for finding and in order, as JSON."""
+    from harness.on_fire_manifests import on_fire_manifests
+
+    manifests, as_of, shape = on_fire_manifests(tmp_path / "fleet")
+    docs = {}
+    for engine, extra in (("local", []), ("spark", ["--master", spark_standalone.url, "--conf", "spark.executor.memory=512m",
+                                                    "--conf", "spark.cores.max=1"])):
+        out = tmp_path / f"{engine}.json"
+        proc = subprocess.run([sys.executable, "-m", "auditor.cli", "audit", "--manifest", str(manifests / "*"),
+                               "--engine", engine, *extra, "--json", str(out), "--as-of", as_of, "--exit-zero", "--no-progress"],
+                              capture_output=True, text=True, cwd=REPO, timeout=900,
+                              env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"})
+        assert proc.returncode == 0, proc.stderr[-4000:] + ("\n" + spark_standalone.diagnostics() if engine == "spark" else "")
+        docs[engine] = json.loads(out.read_text())
+    assert docs["spark"]["engine"]["name"] == "spark" and docs["local"]["engine"]["name"] == "local"
+    # the capacity checks judge the free space statted at each run (other processes write to this
+    # disk between the two) and, with every SYNTHETIC log dir on this machine's one filesystem,
+    # name whichever log dir of it comes first (the engines' row orders differ): compared by check
+    # alone; every other finding byte for byte
+    def split(doc):
+        capacity = sorted(f["check"] for f in doc["findings"] if f["check"].startswith("capacity."))
+        return [f for f in doc["findings"] if not f["check"].startswith("capacity.")], capacity
+
+    (local, local_capacity), (spark, spark_capacity) = split(docs["local"]), split(docs["spark"])
+    assert json.dumps(spark, sort_keys=True) == json.dumps(local, sort_keys=True)
+    assert spark_capacity == local_capacity
+    problems = [f for f in local if f["severity"] != "PASS"]
+    assert len(problems) > shape["partition_dirs"]  # on fire: more findings than partition dirs
+    assert {f["code"] for f in problems} >= {"KLA020", "KLA030", "KLA031", "KLA040"}
+
+
 def test_dagbag_has_both_dags_and_no_import_errors(airflow_env):
     code = ("import json; from airflow.dag_processing.dagbag import DagBag; "
             f"b = DagBag(dag_folder={str(REPO / 'airflow_dags')!r}); "

@@ -29,8 +29,9 @@ from harness.forked import Zygote, kill_at_random_moment
 from harness.realdata import copy_log_dir
 from auditor.nightly import run_history as hist
 
-# 10 audits in a forked CLI (11 before): 15 s of CPU at load 12-15; xdist starts the longest files first
-pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=15)]
+# live, with the other kill tests (tests/test_collect_kills.py, tests/test_s3_collect_kills.py): it needs
+# only the recorded fixtures, but 10 audits in a forked CLI are 15 s of CPU, a quarter of the fast lane's budget
+pytestmark = pytest.mark.live
 
 KILLS = 4
 AS_OF = "2026-01-01T00:00:00Z"

@@ -30,7 +30,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-pytestmark = pytest.mark.live
+# serial: the predicted time to full is held to the broker's own failure at a producer's constant rate,
+# which a second live module on the same two cores would bend
+pytestmark = [pytest.mark.live, pytest.mark.serial]
 
 REPO = Path(__file__).resolve().parents[1]
 TMPFS_BYTES = 32 * 1024 * 1024
@@ -46,10 +48,10 @@ FAILURE_LINE = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] \w+ .*(E
 class PacedProducer(threading.Thread):
     """Records of RECORD_BYTES at ``rate`` bytes/s on one absolute schedule from its start."""
 
-    def __init__(self, bootstrap: str, topic: str, rate: float):
+    def __init__(self, bootstrap: str, topic: str, rate: float, keys: int | None = None, linger_ms: int = 20):
         super().__init__(daemon=True)
-        self.topic, self.rate = topic, rate
-        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "1",
+        self.topic, self.rate, self.keys = topic, rate, keys
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": linger_ms, "acks": "1",
                                   "compression.type": "none", "message.timeout.ms": 300000,
                                   "queue.buffering.max.kbytes": 1048576})
         self.stop_event = threading.Event()
@@ -66,7 +68,10 @@ class PacedProducer(threading.Thread):
             due = int((time.monotonic() - self.started_at) * self.rate / RECORD_BYTES)
             while self.sent < due and not self.stop_event.is_set():
                 try:
-                    self.producer.produce(self.topic, payload)
+                    if self.keys:  # the keys in turn: every key written once per key-space's worth
+                        self.producer.produce(self.topic, payload, key=b"key-%06d" % (self.sent % self.keys))
+                    else:
+                        self.producer.produce(self.topic, payload)
                     self.sent += 1
                 except BufferError:
                     break
@@ -323,3 +328,183 @@ def test_a_future_timestamp_blocks_retention_and_the_disk_fills_when_predicted(t
     finally:
         producer.stop()
         sampler.stop()
+
+
+# --- one broker shared by the tests below (history, compaction, the size rule): a tmpfs large enough
+# that none of them fills it, the retention check and the cleaner looking every second ---------------
+SHARED_TMPFS_BYTES = 96 * 1024 * 1024
+SHARED_CHECK_MS, CLEANER_BACKOFF_MS = 1000, 1000
+
+
+@pytest.fixture(scope="module")
+def shared_broker(kafka_cluster_factory):
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    kc = kafka_cluster_factory(start=False, broker_config={
+        "log.retention.check.interval.ms": SHARED_CHECK_MS, "log.cleaner.backoff.ms": CLEANER_BACKOFF_MS,
+        "log.segment.bytes": 4 * 1024 * 1024, "offsets.topic.num.partitions": "1",
+        "transaction.state.log.num.partitions": "1"})
+    log_dir = kc.nodes[1].log_dirs[0]
+    _mount_tmpfs(log_dir, SHARED_TMPFS_BYTES)
+    try:
+        kc.start()
+        yield kc, log_dir
+    finally:
+        try:
+            kc.stop()
+        finally:
+            _unmount(log_dir)
+
+
+def _audit_here(log_dir: Path, out: Path, *extra) -> tuple[dict, str]:
+    """``kafka-audit audit`` in this process (auditor.cli.main; seconds instead of a subprocess's
+    imports), the broker's check interval and cleaner backoff in its config; (document, stdout)."""
+    from harness.cli import kafka_audit_in_process
+
+    out.mkdir(parents=True, exist_ok=True)
+    config = out / "audit.yaml"
+    config.write_text(f"kafka:\n  log.retention.check.interval.ms: {SHARED_CHECK_MS}\n"
+                      f"  log.cleaner.backoff.ms: {CLEANER_BACKOFF_MS}\n")
+    proc = kafka_audit_in_process("audit", "--log-dir", log_dir, "--json", out / "findings.json", "--config", config,
+                                  "--engine", "local", "--fail-on", "FAIL", "--no-progress", *extra)
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    return json.loads((out / "findings.json").read_text()), proc.stdout
+
+
+def _until(predicate, timeout_s: float, what: str):
+    """Polls ``predicate`` (the broker's state on disk) until it returns a true value."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"not within {timeout_s:.0f} s: {what}")
+
+
+def _dir_bytes(part: Path) -> int:
+    """Bytes the partition dir's files hold on the tmpfs (allocated: a preallocated index counts
+    its written pages), *.deleted and cleaner files included."""
+    total = 0
+    for p in part.iterdir():
+        try:
+            total += p.stat().st_blocks * 512
+        except FileNotFoundError:  # deleted between the listing and the stat
+            pass
+    return total
+
+
+def _log_start(part: Path) -> int:
+    bases = [int(p.name.split(".")[0]) for p in part.iterdir() if p.name.endswith(".log")]
+    return min(bases) if bases else 0
+
+
+def test_history_says_a_planted_rate_change_beside_the_model(shared_broker, tmp_path):
+    """Two audits into one history dir: 100 kB/s before the first; after it the producer triples its
+    rate. The second run's bytes written since the first are beside the model's growth of the first
+    run; the difference is over 25% and the section, the terminal and the topic say so."""
+    kc, log_dir = shared_broker
+    kc.create_topic("shift", partitions=1)
+    history = tmp_path / "history"
+    slow = PacedProducer(kc.bootstrap_servers, "shift", 100_000)
+    slow.start()
+    try:
+        _until(lambda: time.monotonic() - slow.started_at >= 10, 30, "10 s at 100 kB/s")
+        first, _ = _audit_here(log_dir, tmp_path / "r1", "--history", history)
+    finally:
+        slow.stop()
+    fast = PacedProducer(kc.bootstrap_servers, "shift", 300_000)
+    fast.start()
+    try:
+        _until(lambda: time.monotonic() - fast.started_at >= 10, 30, "10 s at 300 kB/s")
+        second, stdout = _audit_here(log_dir, tmp_path / "r2", "--history", history)
+    finally:
+        fast.stop()
+    entry1 = next(e for e in first["capacity"] if str(log_dir) in e["log_dirs"])
+    entry = next(e for e in second["capacity"] if str(log_dir) in e["log_dirs"])
+    assert entry1["observed_growth_bytes_per_s"] is None
+    shift = next(t for t in entry["observed"]["by_topic"] if t["topic"] == "shift")
+    report = f"shift: {shift}; statement: {entry['observed_statement']}"
+    print(report)
+    assert shift["model_then_bytes_per_s"] == pytest.approx(100_000 * 1.05, rel=0.15), report  # values + record overhead
+    assert entry["observed"]["replicas_by_method"]["segments"] >= 1, report
+    assert shift["difference_percent"] > 25 and abs(entry["model_difference_percent"]) > 25, report
+    assert "shift: " in entry["observed_statement"] and "changed rate" in entry["observed_statement"], report
+    assert "written " in stdout and entry["observed_statement"][:40] in stdout
+
+
+COMPACT_KEYS, COMPACT_RATE = 1000, 200_000
+
+
+def test_compact_topic_stays_under_its_key_bound(shared_broker, tmp_path):
+    """A compact-only topic of 1,000 keys written in turn at 200 kB/s (a record per batch, so the
+    cleaned log's bytes per record are those read), segment.ms 1 s: the audit with --keys bounds it
+    by its distinct keys; once the cleaner has run, the bytes the partition dir holds over three of
+    its cycles peak within 10% under that bound (or below it), and above half of it."""
+    kc, log_dir = shared_broker
+    kc.create_topic("keyed", partitions=1, config={"cleanup.policy": "compact", "segment.ms": 1000,
+                                                   "min.cleanable.dirty.ratio": 0.5, "min.compaction.lag.ms": 0,
+                                                   "file.delete.delay.ms": 1000, "delete.retention.ms": 1000})
+    part = log_dir / "keyed-0"
+    producer = PacedProducer(kc.bootstrap_servers, "keyed", COMPACT_RATE, keys=COMPACT_KEYS, linger_ms=0)
+    producer.start()
+    try:
+        cycle_s = COMPACT_KEYS * RECORD_BYTES / COMPACT_RATE  # every key written once
+        _until(lambda: time.monotonic() - producer.started_at >= 1.5 * cycle_s, 60, "every key written")
+        doc, _ = _audit_here(log_dir, tmp_path / "audit", "--keys")
+        entry = next(e for e in doc["capacity"] if str(log_dir) in e["log_dirs"])
+        cause = next(c for c in entry["causes"] if c["cause"] == "compaction" and c["topic_partition"] == "keyed-0")
+        bound = cause["key_bound_bytes"]
+        assert bound is not None, cause
+        cleaned = (log_dir / "cleaner-offset-checkpoint")
+        _until(lambda: cleaned.exists() and "keyed 0 " in cleaned.read_text(), 60, "the cleaner's first pass over keyed-0")
+        observed = []
+        until = time.monotonic() + 3 * cycle_s + 5  # a pass each time the dirty part matches the clean one
+        while time.monotonic() < until:
+            assert kc.nodes[1].proc.poll() is None, "the broker died"
+            observed.append(_dir_bytes(part))
+            time.sleep(0.05)
+        peak = max(observed)
+        report = (f"keyed-0: bound {bound} B ({cause['detail']}); observed peak {peak} B, trough {min(observed)} B "
+                  f"over {len(observed)} samples")
+        print(report)
+        assert 0.5 * bound <= peak <= 1.10 * bound, report
+        assert min(observed) < peak, report  # the cleaner shrank it while we watched
+    finally:
+        producer.stop()
+
+
+SIZE_RETENTION_BYTES, SIZE_RATE = 1_000_000, 300_000
+
+
+def test_size_rule_steady_state_on_the_broker(shared_broker, tmp_path):
+    """retention.bytes 1,000,000 with segment.ms 1 s at 300 kB/s (segments of ~300 kB) and the check
+    every second: once retention has deleted, the predicted steady state of the partition lies within
+    retention.bytes and retention.bytes + a segment + the growth between checks and before the delete,
+    and the bytes the partition dir holds over three retention cycles peak within one segment of it."""
+    kc, log_dir = shared_broker
+    kc.create_topic("capped", partitions=1, config={"retention.bytes": SIZE_RETENTION_BYTES, "segment.ms": 1000,
+                                                    "file.delete.delay.ms": 1000})
+    part = log_dir / "capped-0"
+    producer = PacedProducer(kc.bootstrap_servers, "capped", SIZE_RATE)
+    producer.start()
+    try:
+        _until(lambda: part.exists() and _log_start(part) > 0 and time.monotonic() - producer.started_at >= 8, 60,
+               "retention deleting capped-0's first segment")
+        doc, _ = _audit_here(log_dir, tmp_path / "audit")
+        entry = next(e for e in doc["capacity"] if str(log_dir) in e["log_dirs"])
+        predicted = next(t for t in entry["steady_state_by_topic"] if t["topic"] == "capped")["steady_state_bytes"]
+        segment = SIZE_RATE * 1.0  # segment.ms 1 s at the rate
+        lag_bytes = SIZE_RATE * (SHARED_CHECK_MS + 1000) / 1000.0
+        assert SIZE_RETENTION_BYTES <= predicted <= SIZE_RETENTION_BYTES + 1.2 * segment + 1.2 * lag_bytes, predicted
+        start = _log_start(part)
+        observed = []
+        _until(lambda: observed.append(_dir_bytes(part)) or _log_start(part) > start + 3 * (SIZE_RATE / RECORD_BYTES),
+               60, "three retention cycles")  # the log start moved past three segments' worth of records
+        peak = max(observed)
+        report = f"capped-0: predicted {predicted} B, observed peak {peak} B, trough {min(observed)} B ({len(observed)} samples)"
+        print(report)
+        assert abs(peak - predicted) <= segment, report
+        assert peak >= SIZE_RETENTION_BYTES, report
+    finally:
+        producer.stop()

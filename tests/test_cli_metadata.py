@@ -48,3 +48,40 @@ def test_no_metadata_log_exits_3_and_says_so(capsys, tmp_path):
     assert "no __cluster_metadata-0 directory in" in err and str(DATA_DIR) in err
     assert main(["metadata", str(tmp_path / "nope")]) == 2
     assert "not a directory" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def manifest(tmp_path_factory):
+    """The broker's two log dirs (data, metadata) collected, as on the broker (absolute paths)."""
+    out = tmp_path_factory.mktemp("manifests") / "b1"
+    assert main(["collect", "--out", str(out), str(DATA_DIR.resolve()), str(METADATA_PARENT.resolve())]) == 0
+    return out
+
+
+@pytest.mark.parametrize("history", [False, True])
+def test_from_a_manifest_equals_the_log_dirs(manifest, capsys, history):
+    """What collect carried is the cluster the log dirs describe: the same document, table and history."""
+    flags = ["--history"] if history else []
+    capsys.readouterr()
+    outs = {}
+    for where, argv in (("disk", [str(DATA_DIR.resolve()), str(METADATA_PARENT.resolve())]),
+                        ("manifest", ["--manifest", str(manifest.parent)])):
+        assert main(["metadata", *argv, *flags, "--json"]) == 0
+        outs[where] = json.loads(capsys.readouterr().out)
+        assert main(["metadata", *argv, *flags]) == 0
+        outs[where + " table"] = capsys.readouterr().out
+    assert outs["manifest"] == outs["disk"]
+    assert outs["manifest table"] == outs["disk table"]
+    assert len(outs["manifest"]["topics"]) == 9
+    assert outs["manifest"]["topics"]["__consumer_offsets"]["partitions"]["0"]["directories"][0]["log_dir"] == \
+        str(DATA_DIR.resolve())
+
+
+def test_manifests_without_a_metadata_log_exit_3_and_say_so(tmp_path, capsys):
+    assert main(["collect", "--out", str(tmp_path / "m" / "b1"), str(DATA_DIR)]) == 0
+    capsys.readouterr()
+    assert main(["metadata", "--manifest", str(tmp_path / "m")]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("kafka-audit: error: no metadata log in the manifests under") and len(err.splitlines()) == 1
+    assert main(["metadata", "--manifest", str(tmp_path / "m"), str(DATA_DIR)]) == 2
+    assert "give exactly one input" in capsys.readouterr().err

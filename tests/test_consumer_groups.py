@@ -7,6 +7,8 @@ topic), ``__consumer_offsets`` rolled and compacted by the cleaner. Oracles:
 
 * the broker's ``list_consumer_group_offsets`` for every group (committed offsets, metadata);
 * ``describe_consumer_groups`` (protocol type and state);
+* the same audit of the same manifest on local disk, for the one collected into a real S3 server
+  (s3proxy, tests/harness/s3proxy.py);
 * Kafka's ``DumpLogSegments --offsets-decoder`` over every ``__consumer_offsets`` partition,
   folded as the coordinator replays (tests/harness/offsets_dump.py).
 """
@@ -26,6 +28,7 @@ from harness.groups import (GROUP_BROKER_CONFIG, build_group_scenario, describe_
 from harness.log_dirs import copy_live_dir
 from harness.offsets_dump import dump_offsets, latest_offsets
 from harness.offsets_replay import assert_same_both_ways
+from harness.s3proxy import s3_server  # noqa: F401 - the module's S3 server (one test collects into it)
 
 pytestmark = pytest.mark.live
 
@@ -372,3 +375,38 @@ def test_group_commands_from_a_manifest_need_no_offsets_files(groups_cluster, ka
     assert committed == {g: {t: {p: e["committed_offset"] for p, e in parts.items()} for t, parts in d["topics"].items()}
                          for g, d in from_disk.items()}
     assert kafka_audit("replay-check", "--group", "no-such-group", "--at", target, "--manifest", manifest).returncode == 3
+
+
+def test_collected_into_s3_from_the_running_broker_audits_as_on_local_disk(groups_cluster, kafka_classpath,
+                                                                           s3_server, tmp_path):  # noqa: F811
+    """``collect --out s3://`` on the running broker's log dir (as on a broker, a process with the
+    standard AWS environment; s3proxy on 127.0.0.1): the audit of the objects (``--manifest
+    s3://``, the driver reading through pyarrow's S3 client) equals the audit of the same objects
+    copied to local disk, finding for finding; ``replay-check --group`` from S3 equals Kafka's
+    ``--reset-offsets --to-datetime --dry-run``."""
+    import json
+    from harness.groups import ConsumerGroupsTool
+    kc, scenario, _ = groups_cluster
+    env = s3_server.env()
+    proc = kafka_audit("collect", "--out", "s3://audits/live/b1", "--no-progress", *kc.log_dirs(1), env=env)
+    assert proc.returncode == 0, proc.stderr
+    local = tmp_path / "live" / "b1"
+    shutil.copytree(s3_server.data / "audits" / "live" / "b1", local)   # the objects, byte for byte
+    assert (local / "_complete.json").is_file() and (local / "consumer_groups.jsonl.gz").is_file()
+    docs = {}
+    for where, spec in (("s3", "s3://audits/live/*"), ("disk", f"{tmp_path / 'live'}/*")):
+        out = tmp_path / f"{where}.json"
+        proc = kafka_audit("audit", "--engine", "local", "--manifest", spec, "--json", out,
+                           "--as-of", "2030-01-01T00:00:00Z", env=env)
+        assert proc.returncode in (0, 1), proc.stderr
+        docs[where] = json.loads(out.read_text())
+    assert docs["s3"]["findings"] == docs["disk"]["findings"]
+    assert docs["s3"]["counts"] == docs["disk"]["counts"] and docs["s3"]["totals"] == docs["disk"]["totals"]
+    assert {f["code"] for f in docs["s3"]["findings"] if f["severity"] != "PASS"} >= {"KLA060", "KLA061"}
+    target = scenario.t0_ms + 21 * 60_000 + 250
+    theirs = ConsumerGroupsTool(kafka_classpath, kc.bootstrap_servers).reset_to_datetime_dry_run("simple-6", target)
+    proc = kafka_audit("replay-check", "--group", "simple-6", "--at", target, "--manifest", "s3://audits/live",
+                       "--json", env=env)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert {(p["topic"], p["partition"]): p["reset_offset"] for p in json.loads(proc.stdout)["group"]["partitions"]} \
+        == theirs

@@ -198,14 +198,15 @@ def test_no_private_name_crosses_a_package():
     assert not wrong, "private names imported across modules:\n" + "\n".join(wrong)
 
 
-def type_only_lines(module: str) -> set[int]:
+@functools.cache
+def type_only_lines(module: str) -> frozenset[int]:
     """Lines of the imports under ``if TYPE_CHECKING:`` (annotations only: never run, so no cycle)."""
     tree = ast.parse(MODULES[module].read_text(), str(MODULES[module]))
     lines = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
             lines |= {n.lineno for stmt in node.body for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))}
-    return lines
+    return frozenset(lines)
 
 
 def test_no_import_cycle():

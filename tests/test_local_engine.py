@@ -127,10 +127,15 @@ def test_spark_buckets_equal_driver_batch_and_reference(spark):  # noqa: F811
         assert sum(f["severity"] != "PASS" for f in on_spark) > 20
 
 
-def test_live_broker_dirs(spark, kafka_cluster_factory):  # noqa: F811
+@pytest.fixture(scope="module")
+def live_broker(kafka_cluster_factory):
+    """One broker, two log dirs, records in every state (closed segments a day old, a future
+    timestamp, committed and aborted transactions) and a partition written in the last minute
+    (a measured ingress rate for the capacity projection); (cluster, the time they were written)."""
     kc = kafka_cluster_factory(brokers=1, log_dirs_per_broker=2)
     kc.create_topic("events", partitions=3, config={"segment.ms": "60000", "segment.jitter.ms": "0"})
     kc.create_topic("tx", partitions=1)
+    kc.create_topic("recent", partitions=1, config={"retention.ms": "3600000"})
     now = int(time.time() * 1000)
     for p in range(3):
         kc.roll_segments("events", p, segments=3 + 2 * p, records_per_segment=10 * (p + 1),
@@ -138,9 +143,43 @@ def test_live_broker_dirs(spark, kafka_cluster_factory):  # noqa: F811
     kc.transaction("tx", [("k", "v", now)], commit=True)
     kc.transaction("tx", [("k", "w", now)], commit=False)
     kc.produce("events", [("late", "x", now + 7_200_000)], partition=0)  # a future timestamp
+    kc.produce("recent", [(f"k{i}", "v" * 1000, now - 60_000 + i * 1000) for i in range(60)], batch_num_messages=1)
+    return kc, now
+
+
+def test_live_broker_dirs(spark, live_broker):  # noqa: F811
+    kc, now = live_broker
     result = scan_log_dirs(kc.log_dirs(1), "deep")
     ctx = AuditContext(as_of_ms=now + 1000, config=Config.load(None), replay_at_ms=now - 2 * 86_400_000)
     assert_engines_agree(spark, result.segments, result.partitions, ctx)
+
+
+def test_capacity_section_same_on_both_engines(spark, live_broker, tmp_path):  # noqa: F811
+    """The capacity projection on Spark (the capacity columns collected to the driver) equals the
+    local engine's, field for field, from one manifest: the filesystem statted once, when it was
+    collected (FS_FIELDS_OF_THE_MOMENT and all that follows from the free space are then the same
+    input; two audits of the live log dirs would stat them twice while the broker writes on, its
+    metadata log included)."""
+    from auditor.audit import AuditRequest, run_audit
+    from harness.cli import kafka_audit_in_process
+
+    kc, now = live_broker
+    manifest = tmp_path / "manifest"
+    done = kafka_audit_in_process("collect", "--out", manifest, "--no-progress", *kc.log_dirs(1))
+    assert done.returncode == 0, done.stderr[-2000:]
+    sections = {}
+    for engine in ("local", "spark"):
+        capacity = run_audit(AuditRequest(manifests=[str(manifest)], as_of_ms=now + 1000, engine=engine)).capacity
+        sections[engine] = json.loads(json.dumps({"filesystems": capacity.filesystems, "notes": capacity.notes},
+                                                 default=str))
+    local, on_spark = sections["local"], sections["spark"]
+    assert len(local["filesystems"]) == len(on_spark["filesystems"])
+    for a, b in zip(local["filesystems"], on_spark["filesystems"]):
+        assert a == b, {k: (a.get(k), b.get(k)) for k in set(a) | set(b) if a.get(k) != b.get(k)}
+    assert local["notes"] == on_spark["notes"]
+    entry = on_spark["filesystems"][0]
+    assert entry["growth_bytes_per_s"] > 0 and entry["rates"].get("measured"), entry
+    assert any(p["topic"] == "recent" for p in entry["top_partitions"]), entry["top_partitions"]
 
 
 def test_per_dir_tables_collected_in_slices_equal_one_collect(spark, demo, monkeypatch):  # noqa: F811

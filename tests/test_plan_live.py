@@ -22,7 +22,8 @@ import pytest
 from harness.cli import kafka_audit, kafka_audit_in_process
 from harness.kafka import KafkaHarnessError, tools_log4j_config, wait_until
 
-pytestmark = pytest.mark.live
+# the longest live module (410-510 s, mostly waiting on reassignments): handed out first
+pytestmark = [pytest.mark.live, pytest.mark.schedule_first(cpu_s=450)]
 
 RACKS = {1: "rack-1", 2: "rack-2", 3: "rack-3"}
 TOOL = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"

@@ -1,9 +1,10 @@
 """The nightly DAG on manifests in a real S3 server (issue 37), run with ``dag.test()``
 (tests/airflow_runner.py, as tests/test_airflow_dags.py runs it): its ``manifests`` param takes an
 ``s3://`` glob, the input check reads each manifest's age from its ``_complete.json`` there, and
-the audit (the cli runner: Spark local[*], through s3a://) reads them with the worker's AWS
-environment. The spark-submit runner gets hadoop-aws through ``--jars`` from the plan (checked here on the plan itself; the end-to-end
-Spark read through s3a is tests/test_s3_spark.py)."""
+the audit, run by the spark-submit runner (the provider's SparkSubmitOperator, master local[2],
+hadoop-aws through ``--jars`` from the plan), reads them through s3a:// with the worker's AWS
+environment. The cli runner runs ``kafka-audit audit --engine spark``: that command on s3a:// is
+tests/test_s3_spark.py."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ import pytest
 
 from harness.airflow_home import run_dag
 from harness.cli import kafka_audit
-from harness.s3proxy import S3Proxy
 from harness.realdata import BROKER_DIRS
+from harness.s3proxy import s3_server  # noqa: F401 - the module's S3 server
 
 pytestmark = pytest.mark.live
 
@@ -28,22 +29,19 @@ BROKERS = {"b1": BROKER_DIRS / "kafka-2018-v2" / "kafka-logs",
 
 
 @pytest.fixture(scope="module")
-def s3_server(tmp_path_factory):
-    server = S3Proxy(tmp_path_factory.mktemp("s3proxy")).start()
-    server.make_bucket("audits")
-    env = server.env()
+def collected(s3_server):  # noqa: F811 - the fixture imported above
+    env = s3_server.env()
     for name, log_dir in BROKERS.items():
         res = kafka_audit("collect", "--out", f"s3://audits/m/{name}", log_dir, env=env, timeout=300)
         assert res.returncode == 0, res.stderr
-    yield server
-    server.stop()
+    return s3_server
 
 
 @pytest.fixture(scope="module")
-def airflow_env(tmp_path_factory, s3_server):
+def airflow_env(tmp_path_factory, collected):
     home = tmp_path_factory.mktemp("airflow-home")
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    env = dict(s3_server.env(), AIRFLOW_HOME=str(home), AIRFLOW__CORE__LOAD_EXAMPLES="False",
+    env = dict(collected.env(), AIRFLOW_HOME=str(home), AIRFLOW__CORE__LOAD_EXAMPLES="False",
                AIRFLOW__CORE__DAGS_FOLDER=str(REPO / "airflow_dags"), SPARK_LOCAL_IP="127.0.0.1",
                PYTHONPATH=str(REPO), PATH=path)
     airflow = Path(sys.executable).with_name("airflow")
@@ -52,19 +50,25 @@ def airflow_env(tmp_path_factory, s3_server):
     return env
 
 
-def test_nightly_audits_s3_manifests(airflow_env, tmp_path):
+def test_nightly_spark_submit_audits_s3_manifests(airflow_env, tmp_path):
+    """runner spark-submit: the provider's SparkSubmitOperator runs spark-submit (the Airflow
+    connection spark_default: master local[2]) with hadoop-aws from the plan's --jars; the driver
+    it starts reads the manifests through s3a:// with the worker's AWS environment."""
+    env = dict(airflow_env, AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": "local[2]"}))
     out = tmp_path / "reports"
-    result = run_dag(airflow_env, "kafka_audit_nightly", {
+    result = run_dag(env, "kafka_audit_nightly", {
         "manifests": ["s3://audits/m/*"], "output_dir": str(out), "history_dir": str(tmp_path / "h"),
-        "runner": "cli", "state_dir": ""})
+        "runner": "spark-submit", "state_dir": ""})
     assert result["state"] == "success", result
-    assert result["tasks"]["inputs_ready"] == "success" and result["tasks"]["audit_cli"] == "success"
+    assert result["tasks"]["inputs_ready"] == "success" and result["tasks"]["audit_spark_submit"] == "success"
+    assert result["tasks"]["audit_cli"] == "skipped"
     doc = json.loads((out / "kafka-audit-latest.json").read_text())
     assert doc["inputs"]["manifests"] == ["s3://audits/m/*"]
     assert doc["totals"]["brokers"] == 2 and doc["totals"]["segments"] > 0
-    # the cli runner passes --master (the spark_master param, local[*]): Spark read them through s3a://,
-    # hadoop-aws and the AWS settings added by the audit itself
     assert doc["engine"]["name"] == "spark"
+    log = (Path(airflow_env["AIRFLOW_HOME"]) / "kafka_audit_nightly.last-run.log").read_text()
+    submit = [line for line in log.splitlines() if "spark-submit" in line and "--master local[2]" in line]
+    assert submit and "hadoop-aws-" in submit[0], log[-3000:]   # spark-submit's --jars, from the plan
 
 
 def test_nightly_refuses_s3_manifests_older_than_allowed(airflow_env, tmp_path):

@@ -15,7 +15,8 @@ After each kill, ``find_manifests`` either refuses the prefix (IncompleteManifes
 whole manifest: every object the size and CRC-32 its ``_complete.json`` lists (read through
 ``read_manifest``, which checks both), from one of the two brokers. Then the same command runs to
 the end: the prefix is complete and its rows equal a local collect of the same broker (but for
-the scan and collection times).
+the scan and collection times). At the end no staging directory is left in ``$TMPDIR``: each run
+removes those of the killed runs before it.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ import pytest
 from auditor.manifest import IncompleteManifest, find_manifests, read_manifest
 from auditor.scan.filesystem import FS_FIELDS_OF_THE_MOMENT
 from harness.cli import REPO_ROOT, kafka_audit
-from harness.s3proxy import S3Proxy
 from harness.realdata import BROKER_DIRS
+from harness.s3proxy import S3Proxy, s3_server  # noqa: F401 - the module's S3 server
 
 pytestmark = pytest.mark.live
 
@@ -43,14 +44,6 @@ BROKERS = {"b1": BROKER_DIRS / "kafka-2018-v2" / "kafka-logs",
            "b2": BROKER_DIRS / "kraft-transactional" / "kafka-data"}
 PREFIX = "s3://audits/killed"
 TIME_COLUMNS = {"scanned_at_ms", "collected_at_ms", "finished_at_ms", *FS_FIELDS_OF_THE_MOMENT}
-
-
-@pytest.fixture(scope="module")
-def s3_server(tmp_path_factory):
-    server = S3Proxy(tmp_path_factory.mktemp("s3proxy")).start()
-    server.make_bucket("audits")
-    yield server
-    server.stop()
 
 
 def rows(tables) -> list[list[tuple]]:
@@ -100,8 +93,9 @@ def run_and_kill(server: S3Proxy, env: dict, log_dir, rng: random.Random, full_r
     return how
 
 
-def test_collect_to_s3_killed_at_random_moments(s3_server, tmp_path, monkeypatch):
-    # a killed collect leaves its local staging directory behind (docs/object-storage.md): here, not in /tmp
+def test_collect_to_s3_killed_at_random_moments(s3_server, tmp_path, monkeypatch):  # noqa: F811
+    # a killed collect leaves its local staging directory behind, the next collect removes it
+    # (auditor.cli.collect.remove_stale_staging): the staging here, not in /tmp, to be looked at
     (tmp_path / "staging").mkdir()
     env = s3_server.env(TMPDIR=str(tmp_path / "staging"))
     for name, value in env.items():
@@ -138,4 +132,5 @@ def test_collect_to_s3_killed_at_random_moments(s3_server, tmp_path, monkeypatch
         assert find_manifests([PREFIX]) == [PREFIX]
         assert rows(read_manifest(PREFIX)) == expected[name], (round_no, how)
     print(f"outcomes after the kills: {dict(outcomes)}")
+    assert list((tmp_path / "staging").iterdir()) == []   # each killed run's staging removed by the next
     assert outcomes["refused"] >= KILLS // 4, outcomes   # the kills did land in the writes

@@ -5,7 +5,7 @@ the checksum variables left unset, as a new user leaves them).
 The real brokers' log dirs of ../shared/fixtures/real are collected with ``kafka-audit collect``
 (a process, as on a broker) twice: into the bucket and onto local disk. Then, against the local
 copy as the oracle: ``audit --manifest s3://...`` on the driver gives the same findings finding for
-finding, ``replay-check`` and ``groups`` the same answers; a re-collect removes the parts the log
+finding, ``replay-check``, ``groups`` and ``metadata`` the same answers; a re-collect removes the parts the log
 dirs no longer hold; an object changed since ``_complete.json`` (size, or same size and another
 CRC-32), a prefix without it, a missing bucket, wrong credentials and a stopped server are each
 one line and exit 3 within 30 s. Spark through s3a: tests/test_s3_spark.py; SIGKILL:
@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from harness.cli import kafka_audit
-from harness.s3proxy import S3Proxy
-from harness.realdata import BROKER_DIRS
+from harness.kafka import free_port
+from harness.realdata import BROKER_DIRS, REAL
+from harness.s3proxy import s3_server  # noqa: F401 - the module's S3 server
 
 pytestmark = pytest.mark.live
 
@@ -31,25 +32,20 @@ AT = "2018-01-01T00:00:00Z"
 BROKERS = {"b1": BROKER_DIRS / "kafka-2018-v2" / "kafka-logs",
            "b2": BROKER_DIRS / "kraft-transactional" / "kafka-data",
            "b3": BROKER_DIRS / "kafka-2.7.1-compacted" / "kafka-logs"}
+METADATA_DIR = (REAL / "metadata" / "kraft-transactional").resolve()   # b2's metadata.log.dir
 FAILURE_BOUND_S = 30
 
 
 @pytest.fixture(scope="module")
-def s3_server(tmp_path_factory):
-    server = S3Proxy(tmp_path_factory.mktemp("s3proxy")).start()
-    server.make_bucket("audits")
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="module")
-def collected(s3_server, tmp_path_factory):
-    """Each fixture broker collected into s3://audits/m/<b> and into a local dir <b> (the oracle)."""
+def collected(s3_server, tmp_path_factory):  # noqa: F811 - the fixture imported above
+    """Each fixture broker collected into s3://audits/m/<b> and into a local dir <b> (the oracle);
+    b2 with its metadata log dir (a KRaft broker's metadata.log.dir beside its data dir)."""
     local = tmp_path_factory.mktemp("manifests")
     env = s3_server.env()
     for name, log_dir in BROKERS.items():
+        dirs = [log_dir, METADATA_DIR] if name == "b2" else [log_dir]
         for out in (f"s3://audits/m/{name}", local / name):
-            res = kafka_audit("collect", "--keys", "--out", out, log_dir, env=env, timeout=300)
+            res = kafka_audit("collect", "--keys", "--out", out, *dirs, env=env, timeout=300)
             assert res.returncode == 0, res.stderr
     return env, local
 
@@ -62,7 +58,7 @@ def one_line_exit_3(res, started: float) -> str:
     return err
 
 
-def test_collect_publishes_whole_objects_and_the_marker_last(collected, s3_server):
+def test_collect_publishes_whole_objects_and_the_marker_last(collected, s3_server):  # noqa: F811
     env, local = collected
     listed = sorted(p.relative_to(s3_server.data / "audits").as_posix()
                     for p in (s3_server.data / "audits" / "m").rglob("*") if p.is_file())
@@ -110,7 +106,19 @@ def test_replay_check_and_groups_equal_the_disk_answers(collected):
     assert '"mode": "manifest"' in outs["s3"][0] and '"debug-consumer-group"' in outs["s3"][1]
 
 
-def test_recollect_removes_parts_the_log_dirs_no_longer_hold(collected, s3_server):
+def test_metadata_from_s3_manifests_equals_the_local_ones_and_the_log_dirs(collected):
+    env, local = collected
+    outs = {}
+    for where, argv in (("s3", ["--manifest", "s3a://audits/m"]), ("local", ["--manifest", f"{local}/*"]),
+                        ("disk", [BROKERS["b2"].resolve(), METADATA_DIR])):
+        res = kafka_audit("metadata", *argv, "--history", "--json", env=env, timeout=300)
+        assert res.returncode == 0, res.stderr
+        outs[where] = json.loads(res.stdout)
+    assert outs["s3"] == outs["local"] == outs["disk"]
+    assert len(outs["s3"]["topics"]) == 9 and outs["s3"]["metadata_dir"] == str(METADATA_DIR / "__cluster_metadata-0")
+
+
+def test_recollect_removes_parts_the_log_dirs_no_longer_hold(collected, s3_server):  # noqa: F811
     env, _ = collected
     prefix = s3_server.data / "audits" / "again"
     assert kafka_audit("collect", "--keys", "--out", "s3://audits/again", BROKERS["b1"], env=env).returncode == 0
@@ -121,7 +129,7 @@ def test_recollect_removes_parts_the_log_dirs_no_longer_hold(collected, s3_serve
                                                         "segments.parquet"]
 
 
-def test_changed_objects_and_a_missing_marker_are_refused(collected, s3_server, tmp_path):
+def test_changed_objects_and_a_missing_marker_are_refused(collected, s3_server, tmp_path):  # noqa: F811
     env, _ = collected
     prefix = s3_server.data / "audits" / "changed"
     assert kafka_audit("collect", "--out", "s3://audits/changed/b1", BROKERS["b1"], env=env).returncode == 0
@@ -143,6 +151,16 @@ def test_changed_objects_and_a_missing_marker_are_refused(collected, s3_server, 
     started = time.monotonic()
     err = one_line_exit_3(kafka_audit("audit", "--manifest", "s3://audits/changed/b1", env=env), started)
     assert "no _complete.json" in err
+    # a cluster part (read whole on the driver, not a table) is checked the same way
+    assert kafka_audit("collect", "--out", "s3://audits/changed/b2", BROKERS["b2"], METADATA_DIR,
+                       env=env).returncode == 0
+    part = prefix / "b2" / "cluster_metadata.jsonl.gz"
+    flipped = bytearray(part.read_bytes())
+    flipped[len(flipped) // 2] ^= 0xFF
+    part.write_bytes(bytes(flipped))
+    started = time.monotonic()
+    err = one_line_exit_3(kafka_audit("metadata", "--manifest", "s3://audits/changed/b2", env=env), started)
+    assert "cluster_metadata.jsonl.gz is" in err and "CRC-32" in err and "changed since it was collected" in err
 
 
 @pytest.mark.parametrize("case", ["missing bucket", "wrong secret", "unknown key"])
@@ -164,15 +182,16 @@ def test_store_failures_are_one_line_exit_3(collected, command, case):
     assert env["AWS_ENDPOINT_URL"] in err
 
 
-def test_a_stopped_server_is_one_line_exit_3(tmp_path):
-    server = S3Proxy(tmp_path).start()
-    server.make_bucket("audits")
-    env = server.env()
-    server.stop()
-    for argv in (["collect", "--out", "s3://audits/m/b1", BROKERS["b1"]], ["audit", "--manifest", "s3://audits/m/*"]):
+def test_a_stopped_server_is_one_line_exit_3(s3_server):  # noqa: F811
+    # what a stopped server is to its clients: nothing listens on its port any more (a port of
+    # 127.0.0.1 free now, rather than a second s3proxy started and stopped)
+    endpoint = f"http://127.0.0.1:{free_port()}"
+    env = s3_server.env(AWS_ENDPOINT_URL=endpoint)
+    for argv in (["collect", "--out", "s3://audits/m/b1", BROKERS["b1"]], ["audit", "--manifest", "s3://audits/m/*"],
+                 ["metadata", "--manifest", "s3://audits/m"]):
         started = time.monotonic()
         err = one_line_exit_3(kafka_audit(*argv, env=env), started)
-        assert "the endpoint does not answer" in err and server.endpoint in err
+        assert "the endpoint does not answer" in err and endpoint in err
 
 
 def test_the_collect_leaves_no_local_directory_named_after_the_url(collected, tmp_path):

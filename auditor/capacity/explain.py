@@ -78,9 +78,14 @@ def _causes(m, f, idx, steady, topics, rule_list, steady_total) -> list[dict]:
                               f"until {iso_utc(int(reps.blocked_until_ms[r]))}"})
     growing = idx[reps.rate[idx] > 0]
     for r in growing[~reps.deletes[growing]][:TOP]:
-        out.append({"cause": "compaction", "topic_partition": name(r),
+        bound = reps.key_bound[r] if reps.key_bound is not None else math.nan
+        limit = (f"bounded by its ~{int(reps.distinct_keys[r]):,} distinct keys (key statistics): at most about "
+                 f"{human_bytes(int(bound))} at the top of the cleaner's cycle" if math.isfinite(bound) else
+                 "bounded only by its distinct keys, not known here (unbounded by what is known: audit with --keys "
+                 "reading every record to bound it)")
+        out.append({"cause": "compaction", "topic_partition": name(r), "key_bound_bytes": _int(bound),
                     "detail": f"{name(r)}: cleanup.policy=compact never deletes by retention; it grows at "
-                              f"{human_bytes(int(reps.rate[r]))}/s, bounded only by its distinct keys (not known here)"})
+                              f"{human_bytes(int(reps.rate[r]))}/s, {limit}"})
     unbounded = growing[reps.deletes[growing] & ~np.isfinite(reps.retention_s[growing]) & ~np.isfinite(reps.cap[growing])]
     for r in unbounded[:TOP]:
         out.append({"cause": "no retention", "topic_partition": name(r),

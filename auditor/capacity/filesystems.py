@@ -47,7 +47,9 @@ def group_filesystems(log_dirs: list[dict]) -> Filesystems:
     here = socket.gethostname()
     groups: dict[tuple, list[dict]] = {}
     unknown, older = [], []
-    for info in log_dirs:
+    # in log-dir order, not the rows' (each engine hands them in its own): the entries, the log dirs
+    # of each and the one a finding names are then the same on every engine
+    for info in sorted(log_dirs, key=lambda i: (str(i.get("log_dir")), i.get("broker_id") or -1)):
         if "fs_total_bytes" not in info:
             older.append(info.get("log_dir"))
             unknown.append(unknown_entry(info, "capacity unknown: no filesystem recorded (a manifest collected "

@@ -21,6 +21,8 @@ import numpy as np
 
 from auditor.capacity.columns import SegmentColumns
 from auditor.capacity.filesystems import Filesystems, group_filesystems
+from auditor.capacity.compaction import key_bounds
+from auditor.capacity.ledger import build_ledger
 from auditor.capacity.replicas import RATE_OK, RATE_STATES, Replicas, build_replicas, steady_state
 from auditor.capacity.rules import TopicRules
 from auditor.capacity.explain import describe, topic_medians
@@ -45,6 +47,8 @@ class CapacityResult:
     filesystems: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     settings: CapacitySettings = field(default_factory=CapacitySettings)
+    ledger: object | None = None
+    """What the history keeps of each replica (``auditor.capacity.ledger.Ledger``), None when not built."""
     replica_steady: object | None = None
     """Each replica's steady state (``auditor.capacity.steady.SteadyStates``) when asked for: what
     the reassignment plan balances."""
@@ -156,19 +160,23 @@ def _crossing(m: _Model, f: int, grid: np.ndarray, used: np.ndarray, limit: floa
 
 
 def project_capacity(cols: SegmentColumns, log_dirs: list[dict], rules: dict[str, TopicRules], as_of_ms: int,
-                     settings: CapacitySettings | None = None) -> CapacityResult:
-    """The capacity section: one entry per filesystem under the audited log dirs."""
+                     settings: CapacitySettings | None = None, keys: dict | None = None) -> CapacityResult:
+    """The capacity section: one entry per filesystem under the audited log dirs. ``keys``: per
+    (topic, partition) the key statistics that bound compact-only topics
+    (``auditor.capacity.compaction.keys_from_audit``), None or empty: none."""
     settings = settings or CapacitySettings()
     fs = group_filesystems(log_dirs)
     result = CapacityResult(notes=list(fs.notes), settings=settings)
-    if not len(fs.total):
-        result.filesystems = fs.unknown
-        return result
     topics = cols.labels["topic"]
     rule_list = [rules.get(t) or TopicRules() for t in topics]
+    if not len(fs.total):
+        result.filesystems = fs.unknown
+        result.ledger = build_ledger(cols, None, rule_list)
+        return result
     fs_of_dir = np.array([fs.index_of.get(d, -1) for d in cols.labels["log_dir"]], dtype=np.int64)
     reps, going, constant = build_replicas(cols, fs_of_dir, fs.origin_ms, rule_list, settings.rate_window_s,
                                            settings.idle_after_s)
+    key_bounds(reps, topics, rule_list, keys)
     m = _build(fs, reps, going, constant)
     m.medians = topic_medians(reps)
     grid = np.concatenate([[0.0], np.geomspace(1.0, settings.horizon_s, settings.grid_points)])
@@ -181,6 +189,7 @@ def project_capacity(cols: SegmentColumns, log_dirs: list[dict], rules: dict[str
                                            settings))
     result.filesystems.sort(key=lambda e: (e["seconds_to_full"] is None, e["seconds_to_full"] or 0))
     result.filesystems += fs.unknown
+    result.ledger = build_ledger(cols, reps, rule_list)
     return result
 
 

@@ -64,6 +64,10 @@ class Replicas:
     """Per replica: its newest record timestamp minus when its filesystem was statted (ms; NaN: no
     timestamp): positive on most replicas of a filesystem means clocks disagree (producers' or the
     broker's), which the notes say."""
+    key_bound: np.ndarray | None = None
+    """Per replica: a growing compact-only replica's bound from its distinct keys (bytes; NaN: none
+    known; ``auditor.capacity.compaction``)."""
+    distinct_keys: np.ndarray | None = None
 
 
 def row_bytes(cols: SegmentColumns) -> np.ndarray:
@@ -95,7 +99,7 @@ def classify(cols: SegmentColumns, fs_of_dir: np.ndarray) -> tuple[np.ndarray, n
     return fs, live, going, known & ~live & ~going
 
 
-def _starts(keys: list[np.ndarray]) -> np.ndarray:
+def group_starts(keys: list[np.ndarray]) -> np.ndarray:
     change = np.zeros(len(keys[0]), dtype=bool)
     if len(change):
         change[0] = True
@@ -172,7 +176,7 @@ def build_replicas(cols: SegmentColumns, fs_of_dir: np.ndarray, origin_ms: np.nd
     order = idx[np.lexsort((cols.num["base_offset"][idx], cols.num["partition"][idx], cols.codes["topic"][idx],
                             cols.codes["log_dir"][idx]))]
     keys = [cols.codes["log_dir"][order], cols.codes["topic"][order], cols.num["partition"][order]]
-    starts = _starts(keys) if len(order) else np.zeros(0, dtype=np.int64)
+    starts = group_starts(keys) if len(order) else np.zeros(0, dtype=np.int64)
     counts = np.diff(np.append(starts, len(order)))
     replica = np.repeat(np.arange(len(starts)), counts)
     num = {k: v[order] for k, v in cols.num.items()}
@@ -240,7 +244,8 @@ def steady_state(reps: Replicas, horizon_s: float) -> np.ndarray:
     growing under the time rule ``rate * (retention + a segment's time + the check interval + the
     delete delay)``, under the size rule ``retention.bytes + a segment + rate * (interval + delay)``;
     a replica that does not grow keeps what the rules leave at the horizon. A growing compact-only
-    replica: NaN (bounded by its distinct keys, which the projection does not know)."""
+    replica: its bound from its distinct keys when key statistics give one
+    (``auditor.capacity.compaction``), else NaN (unbounded by what is known)."""
     time_rule = reps.deletes & np.isfinite(reps.retention_s)
     with np.errstate(invalid="ignore"):
         by_time = np.where(time_rule, reps.rate * (reps.retention_s + reps.tau + reps.check_s + reps.delay_s), np.inf)
@@ -248,4 +253,7 @@ def steady_state(reps: Replicas, horizon_s: float) -> np.ndarray:
     left = np.bincount(reps.seg_replica, weights=np.where(reps.seg_delete_s > horizon_s, reps.seg_bytes, 0.0),
                        minlength=len(reps.rate))
     steady = np.where(reps.rate > 0, growing, np.minimum(left, reps.cap))
-    return np.where((reps.rate > 0) & ~reps.deletes, np.nan, steady)
+    bound = reps.key_bound if reps.key_bound is not None else np.full(len(reps.rate), np.nan)
+    bounded = (reps.rate > 0) & ~reps.deletes & np.isfinite(bound)
+    steady = np.where(bounded, bound, steady)
+    return np.where((reps.rate > 0) & ~reps.deletes & ~bounded, np.nan, steady)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from auditor.capacity.columns import SegmentColumns
+from auditor.capacity.compaction import key_bounds
 from auditor.capacity.filesystems import group_filesystems
 from auditor.capacity.replicas import (INDEX_OVERHEAD, RATE_ABSURD, RATE_NO_TIMESTAMPS, RATE_ONE_RECORD,
                                        build_replicas, classify, steady_state)
@@ -30,7 +31,8 @@ CAPACITY_UNKNOWN, NO_RATE, UNBOUNDED, NOT_PROJECTED = "capacity unknown", "no ra
 UNKNOWN = {
     CAPACITY_UNKNOWN: "its log dir's filesystem is not recorded (capacity unknown): the projection has no time origin",
     NO_RATE: "no ingress rate can be measured (one record, no record timestamps, or an absurd record-time span)",
-    UNBOUNDED: "nothing bounds it at steady state (growing with neither time nor size retention, or compact-only)",
+    UNBOUNDED: "nothing bounds it at steady state (growing with neither time nor size retention, or compact-only "
+               "without key statistics)",
     NOT_PROJECTED: "no segment of it was read (no replica on disk, or an empty partition dir)",
 }
 """Why a replica's steady state is unknown: short key -> the sentence the plan's summary gives."""
@@ -57,9 +59,10 @@ class SteadyStates:
 
 def replica_steady_states(cols: SegmentColumns, log_dirs: list[dict], rules: dict[str, TopicRules],
                           horizon_s: float = 30 * 86400.0, rate_window_s: float = 86400.0,
-                          idle_after_s: float = 3600.0) -> SteadyStates:
+                          idle_after_s: float = 3600.0, keys: dict | None = None) -> SteadyStates:
     """Every live replica's steady state from the segment columns and the log-dir rows (with
-    ``auditor.scan.filesystem.FS_FIELDS``), ``rules`` per topic (absent: Kafka's defaults)."""
+    ``auditor.scan.filesystem.FS_FIELDS``), ``rules`` per topic (absent: Kafka's defaults);
+    ``keys``: the key statistics that bound compact-only topics (``auditor.capacity.compaction``)."""
     fs = group_filesystems(log_dirs)
     out = SteadyStates(unknown_dirs={os.path.abspath(e["log_dirs"][0]) for e in fs.unknown if e["log_dirs"][0]})
     if not len(fs.total):
@@ -70,6 +73,7 @@ def replica_steady_states(cols: SegmentColumns, log_dirs: list[dict], rules: dic
     topics = cols.labels["topic"]
     rule_list = [rules.get(t) or TopicRules() for t in topics]
     reps, _going, _constant = build_replicas(cols, fs_of_dir, fs.origin_ms, rule_list, rate_window_s, idle_after_s)
+    key_bounds(reps, topics, rule_list, keys)
     steady = steady_state(reps, horizon_s)
     log_now = _log_bytes(cols, fs_of_dir, reps)
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -11,6 +11,7 @@ from pathlib import Path
 from auditor.nightly.accept import AcceptFileError, load as load_accept
 from auditor.atomic import OutputError, check_writable
 from auditor.audit import AuditOutcome, AuditRequest, run_audit
+from auditor.check_runner import young_objects_collected
 from auditor.engines.base import ENGINES
 from auditor.cli.common import add_log_dir_arguments, one_input, FORMATTER, CliError, InputProblem, keys_sample_bytes, progress_printer, refuse_urls, wants_progress
 from auditor.cli.metrics_file import (MetricsFile, add_metrics_options, metrics_file_from_args, write_failure_metrics,
@@ -23,8 +24,9 @@ from auditor.schema import DEPTHS
 from checks.framework.base import Severity
 from auditor.units import human_bytes, parse_time
 from checks.framework.config import ConfigError
-from reports.document import build_document, write_outputs
+from reports.document import plain_document, write_outputs
 from auditor.nightly.finding_history import append as append_findings, read_previous
+from auditor.nightly import capacity_history
 from reports.html import where
 from auditor.nightly.compare import annotate
 
@@ -183,22 +185,37 @@ def execute(audit_run: AuditRun) -> int:
         raise CliError(str(exc)) from None
     except FileNotFoundError as exc:  # no manifest there, or one a killed collect left (IncompleteManifest)
         raise InputProblem(str(exc)) from None
+    progress("building the findings document")
     previous = read_previous(history, outcome.as_of_ms) if history else None
-    doc, history_rows, accept_entries = annotate(build_document(outcome), previous, accept, fail_on_new)
-    try:
-        written = write_outputs(doc, out_html, out_json, history)
-        if history:
-            written.append(append_findings(history, doc["as_of_ms"], history_rows, accept_entries))
-    except OutputError:
-        raise
-    except OSError as exc:  # (a full disk under the history's Parquet writer names no path)
-        raise OutputError(exc.filename or history or out_json or out_html, exc) from exc
+    if history:
+        capacity_history.observe(history, outcome.capacity, outcome.as_of_ms)
+    capacity = outcome.capacity
+    # the cyclic collector paused while the document is made and written (as for each check:
+    # young_objects_collected): its automatic full collections walked a fleet on fire's 150,000
+    # finding dicts again and again, ~2 s of the report's CPU at 100,542 rows (benchmarks/fleet.py)
+    with young_objects_collected():
+        # annotated once (identities, statuses) and the Finding objects given up as they become dicts
+        doc, history_rows, accept_entries = annotate(plain_document(outcome, release_findings=True), previous, accept,
+                                                     fail_on_new)
+        del outcome
+        try:
+            written = write_outputs(doc, out_html, out_json, history, progress)
+            if history:
+                written.append(append_findings(history, doc["as_of_ms"], history_rows, accept_entries))
+                if capacity is not None:
+                    written.append(capacity_history.append(history, doc["as_of_ms"], doc.get("capacity") or [],
+                                                           getattr(capacity, "ledger", None)))
+        except OutputError:
+            raise
+        except OSError as exc:  # (a full disk under the history's Parquet writer names no path)
+            raise OutputError(exc.filename or history or out_json or out_html, exc) from exc
     for path in written:
         sys.stderr.write(f"wrote {path}\n")
     if audit_run.metrics is not None:  # after the outputs
         sys.stderr.write(f"wrote {write_run_metrics(audit_run.metrics, doc)}\n")
     # with --json - stdout carries the JSON alone, so the summary goes to stderr
     summary = sys.stderr if out_json == "-" else sys.stdout
+    progress("the summary")
     for line in summary_lines(doc):
         summary.write(line + "\n")
     return doc["exit_code"]
@@ -226,8 +243,15 @@ def night_options(audit_run: AuditRun):
         raise CliError(str(exc)) from None
 
 
-def summary_lines(doc: dict, min_severity: Severity = Severity.WARN) -> list[str]:
-    """The verdict, the cluster totals, then the findings from ``min_severity`` up as a table."""
+#: The terminal lists every finding from WARN up while there are at most this many; above, the
+#: counts per check and the worst this many (the full list: --json and the HTML report).
+MAX_SUMMARY_FINDINGS = 50
+
+
+def summary_lines(doc: dict, min_severity: Severity = Severity.WARN, limit: int = MAX_SUMMARY_FINDINGS) -> list[str]:
+    """The verdict, the cluster totals, then the findings from ``min_severity`` up as a table: all
+    of them up to ``limit``; above, the counts per check and the worst ``limit``, saying how many
+    are left out and where they are."""
     t = doc["totals"]
     lines = [f"verdict {doc['verdict']} (exit {doc['exit_code']}, fails at {doc['fail_on']}): "
              + ", ".join(f"{doc['counts'][s]} {s}" for s in ("FAIL", "WARN", "INFO", "PASS")),
@@ -242,13 +266,48 @@ def summary_lines(doc: dict, min_severity: Severity = Severity.WARN) -> list[str
         lines.extend(f"note: {n}" for n in history.get("notes") or [])
     elif doc.get("acceptance"):
         lines.append(f"{len(doc.get('accepted') or [])} accepted finding(s)")
-    rows = [(f["severity"], f["code"], where(f, detail=False), f["message"]) for f in doc["findings"]
-            if Severity.parse(f["severity"]) >= min_severity]
+    lines.extend(capacity_lines(doc))
+    floor = int(min_severity)
+    shown = [f for f in doc["findings"] if Severity.parse(f["severity"]) >= floor]
+    total = len(shown)
+    if total > limit:
+        per_check: dict[tuple[str, str], dict[str, int]] = {}
+        for f in shown:
+            counts = per_check.setdefault((f["code"], f["check"]), {})
+            counts[f["severity"]] = counts.get(f["severity"], 0) + 1
+        lines.append("")
+        lines.append(f"{total:,} findings at {min_severity.name} or above, by check:")
+        names = [s.name for s in reversed(Severity) if s >= floor]  # FAIL first
+        lines.append(f"  {'CODE':6s} {'CHECK':32s}" + "".join(f" {n:>9s}" for n in names))
+        for (code, check), counts in sorted(per_check.items(), key=lambda kv: ([-kv[1].get(n, 0) for n in names], kv[0])):
+            lines.append(f"  {code:6s} {check:32s}" + "".join(f" {counts.get(n, 0):9,d}" for n in names))
+        shown = sorted(shown, key=lambda f: -Severity.parse(f["severity"]))[:limit]  # stable: the document's order within a severity
+    rows = [(f["severity"], f["code"], where(f, detail=False), f["message"]) for f in shown]
     if rows:
         width = min(max(len(r[2]) for r in rows), 40)
         lines.append("")
+        if total > limit:
+            lines.append(f"the worst {limit} of them (the other {total - limit:,} are in the --json document and the HTML report):")
         lines.append(f"  {'SEVERITY':8s} {'CODE':6s} {'WHERE':{width}s} FINDING")
         lines.extend(f"  {sev:8s} {code:6s} {place:{width}s} {message}" for sev, code, place, message in rows)
+    return lines
+
+
+def capacity_lines(doc: dict) -> list[str]:
+    """With --history: per filesystem the bytes written since the previous run beside the model's growth."""
+    lines = []
+    for e in doc.get("capacity") or []:
+        observed = e.get("observed_growth_bytes_per_s")
+        if observed is None:
+            continue
+        pct = e.get("model_difference_percent")
+        model = e.get("model_growth_compared_bytes_per_s")
+        lines.append(f"capacity {e.get('mount') or (e.get('log_dirs') or ['?'])[0]}: written {human_bytes(int(observed))}/s "
+                     f"since {e['observed_since_utc']}, "
+                     + (f"model ({e['model_compared']}) {human_bytes(int(model))}/s" if model is not None else "no model")
+                     + (f" ({pct:+.0f}%)" if pct is not None else ""))
+        if e.get("observed_statement"):
+            lines.append(f"  note: {e['observed_statement']}")
     return lines
 
 

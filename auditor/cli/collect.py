@@ -91,20 +91,84 @@ def remote_out(out: str) -> str | None:
     return out.rstrip("/")
 
 
-def collect_to_store(args, url: str) -> int:
-    """The manifest written whole into a local staging directory, then published object by object,
-    ``_complete.json`` last (auditor.manifest_remote); the staging directory removed after."""
+STAGING_PREFIX = "kafka-audit-collect-pid"
+"""Staging directories of ``collect --out s3://`` in ``$TMPDIR``: ``<prefix><pid>-<random>``,
+holding :data:`STAGING_LOCK`, locked (``flock``) by the collect writing there for its lifetime."""
+STAGING_LOCK = ".lock"
+
+
+def make_staging() -> tuple[Path, object]:
+    """A new staging directory in ``$TMPDIR`` and the open file holding its lock (kept open: the
+    lock is the collect's, released by the kernel however the process ends)."""
+    import fcntl
+    import os
+    import tempfile
+
+    staging = Path(tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{os.getpid()}-"))
+    lock = open(staging / STAGING_LOCK, "w")  # noqa: SIM115 - held open for the collect's lifetime
+    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return staging, lock
+
+
+def remove_stale_staging(tmp_dir: str | None = None) -> list[str]:
+    """Removes the staging directories that collects killed before their cleanup left in
+    ``tmp_dir`` (default ``$TMPDIR``): a directory whose lock no process holds (its collect is
+    dead; a lock survives no process), or, killed before its lock file was made, whose pid is
+    no running process. Directories of running collects, of other users, and anything else are
+    left alone. The paths removed."""
+    import fcntl
+    import os
     import shutil
     import tempfile
 
+    from auditor.atomic import pid_alive
+
+    root = Path(tmp_dir or tempfile.gettempdir())
+    removed = []
+    try:
+        candidates = sorted(root.glob(f"{STAGING_PREFIX}*"))
+    except OSError:
+        return removed
+    for d in candidates:
+        try:
+            if not d.is_dir() or d.is_symlink() or d.stat().st_uid != os.getuid():
+                continue
+            lock_path = d / STAGING_LOCK
+            if lock_path.exists():
+                with open(lock_path, "a") as lock:
+                    try:
+                        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        continue          # a running collect's
+                    shutil.rmtree(d)
+            else:
+                pid = d.name[len(STAGING_PREFIX):].partition("-")[0]
+                if not pid.isdigit() or pid_alive(int(pid)):
+                    continue
+                shutil.rmtree(d)
+            removed.append(str(d))
+        except OSError:
+            continue                      # (another collect removing it at the same moment)
+    return removed
+
+
+def collect_to_store(args, url: str) -> int:
+    """The manifest written whole into a local staging directory, then published object by object,
+    ``_complete.json`` last (auditor.manifest_remote); the staging directory removed after. Staging
+    directories that killed collects left are removed first (:func:`remove_stale_staging`)."""
+    import shutil
+
     from auditor.manifest_remote import publish_manifest
 
-    staging = Path(tempfile.mkdtemp(prefix="kafka-audit-collect-"))
+    for stale in remove_stale_staging():
+        sys.stderr.write(f"removed {stale}: the staging directory of a collect that was killed\n")
+    staging, lock = make_staging()
     try:
         code = collect_to(args, str(staging), shown=url)
         names = publish_manifest(staging, url)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        lock.close()
     sys.stderr.write(f"published {url}: {', '.join(names)} ({COMPLETE_NOTE})\n")
     return code
 

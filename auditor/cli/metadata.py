@@ -8,6 +8,11 @@ leader epoch and each replica's log dir (directory IDs mapped to paths through t
 dirs' ``meta.properties``), and the cluster-default and per-broker configs. ``--history``
 replays the whole log on disk and lists every topic, replica-set, log-dir and config change
 with its time and metadata offset. Read-only, like ``scan``.
+
+``--manifest`` reads the same from ``kafka-audit collect`` manifests (local or ``s3://``): collect
+carries the metadata log decoded (``cluster_metadata.jsonl.gz``, docs/manifests.md), as it read
+it on the broker with the whole history; of several brokers' copies the most advanced is used
+(:func:`auditor.manifest.read_cluster_metadata`). No log dir needs to be reachable.
 """
 
 from __future__ import annotations
@@ -37,20 +42,29 @@ def register(sub) -> None:
             "found, and every log dir's meta.properties maps directory IDs to paths.\n\n"
             "--history replays every metadata record on disk and lists each topic creation and\n"
             "deletion, reassignment, move between log dirs and config change with its UTC time\n"
-            "and metadata offset."
+            "and metadata offset.\n\n"
+            "--manifest reads the same from `kafka-audit collect` manifests instead (local dirs or\n"
+            "s3:// / s3a:// URLs, globs, a parent meaning every manifest under it): collect carries the\n"
+            "metadata log as it read it on the broker, with its whole history. Of several brokers'\n"
+            "copies the most advanced is shown (the others are listed). Paths are the brokers' own."
         ),
         epilog=(
             "examples:\n"
             "  kafka-audit metadata /var/lib/kafka/data-0 /var/lib/kafka/data-1\n"
             "  kafka-audit metadata /var/lib/kafka/data-0 --history\n"
             "  kafka-audit metadata /var/lib/kafka/data-0 --json > cluster.json\n"
+            "  kafka-audit metadata --manifest 's3://audits/manifests/*' --history\n"
             "JSON: topics -> {name: {topic_id, configs: {name: value}, partitions: {id: {replicas, isr, leader,\n"
             "      leader_epoch, directories: [{broker, directory_id, log_dir}]}}}}, brokers, configs, notes\n"
             "exit codes: 0 done, 2 usage error, 3 input problem (no __cluster_metadata-0 under the dirs:\n"
-            "a ZooKeeper-mode broker, or not the log dir holding the metadata log)"
+            "a ZooKeeper-mode broker, or not the log dir holding the metadata log; manifests that carry\n"
+            "no metadata log, an incomplete or changed manifest, an object store that cannot be read)"
         ),
     )
     add_log_dir_arguments(p)
+    p.add_argument("--manifest", action="append", metavar="PATH",
+                   help="instead of log dirs: `kafka-audit collect` manifests (repeatable; local, s3:// or s3a://, "
+                        "globs, a parent dir); the metadata log they carry")
     p.add_argument("--history", action="store_true", help="also list every change the log on disk records")
     p.add_argument("--json", action="store_true", help="print JSON (epoch ms beside UTC times)")
     p.set_defaults(func=run)
@@ -135,13 +149,29 @@ def print_table(log: MetadataLog, out=None) -> None:
         print(f"  {label}: " + ", ".join(f"{k}={v}" for k, v in sorted(cfg.items())), file=out)
 
 
+def from_manifests(paths: list[str]) -> MetadataLog:
+    """The metadata log the manifests carry (MetadataLogNotFound when none does)."""
+    from auditor.manifest import read_cluster_metadata  # manifest mode only (pyarrow)
+
+    for d in paths:
+        if "://" not in d and not any(c in d for c in "*?[") and not Path(d).exists():  # (URLs, globs: where listed)
+            raise CliError(f"{d}: does not exist")
+    log, notes = read_cluster_metadata(paths)
+    if log is None:
+        why = "; ".join(str(n) for n in notes) or (
+            "collected from brokers without __cluster_metadata-0 (ZooKeeper mode, or not the log dir "
+            "holding the metadata log), or by a collect older than manifest format 2")
+        raise MetadataLogNotFound(f"no metadata log in the manifests under {', '.join(paths)}: {why}")
+    return log
+
+
 def run(args) -> int:
-    one_input(args, "log_dirs")
+    one_input(args, "log_dirs", "manifest")
     for d in args.log_dirs:
         if not Path(d).is_dir():
             raise CliError(f"{d}: not a directory")
     try:
-        log = read_metadata_log(args.log_dirs, history=args.history)
+        log = from_manifests(args.manifest) if args.manifest else read_metadata_log(args.log_dirs, history=args.history)
     except MetadataLogNotFound as e:
         sys.stderr.write(f"kafka-audit: error: {e}\n")
         return EXIT_INPUT_PROBLEM

@@ -9,6 +9,7 @@ import time
 
 from auditor.capacity import CapacitySettings, TopicRules, project_capacity
 from auditor.capacity.columns import from_arrow, from_pandas
+from auditor.capacity.compaction import keys_from_audit
 from auditor.capacity.steady import replica_steady_states
 from auditor.capacity.rules import BROKER_KEYS, CAPACITY_KEYS, DEFAULTS, rules_for
 from checks import check_named
@@ -56,10 +57,10 @@ def run_capacity(segments, log_dirs: list[dict], ctx: AuditContext, progress) ->
         cols = from_pandas(segments) if hasattr(segments, "iloc") else from_arrow(segments)
         setting = topic_setting(ctx)
         rules: dict[str, TopicRules] = {t: rules_for(t, setting) for t in cols.labels["topic"] if t is not None}
-        settings = capacity_settings(ctx)
-        ctx.capacity = project_capacity(cols, log_dirs, rules, ctx.as_of_ms, settings)
+        settings, keys = capacity_settings(ctx), keys_from_audit(getattr(ctx, "keys", None))
+        ctx.capacity = project_capacity(cols, log_dirs, rules, ctx.as_of_ms, settings, keys)
         ctx.capacity.replica_steady = replica_steady_states(cols, log_dirs, rules, settings.horizon_s,
-                                                            settings.rate_window_s, settings.idle_after_s)
+                                                            settings.rate_window_s, settings.idle_after_s, keys)
         for topic, r in rules.items():
             ctx.capacity.notes += [f"{topic}: {p}" for p in r.problems]
     except Exception as exc:  # noqa: BLE001 - the audit goes on; the section says why it is empty

@@ -26,7 +26,8 @@ FORMAT_VERSION = 1
 FORMAT_KEY = b"kafka_audit_findings_history"
 PREFIX = "findings-"
 _NAME = re.compile(r"^findings-(\d{8}T\d{6}\.\d{3}Z)(?:-\d+)?\.parquet$")
-KNOWN_OTHER = re.compile(r"^(run-.*\.parquet|\..*\.tmp(-\d+)?)$")  # the trend files (auditor/nightly/run_history.py), temp files
+KNOWN_OTHER = re.compile(r"^(run-.*\.parquet|capacity-.*\.parquet|\..*\.tmp(-\d+)?)$")
+"""The trend files (auditor/nightly/run_history.py), the capacity ledgers (capacity_history.py), temp files."""
 
 SCHEMA = pa.schema([
     ("kind", pa.string()),  # "finding" or "accept_entry"

@@ -119,9 +119,9 @@ def status_of(severity: str, previous: PreviousRow | None) -> str:
 
 
 def classify(findings: Sequence[dict], previous: Mapping[str, PreviousRow] | None, as_of_ms: int) -> Comparison:
-    """Each finding (dicts with ``identity`` set) gets status, first_seen(_ms) and runs_open; the
-    previous run's open identities that are absent now or only PASS make the resolved list.
-    ``previous`` None: no previous run (status new, first seen now)."""
+    """Each finding (dicts with ``identity`` set) gets status, first_seen(_ms) and runs_open (in
+    place: the dicts are the document's); the previous run's open identities that are absent now
+    or only PASS make the resolved list. ``previous`` None: no previous run (status new, first seen now)."""
     prev = previous or {}
     out = []
     texts: dict[int, str | None] = {}  # first-seen times repeat (one per earlier run): format each once
@@ -132,8 +132,9 @@ def classify(findings: Sequence[dict], previous: Mapping[str, PreviousRow] | Non
         first = p.first_seen_ms if continuing else as_of_ms
         if first not in texts:
             texts[first] = iso_utc(first)
-        out.append({**f, "status": status, "first_seen_ms": first, "first_seen": texts[first],
-                    "runs_open": p.runs_open + 1 if continuing else 1})
+        f.update(status=status, first_seen=texts[first], first_seen_ms=first,  # in place: no copy a finding
+                 runs_open=p.runs_open + 1 if continuing else 1)
+        out.append(f)
     worst_now: dict[str, int] = {}
     for f in findings:
         worst_now[f["identity"]] = max(worst_now.get(f["identity"], 0), RANK[f["severity"]])
@@ -152,7 +153,9 @@ def unclassified(findings: Sequence[dict], as_of_ms: int) -> list[dict]:
     """The fields without a history (no ``--history``): status None; first seen this run and open
     for 1 run, as far as a run without history knows."""
     text = iso_utc(as_of_ms)
-    return [{**f, "status": None, "first_seen": text, "first_seen_ms": as_of_ms, "runs_open": 1} for f in findings]
+    for f in findings:  # in place: a fleet on fire has 350,000 (a copy each was the report's peak)
+        f.update(status=None, first_seen=text, first_seen_ms=as_of_ms, runs_open=1)
+    return list(findings)
 
 
 def history_rows(findings: Iterable[dict], accepted: Iterable[dict] = ()) -> list[dict]:

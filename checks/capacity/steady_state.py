@@ -7,7 +7,8 @@ What it checks:
     delay); size rule: ``retention.bytes`` + a segment + the growth between checks and before the
     delete), the others as retention leaves them, other files held constant. A topic without
     retention that grows has no steady state (unbounded, WARN); a growing compact-only topic is
-    bounded by its distinct keys, which the projection does not know (unknown, INFO).
+    bounded by its distinct keys: with key statistics over every record (``--keys``) at the top of
+    the cleaner's cycle (``auditor.capacity.compaction``), without them unknown (INFO).
 
 Why it matters:
     Even when the disk does not fill within the projection's horizon, retention that keeps more

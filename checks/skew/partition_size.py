@@ -64,11 +64,11 @@ class SkewPartitionSize(Check):
             return []
         live = stats[stats["dir_kind"] == "live"]
         out = []
-        for topic, rows in live.groupby("topic", sort=True):
+        for topic, per_partition in largest_replicas_by_topic(live).items():
             topts = ctx.options(self, topic)
             if not topts.get("enabled", True) or (topic.startswith("__") and not topts["include_internal"]):
                 continue
-            finding = self._judge_topic(topic, _largest_replicas(rows), topts)
+            finding = self._judge_topic(topic, per_partition, topts)
             if finding is not None:
                 out.append(with_key_cause(finding, ctx.keys, topts["cause_share"]))
         return out
@@ -124,10 +124,43 @@ class SkewPartitionSize(Check):
         )
 
 
+def largest_replicas_by_topic(live) -> dict[str, dict[int, tuple[int, int | None, int | None]]]:
+    """topic (sorted) -> :func:`_largest_replicas` of its rows, made in column operations over
+    every topic at once: the rows sorted by (topic, partition, size descending, a known broker
+    before an unknown one, broker ascending, row order) and the first row of each partition kept;
+    Python touches one value per partition, not per replica row. :func:`_largest_replicas` (a walk
+    over one topic's rows) is the reference it is tested against (tests/test_skew_columnar.py)."""
+    import numpy as np
+    import pandas as pd
+
+    live = live[live["topic"].notna()]  # as groupby("topic") drops a null topic
+    if not len(live):
+        return {}
+    topic_codes, topics = pd.factorize(live["topic"], sort=True)
+    partition = live["partition"].to_numpy().astype("int64")
+    size = pd.to_numeric(live["size_bytes"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    size = np.nan_to_num(size, nan=0.0)
+    broker = pd.to_numeric(live["broker_id"], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    unknown = np.isnan(broker)
+    order = np.lexsort((np.arange(len(live)), np.where(unknown, 0.0, broker), unknown, -size, partition, topic_codes))
+    t, p = topic_codes[order], partition[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = (t[1:] != t[:-1]) | (p[1:] != p[:-1])
+    keep = order[first]
+    sizes = [opt_int(v) or 0 for v in live["size_bytes"].to_numpy()[keep].tolist()]
+    messages = [opt_int(v) for v in live["message_count"].to_numpy()[keep].tolist()]
+    brokers = [opt_int(v) for v in live["broker_id"].to_numpy()[keep].tolist()]
+    out: dict[str, dict] = {}
+    for code, part, size_v, msgs, b in zip(topic_codes[keep].tolist(), partition[keep].tolist(), sizes, messages, brokers):
+        out.setdefault(topics[code], {})[part] = (size_v, msgs, b)
+    return out
+
+
 def _largest_replicas(rows) -> dict[int, tuple[int, int | None, int | None]]:
     """partition -> (size_bytes, message_count, broker_id) of its largest live replica; among
     replicas of the same size the lowest broker id (replicas often are equal: the answer must not
-    depend on the order of the rows, which differs between the engines)."""
+    depend on the order of the rows, which differs between the engines). The reference walk of
+    :func:`largest_replicas_by_topic`."""
     per_partition: dict[int, tuple[int, int | None, int | None]] = {}
     for row in rows.itertuples(index=False):
         p = int(row.partition)

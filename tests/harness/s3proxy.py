@@ -1,15 +1,29 @@
 """A real S3 API server for tests: s3proxy (Maven Central ``org.gaul:s3proxy``, its
 jar-with-dependencies, fetched by ``scripts/s3-jars.sh s3proxy`` into ``.cache/s3/``) started as a
 process on 127.0.0.1 over a directory (jclouds' filesystem provider), with AWS v2/v4 signatures and
-one identity. Readiness is its own HTTP answer (an S3 error document for an unsigned request),
-never a sleep. A missing jar or java is an error, not a skip.
+one identity. A missing jar or java is an error, not a skip.
 
-``S3Proxy.env()`` is the standard AWS environment a user would set for an on-premises store
-(``AWS_ENDPOINT_URL``, keys, region): what the tool under test must take.
+Ready means the state the tests need, never a sleep: the process started here answers a
+*signed* S3 request on its port (an unsigned one gets an error document: the HTTP server is up),
+and a bucket created through the S3 API (``PUT /bucket``) has appeared as a directory of this
+server's own storage. That last step also proves the server answering is this one: the port
+comes from :func:`harness.kafka.free_port`, and another process on the machine (another test
+run's broker, Spark UI or s3proxy) may take it between the probe and s3proxy's bind; then the
+start is tried again on another port.
+
+The fixture, one server per test module (import it: ``from harness.s3proxy import s3_server  #
+noqa: F401``): ``s3_server`` is a started :class:`S3Proxy` with the bucket :data:`BUCKET`;
+``s3_server.env()`` is the standard AWS environment a user would set for an on-premises store
+(``AWS_ENDPOINT_URL``, keys, region; the checksum variables left unset, as a new user leaves
+them): what the tool under test, run as a subprocess, must take.
 """
 
 from __future__ import annotations
 
+import base64
+import email.utils
+import hashlib
+import hmac
 import os
 import shutil
 import signal
@@ -19,6 +33,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from harness.kafka import free_port
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,10 +42,16 @@ S3PROXY_VERSION = os.environ.get("S3PROXY_VERSION", "2.6.0")
 START_TIMEOUT_S = 90
 IDENTITY = "kla-test-identity"
 CREDENTIAL = "kla-test-credential-0123456789"
+BUCKET = "audits"
+START_ATTEMPTS = 3
 
 
 class S3ProxyError(RuntimeError):
     pass
+
+
+class PortTaken(S3ProxyError):
+    """Another process answers on the port probed for s3proxy."""
 
 
 def s3proxy_jar() -> Path:
@@ -67,10 +89,26 @@ class S3Proxy:
         env.update(extra)
         return env
 
-    def start(self) -> "S3Proxy":
+    def start(self, *buckets: str) -> "S3Proxy":
+        """Started, answering signed requests, with ``buckets`` created (:meth:`make_bucket`); on
+        another free port when the one probed was taken by another process in the meantime."""
         from harness.tiers import refuse_in_fast_tiers
 
         refuse_in_fast_tiers("s3proxy (a real S3 API server)")
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                self._start_once()
+                for bucket in buckets:
+                    self.make_bucket(bucket)
+                return self
+            except PortTaken:
+                self.stop()
+                if attempt == START_ATTEMPTS:
+                    raise
+                self.port = free_port()
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> "S3Proxy":
         jar = s3proxy_jar()
         self.data.mkdir(parents=True, exist_ok=True)
         props = self.workdir / "s3proxy.conf"
@@ -88,28 +126,46 @@ class S3Proxy:
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         log.close()
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not self.answers():
+        while (status := self.signed_status("GET", "/")) != 200:
             if self.proc.poll() is not None:
+                if "Address already in use" in self.log_tail():
+                    raise PortTaken(self.port)
                 raise S3ProxyError(f"s3proxy exited with {self.proc.returncode}: {self.log_tail()}")
+            if status is not None and status != 503:   # someone else's server on the port
+                raise PortTaken(self.port)
             if time.monotonic() > deadline:
                 self.stop()
                 raise S3ProxyError(f"s3proxy did not answer on {self.endpoint} in {START_TIMEOUT_S} s: {self.log_tail()}")
-            time.sleep(0.2)  # polling its HTTP answer, not waiting for time to pass
+            time.sleep(0.2)  # polling its answer, not waiting for time to pass
         return self
 
-    def answers(self) -> bool:
-        """True once the server answers HTTP at all (an unsigned request gets an S3 error document)."""
+    def signed_status(self, method: str, path: str) -> int | None:
+        """The HTTP status of a request signed with this server's identity (AWS signature v2, which
+        s3proxy takes beside v4), None when nothing answers."""
+        date = email.utils.formatdate(usegmt=True)
+        digest = hmac.new(CREDENTIAL.encode(), f"{method}\n\n\n{date}\n{path}".encode(), hashlib.sha1).digest()
+        req = urllib.request.Request(self.endpoint + path, method=method, headers={
+            "Date": date, "Authorization": f"AWS {IDENTITY}:{base64.b64encode(digest).decode()}"})
         try:
-            with urllib.request.urlopen(self.endpoint + "/", timeout=2):
-                return True
-        except urllib.error.HTTPError:
-            return True
+            with urllib.request.urlopen(req, timeout=5) as resp:
+                return resp.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
         except OSError:
-            return False
+            return None
+
+    def answers(self) -> bool:
+        """True while the server answers signed requests."""
+        return self.signed_status("GET", "/") == 200
 
     def make_bucket(self, name: str) -> None:
-        """A bucket is a directory of jclouds' filesystem provider."""
-        (self.data / name).mkdir(parents=True, exist_ok=True)
+        """Creates the bucket through the S3 API (``PUT /name``) and waits until it is a directory of
+        this server's storage (jclouds' filesystem provider): the server that answered is this one."""
+        status = self.signed_status("PUT", f"/{name}")
+        if status not in (200, 409):   # 409: BucketAlreadyOwnedByYou
+            raise S3ProxyError(f"PUT /{name} on {self.endpoint}: HTTP {status}: {self.log_tail()}")
+        if not (self.data / name).is_dir():
+            raise PortTaken(self.port)
 
     def log_tail(self, lines: int = 30) -> str:
         try:
@@ -126,3 +182,11 @@ class S3Proxy:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
         self.proc = None
+
+
+@pytest.fixture(scope="module")
+def s3_server(tmp_path_factory):
+    """One started s3proxy per test module with the bucket :data:`BUCKET` (see the module docstring)."""
+    server = S3Proxy(tmp_path_factory.mktemp("s3proxy")).start(BUCKET)
+    yield server
+    server.stop()
