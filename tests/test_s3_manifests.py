@@ -110,7 +110,7 @@ def test_metadata_from_s3_manifests_equals_the_local_ones_and_the_log_dirs(colle
     env, local = collected
     outs = {}
     for where, argv in (("s3", ["--manifest", "s3a://audits/m"]), ("local", ["--manifest", f"{local}/*"]),
-                        ("disk", [BROKERS["b2"].resolve(), METADATA_DIR])):
+                        ("disk", [BROKERS["b2"], METADATA_DIR])):
         res = kafka_audit("metadata", *argv, "--history", "--json", env=env, timeout=300)
         assert res.returncode == 0, res.stderr
         outs[where] = json.loads(res.stdout)

@@ -44,6 +44,9 @@ class SparkEngine(TableEngine):
         tmp = None
         progress("starting Spark")
         own_jvm = not driver_jvm_running()  # one launched here ends with these stages; one there before stays
+        from pyspark.sql import SparkSession
+
+        own_session = SparkSession.getActiveSession() is None  # likewise a session of the caller's (a notebook, a test module)
         spark = build_spark(req.master, req.spark_conf, reads=req.manifests or ())
         _size_shuffles(spark, req.spark_conf)
         if req.state_dir and not req.manifests:
@@ -81,7 +84,8 @@ class SparkEngine(TableEngine):
             log_dir_infos = scan.log_dirs
             scan.unpersist()
         finally:
-            spark.stop()
+            if own_session:
+                spark.stop()
             jvm_ended = own_jvm and stop_driver_jvm()
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
