@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from auditor.atomic import atomic_write
 from auditor.capacity.ledger import replica_rows
 from auditor.capacity.observed import PreviousCapacity
-from auditor.units import iso_utc
+from auditor.nightly.finding_history import run_ms_of, run_stamp
 
 FORMAT_VERSION = 1
 FORMAT_KEY = b"kafka_audit_capacity_history"
@@ -38,18 +38,6 @@ SCHEMA = pa.schema([
     ("cleanup_policy", pa.string()), ("capacity_known", pa.bool_()), ("used_bytes", pa.int64()),
     ("growth_bytes_per_s", pa.float64()), ("origin_ms", pa.int64()), ("series_json", pa.string()),
 ])
-
-
-def _stamp(as_of_ms: int) -> str:
-    return iso_utc(as_of_ms).replace("-", "").replace(":", "")
-
-
-def _run_ms(name: str) -> int | None:
-    m = _NAME.match(name)
-    if not m:
-        return None
-    t = datetime.strptime(m.group(1), "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=timezone.utc)
-    return int(round(t.timestamp() * 1000))
 
 
 def _origin_ms(entry: dict) -> int | None:
@@ -76,7 +64,7 @@ def append(history_dir: str | Path, as_of_ms: int, entries: list[dict], ledger) 
     rows = [dict(r, kind="filesystem", as_of_ms=as_of_ms) for r in filesystem_rows(entries)]
     rows += [dict(r, kind="replica", as_of_ms=as_of_ms) for r in (replica_rows(ledger) if ledger is not None else [])]
     table = pa.Table.from_pylist(rows, schema=SCHEMA).replace_schema_metadata({FORMAT_KEY: str(FORMAT_VERSION).encode()})
-    base = PREFIX + _stamp(as_of_ms)
+    base = PREFIX + run_stamp(as_of_ms)
     path, n = d / f"{base}.parquet", 1
     while path.exists():
         n += 1
@@ -118,7 +106,7 @@ def read_previous(history_dir: str | Path, as_of_ms: int) -> PreviousCapacity:
     runs = []
     if d.is_dir():
         try:
-            runs = [(t, p) for p in d.iterdir() if (t := _run_ms(p.name)) is not None and t < as_of_ms]
+            runs = [(t, p) for p in d.iterdir() if (t := run_ms_of(p.name, _NAME)) is not None and t < as_of_ms]
         except OSError as exc:
             return PreviousCapacity(notes=[f"history dir {d} cannot be listed ({exc.strerror or exc}): no growth "
                                            "observed between runs"])

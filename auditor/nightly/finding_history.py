@@ -39,14 +39,16 @@ SCHEMA = pa.schema([
 NEEDED = {"kind", "identity", "severity", "first_seen_ms", "runs_open"}
 
 
-def _stamp(as_of_ms: int) -> str:
+def run_stamp(as_of_ms: int) -> str:
+    """The audit time in a history file's name (``20260101T000000.000Z``)."""
     return iso_utc(as_of_ms).replace("-", "").replace(":", "")
 
 
-def _run_ms(name: str) -> int | None:
+def run_ms_of(name: str, pattern: re.Pattern = _NAME) -> int | None:
+    """The audit time of a history file named by ``pattern`` (its group 1 a :func:`run_stamp`), None for another file."""
     import datetime as dt
 
-    m = _NAME.match(name)
+    m = pattern.match(name)
     if not m:
         return None
     t = dt.datetime.strptime(m.group(1), "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=dt.timezone.utc)
@@ -79,7 +81,7 @@ def _earlier_runs(d: Path, as_of_ms: int, out: Previous) -> list[tuple[int, Path
         out.notes.append(f"history dir {d} cannot be listed ({exc.strerror or exc}): no previous run to compare with")
         return []
     for p in names:
-        t = _run_ms(p.name)
+        t = run_ms_of(p.name)
         if t is None:
             if p.name.startswith(PREFIX) or not KNOWN_OTHER.match(p.name):
                 foreign.append(p.name)
@@ -155,7 +157,7 @@ def append(history_dir: str | Path, as_of_ms: int, finding_rows: list[dict], ent
               "code": e["code"], "topic": e.get("topic"), "partition": e.get("partition"), "broker_id": e.get("broker"),
               "message": e["entry"], "runs_unmatched": e["runs_unmatched"]} for e in entries]
     table = pa.Table.from_pylist(rows, schema=SCHEMA).replace_schema_metadata({FORMAT_KEY: str(FORMAT_VERSION).encode()})
-    base = PREFIX + _stamp(as_of_ms)
+    base = PREFIX + run_stamp(as_of_ms)
     path, n = d / f"{base}.parquet", 1
     while path.exists():
         n += 1
