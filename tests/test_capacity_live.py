@@ -30,6 +30,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
+from harness.kafka import wait_until
+
 # serial: the predicted time to full is held to the broker's own failure at a producer's constant rate,
 # which a second live module on the same two cores would bend
 pytestmark = [pytest.mark.live, pytest.mark.serial]
@@ -372,14 +374,8 @@ def _audit_here(log_dir: Path, out: Path, *extra) -> tuple[dict, str]:
 
 
 def _until(predicate, timeout_s: float, what: str):
-    """Polls ``predicate`` (the broker's state on disk) until it returns a true value."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"not within {timeout_s:.0f} s: {what}")
+    """The broker's state on disk polled until ``predicate`` holds (harness.kafka.wait_until, every 0.1 s)."""
+    return wait_until(predicate, timeout_s, what, interval_s=0.1)
 
 
 def _dir_bytes(part: Path) -> int:

@@ -19,10 +19,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from auditor.atomic import atomic_write
 from auditor.capacity.ledger import replica_rows
 from auditor.capacity.observed import PreviousCapacity
-from auditor.nightly.finding_history import run_ms_of, run_stamp
+from auditor.nightly.finding_history import run_ms_of, write_run_file
 
 FORMAT_VERSION = 1
 FORMAT_KEY = b"kafka_audit_capacity_history"
@@ -64,12 +63,7 @@ def append(history_dir: str | Path, as_of_ms: int, entries: list[dict], ledger) 
     rows = [dict(r, kind="filesystem", as_of_ms=as_of_ms) for r in filesystem_rows(entries)]
     rows += [dict(r, kind="replica", as_of_ms=as_of_ms) for r in (replica_rows(ledger) if ledger is not None else [])]
     table = pa.Table.from_pylist(rows, schema=SCHEMA).replace_schema_metadata({FORMAT_KEY: str(FORMAT_VERSION).encode()})
-    base = PREFIX + run_stamp(as_of_ms)
-    path, n = d / f"{base}.parquet", 1
-    while path.exists():
-        n += 1
-        path = d / f"{base}-{n}.parquet"
-    return atomic_write(path, lambda fh: pq.write_table(table, fh))
+    return write_run_file(d, PREFIX, as_of_ms, table)
 
 
 def _load(path: Path, t: int) -> PreviousCapacity:

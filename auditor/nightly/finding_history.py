@@ -157,9 +157,15 @@ def append(history_dir: str | Path, as_of_ms: int, finding_rows: list[dict], ent
               "code": e["code"], "topic": e.get("topic"), "partition": e.get("partition"), "broker_id": e.get("broker"),
               "message": e["entry"], "runs_unmatched": e["runs_unmatched"]} for e in entries]
     table = pa.Table.from_pylist(rows, schema=SCHEMA).replace_schema_metadata({FORMAT_KEY: str(FORMAT_VERSION).encode()})
-    base = PREFIX + run_stamp(as_of_ms)
-    path, n = d / f"{base}.parquet", 1
+    return write_run_file(d, PREFIX, as_of_ms, table)
+
+
+def write_run_file(history_dir: Path, prefix: str, as_of_ms: int, table: pa.Table) -> Path:
+    """``<prefix><run_stamp>.parquet`` in ``history_dir`` (``-2``, ``-3``... for a second run at the
+    same time), fsynced and renamed into place: whole or not at all."""
+    base = prefix + run_stamp(as_of_ms)
+    path, n = history_dir / f"{base}.parquet", 1
     while path.exists():
         n += 1
-        path = d / f"{base}-{n}.parquet"
-    return atomic_write(path, lambda fh: pq.write_table(table, fh))  # fsynced, renamed: whole or not at all
+        path = history_dir / f"{base}-{n}.parquet"
+    return atomic_write(path, lambda fh: pq.write_table(table, fh))
