@@ -261,7 +261,7 @@ def test_compact_only_without_key_statistics_is_unbounded_by_what_is_known():
     entry = _project(_partition(), rules=COMPACT).filesystems[0]
     assert entry["steady_state_bytes"] is None and entry["steady_state_unknown"]
     cause = next(c for c in entry["causes"] if c["cause"] == "compaction")
-    assert "unbounded by what is known" in cause["detail"] and cause["key_bound_bytes"] is None
+    assert "unbounded by what is known" in cause["detail"] and cause["key_bound_bytes"] is None and cause["distinct_keys"] is None
 
 
 def test_compact_only_bounded_by_its_distinct_keys():
@@ -277,6 +277,7 @@ def test_compact_only_bounded_by_its_distinct_keys():
     assert entry["seconds_to_full"] is None  # held at the 10.5 MB there now (above the bound) until the cleaner runs
     cause = next(c for c in entry["causes"] if c["cause"] == "compaction")
     assert "~1,000 distinct keys" in cause["detail"] and cause["key_bound_bytes"] == round(bound)
+    assert cause["distinct_keys"] == 1000
     sampled = {k: dict(v, complete=False) for k, v in keys.items()}  # a sample's keys are a lower bound only
     entry = project_capacity(cols, [_fs()], COMPACT, NOW, CapacitySettings(), sampled).filesystems[0]
     assert entry["steady_state_bytes"] is None

@@ -83,7 +83,9 @@ def _causes(m, f, idx, steady, topics, rule_list, steady_total) -> list[dict]:
                  f"{human_bytes(int(bound))} at the top of the cleaner's cycle" if math.isfinite(bound) else
                  "bounded only by its distinct keys, not known here (unbounded by what is known: audit with --keys "
                  "reading every record to bound it)")
+        keys = reps.distinct_keys[r] if reps.distinct_keys is not None else math.nan
         out.append({"cause": "compaction", "topic_partition": name(r), "key_bound_bytes": _int(bound),
+                    "distinct_keys": _int(keys),
                     "detail": f"{name(r)}: cleanup.policy=compact never deletes by retention; it grows at "
                               f"{human_bytes(int(reps.rate[r]))}/s, {limit}"})
     unbounded = growing[reps.deletes[growing] & ~np.isfinite(reps.retention_s[growing]) & ~np.isfinite(reps.cap[growing])]
