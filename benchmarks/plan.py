@@ -166,7 +166,12 @@ def main() -> None:
     print(f"plan: {wall:.1f} s wall, {cpu:.1f} s CPU, peak RSS {rss:.0f} MiB (fleet alone {rss0:.0f} MiB): "
           f"{'PASS' if wall < 60 and rss < 2048 else 'MISS'} (< 60 s, < 2 GiB); target reached: {p.target_reached}")
     if not p.target_reached:
-        for r in p.reasons[:5]:
+        outside = {r.split(" of broker ")[1].split()[0] for r in p.reasons if r.startswith("log dir ")}
+        heavy = {r.split()[1] for r in p.reasons if " alone: more than a log dir holds" in r}
+        brokers_out = [r for r in p.reasons if r.startswith("broker ") and " ends at " in r]
+        print(f"  {len(brokers_out)} brokers outside their bound; log dirs outside on {len(outside)} brokers, "
+              f"{len(outside & heavy)} of them holding a replica heavier than a log dir's share (named below)")
+        for r in [r for r in p.reasons if not r.startswith("log dir ")][:6]:
             print(f"  - {r}")
     lb = p.lower_bound_bytes
     ours = {tp: {b: dirs.get(b) for b in reps} for tp, (reps, dirs) in p.final.items()}

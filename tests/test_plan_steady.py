@@ -5,6 +5,7 @@ headroom at steady state, and the summary's now / steady figures and fallbacks."
 from __future__ import annotations
 
 import math
+import random
 
 import pandas as pd
 import pytest
@@ -156,3 +157,65 @@ def test_empty_replicas_still_leave_a_drained_broker():
     add_steady_state(inp, lambda d, t, p: (0.0, None), UNKNOWN, "steady")   # retention empties them all
     p = plan(inp, PlanOptions(drain=frozenset({3})))
     assert p.target_reached and len(p.moves) == 4 and {m.to_broker for m in p.moves} <= {1, 2}
+
+
+def test_pick_copies_the_fewest_bytes_for_the_weight_it_moves():
+    """Balancing steady states, two replicas weigh the same and copy different bytes today: the step
+    takes the one that copies fewer (rule 1); carrying weight it cannot land in one move, the one
+    with the fewest bytes per unit of weight (rule 2); without sizes, the first in weight order."""
+    from auditor.plan.choose import pick
+
+    sizes = {("a", 0): 90 * MB, ("b", 0): 10 * MB, ("c", 0): 40 * MB, ("d", 0): 5 * MB}
+    entries = sorted([(30 * MB, False, ("a", 0)), (30 * MB, False, ("b", 0)),
+                      (20 * MB, False, ("c", 0)), (10 * MB, False, ("d", 0))])
+    anything = lambda *_: True  # noqa: E731
+    assert pick(None, [entries], 25 * MB, 35 * MB, anything, anything, sizes.get)[2] == ("b", 0)
+    assert pick(None, [entries], 25 * MB, 35 * MB, anything, anything)[2] == ("a", 0)
+    # no entry lands 45..50 MB in one move: of those below, c copies 2 bytes per unit, a 3, b 1/3, d 1/2
+    assert pick(None, [entries], 45 * MB, 50 * MB, anything, anything, sizes.get)[2] == ("b", 0)
+    assert pick(None, [entries], 45 * MB, 50 * MB, anything, anything)[2] == ("b", 0)   # the largest, by name
+    cheap_and_light = [(10 * MB, False, ("d", 0)), (30 * MB, False, ("a", 0))]
+    assert pick(None, [cheap_and_light], 45 * MB, 50 * MB, anything, anything, sizes.get)[2] == ("d", 0)
+    assert pick(None, [cheap_and_light], 45 * MB, 50 * MB, anything, anything)[2] == ("a", 0)
+
+
+def steady_fleet(brokers: int, replicas: int, seed: int = 5) -> PlanInput:
+    """SYNTHETIC: RF 3 over 10 racks, log-normal sizes with a few hot partitions (x20), four log dirs
+    a broker with log dir 0 holding twice its share, the last 10% of brokers empty (just added);
+    each topic's replicas weigh their bytes x 0.25..2 at steady state."""
+    rnd = random.Random(seed)
+    specs = {b: BrokerSpec(b, f"rack-{b % 10}", [f"/f/{b}/d{k}" for k in range(4)]) for b in range(brokers)}
+    old = list(range(int(brokers * 0.9)))
+    parts, weights = {}, {}
+    factor = {t: rnd.choice([0.25, 0.5, 1.0, 1.0, 1.5, 2.0]) for t in range(40)}
+    for i in range(replicas // 3):
+        tp = (f"t{i % 40}", i // 40)
+        size = int(rnd.lognormvariate(18.5, 1.0)) * (20 if rnd.random() < 0.004 else 1)
+        reps = []
+        while len(reps) < 3:
+            b = rnd.choice(old)
+            if b not in reps and specs[b].rack not in {specs[x].rack for x in reps}:
+                reps.append(b)
+        dirs = {b: specs[b].log_dirs[0 if rnd.random() < 0.4 else rnd.randrange(1, 4)] for b in reps}
+        parts[tp] = PartitionSpec(tp[0], tp[1], reps, reps[0], dirs, {b: size for b in reps})
+        weights.update({(tp, b): size * factor[i % 40] for b in reps})
+    return PlanInput(specs, parts, weights=weights)
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_steady_fleet_misses_only_log_dirs_a_replica_outweighs(seed):
+    """On a SYNTHETIC fleet balanced at steady state (empty new brokers, log dir 0 doubled): every
+    broker ends inside its bound, and a log dir ends outside only on a broker that holds a replica
+    heavier than a log dir's share, which the reasons name with the load its broker would need."""
+    inp = steady_fleet(40, 9000, seed)
+    p = plan(inp, PlanOptions(tolerance=0.10))
+    assert not any(r.startswith("broker ") and " ends at " in r for r in p.reasons), p.reasons[:5]
+    outside = {int(r.split(" of broker ")[1].split()[0]) for r in p.reasons if r.startswith("log dir ")}
+    named = {int(r.split()[1]) for r in p.reasons if " alone: more than a log dir holds" in r}
+    assert outside <= named, (sorted(outside - named), p.reasons[:8])
+    final = {tp: p.final[tp][0] if tp in p.final else part.replicas for tp, part in inp.partitions.items()}
+    for b in named:   # a replica weighs what it weighed where it was
+        heaviest = max(max(inp.weights[(tp, x)] for x in inp.partitions[tp].replicas)
+                       for tp, reps in final.items() if b in reps)
+        assert heaviest > 1.10 * p.after_brokers[b] / 4, (b, heaviest, p.after_brokers[b])
+    assert p.lower_bound_bytes <= p.bytes_moved

@@ -9,11 +9,39 @@ EPS = 1e-6                       # bytes: below any byte, above float rounding o
 SCAN_STEPS = 48
 
 
-def pick(st, lists: list[list[tuple]], want: float, cap: float, gain, valid) -> tuple | None:
+def pick(st, lists: list[list[tuple]], want: float, cap: float, gain, valid, size=None) -> tuple | None:
     """The entry to move from ``lists`` (one sorted list per log dir, heaviest dir first): the
     smallest with ``want <= w <= cap`` (any dir), else the largest with ``w <= cap`` of the
-    heaviest dir that has one, else the smallest
-    that still gains; each must pass ``valid``; a follower before the leader at equal weight."""
+    heaviest dir that has one, else the smallest that still gains; each must pass ``valid``; a
+    follower before the leader at equal weight.
+
+    ``size(tp)``: the bytes a move of ``tp`` copies, when the weights balanced are not those bytes
+    (the retention steady state). Then each log dir in turn, heaviest first: among its entries
+    with ``want <= w <= cap`` the one that copies the fewest bytes, else among all with
+    ``w <= min(want, cap)`` the one that copies the fewest bytes per unit of weight (a weight moved
+    at half the bytes per unit is half the copy); else the smallest that still gains."""
+    if size is None:
+        return _first(lists, want, cap, gain, valid)
+    for lst in lists:        # per log dir, heaviest first: its bytes then fix a log dir too
+        best = None
+        i = bisect.bisect_left(lst, (want,))
+        for e in lst[i:i + SCAN_STEPS]:
+            if e[0] > cap + EPS:
+                break
+            if (best is None or size(e[2]) < best[0]) and gain(e[0]) and valid(e[2]):
+                best = (size(e[2]), e)
+        if best is not None:
+            return best[1]
+        for e in next(_below([lst], want, cap, None)):
+            ratio = size(e[2]) / max(e[0], EPS)
+            if (best is None or ratio < best[0]) and gain(e[0]) and valid(e[2]):
+                best = (ratio, e)
+        if best is not None:
+            return best[1]
+    return _last_resort(lists, cap, gain, valid)
+
+
+def _first(lists, want, cap, gain, valid):
     for lst in lists:
         i = bisect.bisect_left(lst, (want,))
         for e in lst[i:i + SCAN_STEPS]:
@@ -21,11 +49,21 @@ def pick(st, lists: list[list[tuple]], want: float, cap: float, gain, valid) -> 
                 break
             if gain(e[0]) and valid(e[2]):
                 return e
-    for lst in lists:       # the heaviest dir that has one: its bytes then fix a log dir too
-        j = bisect.bisect_right(lst, (min(want, cap), True, ("\uffff", 1 << 62)))
-        for e in reversed(lst[max(0, j - SCAN_STEPS):j]):
+    for window in _below(lists, want, cap):    # the heaviest dir that has one: its bytes then fix a log dir too
+        for e in window:
             if gain(e[0]) and valid(e[2]):
                 return e
+    return _last_resort(lists, cap, gain, valid)
+
+
+def _below(lists, want, cap, steps=SCAN_STEPS):
+    """Per list, the ``steps`` largest entries (None: all) with ``w <= min(want, cap)``, largest first."""
+    for lst in lists:
+        j = bisect.bisect_right(lst, (min(want, cap), True, ("\uffff", 1 << 62)))
+        yield reversed(lst[0 if steps is None else max(0, j - steps):j])
+
+
+def _last_resort(lists, cap, gain, valid):
     for lst in lists:
         i = bisect.bisect_left(lst, (cap,))
         for e in lst[i:i + SCAN_STEPS]:

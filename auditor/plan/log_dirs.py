@@ -62,7 +62,7 @@ def _step(st, b: int, src_dir: str, dst_dir: str, want: float, cap: float, gain,
             return False
         return True
 
-    e = pick(st, [lst], want, cap, gain, valid)
+    e = pick(st, [lst], want, cap, gain, valid, None if free else st.cost_of(b))
     if e is None:
         return False
     if not free and not st.limit_allows(st.size[(e[2], b)]):
@@ -124,6 +124,7 @@ def apply_dir_move(st, b: int, e: tuple, src_dir: str, dst_dir: str) -> None:
 
 def dir_reasons(st) -> list[str]:
     out = []
+    missed = []
     for b in st.receivers:
         lo, hi = dir_bounds(st, b)
         for d in st.dirs[b]:
@@ -131,4 +132,37 @@ def dir_reasons(st) -> list[str]:
             if _out(load, lo, hi) > EPS and len(st.dirs[b]) > 1:
                 out.append(f"log dir {d} of broker {b} ends at {load:.0f} bytes, outside {lo:.0f}..{hi:.0f} "
                            f"(its broker's mean log dir +/- {st.opts.tolerance:.0%})")
+                if not missed or missed[-1] != b:
+                    missed.append(b)
+    return out + _too_large_for_a_log_dir(st, missed)
+
+
+def _too_large_for_a_log_dir(st, brokers: list[int]) -> list[str]:
+    """Why a broker's log dirs cannot all be inside their bound: one of its replicas alone weighs
+    more than ``(1 + t) / k`` of the broker, the most a log dir inside the bound holds; only a
+    broker holding ``k w / (1 + t)`` could, above the brokers' bound when the replica is that large."""
+    if not brokers:
+        return []
+    wanted = set(brokers)
+    heaviest: dict[int, tuple[float, tuple]] = {}
+    for tp, place in st.place.items():
+        for b in wanted.intersection(place):
+            w = st.weight[(tp, b)]
+            if b not in heaviest or w > heaviest[b][0]:
+                heaviest[b] = (w, tp)
+    out = []
+    f = 1 + st.opts.tolerance
+    for b in brokers:
+        if b not in heaviest:
+            continue
+        w, (topic, partition) = heaviest[b]
+        k, load = len(st.dirs[b]), st.load_b[b]
+        if w <= f * load / k + EPS:
+            continue
+        needed = k * w / f
+        reach = ("above the brokers' upper bound of " f"{st.hi:.0f} bytes: no placement balances its log dir"
+                 if needed > st.hi + EPS else f"within the brokers' bound ({st.hi:.0f} bytes) only at its top")
+        out.append(f"broker {b} holds {topic}-{partition}, {w:.0f} bytes alone: more than a log dir holds inside "
+                   f"the bound ({f:.2f}/{k} of the broker's {load:.0f} bytes); its log dirs balance only if the "
+                   f"broker holds {needed:.0f} bytes, {reach}")
     return out

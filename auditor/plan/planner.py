@@ -190,6 +190,21 @@ class _State:
         return (f"log dir {d} of broker {b} not used for a {size}-byte copy: it would reach {used / cap:.0%} of "
                 f"{what} {when} (headroom {h:.0%})")
 
+    def cost_of(self, b: int):
+        """``tp -> bytes`` a move of ``tp``'s replica on ``b`` copies, when the weights are not those
+        bytes (steady state); None when they are (:func:`auditor.plan.choose.pick`)."""
+        return None if self.inp.weights is None else (lambda tp: self.size[(tp, b)])
+
+    def dir_share(self, b: int):
+        """Whether a replica weighing ``w`` fits one log dir of ``b`` within the log dirs' bound at the
+        least load ``b`` can end with (the dir step moves the smaller replicas around it): one above
+        that share leaves its log dir outside the target however the rest is balanced."""
+        k = len(self.dirs[b])
+        if k < 2:
+            return lambda w: True
+        least, load, f = self.lower(b), self.load_b[b], 1 + self.opts.tolerance
+        return lambda w: w <= f * max(least, load + w) / k + EPS
+
     def racks_ok(self, tp: TP, src: int, dst: int) -> bool:
         if not self.use_racks:
             return True
@@ -305,8 +320,15 @@ def _try_move(st: _State, src: int, dst: int) -> bool:
             return False
         return st.racks_ok(tp, src, dst)
 
+    share = st.dir_share(dst)
+
+    def fits(tp: TP) -> bool:
+        return share(st.weight[(tp, src)]) and valid(tp)
+
+    # a replica within a log dir's share of dst first; a larger one only when nothing else narrows the gap
     dirs = sorted(st.dirs[src], key=lambda d: st.load_d[(src, d)], reverse=True)
-    hit = pick(st, [st.entries[(src, d)] for d in dirs], want, cap, gain, valid)
+    lists, cost = [st.entries[(src, d)] for d in dirs], st.cost_of(src)
+    hit = pick(st, lists, want, cap, gain, fits, cost) or pick(st, lists, want, cap, gain, valid, cost)
     if hit is None:
         return False
     tp = hit[2]
