@@ -123,7 +123,7 @@ def topic_config_layers(req: AuditRequest, progress: Callable[[str], None], log=
         notes += [str(n) for n in log.notes]
     if req.bootstrap_server:
         progress(f"reading topic configs from {req.bootstrap_server}")
-        for topic, cfg in fetch_topic_configs(req.bootstrap_server).items():
+        for topic, cfg in fetch_topic_configs(req.bootstrap_server, keys=WANTED + TIERED_KEYS).items():
             configs.setdefault(topic, {}).update(cfg)
             sources.setdefault(topic, {}).update({k: "live cluster" for k in cfg})
     return configs, sources, notes

@@ -29,8 +29,10 @@ class LiveConfigError(RuntimeError):
 
 
 def fetch_topic_configs(bootstrap_servers: str, topics: Iterable[str] | None = None,
-                        timeout_s: float = 15.0) -> dict[str, dict[str, str]]:
-    """{topic: {config: value}} for ``topics`` (default: every topic of the cluster)."""
+                        timeout_s: float = 15.0, keys: Iterable[str] = WANTED) -> dict[str, dict[str, str]]:
+    """{topic: {config: value}} of ``keys`` (default :data:`WANTED`) for ``topics`` (default: every
+    topic of the cluster)."""
+    wanted = frozenset(keys)
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, ConfigResource
 
@@ -44,9 +46,27 @@ def fetch_topic_configs(bootstrap_servers: str, topics: Iterable[str] | None = N
         out: dict[str, dict[str, str]] = {}
         for resource, future in futures.items():
             entries = future.result(timeout=timeout_s)
-            out[resource.name] = {k: v.value for k, v in entries.items() if k in WANTED and v.value is not None}
+            out[resource.name] = {k: v.value for k, v in entries.items() if k in wanted and v.value is not None}
         return out
     except KafkaException as exc:
         raise LiveConfigError(f"{bootstrap_servers}: cannot read topic configs: {exc.args[0] if exc.args else exc}") from None
     except Exception as exc:  # noqa: BLE001 - timeouts surface as cf.TimeoutError / RuntimeError
         raise LiveConfigError(f"{bootstrap_servers}: cannot read topic configs: {type(exc).__name__}: {exc}") from None
+
+
+def fetch_broker_configs(bootstrap_servers: str, keys: Iterable[str], timeout_s: float = 15.0) -> dict[str, str]:
+    """{config: value} of ``keys`` as one broker of the cluster has them (its own, a cluster-wide
+    dynamic default, or Kafka's default): broker settings such as ``log.cleaner.backoff.ms``."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    wanted = frozenset(keys)
+    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "socket.timeout.ms": int(timeout_s * 1000)})
+    try:
+        brokers = sorted(admin.list_topics(timeout=timeout_s).brokers)
+        if not brokers:
+            return {}
+        resource = ConfigResource("broker", str(brokers[0]))
+        entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result(timeout=timeout_s)
+        return {k: v.value for k, v in entries.items() if k in wanted and v.value is not None}
+    except Exception as exc:  # noqa: BLE001 - KafkaException, timeouts (cf.TimeoutError / RuntimeError)
+        raise LiveConfigError(f"{bootstrap_servers}: cannot read broker configs: {type(exc).__name__}: {exc}") from None

@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
+from harness.cli import kafka_audit_in_process
 from harness.kafka import wait_until
 
 # serial: the predicted time to full is held to the broker's own failure at a producer's constant rate,
@@ -364,8 +365,6 @@ def shared_broker(kafka_cluster_factory):
 def _audit_here(log_dir: Path, out: Path, *extra) -> tuple[dict, str]:
     """``kafka-audit audit`` in this process (auditor.cli.main; seconds instead of a subprocess's
     imports), the broker's check interval and cleaner backoff in its config; (document, stdout)."""
-    from harness.cli import kafka_audit_in_process
-
     out.mkdir(parents=True, exist_ok=True)
     config = out / "audit.yaml"
     config.write_text(f"kafka:\n  log.retention.check.interval.ms: {SHARED_CHECK_MS}\n"
@@ -462,6 +461,16 @@ def test_compact_topic_stays_under_its_key_bound(shared_broker, tmp_path):
         bound = cause["key_bound_bytes"]
         assert bound is not None, cause
         assert abs(cause["distinct_keys"] - COMPACT_KEYS) <= 0.05 * COMPACT_KEYS, cause  # HLL's error is ~1.6%
+        # the plan's steady state: keyed-0 falls back to its bytes of today as unbounded, unless --keys bounds it
+        fallbacks = {}
+        for extra in ((), ("--keys",)):
+            summary = tmp_path / f"plan{'-'.join(extra)}.json"
+            proc = kafka_audit_in_process("plan", "--log-dir", log_dir, "--json", summary, *extra)
+            assert proc.returncode in (0, 1), proc.stderr[-2000:]
+            doc_plan = json.loads(summary.read_text())
+            fallbacks[extra] = {f["why"].split(":")[0]: f["replicas"] for f in doc_plan["steady_state"]["fallbacks"]}
+        assert fallbacks[()].get("unbounded", 0) >= 1, fallbacks
+        assert fallbacks[("--keys",)].get("unbounded", 0) == fallbacks[()]["unbounded"] - 1, fallbacks
         cleaned = (log_dir / "cleaner-offset-checkpoint")
         _until(lambda: cleaned.exists() and "keyed 0 " in cleaned.read_text(), 60, "the cleaner's first pass over keyed-0")
         observed = []

@@ -40,14 +40,19 @@ TOPICS = {
 
 # ---------------------------------------------------------------------------------------------- helpers
 def reassign_tool(kc, *args: str, timeout: float = 180) -> str:
+    return kafka_tool(kc, TOOL, *args, timeout=timeout)
+
+
+def kafka_tool(kc, main: str, *args: str, timeout: float = 180) -> str:
+    """One of Kafka's command-line tools (``main``: its class) against the cluster; its stdout."""
     cmd = ["java", "-Xmx256m", "-XX:+UseSerialGC"]
     cfg = tools_log4j_config(kc.classpath)
     if cfg is not None:
         cmd.append(f"-Dlog4j2.configurationFile={cfg}")
-    cmd += ["-cp", kc.classpath, TOOL, "--bootstrap-server", kc.bootstrap_servers, *args]
+    cmd += ["-cp", kc.classpath, main, "--bootstrap-server", kc.bootstrap_servers, *args]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
-        raise KafkaHarnessError(f"kafka-reassign-partitions {' '.join(args)}: exit {proc.returncode}\n"
+        raise KafkaHarnessError(f"{main} {' '.join(args)}: exit {proc.returncode}\n"
                                 f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
     return proc.stdout
 
@@ -453,3 +458,44 @@ def test_default_plan_balances_the_steady_state_and_the_brokers_reach_it(skewed)
     for b, node in kc.nodes.items():
         dirs = [per_d[(b, str(d))] for d in node.log_dirs]
         assert max(dirs) <= 1.10 * (sum(dirs) / len(dirs)), (b, dirs)
+
+
+def test_bootstrap_server_reads_the_retention_rules_the_metadata_log_holds(skewed):
+    """The steady state's rules from the live cluster (DescribeConfigs of the topics and of a broker)
+    are those the KRaft metadata log on disk holds, the cleaner's settings included: a compact topic's
+    min.cleanable.dirty.ratio / min.compaction.lag.ms and the cluster-wide log.cleaner.backoff.ms; and
+    the cluster also answers its static settings, which the log does not hold (the module's
+    log.retention.check.interval.ms of 1 s). The topic is empty and deleted at the end, the default
+    set back: last in the module."""
+    from auditor.cli.plan_input import metadata_from_disk
+    from auditor.cli.plan_steady import rules_from_cluster, rules_from_state
+
+    kc, _tmp = skewed
+    log_dirs = [str(d) for n in kc.nodes.values() for d in n.log_dirs]
+
+    def on_disk() -> dict:
+        return rules_from_state(metadata_from_disk(log_dirs, [])[3])
+
+    kc.create_topic("compacted", config={"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.2",
+                                         "min.compaction.lag.ms": "60000"})
+    # the cluster-wide default through Kafka's kafka-configs (the Python client names no default resource)
+    kafka_tool(kc, "kafka.admin.ConfigCommand", "--entity-type", "brokers", "--entity-default", "--alter",
+               "--add-config", "log.cleaner.backoff.ms=7000")
+    try:
+        wait_until(lambda: (r := on_disk().get("compacted")) is not None and r.cleaner_backoff_s == 7.0, 30,
+                   "the metadata log holding the new topic and the cluster default")
+        disk, live = on_disk(), rules_from_cluster(kc.bootstrap_servers)
+        got = live["compacted"]
+        assert (got.compacts, got.deletes, got.dirty_ratio, got.compaction_lag_s, got.cleaner_backoff_s) == \
+            (True, False, 0.2, 60.0, 7.0), got
+        assert set(TOPICS) | {"compacted"} <= set(disk) & set(live)
+        dynamic = ("retention_s", "retention_bytes", "segment_s", "deletes", "compacts", "tiered", "delete_delay_s",
+                   "dirty_ratio", "compaction_lag_s", "cleaner_backoff_s")
+        for t in [*TOPICS, "compacted"]:
+            assert {k: getattr(live[t], k) for k in dynamic} == {k: getattr(disk[t], k) for k in dynamic}, t
+            # what the metadata log cannot hold, the brokers' static server.properties, the cluster answers
+            assert live[t].check_interval_s == 1.0 and disk[t].check_interval_s == 300.0, t
+    finally:
+        kafka_tool(kc, "kafka.admin.ConfigCommand", "--entity-type", "brokers", "--entity-default", "--alter",
+                   "--delete-config", "log.cleaner.backoff.ms")
+        kc.admin().delete_topics(["compacted"])["compacted"].result(timeout=30)

@@ -19,7 +19,7 @@ from auditor.atomic import atomic_write
 from auditor.cli.common import EXIT_OK, EXIT_UNSAFE, FORMATTER, CliError, InputProblem, add_log_dir_arguments, one_input
 from auditor.cli.plan_input import (build_input, disk_rows, metadata_from_cluster, metadata_from_disk,
                                     parse_bytes, parse_capacities)
-from auditor.cli.plan_steady import rules_from_cluster, rules_from_state, weigh_steady
+from auditor.cli.plan_steady import compact_only, key_statistics, rules_from_cluster, rules_from_state, weigh_steady
 from auditor.plan import PlanOptions, plan, reassignment, rollback, summary
 from auditor.units import human_bytes
 
@@ -65,6 +65,9 @@ def register(sub) -> None:
                    help="how deep the log dirs are read (default headers, as collect and audit): the steady state's "
                         "ingress rates come from the segments' record times and counts; index reads less "
                         "(O(1) per segment) and leaves more replicas without a rate")
+    p.add_argument("--keys", action="store_true",
+                   help="read every record's key of the compact-only topics: their distinct keys bound their steady "
+                        "state (without: they weigh their bytes of today); manifests carry theirs (collect --keys)")
     p.add_argument("--tolerance", type=float, default=0.10, help="within this fraction of the mean (default 0.10)")
     p.add_argument("--headroom", type=float, default=0.85, help="fraction of a log dir's capacity never passed (default 0.85)")
     p.add_argument("--capacity", action="append", default=[], metavar="[DIR=]BYTES",
@@ -128,7 +131,9 @@ def run(args) -> int:
     rows, dir_brokers, notes, segments, dir_rows = disk_rows(log_dirs, args.manifest, depth=args.depth)
     inp = build_input(rows, dir_brokers, brokers, parts, capacities, meta_notes + notes)
     rules = rules_from_cluster(args.bootstrap_server) if args.bootstrap_server else rules_from_state(state)
-    weigh_steady(inp, segments, dir_rows, rules, args.balance)
+    keys, key_notes = key_statistics(log_dirs, args.manifest, compact_only(rules), args.keys)
+    inp.notes += key_notes
+    weigh_steady(inp, segments, dir_rows, rules, args.balance, keys)
     if args.capacity_from_disk:
         file_systems(inp)
     result = plan(inp, opts)

@@ -3,8 +3,10 @@
 The capacity projection (:mod:`auditor.capacity.steady`) run on the segment rows the plan reads
 (an ``index`` scan, or the manifests' rows), with each topic's retention rules from the KRaft
 metadata log (the topic's dynamic config, else the dynamic cluster default, else Kafka's
-default) or from the live cluster (``--bootstrap-server``). Where a replica's steady state is
-unknown it weighs its bytes of today, and the plan's summary says how many and why.
+default) or from the live cluster (``--bootstrap-server``). A compact-only topic is bounded by its
+distinct keys when key statistics are there (manifests collected with ``--keys``, or ``plan
+--keys``). Where a replica's steady state is unknown it weighs its bytes of today, and the plan's
+summary says how many and why.
 """
 
 from __future__ import annotations
@@ -23,23 +25,51 @@ def rules_from_state(state) -> dict:
 
     configs = effective_topic_configs(state, CAPACITY_KEYS)
     cluster = state.broker_configs(None)
-    return {t: rules_for(t, _setting(configs, cluster)) for t in configs}
+    return {t: rules_for(t, _setting(configs, cluster, "metadata log: cluster default")) for t in configs}
 
 
 def rules_from_cluster(bootstrap: str) -> dict:
-    """The same from a live cluster's topic configs (the admin API)."""
-    from auditor.live_config import fetch_topic_configs
+    """The same from a live cluster's topic configs and one broker's settings (the admin API)."""
+    from auditor.live_config import fetch_broker_configs, fetch_topic_configs
 
-    configs = {t: {k: (v, "live cluster") for k, v in cfg.items()} for t, cfg in fetch_topic_configs(bootstrap).items()}
-    return {t: rules_for(t, _setting(configs, {})) for t in configs}
+    configs = {t: {k: (v, "live cluster") for k, v in cfg.items()}
+               for t, cfg in fetch_topic_configs(bootstrap, keys=CAPACITY_KEYS).items()}
+    cluster = fetch_broker_configs(bootstrap, BROKER_KEYS)
+    return {t: rules_for(t, _setting(configs, cluster, "live cluster: broker config")) for t in configs}
 
 
-def _setting(configs: dict, cluster: dict):
+def _setting(configs: dict, cluster: dict, cluster_source: str):
     def setting(topic: str, key: str):
         if key in BROKER_KEYS:
-            return (cluster[key], "metadata log: cluster default") if key in cluster else (None, "")
+            return (cluster[key], cluster_source) if key in cluster else (None, "")
         return configs.get(topic, {}).get(key, (None, ""))
     return setting
+
+
+def compact_only(rules: dict) -> set[str]:
+    """Topics the log cleaner alone bounds (``cleanup.policy=compact``): their key statistics bound them."""
+    return {t for t, r in rules.items() if r.compacts and not r.deletes}
+
+
+def key_statistics(log_dirs: list[str], manifests: list[str], topics: set[str], read_log_dirs: bool) -> tuple[dict, list[str]]:
+    """The key statistics that bound compact-only ``topics`` (:func:`auditor.capacity.compaction.key_bounds`)
+    and notes: the manifests' key parts (``collect --keys``) when there are manifests, else, when
+    ``read_log_dirs`` (``plan --keys``), every record of those topics' partition dirs."""
+    from auditor.capacity.compaction import keys_from_audit
+    from auditor.keys.audit_keys import build_key_audit, from_manifests, scan_keys_local
+
+    if not topics or not (manifests or read_log_dirs):
+        return {}, []
+    if manifests:
+        from auditor.manifest import find_manifests
+
+        pairs, notes = from_manifests(find_manifests(manifests))
+        source = "manifests (collect --keys)"
+    else:
+        pairs, notes, source = scan_keys_local(log_dirs, None, topics=topics), [], "log dirs (all records)"
+    pairs = [(where, found) for where, found in pairs if where.get("topic") in topics]
+    keys = keys_from_audit(build_key_audit(pairs, source, notes=notes))
+    return keys, [f"keys: {n}" for n in notes]
 
 
 def segment_columns(segments):
@@ -56,7 +86,8 @@ def segment_columns(segments):
     return from_arrow(pa.concat_tables(tables, promote_options="default"))
 
 
-def weigh_steady(inp, segments, log_dir_rows: list[dict], rules: dict, balance: str) -> None:
-    """``inp.steady`` (and, balancing the steady state, ``inp.weights``) from the projection."""
-    states = replica_steady_states(segment_columns(segments), log_dir_rows, rules)
+def weigh_steady(inp, segments, log_dir_rows: list[dict], rules: dict, balance: str, keys: dict | None = None) -> None:
+    """``inp.steady`` (and, balancing the steady state, ``inp.weights``) from the projection;
+    ``keys``: :func:`key_statistics`."""
+    states = replica_steady_states(segment_columns(segments), log_dir_rows, rules, keys=keys)
     add_steady_state(inp, states.get, UNKNOWN, balance)

@@ -140,9 +140,15 @@ def _scan_task(task: tuple, sample_bytes: int | None, prefix_bytes: int) -> tupl
     return location, scan_partition_keys(Path(log_dir) / dir_name, sample_bytes=sample_bytes, prefix_bytes=prefix_bytes)
 
 
-def scan_keys_local(log_dirs: Iterable[str], sample_bytes: int | None, prefix_bytes: int = 0) -> list[tuple[dict, PartitionKeys]]:
-    """Every partition dir's key summary, read on the driver."""
-    found = (_scan_task(t, sample_bytes, prefix_bytes) for t in _key_tasks(log_dirs))
+def scan_keys_local(log_dirs: Iterable[str], sample_bytes: int | None, prefix_bytes: int = 0,
+                    topics: set[str] | None = None) -> list[tuple[dict, PartitionKeys]]:
+    """Every partition dir's key summary (only ``topics``' when given), read on the driver."""
+    from auditor.formats.filenames import parse_partition_dir
+
+    tasks = _key_tasks(log_dirs)
+    if topics is not None:
+        tasks = [t for t in tasks if (parsed := parse_partition_dir(t[2])) is not None and parsed.topic in topics]
+    found = (_scan_task(t, sample_bytes, prefix_bytes) for t in tasks)
     return [pair for pair in found if pair is not None]
 
 
