@@ -287,3 +287,62 @@ def test_weighted_lower_bound_never_above_the_brute_force_optimum(layout):
         assert p.lower_bound_bytes <= best, (seed, sizes, weights, start, p.lower_bound_bytes, best)
         assert p.target_reached and p.bytes_moved == best, (seed, sizes, weights, start, p.reasons, p.bytes_moved, best)
     assert feasible >= 20          # most cases have a solution: the bound was really compared
+
+
+def _optimum_rf(parts, brokers, dirs, tol, rf):
+    """Brute force at any replication factor: the fewest bytes any placement reaching the target
+    moves, or None. ``parts``: [(size, {broker: dir})]; a replica that changes broker copies its
+    bytes, one that stays on its broker in another log dir copies them too."""
+    import itertools
+    layouts = [tuple(zip(bs, ds)) for bs in itertools.combinations(brokers, rf)
+               for ds in itertools.product(dirs, repeat=rf)]
+    mean = sum(s * rf for s, _ in parts) / len(brokers)
+    best = None
+    for choice in itertools.product(layouts, repeat=len(parts)):
+        load_b = dict.fromkeys(brokers, 0)
+        load_d = {(b, d): 0 for b in brokers for d in dirs}
+        moved = 0
+        for (size, start), layout in zip(parts, choice):
+            for b, d in layout:
+                load_b[b] += size
+                load_d[(b, d)] += size
+                moved += size if start.get(b) != d else 0
+        if any(abs(v - mean) > tol * mean + 1e-6 for v in load_b.values()):
+            continue
+        if any(abs(load_d[(b, d)] - load_b[b] / len(dirs)) > tol * load_b[b] / len(dirs) + 1e-6
+               for b in brokers for d in dirs):
+            continue
+        best = moved if best is None else min(best, moved)
+    return best
+
+
+@pytest.mark.parametrize("layout", [(3, 1, 5, 0.15, 20), (4, 1, 4, 0.2, 20), (3, 2, 4, 0.3, 8)])
+def test_plan_against_the_brute_force_optimum_at_rf_2(layout):
+    """RF 2 (the RF 1 tests above cannot catch a move that breaks one-replica-per-broker or counts
+    a partition's two copies wrong): the lower bound <= the brute-force optimum == the plan's bytes
+    whenever a placement reaches the target, and the plan keeps two replicas on two brokers."""
+    nb, nd, n, tol, seeds = layout      # brokers, log dirs each, partitions, tolerance, clusters tried
+    feasible = 0
+    for seed in range(seeds):
+        rnd = random.Random(300 + seed)
+        brokers, dirs = list(range(1, nb + 1)), ["a", "b"][:nd]
+        parts = []
+        for _ in range(n):
+            reps = rnd.sample(brokers[:2] if rnd.random() < 0.5 else brokers, 2)   # skewed to brokers 1 and 2
+            parts.append((rnd.randint(1, 20) * MB, {b: rnd.choice(dirs) for b in reps}))
+        specs = {b: BrokerSpec(b, None, [f"/{b}/{d}" for d in dirs]) for b in brokers}
+        inp = PlanInput(specs, {("t", i): PartitionSpec("t", i, list(start), next(iter(start)),
+                                                        {b: f"/{b}/{d}" for b, d in start.items()},
+                                                        {b: size for b in start})
+                                for i, (size, start) in enumerate(parts)})
+        p = plan(inp, PlanOptions(tolerance=tol))
+        for tp, (reps, _dirs) in p.final.items():
+            assert len(reps) == len(set(reps)) == 2, (seed, tp, reps)
+        best = _optimum_rf(parts, brokers, dirs, tol, 2)
+        if best is None:
+            assert not p.target_reached, (seed, p.reasons)
+            continue
+        feasible += 1
+        assert p.lower_bound_bytes <= best, (seed, parts, p.lower_bound_bytes, best)
+        assert p.target_reached and p.bytes_moved == best, (seed, parts, p.reasons, p.bytes_moved, best)
+    assert feasible >= seeds // 4, feasible          # the bound and the plan were really compared
