@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from auditor.check_runner import worst
-from auditor.live_config import WANTED, fetch_topic_configs
+from auditor.capacity.rules import BROKER_KEYS
+from auditor.live_config import WANTED, fetch_broker_configs, fetch_topic_configs
 from auditor.cluster.consumer_groups import commit_rows, read_groups
 from auditor.cluster.metadata_log import MetadataLogNotFound, read_metadata_log
 from auditor.cluster.metadata_audit import PartitionMoves, effective_topic_configs
@@ -129,6 +130,19 @@ def topic_config_layers(req: AuditRequest, progress: Callable[[str], None], log=
     return configs, sources, notes
 
 
+def broker_setting_layers(req: AuditRequest, log) -> dict[str, tuple[str, str]]:
+    """The capacity projection's broker settings (``BROKER_KEYS``): the metadata log's dynamic
+    cluster defaults, then one live broker's (``--bootstrap-server``), each with where it came from."""
+    out = {}
+    if log is not None:
+        cluster = log.state.broker_configs(None)
+        out.update({k: (cluster[k], "metadata log: cluster default") for k in BROKER_KEYS if k in cluster})
+    if req.bootstrap_server:
+        live = fetch_broker_configs(req.bootstrap_server, BROKER_KEYS)
+        out.update({k: (v, "live cluster: broker config") for k, v in live.items()})
+    return out
+
+
 def audit_context(req: AuditRequest, progress: Callable[[str], None]) -> AuditContext:
     """Step 1: the config (file, --fail-on), the KRaft metadata log (topic configs, the history of
     moves for KLA020), the live topic configs."""
@@ -137,11 +151,12 @@ def audit_context(req: AuditRequest, progress: Callable[[str], None]) -> AuditCo
         config.fail_on = Severity.parse(req.fail_on)
     log = read_cluster_metadata(req, progress)
     topic_configs, sources, notes = topic_config_layers(req, progress, log)
+    broker_settings = broker_setting_layers(req, log)
     return AuditContext(as_of_ms=req.as_of_ms or int(time.time() * 1000), config=config, topic_configs=topic_configs,
                         replay_at_ms=req.replay_at_ms, replay_topics=tuple(req.replay_topics) if req.replay_topics else None,
                         partition_moves=PartitionMoves.from_log(log) if log is not None else None,
                         cluster_state=log.state if log is not None else None,
-                        topic_config_sources=sources, metadata_notes=notes,
+                        topic_config_sources=sources, broker_settings=broker_settings, metadata_notes=notes,
                         key_partitions=metadata_partitions(log))
 
 

@@ -471,6 +471,16 @@ def test_compact_topic_stays_under_its_key_bound(shared_broker, tmp_path):
             fallbacks[extra] = {f["why"].split(":")[0]: f["replicas"] for f in doc_plan["steady_state"]["fallbacks"]}
         assert fallbacks[()].get("unbounded", 0) >= 1, fallbacks
         assert fallbacks[("--keys",)].get("unbounded", 0) == fallbacks[()]["unbounded"] - 1, fallbacks
+        # no config file: --bootstrap-server gives the broker's own cleaner backoff and check interval
+        live = tmp_path / "live.json"
+        proc = kafka_audit_in_process("audit", "--log-dir", log_dir, "--bootstrap-server", kc.bootstrap_servers, "--keys",
+                                      "--json", live, "--engine", "local", "--fail-on", "FAIL", "--no-progress")
+        assert proc.returncode in (0, 1), proc.stderr[-2000:]
+        live_entry = next(e for e in json.loads(live.read_text())["capacity"] if str(log_dir) in e["log_dirs"])
+        assert live_entry["config_sources"]["log.cleaner.backoff.ms"] == ["live cluster: broker config"], live_entry
+        assert entry["config_sources"]["log.cleaner.backoff.ms"] == ["config file"], entry["config_sources"]
+        live_cause = next(c for c in live_entry["causes"] if c["cause"] == "compaction" and c["topic_partition"] == "keyed-0")
+        assert live_cause["key_bound_bytes"] == pytest.approx(bound, rel=0.05), (live_cause, cause)
         cleaned = (log_dir / "cleaner-offset-checkpoint")
         _until(lambda: cleaned.exists() and "keyed 0 " in cleaned.read_text(), 60, "the cleaner's first pass over keyed-0")
         observed = []

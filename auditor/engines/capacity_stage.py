@@ -31,10 +31,12 @@ def capacity_settings(ctx: AuditContext) -> CapacitySettings:
 
 def topic_setting(ctx: AuditContext):
     """``(topic, key) -> (value, source)`` by the audit's precedence: the cluster's configs (live
-    cluster, metadata log) with their recorded source, else the config file's ``kafka:`` block
-    ("config file"), else Kafka's default."""
+    cluster, metadata log; for broker settings ``ctx.broker_settings``) with their recorded source,
+    else the config file's ``kafka:`` block ("config file"), else Kafka's default."""
 
     def setting(topic: str, key: str):
+        if key in BROKER_KEYS and key in (ctx.broker_settings or {}):
+            return ctx.broker_settings[key]
         given = (ctx.topic_configs or {}).get(topic, {})
         if key in given and key not in BROKER_KEYS:
             return given[key], (ctx.topic_config_sources or {}).get(topic, {}).get(key, "live cluster or metadata log")

@@ -390,6 +390,12 @@ class AuditContext:
     topic config" | "metadata log: cluster default"}} (``auditor.audit.topic_config_layers``);
     empty when unknown."""
 
+    broker_settings: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Broker settings the capacity projection reads (``log.retention.check.interval.ms``,
+    ``log.cleaner.backoff.ms``): {config: (value, where)} from the metadata log's dynamic cluster
+    defaults, then a live broker's (``--bootstrap-server``: its static settings too); empty:
+    the config file's ``kafka:`` block or Kafka's defaults."""
+
     metadata_notes: list[str] = field(default_factory=list)
     """Problems met reading the KRaft metadata log (file, offset, what), for the audit's outcome."""
 
