@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import shutil
 import struct
-import subprocess
 import time
 
 import pytest
@@ -25,7 +24,7 @@ from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
 from auditor.cluster import metadata_log as ml
 from auditor.formats import kafka_message as km
-from harness.kafka import wait_past_newest_write
+from harness.kafka import kafka_tool, wait_past_newest_write
 from harness.log_dirs import copy_live_dir, describe_log_dirs
 from harness.metadata_dump import assert_equal_to_dump
 from harness.moves import move_log_dir, reassign, wait_replica_quiet
@@ -107,9 +106,7 @@ def _wait_at_rest(kc, admin, moved) -> int:
 
 
 def _config_command(kc, *args):
-    cmd = ["java", "-cp", kc.classpath, "kafka.admin.ConfigCommand", "--bootstrap-server", kc.bootstrap_servers, *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    kafka_tool(kc, "kafka.admin.ConfigCommand", *args, timeout=120)
 
 
 def _alter(admin, resource: ConfigResource):

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import kafka_audit, kafka_audit_in_process
-from harness.kafka import KafkaHarnessError, tools_log4j_config, wait_until
+from harness.kafka import kafka_tool, wait_until
 
 # the longest live module (410-510 s, mostly waiting on reassignments): handed out first
 pytestmark = [pytest.mark.live, pytest.mark.schedule_first(cpu_s=450)]
@@ -41,20 +41,6 @@ TOPICS = {
 # ---------------------------------------------------------------------------------------------- helpers
 def reassign_tool(kc, *args: str, timeout: float = 180) -> str:
     return kafka_tool(kc, TOOL, *args, timeout=timeout)
-
-
-def kafka_tool(kc, main: str, *args: str, timeout: float = 180) -> str:
-    """One of Kafka's command-line tools (``main``: its class) against the cluster; its stdout."""
-    cmd = ["java", "-Xmx256m", "-XX:+UseSerialGC"]
-    cfg = tools_log4j_config(kc.classpath)
-    if cfg is not None:
-        cmd.append(f"-Dlog4j2.configurationFile={cfg}")
-    cmd += ["-cp", kc.classpath, main, "--bootstrap-server", kc.bootstrap_servers, *args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        raise KafkaHarnessError(f"{main} {' '.join(args)}: exit {proc.returncode}\n"
-                                f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return proc.stdout
 
 
 def verify_done(kc, plan_file: Path) -> bool:

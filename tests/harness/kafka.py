@@ -168,6 +168,21 @@ def _all_threads_stopped(pid: int) -> bool:
     return bool(states) and all(s in ("T", "t") for s in states)
 
 
+def kafka_tool(cluster: "KafkaCluster", main_class: str, *args: str, timeout: float = 180) -> str:
+    """One of Kafka's command-line tools (``main_class``, e.g. ``kafka.admin.ConfigCommand``) against
+    ``cluster`` (``--bootstrap-server`` added); its stdout, or KafkaHarnessError with its output."""
+    cmd = ["java", "-Xmx256m", "-XX:+UseSerialGC"]
+    cfg = tools_log4j_config(cluster.classpath)
+    if cfg is not None:
+        cmd.append(f"-Dlog4j2.configurationFile={cfg}")
+    cmd += ["-cp", cluster.classpath, main_class, "--bootstrap-server", cluster.bootstrap_servers, *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        raise KafkaHarnessError(f"{main_class} {' '.join(args)}: exit {proc.returncode}\n"
+                                f"{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
 def kafka_classpath(version: str | None = None) -> str:
     """Run scripts/kafka-jars.sh (idempotent) and return the ':'-joined classpath."""
     env = dict(os.environ)
