@@ -10,6 +10,7 @@ instead of after them in one worker.
 
 from __future__ import annotations
 
+import functools
 
 import numpy as np
 import pyarrow as pa
@@ -33,11 +34,22 @@ from harness.synthetic_tables import on_fire_tables, synthetic_tables
 pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=20)]
 
 
+@functools.lru_cache(maxsize=None)
+def _kept(seed: int):
+    """``synthetic_tables(seed)`` and the per-partition reference on its rows (``Reference``: each
+    check's findings kept as they are first asked for), once per module: the tests below that
+    compare on the same seed's rows (1: the batch, columnar and judged comparisons) pay it once.
+    No test changes these rows or this context."""
+    seg, part, ctx = synthetic_tables(seed)
+    return seg, part, ctx, Reference(PartitionBatch(as_frame(seg, SEGMENT_SCHEMA), as_frame(part, PARTITION_SCHEMA)), ctx)
+
+
 def test_synthetic_tables_batch_equals_reference():
     # one seed: seed 2's tables are held to the reference by the on-fire and judged tests below
-    seg, part, ctx = synthetic_tables(1)
+    seg, part, ctx, reference = _kept(1)
     found = assert_batch_equals_reference(seg, part, ctx)
-    assert_columnar_equals_reference(PartitionBatch(as_frame(seg, SEGMENT_SCHEMA), as_frame(part, PARTITION_SCHEMA)), ctx)
+    assert_columnar_equals_reference(PartitionBatch(as_frame(seg, SEGMENT_SCHEMA), as_frame(part, PARTITION_SCHEMA)), ctx,
+                                     reference=reference)
     flagged = {f["check"] for f in found if f["severity"] != "PASS"}
     # the planted anomalies reach most checks (replay.safety runs only with a replay target)
     assert len(flagged) >= 10, sorted(flagged)
@@ -119,12 +131,10 @@ def test_synthetic_flagged_partitions_judged_from_the_batch(seed):
     driver's shared-cell frame and Arrow's default conversion)."""
     from auditor.engines.local.tables import segment_frame
 
-    seg, part, ctx = synthetic_tables(seed)
+    seg, part, ctx, reference = _kept(seed)  # the reference on the first frame kind, held to both
     parts = as_frame(part, PARTITION_SCHEMA)
-    reference = None  # the reference on the first frame kind, held to both
     for frame in (as_frame(seg, SEGMENT_SCHEMA), segment_frame(pa.Table.from_pylist(seg, schema=SEGMENT_SCHEMA))):
         batch = PartitionBatch(frame, parts)
-        reference = reference or Reference(batch, ctx)
         assert assert_judged_equals_reference(batch, ctx, min_judged=20, reference=reference) > 0
 
 
