@@ -21,10 +21,11 @@ from auditor.engines.local.checks import run_local
 from auditor.engines.local.tables import segment_frame
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
 from checks import REGISTRY
-from checks.framework.base import Check
+from checks.framework.base import Check, live_replicas
 from checks.framework.batch import PartitionBatch
 from harness.batch_equality import (PARTITION_CHECKS, Reference, assert_batch_equals_reference,
-                                    assert_columnar_equals_reference, assert_judged_equals_reference)
+                                    assert_columnar_equals_reference, assert_judged_equals_reference,
+                                    assert_records_equal)
 from harness.synthetic_tables import on_fire_tables, synthetic_tables
 
 
@@ -179,3 +180,23 @@ def test_records_are_the_partition_frames_rows():
             data = batch.input(i)
             assert _plain_cells(batch.records(i, "segments")) == _plain_cells(data.segments.to_dict("records"))
             assert _plain_cells(batch.records(i, "partitions")) == _plain_cells(data.partitions.to_dict("records"))
+
+
+def test_frame_records_are_to_dicts_records():
+    """``checks.framework.base.frame_records`` (what the per-partition checks read rows with) gives
+    ``to_dict("records")``, type for type, on these frames of both kinds and each replica's rows."""
+    seg, part, _, _ = _kept(1)
+    seg = [dict(r) for r in seg]  # the kept rows stay as they are
+    seg[3]["topic"] = None
+    frames = [as_frame(seg, SEGMENT_SCHEMA), segment_frame(pa.Table.from_pylist(seg, schema=SEGMENT_SCHEMA)),
+              as_frame(part, PARTITION_SCHEMA)]
+    for frame in frames:
+        assert assert_records_equal(frame) == len(frame)
+        assert assert_records_equal(frame.iloc[0:0]) == 0
+    # what the checks hand it: one replica's rows, cut, sorted and re-indexed (live_replicas); every
+    # 8th of each frame kind's ~100 (the cells are those compared whole above: these are about the cut)
+    replicas = [[rows for _, one in frame.groupby(["topic", "partition"]) for _, _, rows in live_replicas(one)]
+                for frame in frames[:2]]
+    assert all(len(r) > 40 for r in replicas)
+    for rows in replicas[0][::8] + replicas[1][::8]:
+        assert assert_records_equal(rows) == len(rows)
