@@ -10,8 +10,6 @@ instead of after them in one worker.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -36,19 +34,27 @@ from harness.synthetic_tables import on_fire_tables, synthetic_tables
 pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=12)]
 
 
-@functools.lru_cache(maxsize=None)
-def _kept(seed: int):
-    """``synthetic_tables(seed)`` and the per-partition reference on its rows (``Reference``: each
-    check's findings kept as they are first asked for), once per module: the tests below that
-    compare on the same seed's rows (1: the batch, columnar and judged comparisons) pay it once.
-    No test changes these rows or this context."""
-    seg, part, ctx = synthetic_tables(seed)
-    return seg, part, ctx, Reference(PartitionBatch(as_frame(seg, SEGMENT_SCHEMA), as_frame(part, PARTITION_SCHEMA)), ctx)
+@pytest.fixture(scope="module")
+def kept():
+    """``kept(seed)``: ``synthetic_tables(seed)`` and the per-partition reference on its rows
+    (``Reference``: each check's findings kept as they are first asked for), once per module: the
+    tests below that compare on the same seed's rows (1: the batch, columnar and judged comparisons,
+    and frame_records) pay it once; dropped at the module's end. No test changes these rows or this
+    context."""
+    made: dict = {}
+
+    def get(seed: int):
+        if seed not in made:
+            seg, part, ctx = synthetic_tables(seed)
+            batch = PartitionBatch(as_frame(seg, SEGMENT_SCHEMA), as_frame(part, PARTITION_SCHEMA))
+            made[seed] = (seg, part, ctx, Reference(batch, ctx))
+        return made[seed]
+    return get
 
 
-def test_synthetic_tables_batch_equals_reference():
+def test_synthetic_tables_batch_equals_reference(kept):
     # one seed: seed 2's tables are held to the reference by the on-fire and judged tests below
-    seg, part, ctx, reference = _kept(1)
+    seg, part, ctx, reference = kept(1)
     found = assert_batch_equals_reference(seg, part, ctx)
     assert_columnar_equals_reference(PartitionBatch(as_frame(seg, SEGMENT_SCHEMA), as_frame(part, PARTITION_SCHEMA)), ctx,
                                      reference=reference)
@@ -128,12 +134,12 @@ def test_driver_frame_and_moving_sort_give_the_same_findings():
 
 
 @pytest.mark.parametrize("seed", [1, 2, 7])
-def test_synthetic_flagged_partitions_judged_from_the_batch(seed):
+def test_synthetic_flagged_partitions_judged_from_the_batch(seed, kept):
     """On SYNTHETIC tables with planted anomalies, in both frames the engines hand the checks (the
     driver's shared-cell frame and Arrow's default conversion)."""
     from auditor.engines.local.tables import segment_frame
 
-    seg, part, ctx, reference = _kept(seed)  # the reference on the first frame kind, held to both
+    seg, part, ctx, reference = kept(seed)  # the reference on the first frame kind, held to both
     parts = as_frame(part, PARTITION_SCHEMA)
     for frame in (as_frame(seg, SEGMENT_SCHEMA), segment_frame(pa.Table.from_pylist(seg, schema=SEGMENT_SCHEMA))):
         batch = PartitionBatch(frame, parts)
@@ -183,10 +189,10 @@ def test_records_are_the_partition_frames_rows():
             assert _plain_cells(batch.records(i, "partitions")) == _plain_cells(data.partitions.to_dict("records"))
 
 
-def test_frame_records_are_to_dicts_records():
+def test_frame_records_are_to_dicts_records(kept):
     """``checks.framework.base.frame_records`` (what the per-partition checks read rows with) gives
     ``to_dict("records")``, type for type, on these frames of both kinds and each replica's rows."""
-    seg, part, _, _ = _kept(1)
+    seg, part, _, _ = kept(1)
     seg = [dict(r) for r in seg]  # the kept rows stay as they are
     seg[3]["topic"] = None
     frames = [as_frame(seg, SEGMENT_SCHEMA), segment_frame(pa.Table.from_pylist(seg, schema=SEGMENT_SCHEMA)),
