@@ -10,7 +10,6 @@ instead of after them in one worker.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -20,24 +19,45 @@ from auditor.engines.local.checks import run_local
 from auditor.engines.local.tables import segment_frame
 from auditor.schema import PARTITION_SCHEMA, SEGMENT_SCHEMA
 from checks import REGISTRY
-from checks.framework.base import Check
+from checks.framework.base import Check, live_replicas
 from checks.framework.batch import PartitionBatch
 from harness.batch_equality import (PARTITION_CHECKS, Reference, assert_batch_equals_reference,
-                                    assert_columnar_equals_reference, assert_judged_equals_reference)
+                                    assert_columnar_equals_reference, assert_judged_equals_reference,
+                                    assert_records_equal)
 from harness.synthetic_tables import on_fire_tables, synthetic_tables
 
 
 # recorded: the SYNTHETIC rows are drawn from the real fixtures' rows (synthetic_rows.base_rows scans them)
 # the reference per partition is the cost (each check's run kept once per table: harness.batch_equality.Reference);
-# 20 s of CPU; xdist starts the longest files first
-pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=20)]
+# ~9 s of CPU in the fast lane at load 1-4 (10-11 s before frame_records and the kept seed-1 reference; 20 at
+# load 12-15, where the other files' figures were taken): still the longest file, xdist starts the longest first
+pytestmark = [pytest.mark.recorded, pytest.mark.schedule_first(cpu_s=12)]
 
 
-def test_synthetic_tables_batch_equals_reference():
+@pytest.fixture(scope="module")
+def kept():
+    """``kept(seed)``: ``synthetic_tables(seed)`` and the per-partition reference on its rows
+    (``Reference``: each check's findings kept as they are first asked for), once per module: the
+    tests below that compare on the same seed's rows (1: the batch, columnar and judged comparisons,
+    and frame_records) pay it once; dropped at the module's end. No test changes these rows or this
+    context."""
+    made: dict = {}
+
+    def get(seed: int):
+        if seed not in made:
+            seg, part, ctx = synthetic_tables(seed)
+            batch = PartitionBatch(as_frame(seg, SEGMENT_SCHEMA), as_frame(part, PARTITION_SCHEMA))
+            made[seed] = (seg, part, ctx, Reference(batch, ctx))
+        return made[seed]
+    return get
+
+
+def test_synthetic_tables_batch_equals_reference(kept):
     # one seed: seed 2's tables are held to the reference by the on-fire and judged tests below
-    seg, part, ctx = synthetic_tables(1)
+    seg, part, ctx, reference = kept(1)
     found = assert_batch_equals_reference(seg, part, ctx)
-    assert_columnar_equals_reference(PartitionBatch(as_frame(seg, SEGMENT_SCHEMA), as_frame(part, PARTITION_SCHEMA)), ctx)
+    assert_columnar_equals_reference(PartitionBatch(as_frame(seg, SEGMENT_SCHEMA), as_frame(part, PARTITION_SCHEMA)), ctx,
+                                     reference=reference)
     flagged = {f["check"] for f in found if f["severity"] != "PASS"}
     # the planted anomalies reach most checks (replay.safety runs only with a replay target)
     assert len(flagged) >= 10, sorted(flagged)
@@ -114,17 +134,15 @@ def test_driver_frame_and_moving_sort_give_the_same_findings():
 
 
 @pytest.mark.parametrize("seed", [1, 2, 7])
-def test_synthetic_flagged_partitions_judged_from_the_batch(seed):
+def test_synthetic_flagged_partitions_judged_from_the_batch(seed, kept):
     """On SYNTHETIC tables with planted anomalies, in both frames the engines hand the checks (the
     driver's shared-cell frame and Arrow's default conversion)."""
     from auditor.engines.local.tables import segment_frame
 
-    seg, part, ctx = synthetic_tables(seed)
+    seg, part, ctx, reference = kept(seed)  # the reference on the first frame kind, held to both
     parts = as_frame(part, PARTITION_SCHEMA)
-    reference = None  # the reference on the first frame kind, held to both
     for frame in (as_frame(seg, SEGMENT_SCHEMA), segment_frame(pa.Table.from_pylist(seg, schema=SEGMENT_SCHEMA))):
         batch = PartitionBatch(frame, parts)
-        reference = reference or Reference(batch, ctx)
         assert assert_judged_equals_reference(batch, ctx, min_judged=20, reference=reference) > 0
 
 
@@ -169,3 +187,23 @@ def test_records_are_the_partition_frames_rows():
             data = batch.input(i)
             assert _plain_cells(batch.records(i, "segments")) == _plain_cells(data.segments.to_dict("records"))
             assert _plain_cells(batch.records(i, "partitions")) == _plain_cells(data.partitions.to_dict("records"))
+
+
+def test_frame_records_are_to_dicts_records(kept):
+    """``checks.framework.base.frame_records`` (what the per-partition checks read rows with) gives
+    ``to_dict("records")``, type for type, on these frames of both kinds and each replica's rows."""
+    seg, part, _, _ = kept(1)
+    seg = [dict(r) for r in seg]  # the kept rows stay as they are
+    seg[3]["topic"] = None
+    frames = [as_frame(seg, SEGMENT_SCHEMA), segment_frame(pa.Table.from_pylist(seg, schema=SEGMENT_SCHEMA)),
+              as_frame(part, PARTITION_SCHEMA)]
+    for frame in frames:
+        assert assert_records_equal(frame) == len(frame)
+        assert assert_records_equal(frame.iloc[0:0]) == 0
+    # what the checks hand it: one replica's rows, cut, sorted and re-indexed (live_replicas); every
+    # 8th of each frame kind's ~100 (the cells are those compared whole above: these are about the cut)
+    replicas = [[rows for _, one in frame.groupby(["topic", "partition"]) for _, _, rows in live_replicas(one)]
+                for frame in frames[:2]]
+    assert all(len(r) > 40 for r in replicas)
+    for rows in replicas[0][::8] + replicas[1][::8]:
+        assert assert_records_equal(rows) == len(rows)

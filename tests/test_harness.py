@@ -394,8 +394,10 @@ def test_class_data_archive_changes_no_byte_of_the_tools_output(kafka_classpath_
     files = sorted(str(p) for p in BROKER_DIRS.rglob("*.log") if p.stat().st_size)[:10]
     assert len(files) >= 6, files
     args = ["--deep-iteration", "--print-data-log", "--files", ",".join(files)]
+    had_archive = archive_path(kafka_classpath_str, MAIN_CLASS_4_0_TO_4_2).is_file()
     first = run_tool(kafka_classpath_str, MAIN_CLASS_4_0_TO_4_2, args, timeout_s=300)  # writes the archive if none
-    archived = run_tool(kafka_classpath_str, MAIN_CLASS_4_0_TO_4_2, args, timeout_s=300)
+    # with the archive already there (a warm cache) the first run is already a run from it: a second is the same run
+    archived = first if had_archive else run_tool(kafka_classpath_str, MAIN_CLASS_4_0_TO_4_2, args, timeout_s=300)
     plain = run_tool(kafka_classpath_str, MAIN_CLASS_4_0_TO_4_2, args, timeout_s=300, class_data=False)
     assert archive_path(kafka_classpath_str, MAIN_CLASS_4_0_TO_4_2).is_file()
     assert "-XX:SharedArchiveFile=" + str(archive_path(kafka_classpath_str, MAIN_CLASS_4_0_TO_4_2)) in archived.args

@@ -79,11 +79,11 @@ def test_audit_with_disk_skew_carries_the_plan_and_the_report_shows_it(sample, t
     import jsonschema
 
     from auditor.cli.common import EXIT_OK
-    from harness.cli import kafka_audit
 
     findings, html = tmp_path / "findings.json", tmp_path / "report.html"
-    r = kafka_audit("audit", *dirs_args(sample), "--json", findings, "--out", html, "--exit-zero", "--no-progress",
-                    "--engine", "local", timeout=600)
+    # in this process: the audit command as a subprocess is test_cli_commands::test_audit_json_to_stdout's
+    r = kafka_audit_in_process("audit", *dirs_args(sample), "--json", findings, "--out", html, "--exit-zero",
+                               "--no-progress", "--engine", "local")
     assert r.returncode == EXIT_OK, r.stderr[-2000:]
     doc = json.loads(findings.read_text())
     schema = json.loads((Path(__file__).resolve().parents[1] / "reports" / "findings.schema.json").read_text())

@@ -143,8 +143,31 @@ def metadata_partition_rows(data: "CheckInput", ctx: Any):
     if moves is None or parts is None or not len(parts):
         return
     live = parts[parts["dir_kind"] == "live"]
-    for row in live.to_dict("records"):
+    for row in frame_records(live):
         yield moves, row, row["topic"], opt_int(row["partition"]), opt_int(row["broker_id"])
+
+
+def frame_records(frame) -> list[dict]:
+    """``frame.to_dict("records")``: the same dicts, keys and values (cells of object and extension
+    dtypes boxed as pandas boxes them), made column by column from ``frame.items()``. pandas' own
+    takes each column with ``iloc`` (~20 µs a column: ~1 ms a call at the segment table's 50 columns,
+    whatever the rows), this ~0.1 ms; the per-partition ``run`` calls it per partition and replica.
+    Held equal, type for type, by tests/test_frame_records.py."""
+    columns = frame.columns.tolist()
+    if not columns or not frame.columns.is_unique:  # rows of no column; a name twice: pandas' own
+        return frame.to_dict("records")
+    import numpy as np
+    from pandas.api.extensions import ExtensionDtype
+    from pandas.core.dtypes.cast import maybe_box_native  # what to_dict("records") boxes cells with
+
+    series = [s for _, s in frame.items()]
+    rows = [dict(zip(columns, values)) for values in zip(*series)]
+    boxed = [c for c, s in zip(columns, series) if s.dtype == np.dtype(object) or isinstance(s.dtype, ExtensionDtype)]
+    if boxed:
+        for row in rows:
+            for c in boxed:
+                row[c] = maybe_box_native(row[c])
+    return rows
 
 
 def cells(value: Any) -> list:
@@ -453,7 +476,7 @@ def live_replicas(segments) -> list[tuple[int | None, str, Any]]:
 
 def replica_records(segments) -> list[tuple[int | None, str, list[dict]]]:
     """:func:`live_replicas` with each replica's rows as dicts (what :meth:`Check.judge` reads)."""
-    return [(broker, log_dir, rows.to_dict("records")) for broker, log_dir, rows in live_replicas(segments)]
+    return [(broker, log_dir, frame_records(rows)) for broker, log_dir, rows in live_replicas(segments)]
 
 
 def segment_file(row) -> str:

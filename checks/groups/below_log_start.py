@@ -29,7 +29,7 @@ Options: generated from ``options`` below (checks.framework.base.options_section
 
 from __future__ import annotations
 
-from checks.framework.base import Check, CheckInput, Option, opt_int, positive, severity_option
+from checks.framework.base import Check, CheckInput, Option, frame_records, opt_int, positive, severity_option
 
 
 class GroupBelowLogStart(Check):
@@ -53,7 +53,7 @@ class GroupBelowLogStart(Check):
             return []
         live = data.partitions[data.partitions["dir_kind"] == "live"]
         out = []
-        for row in live.to_dict("records"):
+        for row in frame_records(live):
             start = opt_int(row.get("log_start_offset"))
             if start is None:
                 continue

@@ -32,7 +32,7 @@ Options: generated from ``options`` below (checks.framework.base.options_section
 from __future__ import annotations
 
 from auditor.units import human_bytes, iso_utc
-from checks.framework.base import Check, CheckInput, Option, live_replicas, non_negative, opt_int
+from checks.framework.base import Check, CheckInput, Option, frame_records, live_replicas, non_negative, opt_int
 from checks.retention.future_timestamp import largest_timestamp
 
 HOUR_MS = 3_600_000
@@ -82,7 +82,7 @@ class GroupTimeToLoss(Check):
         fail_until = as_of_ms + opts["fail_hours"] * HOUR_MS
         out = []
         for broker, log_dir, frame in live_replicas(data.segments):
-            rows = frame.to_dict("records")
+            rows = frame_records(frame)
             due = deletion_times(rows, retention)
             for c in commits:
                 committed = c["committed_offset"]

@@ -27,7 +27,7 @@ Options: generated from ``options`` below (checks.framework.base.options_section
 
 from __future__ import annotations
 
-from checks.framework.base import Check, CheckInput, cells, live_replicas, opt_int, severity_option
+from checks.framework.base import Check, CheckInput, cells, frame_records, live_replicas, opt_int, severity_option
 from auditor.units import human_bytes
 
 
@@ -54,7 +54,7 @@ class IntegrityTruncation(Check):
     def run(self, data: CheckInput, ctx, opts):
         out = []
         for broker, log_dir, rows in live_replicas(data.segments):
-            for r in rows.to_dict("records"):
+            for r in frame_records(rows):
                 reason = r["stop_reason"]
                 trailing = opt_int(r["trailing_bytes"]) or 0
                 if reason is None and not trailing:

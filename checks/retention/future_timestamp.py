@@ -32,7 +32,7 @@ Options: generated from ``options`` below (checks.framework.base.options_section
 
 from __future__ import annotations
 
-from checks.framework.base import Check, CheckInput, Option, Severity, live_replicas, non_negative, opt_int
+from checks.framework.base import Check, CheckInput, Option, Severity, frame_records, live_replicas, non_negative, opt_int
 from checks.framework.columns import columnar_batch
 from auditor.units import human_bytes, human_duration, iso_utc
 
@@ -166,7 +166,7 @@ class RetentionFutureTimestamp(Check):
         as_of_ms = ctx.as_of_ms
         out = []
         for broker, log_dir, rows in live_replicas(data.segments):
-            recs = rows.to_dict("records")
+            recs = frame_records(rows)
             for i, r in enumerate(recs):
                 largest = largest_timestamp(r)
                 if largest is None:

@@ -30,7 +30,7 @@ Options: generated from ``options`` below (checks.framework.base.options_section
 
 from __future__ import annotations
 
-from checks.framework.base import EVIDENCE_CAP, Check, CheckInput, Option, live_replicas, non_negative, opt_int
+from checks.framework.base import EVIDENCE_CAP, Check, CheckInput, Option, frame_records, live_replicas, non_negative, opt_int
 from checks.framework.columns import columnar_batch
 from checks.retention.future_timestamp import largest_ints, largest_of_rows, largest_timestamp, largest_timestamps
 from auditor.units import human_bytes, iso_utc
@@ -124,7 +124,7 @@ class RetentionOverdue(Check):
         out = []
         for broker, log_dir, rows in live_replicas(data.segments):
             overdue = []
-            for r in rows.to_dict("records"):
+            for r in frame_records(rows):
                 largest = largest_timestamp(r)
                 if r["is_active"] or largest is None or as_of_ms - largest <= retention:
                     break

@@ -25,7 +25,7 @@ Options: generated from ``options`` below (checks.framework.base.options_section
 from __future__ import annotations
 
 from auditor.units import human_duration
-from checks.framework.base import Check, CheckInput, Option, live_replicas, opt_int, positive
+from checks.framework.base import Check, CheckInput, Option, frame_records, live_replicas, opt_int, positive
 
 
 
@@ -47,7 +47,7 @@ class TimestampsBackward(Check):
     def run(self, data: CheckInput, ctx, opts):
         out = []
         for broker, log_dir, rows in live_replicas(data.segments):
-            hits = [r for r in rows.to_dict("records")
+            hits = [r for r in frame_records(rows)
                     if (opt_int(r["max_backward_jump_ms"]) or 0) > opts["threshold_ms"]]
             if not hits:
                 continue

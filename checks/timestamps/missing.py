@@ -23,7 +23,7 @@ Options: generated from ``options`` below (checks.framework.base.options_section
 
 from __future__ import annotations
 
-from checks.framework.base import Check, CheckInput, cells, live_replicas, opt_int, severity_option
+from checks.framework.base import Check, CheckInput, cells, frame_records, live_replicas, opt_int, severity_option
 from auditor.units import human_bytes
 
 
@@ -42,7 +42,7 @@ class TimestampsMissing(Check):
     def run(self, data: CheckInput, ctx, opts):
         out = []
         for broker, log_dir, rows in live_replicas(data.segments):
-            hits = [r for r in rows.to_dict("records")
+            hits = [r for r in frame_records(rows)
                     if 0 in cells(r["magics"]) or "NoTimestampType" in cells(r["timestamp_types"])]
             if not hits:
                 continue

@@ -3,9 +3,13 @@ assertions the batch, columnar and judged equality tests share (tests/test_batch
 tests/test_batch_checks_synthetic.py, tests/test_local_engine.py)."""
 
 from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
 from auditor.engines.local.checks import run_local, run_local_reference
 from checks import REGISTRY
-from checks.framework.base import Check
+from checks.framework.base import Check, frame_records
 
 
 PARTITION_CHECKS = sorted(n for n, c in REGISTRY.items() if c.scope == "partition")
@@ -100,3 +104,29 @@ def assert_judged_equals_reference(batch, ctx, min_judged=0, reference: Referenc
         judged += sum(batch.replica_records(i, check.replica_columns) is not None for i in groups)
     assert judged >= min_judged
     return judged
+
+
+def _same(a, b) -> bool:
+    """Equal and of the same type, numpy arrays cell by cell with their dtype, NaN equal to NaN."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if a is pd.NA or a is pd.NaT or a is None:
+        return a is b
+    if isinstance(a, float) and a != a:
+        return b != b
+    return bool(a == b)
+
+
+def assert_records_equal(frame) -> int:
+    """``frame_records(frame)`` is ``frame.to_dict("records")``, value for value and type for type; returns the rows."""
+    expected, got = frame.to_dict("records"), frame_records(frame)
+    assert len(got) == len(expected)
+    for i, (g, e) in enumerate(zip(got, expected)):
+        assert _same(g, e), (i, {k: (g[k], e[k]) for k in e if not _same(g.get(k), e[k])})
+    return len(got)
