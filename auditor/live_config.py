@@ -32,11 +32,11 @@ def fetch_topic_configs(bootstrap_servers: str, topics: Iterable[str] | None = N
                         timeout_s: float = 15.0, keys: Iterable[str] = WANTED) -> dict[str, dict[str, str]]:
     """{topic: {config: value}} of ``keys`` (default :data:`WANTED`) for ``topics`` (default: every
     topic of the cluster)."""
-    wanted = frozenset(keys)
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient, ConfigResource
+    from confluent_kafka.admin import ConfigResource
 
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "socket.timeout.ms": int(timeout_s * 1000)})
+    wanted = frozenset(keys)
+    admin = _admin(bootstrap_servers, timeout_s)
     try:
         names = sorted(topics) if topics is not None else sorted(admin.list_topics(timeout=timeout_s).topics)
         if not names:
@@ -57,10 +57,10 @@ def fetch_topic_configs(bootstrap_servers: str, topics: Iterable[str] | None = N
 def fetch_broker_configs(bootstrap_servers: str, keys: Iterable[str], timeout_s: float = 15.0) -> dict[str, str]:
     """{config: value} of ``keys`` as one broker of the cluster has them (its own, a cluster-wide
     dynamic default, or Kafka's default): broker settings such as ``log.cleaner.backoff.ms``."""
-    from confluent_kafka.admin import AdminClient, ConfigResource
+    from confluent_kafka.admin import ConfigResource
 
     wanted = frozenset(keys)
-    admin = AdminClient({"bootstrap.servers": bootstrap_servers, "socket.timeout.ms": int(timeout_s * 1000)})
+    admin = _admin(bootstrap_servers, timeout_s)
     try:
         brokers = sorted(admin.list_topics(timeout=timeout_s).brokers)
         if not brokers:
@@ -70,3 +70,9 @@ def fetch_broker_configs(bootstrap_servers: str, keys: Iterable[str], timeout_s:
         return {k: v.value for k, v in entries.items() if k in wanted and v.value is not None}
     except Exception as exc:  # noqa: BLE001 - KafkaException, timeouts (cf.TimeoutError / RuntimeError)
         raise LiveConfigError(f"{bootstrap_servers}: cannot read broker configs: {type(exc).__name__}: {exc}") from None
+
+
+def _admin(bootstrap_servers: str, timeout_s: float):
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": bootstrap_servers, "socket.timeout.ms": int(timeout_s * 1000)})

@@ -23,44 +23,48 @@ def pick(st, lists: list[list[tuple]], want: float, cap: float, gain, valid, siz
     if size is None:
         return _first(lists, want, cap, gain, valid)
     for lst in lists:        # per log dir, heaviest first: its bytes then fix a log dir too
-        best = None
-        i = bisect.bisect_left(lst, (want,))
-        for e in lst[i:i + SCAN_STEPS]:
-            if e[0] > cap + EPS:
-                break
-            if (best is None or size(e[2]) < best[0]) and gain(e[0]) and valid(e[2]):
-                best = (size(e[2]), e)
-        if best is not None:
-            return best[1]
-        for e in next(_below([lst], want, cap, None)):
-            ratio = size(e[2]) / max(e[0], EPS)
-            if (best is None or ratio < best[0]) and gain(e[0]) and valid(e[2]):
-                best = (ratio, e)
-        if best is not None:
-            return best[1]
+        e = (_least(_fitting(lst, want, cap), lambda e: size(e[2]), gain, valid)
+             or _least(_below(lst, want, cap, None), lambda e: size(e[2]) / max(e[0], EPS), gain, valid))
+        if e is not None:
+            return e
     return _last_resort(lists, cap, gain, valid)
 
 
 def _first(lists, want, cap, gain, valid):
     for lst in lists:
-        i = bisect.bisect_left(lst, (want,))
-        for e in lst[i:i + SCAN_STEPS]:
-            if e[0] > cap + EPS:
-                break
+        for e in _fitting(lst, want, cap):
             if gain(e[0]) and valid(e[2]):
                 return e
-    for window in _below(lists, want, cap):    # the heaviest dir that has one: its bytes then fix a log dir too
-        for e in window:
+    for lst in lists:    # the heaviest dir that has one: its bytes then fix a log dir too
+        for e in _below(lst, want, cap):
             if gain(e[0]) and valid(e[2]):
                 return e
     return _last_resort(lists, cap, gain, valid)
 
 
-def _below(lists, want, cap, steps=SCAN_STEPS):
-    """Per list, the ``steps`` largest entries (None: all) with ``w <= min(want, cap)``, largest first."""
-    for lst in lists:
-        j = bisect.bisect_right(lst, (min(want, cap), True, ("\uffff", 1 << 62)))
-        yield reversed(lst[0 if steps is None else max(0, j - steps):j])
+def _least(entries, key, gain, valid):
+    """The first entry with the least ``key(entry)`` among those that gain and pass ``valid``, or None."""
+    best = None
+    for e in entries:
+        k = key(e)
+        if (best is None or k < best[0]) and gain(e[0]) and valid(e[2]):
+            best = (k, e)
+    return None if best is None else best[1]
+
+
+def _fitting(lst, want, cap):
+    """Up to SCAN_STEPS entries of ``lst`` with ``want <= w <= cap``, smallest first."""
+    i = bisect.bisect_left(lst, (want,))
+    for e in lst[i:i + SCAN_STEPS]:
+        if e[0] > cap + EPS:
+            return
+        yield e
+
+
+def _below(lst, want, cap, steps=SCAN_STEPS):
+    """The ``steps`` largest entries of ``lst`` (None: all) with ``w <= min(want, cap)``, largest first."""
+    j = bisect.bisect_right(lst, (min(want, cap), True, ("\uffff", 1 << 62)))
+    return reversed(lst[0 if steps is None else max(0, j - steps):j])
 
 
 def _last_resort(lists, cap, gain, valid):
